@@ -1,0 +1,45 @@
+"""ember: the PyTorch programming model as a plain Python program on NumPy.
+
+`import ember as torch` — names, semantics and errors follow torch 2.x.
+"""
+from . import _dtype
+from ._dtype import (bfloat16, bool, complex64, complex128, cfloat, cdouble, double, dtype, finfo, float,
+                     float16, float32, float64, get_default_dtype, half, iinfo, int, int8, int16, int32,
+                     int64, long, promote_types, set_default_dtype, short, uint8, can_cast)
+from ._device import device
+from ._tensor import Size, Tensor
+from ._tensor_str import get_printoptions, set_printoptions
+from . import autograd
+from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
+from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
+from ._ops import _registry
+from ._ops import pointwise, reduction, shape, indexing, creation  # noqa: F401  (install ops)
+
+globals().update(_registry.namespace)
+
+autograd.Variable = Tensor
+__version__ = "0.1.0"
+
+
+def result_type(tensor1, tensor2):
+    return _dtype.result_type_of((tensor1, tensor2))
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def is_complex(input):
+    return input.is_complex()
+
+
+def numel(input):
+    return input.numel()
+
+
+def is_storage(obj):
+    return False

@@ -1,0 +1,118 @@
+"""NumPy-specific helpers: strided views, storage geometry, BLAS-shaped tricks.
+
+Everything here is a named helper that a CuPy backend would provide its own way.
+"""
+import numpy as np
+from numpy.lib.stride_tricks import as_strided as _np_as_strided
+
+
+def storage_root(arr):
+    """The ndarray that owns arr's memory (end of the .base chain)."""
+    while isinstance(arr.base, np.ndarray):
+        arr = arr.base
+    return arr
+
+
+def data_ptr(arr):
+    return arr.__array_interface__["data"][0]
+
+
+def storage_offset(arr):
+    """Elements between the start of arr's storage and its first element."""
+    return (data_ptr(arr) - data_ptr(storage_root(arr))) // arr.itemsize
+
+
+def storage_nelements(arr):
+    root = storage_root(arr)
+    return root.nbytes // arr.itemsize
+
+
+def strided_view(arr, shape, strides_elems):
+    """A writeable view of arr's memory with element strides (no bounds checks here)."""
+    isz = arr.itemsize
+    return _np_as_strided(arr, tuple(shape), tuple(s * isz for s in strides_elems), writeable=True)
+
+
+def expand_view(arr, shape):
+    """Broadcast arr to shape as a writeable view with 0 strides (np.broadcast_to is read-only)."""
+    nd = len(shape)
+    pad = nd - arr.ndim
+    strides = [0] * pad + list(arr.strides)
+    in_shape = (1,) * pad + arr.shape
+    for i in range(nd):
+        if in_shape[i] == 1 and shape[i] != 1:
+            strides[i] = 0
+    return _np_as_strided(arr, tuple(shape), tuple(strides), writeable=True)
+
+
+def geometry(base, view):
+    """(shape, element strides, element offset) of view's memory relative to base's first element."""
+    isz = base.itemsize
+    offset = (data_ptr(view) - data_ptr(base)) // isz
+    return view.shape, tuple(s // isz for s in view.strides), offset
+
+
+def layout_of(arr):
+    return arr.shape, tuple(s // arr.itemsize for s in arr.strides)
+
+
+def layout_buffer(shape, strides, dtype, fill=0):
+    """A flat buffer big enough for a tensor of this layout, and that tensor as a view of it."""
+    extent = 1
+    for n, s in zip(shape, strides):
+        if n == 0:
+            extent = 0
+            break
+        extent += (n - 1) * s
+    buf = np.full(max(extent, 0), fill, dtype=dtype)
+    return buf, strided_view(buf, shape, strides) if extent else np.zeros(shape, dtype)
+
+
+def window(buf, shape, strides, offset):
+    return strided_from(buf, shape, strides, offset)
+
+
+def is_channels_last(arr):
+    if arr.ndim != 4:
+        return False
+    n, c, h, w = arr.shape
+    st = [s // arr.itemsize for s in arr.strides]
+    return st[1] == 1 and st[3] == c and st[2] == c * w
+
+
+def sliding_windows(arr, dim, size, step):
+    """Tensor.unfold as a view: windows of `size` every `step` along dim, as a new last dim."""
+    shape = list(arr.shape)
+    strides = list(arr.strides)
+    n = (shape[dim] - size) // step + 1
+    new_shape = shape[:dim] + [n] + shape[dim + 1:] + [size]
+    new_strides = strides[:dim] + [strides[dim] * step] + strides[dim + 1:] + [strides[dim]]
+    return _np_as_strided(arr, tuple(new_shape), tuple(new_strides), writeable=True)
+
+
+def strided_from(arr, shape, strides_elems, offset_elems=0):
+    """A writeable view with element strides, starting offset_elems after arr's first element.
+    The caller guarantees the memory lies inside arr's storage."""
+    isz = arr.itemsize
+    if offset_elems:
+        arr = _np_as_strided(arr, (2,), (offset_elems * isz,), writeable=True)[1:]
+    return _np_as_strided(arr, tuple(shape), tuple(s * isz for s in strides_elems), writeable=True)
+
+
+def diagonal_view(arr, offset, dim1, dim2):
+    """A writeable diagonal view (np.diagonal's is read-only), diagonal as the last dim."""
+    shape = arr.shape
+    st = [s // arr.itemsize for s in arr.strides]
+    n1, n2 = shape[dim1], shape[dim2]
+    if offset >= 0:
+        length = max(0, min(n1, n2 - offset))
+        start = offset * st[dim2] if length else 0
+    else:
+        length = max(0, min(n1 + offset, n2))
+        start = -offset * st[dim1] if length else 0
+    keep = [i for i in range(arr.ndim) if i not in (dim1, dim2)]
+    new_shape = tuple(shape[i] for i in keep) + (length,)
+    new_strides = tuple(st[i] for i in keep) + (st[dim1] + st[dim2],)
+    if arr.size == 0 or length == 0:
+        return strided_from(arr, new_shape, new_strides, 0) if arr.size else np.empty(new_shape, arr.dtype)
+    return strided_from(arr, new_shape, new_strides, start)

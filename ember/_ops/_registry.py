@@ -1,0 +1,526 @@
+"""The op registry: how an op is declared once and installed everywhere.
+
+Two tiers (see ../shared/STYLE.md 7.2):
+- class ops: `class Exp(Op)` with `forward(ctx, *arrays, **params)` on backend arrays
+  and `backward(ctx, *grads)` on Tensors, side by side; `Op.apply(*tensors, **params)`
+  runs forward and records the node when grad is needed.
+- row ops: `unary(...)` / `binary(...)` declare an elementwise op in one line: kernel,
+  promotion kind and derivative lambdas whose parameter names (x, y, out) say what to save.
+
+`install()` puts a public function on ember, the method on Tensor, the in-place variant
+and operator dunders, from one declaration. Promotion, scalar wrapping, out= and
+in-place checks live here, once.
+"""
+import inspect
+
+import numpy as np
+
+from .. import _dtype as D
+from .._backend import as_array, scalar_array
+from .._tensor import Tensor, _dtype_of
+from ..autograd import grad_mode
+from ..autograd.graph import Node, SavedTensor, init_node
+
+_state = grad_mode._state
+_new = object.__new__
+_make = Tensor._make
+FLOAT = D.FLOAT
+
+# the public namespace is filled by install(); ember/__init__.py re-exports it
+namespace = {}
+ALL_OPS = {}  # public name -> declaration (class op or row), used by tests
+
+
+# ---- class ops ----------------------------------------------------------------------
+
+class Op(Node):
+    """Base of an op declaration: forward on arrays, backward on Tensors.
+
+    Class attributes: `view` (outputs are views of input 0), `nondiff` (indices of
+    outputs that never carry gradients, e.g. argmax indices), `_name` (torch's
+    grad_fn name such as "SumBackward1").
+    """
+    __slots__ = ()
+    view = False
+    nondiff = ()
+
+    @staticmethod
+    def forward(ctx, *arrays, **params):
+        raise NotImplementedError
+
+    def backward(ctx, *grads):
+        raise RuntimeError(f"the derivative for '{ctx.name()}' is not implemented.")
+
+    @classmethod
+    def apply(cls, *inputs, **params):
+        return apply(cls, inputs, params)
+
+
+def apply(cls, inputs, params):
+    """Run cls.forward on the inputs' arrays, wrap the results, record the node."""
+    ctx = _new(cls)
+    ctx._saved = ()
+    arrays = [None if t is None else t._data for t in inputs]
+    out = cls.forward(ctx, *arrays, **params)
+    if type(out) is tuple:
+        outs = tuple(_wrap(o) for o in out)
+    else:
+        outs = (_wrap(out),)
+    if cls.view:
+        _mark_views(inputs[0], outs)
+    if _state.enabled:
+        for t in inputs:
+            if t is not None and t._requires_grad:
+                _attach(ctx, inputs, arrays, outs)
+                break
+    return outs if type(out) is tuple else outs[0]
+
+
+def _wrap(o):
+    if type(o) is not np.ndarray:
+        o = np.asarray(o)
+    return _make(o)
+
+
+def _mark_views(src, outs):
+    base = src if src._base is None else src._base
+    version = src._version
+    for o in outs:
+        o._version = version
+        o._base = base
+        o._view_version = version.value
+
+
+def _attach(ctx, inputs, arrays, outs):
+    init_node(ctx, inputs)
+    if ctx._saved:
+        ctx._saved = tuple(_resolve(item, inputs, arrays, outs) for item in ctx._saved)
+    ctx._out_meta = tuple((o._data.shape, o._dtype) for o in outs)
+    nondiff = ctx.nondiff
+    for i, o in enumerate(outs):
+        if o._dtype.category >= FLOAT and i not in nondiff:
+            o._requires_grad = True
+            o._grad_fn = ctx
+            o._output_nr = i
+
+
+def _resolve(item, inputs, arrays, outs):
+    """Turn a value saved by a kernel into a SavedTensor: an input's array becomes the
+    input Tensor (graph-connected, version-checked), the output's array an output slot."""
+    if type(item) is np.ndarray:
+        for i, a in enumerate(arrays):
+            if a is item:
+                t = inputs[i]
+                return SavedTensor("input", t, None, t._version.value)
+        for i, o in enumerate(outs):
+            if o._data is item:
+                return SavedTensor("output", item, o._version, o._version.value, i)
+        return SavedTensor("const", item)
+    if isinstance(item, Tensor):
+        for i, o in enumerate(outs):
+            if o is item:
+                return SavedTensor("output", o._data, o._version, o._version.value, i)
+        return SavedTensor("input", item, None, item._version.value)
+    return SavedTensor("value", item)
+
+
+# ---- promotion ----------------------------------------------------------------------
+
+# promotion kinds of elementwise ops
+SAME = "same"          # compute and return in the promoted dtype (add, mul, maximum)
+TO_FLOAT = "float"     # integers and bool compute in the default float dtype (div, exp, sin)
+COMPARE = "compare"    # compute in the promoted dtype, return bool (eq, lt)
+LOGICAL = "logical"    # any dtype in, bool out (logical_and)
+INTEGRAL = "integral"  # integers and bool only (bitwise_and, gcd)
+NO_COMPLEX = "no_complex"  # like SAME, but complex inputs are an error (maximum, floor)
+
+
+def compute_dtype(kind, d, opname):
+    """The dtype an elementwise op of promotion `kind` computes in for promoted dtype d."""
+    if kind == TO_FLOAT:
+        return D.get_default_dtype() if d.category < FLOAT else d
+    if kind == INTEGRAL and d.category >= FLOAT:
+        raise RuntimeError(f'"{opname}_cpu" not implemented for \'{D.SCALAR_NAMES[d]}\'')
+    if kind == NO_COMPLEX and d.category == D.COMPLEX:
+        raise RuntimeError(f"{opname} is not supported for complex inputs")
+    return d
+
+
+def to_compute(t, cd):
+    """t's array in dtype cd (a copy only when the dtype differs)."""
+    x = t._data
+    return x if t._dtype is cd else x.astype(cd.np)
+
+
+def shapes_error(opname, x, y):
+    """torch's broadcasting error for two arrays."""
+    a, b = x.shape, y.shape
+    n = max(len(a), len(b))
+    pa = (1,) * (n - len(a)) + tuple(a)
+    pb = (1,) * (n - len(b)) + tuple(b)
+    for i in range(n - 1, -1, -1):
+        if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
+            return RuntimeError(f"The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) "
+                                f"at non-singleton dimension {i}")
+    return RuntimeError(f"{opname}: shapes {list(a)} and {list(b)} are not broadcastable")
+
+
+# ---- row ops: unary -----------------------------------------------------------------
+
+def _param_names(fn):
+    return tuple(inspect.signature(fn).parameters)[1:] if fn is not None else ()
+
+
+class RowNode(Op):
+    """Node of a row op; the row's derivative lambdas are class attributes."""
+    __slots__ = ()
+    row = None
+
+    def _args(self, names):
+        saved = self._saved
+        index = self.row.save_index
+        return [saved[index[n]].unpack(self) for n in names]
+
+    def backward(self, grad):
+        row = self.row
+        need = self.needs_input_grad
+        if row.arity == 1:
+            return row.dx(grad, *self._args(row.dx_args))
+        gx = row.dx(grad, *self._args(row.dx_args)) if need[0] else None
+        gy = row.dy(grad, *self._args(row.dy_args)) if need[1] else None
+        return gx, gy
+
+
+class Row:
+    """One elementwise op declaration (see unary()/binary())."""
+
+    def __init__(self, name, kernel, kind, dx, dy, arity, node_name, check):
+        self.name = name
+        self.kernel = kernel
+        self.ufunc = isinstance(kernel, np.ufunc)
+        self.kind = kind
+        self.dx = dx
+        self.dy = dy
+        self.arity = arity
+        self.check = check
+        self.dx_args = _param_names(dx)
+        self.dy_args = _param_names(dy)
+        names = []
+        for n in ("x", "y", "out"):
+            if n in self.dx_args or n in self.dy_args:
+                names.append(n)
+        self.save_names = tuple(names)
+        self.save_index = {n: i for i, n in enumerate(names)}
+        self.differentiable = dx is not None
+        self.node = type(node_name, (RowNode,), {"__slots__": (), "row": self, "_name": node_name})
+
+
+def _save_row(node, row, a, b, x_arr, y_arr, out):
+    """Save what the row's lambdas name: inputs by reference, out as an array slot."""
+    saved = []
+    for n in row.save_names:
+        if n == "out":
+            saved.append(SavedTensor("output", out._data, out._version, 0, 0))
+        else:
+            v = a if n == "x" else b
+            if isinstance(v, Tensor):
+                saved.append(SavedTensor("input", v, None, v._version.value))
+            else:
+                saved.append(SavedTensor("value", v))
+    node._saved = tuple(saved)
+
+
+def unary_call(row, input):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{row.name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    d = input._dtype
+    if row.check is not None:
+        row.check(d)
+    cd = compute_dtype(row.kind, d, row.name) if row.kind is not SAME else d
+    x = input._data if cd is d else input._data.astype(cd.np)
+    r = row.kernel(x)
+    if type(r) is not np.ndarray:
+        r = np.asarray(r)
+    out = _make(r)
+    if _state.enabled and input._requires_grad and row.differentiable and out._dtype.category >= FLOAT:
+        node = _new(row.node)
+        init_node(node, (input,))
+        node._out_meta = ((r.shape, out._dtype),)
+        _save_row(node, row, input, None, x, None, out)
+        out._requires_grad = True
+        out._grad_fn = node
+    return out
+
+
+def unary(name, kernel, kind=SAME, dx=None, node_name=None, check=None, method=True, inplace=True,
+          aliases=(), dunder=None):
+    """Declare an elementwise op of one tensor: unary("exp", np.exp, TO_FLOAT, dx=lambda g, out: g * out)."""
+    row = Row(name, kernel, kind, dx, None, 1, node_name or _node_name(name), check)
+
+    def fn(input, *, out=None):
+        r = unary_call(row, input)
+        return r if out is None else write_out(out, r, name)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}: see https://pytorch.org/docs/stable/generated/torch.{name}.html"
+    install(fn, name, method=method, inplace=make_inplace(fn, name, row) if inplace else None,
+            aliases=aliases, dunder=dunder, decl=row)
+    return fn
+
+
+def _node_name(name):
+    return "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+
+
+# ---- row ops: binary ----------------------------------------------------------------
+
+def binary_operands(row, a, b):
+    """(x, y, compute dtype) for two operands, at least one a Tensor, by torch's promotion."""
+    ta = isinstance(a, Tensor)
+    tb = isinstance(b, Tensor)
+    if ta and tb:
+        da = a._dtype
+        db = b._dtype
+        if da is db:
+            d = da
+        else:
+            d = D.result_type_of((a, b))
+    elif ta:
+        if not _is_scalar(b):
+            return binary_operands(row, a, _coerce_other(b, row.name))
+        d = D.result_type_of((a, b))
+    elif tb:
+        if not _is_scalar(a):
+            return binary_operands(row, _coerce_other(a, row.name), b)
+        d = D.result_type_of((a, b))
+    else:
+        raise TypeError(f"{row.name}(): expected at least one Tensor argument")
+    if row.check is not None:
+        row.check(d)
+    cd = compute_dtype(row.kind, d, row.name) if row.kind is not SAME else d
+    x = to_compute(a, cd) if ta else scalar_array(a, cd.np)
+    y = to_compute(b, cd) if tb else scalar_array(b, cd.np)
+    return x, y, cd
+
+
+_SCALARS = (int, float, bool, complex, np.number, np.bool_)
+
+
+def _is_scalar(v):
+    return isinstance(v, _SCALARS)
+
+
+def _coerce_other(v, opname):
+    """NumPy arrays and nested lists as the other operand become tensors (as torch)."""
+    if isinstance(v, np.ndarray):
+        return _make(v)
+    raise TypeError(f"{opname}(): argument 'other' must be Tensor or Number, not {type(v).__name__}")
+
+
+def binary_call(row, a, b):
+    x, y, cd = binary_operands(row, a, b)
+    try:
+        r = row.kernel(x, y)
+    except ValueError:
+        raise shapes_error(row.name, x, y) from None
+    if type(r) is not np.ndarray:
+        r = np.asarray(r)
+    out = _make(r)
+    if _state.enabled and row.differentiable and out._dtype.category >= FLOAT:
+        ra = isinstance(a, Tensor) and a._requires_grad
+        rb = isinstance(b, Tensor) and b._requires_grad
+        if ra or rb:
+            node = _new(row.node)
+            init_node(node, (a if isinstance(a, Tensor) else None, b if isinstance(b, Tensor) else None))
+            node._out_meta = ((r.shape, out._dtype),)
+            _save_row(node, row, a, b, x, y, out)
+            out._requires_grad = True
+            out._grad_fn = node
+    return out
+
+
+def binary(name, kernel, kind=SAME, dx=None, dy=None, node_name=None, check=None, method=True,
+           inplace=True, aliases=(), dunder=None, rdunder=None):
+    """Declare an elementwise op of two operands (tensors or scalars), e.g.
+    binary("mul", np.multiply, dx=lambda g, y: g * y, dy=lambda g, x: g * x, dunder="mul")."""
+    row = Row(name, kernel, kind, dx, dy, 2, node_name or _node_name(name), check)
+
+    def fn(input, other, *, out=None):
+        r = binary_call(row, input, other)
+        return r if out is None else write_out(out, r, name)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}: see https://pytorch.org/docs/stable/generated/torch.{name}.html"
+    rfn = None
+    if rdunder:
+        def rfn(self, other):
+            return fn(other, self)
+        rfn.__name__ = f"__r{dunder}__"
+    install(fn, name, method=method, inplace=make_inplace(fn, name, row) if inplace else None,
+            aliases=aliases, dunder=dunder, rdunder=rfn, decl=row)
+    return fn
+
+
+# ---- out= and in-place --------------------------------------------------------------
+
+def write_out(out, r, opname):
+    """Copy result r into the user's out= tensor (resizing it if needed, like torch)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{opname}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if _state.enabled and (out._requires_grad or r._requires_grad):
+        raise RuntimeError(f"{opname}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    if not D.can_cast(r._dtype, out._dtype):
+        raise RuntimeError(f"result type {D.SCALAR_NAMES[r._dtype]} can't be cast to the desired output "
+                           f"type {D.SCALAR_NAMES[out._dtype]}")
+    if out._data.shape != r._data.shape:
+        if out._data.size:
+            import warnings
+            warnings.warn(f"An output with one or more elements was resized since it had shape "
+                          f"{list(out._data.shape)}, which does not match the required output shape "
+                          f"{list(r._data.shape)}. This behavior is deprecated.", UserWarning, stacklevel=3)
+        out._data = np.empty(r._data.shape, dtype=out._data.dtype)
+    np.copyto(out._data, r._data, casting="unsafe")
+    out._version.value += 1
+    return out
+
+
+def check_inplace(self):
+    """torch's errors for in-place ops on leaves (and views of leaves) that require grad."""
+    if _state.enabled and self._requires_grad:
+        if self._grad_fn is None:
+            if self._base is not None:
+                raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                                   "in-place operation.")
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        base = self._base
+        if base is not None and base._grad_fn is None and base._requires_grad:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+
+
+def make_inplace(fn, name, row=None):
+    """The `name_` variant of an out-of-place op: compute, then write into self."""
+
+    def inplace(self, *args, **kwargs):
+        check_inplace(self)
+        if row is not None and row.ufunc and not kwargs and not _needs_graph(self, args):
+            if _ufunc_inplace(row, self, args):
+                return self
+        r = fn(self, *args, **kwargs)
+        return assign_result(self, r, name + "_")
+    inplace.__name__ = inplace.__qualname__ = name + "_"
+    return inplace
+
+
+def _needs_graph(self, args):
+    if not _state.enabled:
+        return False
+    if self._requires_grad:
+        return True
+    for a in args:
+        if isinstance(a, Tensor) and a._requires_grad:
+            return True
+    return False
+
+
+def _ufunc_inplace(row, self, args):
+    """Fast path: run the ufunc straight into self's array when dtypes allow."""
+    d = self._dtype
+    if row.arity == 1:
+        if row.check is not None:
+            row.check(d)
+        cd = compute_dtype(row.kind, d, row.name)
+        if cd is not d:
+            return False
+        row.kernel(self._data, out=self._data)
+    else:
+        other = args[0]
+        if isinstance(other, Tensor):
+            if other._dtype is not d and not D.can_cast(D.result_type_of((self, other)), d):
+                return False
+        elif not _is_scalar(other):
+            return False
+        x, y, cd = binary_operands(row, self, other)
+        if cd is not d or np.broadcast_shapes(x.shape, y.shape) != x.shape:
+            return False
+        if x is not self._data:
+            return False
+        row.kernel(x, y, out=self._data)
+    self._version.value += 1
+    return True
+
+
+def assign_result(self, r, opname):
+    """Write out-of-place result r into self and make r's history self's history."""
+    if not D.can_cast(r._dtype, self._dtype):
+        raise RuntimeError(f"result type {D.SCALAR_NAMES[r._dtype]} can't be cast to the desired output "
+                           f"type {D.SCALAR_NAMES[self._dtype]}")
+    if r._data.shape != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+                           f"{list(r._data.shape)}")
+    node = r._grad_fn
+    if node is not None:
+        _snapshot_saved_self(node, self)
+    if r._data is not self._data:
+        np.copyto(self._data, r._data, casting="unsafe")
+    self._version.value += 1
+    if node is not None:
+        from .shape import rebase_history
+        rebase_history(self, r)
+    return self
+
+
+def _snapshot_saved_self(node, self):
+    """If the op saved self's old value, keep a copy: it is about to be overwritten
+    (torch saves a clone of self for in-place ops whose derivative needs it)."""
+    saved = node._saved
+    if not saved:
+        return
+    new = None
+    for i, s in enumerate(saved):
+        if s.kind == "input" and (s.obj is self or (s.obj._data is self._data)):
+            if new is None:
+                new = list(saved)
+            snap = _make(s.obj._data.copy(), s.obj._dtype)
+            snap._requires_grad = s.obj._requires_grad
+            snap._grad_fn = s.obj._grad_fn
+            snap._output_nr = s.obj._output_nr
+            new[i] = SavedTensor("input", snap, None, 0)
+    if new is not None:
+        node._saved = tuple(new)
+
+
+# ---- installation -------------------------------------------------------------------
+
+def install(fn, name, method=True, function=True, inplace=None, aliases=(), dunder=None, rdunder=None,
+            decl=None):
+    """Install one declaration as ember.name, Tensor.name, Tensor.name_, dunders and aliases."""
+    names = (name,) + tuple(aliases)
+    for n in names:
+        if function:
+            namespace[n] = fn
+        if method:
+            setattr(Tensor, n, fn)
+        if inplace is not None:
+            setattr(Tensor, n + "_", inplace)
+            if function:
+                namespace[n + "_"] = inplace
+    ALL_OPS[name] = decl if decl is not None else fn
+    if dunder:
+        setattr(Tensor, f"__{dunder}__", fn)
+        if inplace is not None:
+            setattr(Tensor, f"__i{dunder}__", inplace)
+    if rdunder is not None:
+        setattr(Tensor, f"__r{dunder}__", rdunder)
+    return fn
+
+
+def register(name=None, method=True, function=True, inplace=False, aliases=(), dunder=None):
+    """Decorator form of install() for ops written as plain functions of ember ops."""
+
+    def deco(fn):
+        n = name or fn.__name__
+        ip = make_inplace(fn, n) if inplace is True else inplace or None
+        install(fn, n, method=method, function=function, inplace=ip, aliases=aliases, dunder=dunder)
+        return fn
+    return deco

@@ -1,0 +1,573 @@
+"""Tensor: a NumPy array plus dtype, autograd fields and a version counter.
+
+Ops (math, shape, indexing ...) are installed as methods by ember/_ops/_registry.py;
+this file holds only what a tensor *is*: storage, metadata and autograd state.
+"""
+import builtins
+import weakref
+
+import numpy as np
+
+from . import _dtype as D
+from ._device import CPU, as_device
+from ._backend import as_array
+from .autograd import grad_mode as _gm
+
+_state = _gm._state
+
+
+class Size(tuple):
+    """torch.Size: a tuple of ints with torch's repr."""
+
+    def __repr__(self):
+        return f"torch.Size([{', '.join(str(s) for s in self)}])"
+
+    __str__ = __repr__
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, item):
+        r = tuple.__getitem__(self, item)
+        return Size(r) if isinstance(item, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
+
+
+class VersionCounter:
+    """Shared by a tensor and all its views; bumped by every in-place write."""
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
+_DTYPE_OF = {d.np: d for d in D.ALL}
+
+
+def _dtype_of(arr):
+    try:
+        return _DTYPE_OF[arr.dtype]
+    except KeyError:
+        return D.from_numpy_dtype(arr.dtype)
+
+
+class Tensor:
+    """torch.Tensor. See https://pytorch.org/docs/stable/tensors.html"""
+    __slots__ = ("_data", "_dtype", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_version",
+                 "_base", "_view_version", "_grad_acc", "_hooks", "_retains_grad", "__dict__",
+                 "__weakref__")
+    __array_priority__ = 1000  # NumPy defers binary operators to Tensor
+
+    def __new__(cls, *args, device=None, dtype=None):
+        """Legacy constructor: Tensor(sizes...) uninitialized, Tensor(data) from data."""
+        from ._ops.creation import legacy_new
+        return legacy_new(cls, D.get_default_dtype() if dtype is None else dtype, args, device)
+
+    # ---- construction ---------------------------------------------------------------
+    @staticmethod
+    def _make(arr, dtype=None):
+        """Wrap an ndarray (no copy) as a Tensor with no history."""
+        t = _new(Tensor)
+        t._data = arr
+        t._dtype = _DTYPE_OF[arr.dtype] if dtype is None else dtype
+        t._requires_grad = False
+        t._grad = None
+        t._grad_fn = None
+        t._output_nr = 0
+        t._version = VersionCounter()
+        t._base = None
+        t._grad_acc = None
+        t._hooks = None
+        t._retains_grad = False
+        return t
+
+    # ---- metadata -------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self):
+        return CPU
+
+    @property
+    def is_cuda(self):
+        return False
+
+    is_sparse = False
+    is_quantized = False
+    is_meta = False
+    is_mps = False
+    is_nested = False
+    layout = "torch.strided"
+
+    def get_device(self):
+        return -1
+
+    def dim(self):
+        return self._data.ndim
+
+    ndimension = dim
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def numel(self):
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self):
+        return self._dtype.itemsize
+
+    @property
+    def itemsize(self):
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self._data.nbytes
+
+    def stride(self, dim=None):
+        strides = _element_strides(self._data)
+        if dim is None:
+            return strides
+        return strides[_wrap_dim(dim, self._data.ndim)]
+
+    def storage_offset(self):
+        from ._backend.numpy_cpu import storage_offset
+        return storage_offset(self._data)
+
+    def is_contiguous(self, memory_format=None):
+        if memory_format is not None and str(memory_format) == "torch.channels_last":
+            from ._backend.numpy_cpu import is_channels_last
+            return is_channels_last(self._data)
+        return _is_contiguous(self._data)
+
+    def data_ptr(self):
+        return self._data.__array_interface__["data"][0]
+
+    def is_floating_point(self):
+        return self._dtype.category == D.FLOAT
+
+    def is_complex(self):
+        return self._dtype.category == D.COMPLEX
+
+    def is_signed(self):
+        return self._dtype.is_signed
+
+    def is_inference(self):
+        return False
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    # ---- autograd state -------------------------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        if self._grad_fn is not None:
+            if not value:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to "
+                                   "use a computed variable in a subgraph that doesn't require differentiation "
+                                   "use var_no_grad = var.detach().")
+            return
+        if value and self._dtype.category < D.FLOAT:
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = builtins.bool(value)
+
+    def requires_grad_(self, requires_grad=True):
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad_fn(self):
+        if self._grad_fn is not None and self._base is not None and self._view_version != self._version.value:
+            from .autograd.graph import regenerate_view_grad_fn
+            return regenerate_view_grad_fn(self)
+        return self._grad_fn
+
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def _version_value(self):
+        return self._version.value
+
+    @property
+    def grad(self):
+        if self._grad_fn is not None and not self._retains_grad:
+            import warnings
+            warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+                          ".grad attribute won't be populated during autograd.backward(). If you indeed "
+                          "want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() "
+                          "on the non-leaf Tensor.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value._dtype is not self._dtype:
+                raise RuntimeError(f"attempting to assign a gradient with dtype '{value._dtype}' to a tensor "
+                                   f"with dtype '{self._dtype}'. Please ensure that the gradient and the "
+                                   "tensor have the same dtype")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: "
+                                   f"{list(value._data.shape)} vs {list(self._data.shape)}")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    def retain_grad(self):
+        """Keep .grad of a non-leaf after backward (a hook on its grad_fn)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        ref = weakref.ref(self)
+
+        def retain(grad):
+            t = ref()
+            if t is not None:
+                g = grad.detach()
+                if t._grad is None:
+                    t._grad = Tensor._make(g._data.copy()) if not _state.enabled else grad
+                else:
+                    t._grad = t._grad + g
+        self.grad_fn._add_tensor_hook(self._output_nr, ("retain", retain))
+
+    def register_hook(self, hook):
+        """hook(grad) -> Tensor or None, called when the gradient of self is computed."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            return self.grad_fn._add_tensor_hook(self._output_nr, hook)
+        from .autograd.graph import _Handle
+        if self._hooks is None:
+            self._hooks = {}
+        return _Handle(self._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        from .autograd.graph import _Handle
+        store = self.__dict__.setdefault("_post_acc_hooks", {})
+        return _Handle(store, hook)
+
+    def detach(self):
+        """A tensor sharing storage and version counter, with no history."""
+        t = Tensor._make(self._data, self._dtype)
+        t._version = self._version
+        return t
+
+    def detach_(self):
+        if self._base is not None and self._requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._requires_grad = False
+        self._output_nr = 0
+        return self
+
+    @property
+    def data(self):
+        """Same storage, no history, and a separate version counter (as torch's .data)."""
+        return Tensor._make(self._data, self._dtype)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data = value._data
+        self._dtype = value._dtype
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from .autograd.engine import backward
+        backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph,
+                 inputs=inputs)
+
+    # ---- conversion -----------------------------------------------------------------
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item() if self._dtype is not D.bfloat16 else \
+            builtins.float(self._data.reshape(()).astype(np.float32))
+
+    def tolist(self):
+        if self._dtype is D.bfloat16:
+            return self._data.astype(np.float32).tolist()
+        return self._data.tolist()
+
+    def numpy(self, *, force=False):
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        if dtype is not None and dtype != self._data.dtype:
+            return self._data.astype(dtype)
+        return self._data.copy() if copy else self._data
+
+    def __array_wrap__(self, arr, context=None, return_scalar=False):
+        """NumPy ufuncs on tensors return tensors, as with torch."""
+        arr = as_array(arr)
+        try:
+            return Tensor._make(arr)
+        except TypeError:
+            return arr
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return builtins.bool(self._data.reshape(()))
+
+    def __float__(self):
+        if self._data.size != 1:
+            raise TypeError("only one element tensors can be converted to Python scalars")
+        return builtins.float(self.item())
+
+    def __int__(self):
+        if self._data.size != 1:
+            raise TypeError("only one element tensors can be converted to Python scalars")
+        return builtins.int(self.item())
+
+    def __complex__(self):
+        return builtins.complex(self.item())
+
+    def __index__(self):
+        if self._dtype.category != D.INT or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return builtins.int(self._data.reshape(()))
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    __hash__ = object.__hash__
+
+    def __reversed__(self):
+        return self.flip(0)
+
+    def __contains__(self, element):
+        return builtins.bool((self == element).any())
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __repr__(self, *, tensor_contents=None):
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)))
+
+    def __reduce_ex__(self, proto):
+        from .serialization import _rebuild_tensor_pickle
+        return _rebuild_tensor_pickle(self)
+
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the "
+                               "deepcopy protocol at the moment.  If you were attempting to deepcopy a "
+                               "module, this may be because of a torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
+        if id(self) in memo:
+            return memo[id(self)]
+        new = _new(type(self))
+        Tensor._init_copy(new, self._data.copy(), self._dtype, self._requires_grad)
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        if self.__dict__:
+            import copy
+            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        memo[id(self)] = new
+        return new
+
+    @staticmethod
+    def _init_copy(t, arr, dtype, requires_grad):
+        t._data = arr
+        t._dtype = dtype
+        t._requires_grad = requires_grad
+        t._grad = None
+        t._grad_fn = None
+        t._output_nr = 0
+        t._version = VersionCounter()
+        t._base = None
+        t._grad_acc = None
+        t._hooks = None
+        t._retains_grad = False
+
+    # ---- device and dtype moves -----------------------------------------------------
+    def to(self, *args, **kwargs):
+        """to(dtype) / to(device) / to(device, dtype) / to(other); copies only when needed."""
+        from ._ops.creation import parse_to_args
+        device, dtype, copy = parse_to_args(args, kwargs)
+        as_device(device)
+        if dtype is None or dtype is self._dtype:
+            return self.clone() if copy else self
+        from ._ops.pointwise import _to_dtype
+        return _to_dtype(self, dtype)
+
+    def cpu(self, memory_format=None):
+        return self
+
+    def cuda(self, device=None, non_blocking=False):
+        raise AssertionError("Torch not compiled with CUDA enabled")
+
+    def pin_memory(self):
+        return self
+
+    def is_pinned(self):
+        return False
+
+    def type(self, dtype=None, non_blocking=False):
+        if dtype is None:
+            from .autograd.graph import _type_name
+            return "torch." + _type_name(self)
+        if isinstance(dtype, str):
+            from ._ops.creation import legacy_type_dtype
+            dtype = legacy_type_dtype(dtype)
+        elif isinstance(dtype, type) and hasattr(dtype, "_legacy_dtype"):
+            dtype = dtype._legacy_dtype
+        return self.to(dtype)
+
+    def type_as(self, other):
+        return self.to(other._dtype)
+
+    def float(self, memory_format=None):
+        return self.to(D.float32)
+
+    def double(self, memory_format=None):
+        return self.to(D.float64)
+
+    def half(self, memory_format=None):
+        return self.to(D.float16)
+
+    def bfloat16(self, memory_format=None):
+        return self.to(D.bfloat16)
+
+    def long(self, memory_format=None):
+        return self.to(D.int64)
+
+    def int(self, memory_format=None):
+        return self.to(D.int32)
+
+    def short(self, memory_format=None):
+        return self.to(D.int16)
+
+    def char(self, memory_format=None):
+        return self.to(D.int8)
+
+    def byte(self, memory_format=None):
+        return self.to(D.uint8)
+
+    def bool(self, memory_format=None):
+        return self.to(D.bool)
+
+    def cfloat(self):
+        return self.to(D.complex64)
+
+    def cdouble(self):
+        return self.to(D.complex128)
+
+    # numpy-facing properties (torch exposes these too)
+    @property
+    def T(self):
+        if self._data.ndim not in (0, 2):
+            import warnings
+            warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+                          "deprecated and it will throw an error in a future release.", UserWarning,
+                          stacklevel=2)
+        return self.permute(*range(self._data.ndim - 1, -1, -1))
+
+    @property
+    def mT(self):
+        if self._data.ndim < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
+                               f"{self._data.ndim}-D tensor.")
+        return self.transpose(-2, -1)
+
+    @property
+    def H(self):
+        return self.T.conj() if self.is_complex() else self.T
+
+    @property
+    def mH(self):
+        return self.mT.conj() if self.is_complex() else self.mT
+
+
+_new = object.__new__
+
+
+def _element_strides(arr):
+    isz = arr.itemsize
+    return tuple(s // isz for s in arr.strides)
+
+
+def _is_contiguous(arr):
+    """torch's rule: strides must be C-order except where a dim has size 1 (or numel is 0)."""
+    if arr.flags.c_contiguous:
+        return True
+    if arr.size == 0:
+        return True
+    expected = arr.itemsize
+    for n, s in zip(reversed(arr.shape), reversed(arr.strides)):
+        if n != 1:
+            if s != expected:
+                return False
+            expected *= n
+    return True
+
+
+def _wrap_dim(dim, ndim):
+    """Normalize a possibly negative dim; IndexError like torch when out of range."""
+    n = ndim if ndim > 0 else 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim

@@ -1,0 +1,169 @@
+"""Grad modes: no_grad, enable_grad, set_grad_enabled, inference_mode; anomaly mode.
+
+The state is one module-level object read on every op (`_state.enabled`), so the
+check costs an attribute load.
+"""
+import functools
+import traceback
+
+
+class _State:
+    __slots__ = ("enabled", "inference", "anomaly", "anomaly_check_nan")
+
+
+_state = _State()
+_state.enabled = True
+_state.inference = False
+_state.anomaly = False
+_state.anomaly_check_nan = True
+
+
+def is_grad_enabled():
+    return _state.enabled
+
+
+def is_inference_mode_enabled():
+    return _state.inference
+
+
+class _DecoratorContextManager:
+    """Usable as `with mode():` and as `@mode()` / `@mode` on functions."""
+
+    def __call__(self, func):
+        if isinstance(func, type):
+            raise TypeError("grad-mode decorators apply to functions, not classes")
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return func(*args, **kwargs)
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_DecoratorContextManager):
+    """Disable gradient recording inside the block."""
+
+    def __new__(cls, func=None):
+        self = super().__new__(cls)
+        if callable(func) and not isinstance(func, bool):  # bare @no_grad
+            self.__init__()
+            return self(func)
+        return self
+
+    def __init__(self):
+        self.prev = False
+
+    def __enter__(self):
+        self.prev = _state.enabled
+        _state.enabled = False
+
+    def __exit__(self, *exc):
+        _state.enabled = self.prev
+
+
+class enable_grad(no_grad):
+    """Enable gradient recording inside the block (e.g. inside no_grad)."""
+
+    def __enter__(self):
+        self.prev = _state.enabled
+        _state.enabled = True
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """Set grad mode on or off; takes effect immediately, restores on exit."""
+
+    def __init__(self, mode):
+        self.prev = _state.enabled
+        self.mode = bool(mode)
+        _state.enabled = self.mode
+
+    def __enter__(self):
+        _state.enabled = self.mode
+
+    def __exit__(self, *exc):
+        _state.enabled = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):
+    """Like no_grad; tensors created inside are inference tensors."""
+
+    def __new__(cls, mode=True):
+        self = super().__new__(cls)
+        if callable(mode) and not isinstance(mode, bool):
+            self.__init__(True)
+            return self(mode)
+        return self
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        self.prev = (_state.enabled, _state.inference)
+        if self.mode:
+            _state.enabled = False
+            _state.inference = True
+
+    def __exit__(self, *exc):
+        _state.enabled, _state.inference = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+# ---- anomaly mode -----------------------------------------------------------------
+
+def anomaly_trace():
+    """The forward call stack, recorded on each node while anomaly mode is on."""
+    if not _state.anomaly:
+        return None
+    return "".join(traceback.format_stack()[:-3])
+
+
+def is_anomaly_enabled():
+    return _state.anomaly
+
+
+def is_anomaly_check_nan_enabled():
+    return _state.anomaly_check_nan
+
+
+class detect_anomaly(_DecoratorContextManager):
+    """Record forward tracebacks on nodes and raise when backward produces NaN."""
+
+    def __init__(self, check_nan=True):
+        self.check_nan = check_nan
+
+    def __enter__(self):
+        self.prev = (_state.anomaly, _state.anomaly_check_nan)
+        _state.anomaly = True
+        _state.anomaly_check_nan = self.check_nan
+
+    def __exit__(self, *exc):
+        _state.anomaly, _state.anomaly_check_nan = self.prev
+
+    def clone(self):
+        return self.__class__(self.check_nan)
+
+
+class set_detect_anomaly(_DecoratorContextManager):
+    """Turn anomaly detection on or off now; as a context manager, restore on exit."""
+
+    def __init__(self, mode, check_nan=True):
+        self.prev = (_state.anomaly, _state.anomaly_check_nan)
+        self.mode, self.check_nan = bool(mode), bool(check_nan)
+        _state.anomaly, _state.anomaly_check_nan = self.mode, self.check_nan
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        _state.anomaly, _state.anomaly_check_nan = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode, self.check_nan)
