@@ -13,7 +13,7 @@ from . import autograd
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from ._ops import _registry
-from ._ops import pointwise, reduction, shape, indexing, creation  # noqa: F401  (install ops)
+from . import _ops  # noqa: F401  (installs every op into _registry.namespace)
 
 globals().update(_registry.namespace)
 

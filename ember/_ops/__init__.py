@@ -1,0 +1,5 @@
+"""Op declarations grouped by family. Importing this package installs every op
+(ember.*, Tensor methods, in-place variants, dunders) through _registry.install."""
+from . import _registry  # noqa: F401
+from . import (creation, pointwise, reduction, sorting, shape, indexing, random, linalg,  # noqa: F401
+               conv, pool, norm, loss, activation, embedding, misc)

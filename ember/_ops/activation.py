@@ -1,0 +1,1 @@
+"""activation ops (see CONTRIBUTING.md)."""

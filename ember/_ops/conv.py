@@ -1,0 +1,1 @@
+"""conv ops (see CONTRIBUTING.md)."""

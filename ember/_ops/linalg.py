@@ -1,0 +1,1 @@
+"""linalg ops (see CONTRIBUTING.md)."""

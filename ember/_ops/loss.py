@@ -1,0 +1,1 @@
+"""loss ops (see CONTRIBUTING.md)."""

@@ -1,0 +1,1 @@
+"""misc ops (see CONTRIBUTING.md)."""

@@ -1,0 +1,1 @@
+"""pool ops (see CONTRIBUTING.md)."""

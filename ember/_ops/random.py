@@ -1,0 +1,1 @@
+"""random ops (see CONTRIBUTING.md)."""

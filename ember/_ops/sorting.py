@@ -1,0 +1,1 @@
+"""sorting ops (see CONTRIBUTING.md)."""
