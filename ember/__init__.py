@@ -43,3 +43,33 @@ def numel(input):
 
 def is_storage(obj):
     return False
+
+from . import cuda, accelerator, backends  # noqa: E402
+
+_num_threads = [2]
+
+
+def set_num_threads(n):
+    """Recorded for get_num_threads; NumPy's BLAS pool is sized at process start (OMP_NUM_THREADS)."""
+    if int(n) <= 0:
+        raise RuntimeError(f"set_num_threads expects a positive integer, got {n}")
+    _num_threads[0] = int(n)
+
+
+def get_num_threads():
+    return _num_threads[0]
+
+
+def set_num_interop_threads(n):
+    pass
+
+
+def get_num_interop_threads():
+    return 1
+
+
+def compile(model=None, **kwargs):
+    """torch.compile: ember runs eagerly, so the model or function is returned unchanged."""
+    if model is None:
+        return lambda m: m
+    return model

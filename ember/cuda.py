@@ -1,0 +1,39 @@
+"""torch.cuda on a machine without CUDA: the answers a script expects when no GPU is present."""
+
+
+def is_available():
+    return False
+
+
+def device_count():
+    return 0
+
+
+def is_initialized():
+    return False
+
+
+def _no_cuda(*args, **kwargs):
+    raise AssertionError("Torch not compiled with CUDA enabled")
+
+
+current_device = set_device = get_device_name = get_device_properties = _no_cuda
+
+
+def manual_seed(seed):
+    """Seeding CUDA generators is silently a no-op without CUDA, as in torch."""
+
+
+manual_seed_all = manual_seed
+
+
+def synchronize(device=None):
+    _no_cuda()
+
+
+def empty_cache():
+    """No cached CUDA memory to release."""
+
+
+def is_bf16_supported(including_emulation=True):
+    return False
