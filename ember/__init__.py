@@ -73,3 +73,6 @@ def compile(model=None, **kwargs):
     if model is None:
         return lambda m: m
     return model
+
+from . import serialization  # noqa: E402
+from .serialization import load, save  # noqa: E402

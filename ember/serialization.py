@@ -1,0 +1,482 @@
+"""ember.save / ember.load in PyTorch's own checkpoint format.
+
+The file is a zip archive (stored, not compressed) holding `data.pkl` (the object, pickled
+with protocol 2, tensors reduced to `torch._utils._rebuild_tensor_v2` over persistent
+storage ids), one `data/<key>` record of raw bytes per storage (64-byte aligned),
+`version`, `byteorder` and a few markers. Real torch loads ember's files and ember loads
+torch's, without importing torch: the torch names in the pickle are written and read as
+plain strings.
+
+Loading is safe by default (weights_only=True, as torch >= 2.6): only an allow-list of
+globals may be unpickled; anything else raises pickle.UnpicklingError naming it.
+"""
+import collections
+import io
+import os
+import pickle
+import secrets
+import struct
+import sys
+import tempfile
+import zipfile
+
+import numpy as np
+
+from . import _dtype as D
+from ._backend import numpy_cpu as B
+from ._tensor import Size, Tensor
+
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+
+DEFAULT_PROTOCOL = 2
+_ALIGN = 64
+
+_STORAGE_NAMES = {
+    D.float32: "FloatStorage", D.float64: "DoubleStorage", D.float16: "HalfStorage",
+    D.bfloat16: "BFloat16Storage", D.int64: "LongStorage", D.int32: "IntStorage", D.int16: "ShortStorage",
+    D.int8: "CharStorage", D.uint8: "ByteStorage", D.bool: "BoolStorage", D.complex64: "ComplexFloatStorage",
+    D.complex128: "ComplexDoubleStorage"}
+_DTYPE_OF_STORAGE = {v: k for k, v in _STORAGE_NAMES.items()}
+
+
+class _TorchGlobal:
+    """A torch global (module, name) written into the pickle as a GLOBAL opcode, no import."""
+    __slots__ = ("module", "name")
+
+    def __init__(self, module, name):
+        self.module = module
+        self.name = name
+
+    def __call__(self, *args):  # pickle insists that a reduce function be callable
+        raise TypeError(f"{self.module}.{self.name} is a name written into checkpoints, not a function")
+
+
+# ---- save -----------------------------------------------------------------------------------
+
+class _StorageRef:
+    """One storage to write: the array owning the memory, its dtype and its key."""
+    __slots__ = ("key", "array", "dtype")
+
+    def __init__(self, key, array, dtype):
+        self.key = key
+        self.array = array
+        self.dtype = dtype
+
+
+def _tensor_storage(t, storages):
+    """(storage ref, element offset) of tensor t; tensors viewing one array share a storage."""
+    arr = t._data
+    root = B.storage_root(arr)
+    dtype = t._dtype
+    if root.dtype != arr.dtype or not (root.flags.c_contiguous or root.flags.f_contiguous):
+        root = np.ascontiguousarray(arr)
+        arr = root
+    key = (id(root), dtype)
+    ref = storages.get(key)
+    if ref is None:
+        ref = storages[key] = _StorageRef(str(len(storages)), root, dtype)
+    offset = (B.data_ptr(arr) - B.data_ptr(root)) // arr.itemsize if arr.size else 0
+    return ref, offset, arr
+
+
+class _Pickler(pickle._Pickler):
+    """Writes ember objects under torch's names (pure-Python pickler: it lets us emit GLOBALs)."""
+
+    def __init__(self, file, storages):
+        super().__init__(file, protocol=DEFAULT_PROTOCOL)
+        self.storages = storages
+
+    def persistent_id(self, obj):
+        if isinstance(obj, _StorageRef):
+            return ("storage", _TorchGlobal("torch", _STORAGE_NAMES[obj.dtype]), obj.key, "cpu",
+                    obj.array.size)
+        return None
+
+    def reducer_override(self, obj):
+        if isinstance(obj, Tensor):
+            return self._reduce_tensor(obj)
+        if isinstance(obj, Size):
+            return (_TorchGlobal("torch", "Size"), (tuple(obj),))
+        from ._device import device
+        if isinstance(obj, device):
+            return (_TorchGlobal("torch", "device"), (str(obj),))
+        return NotImplemented
+
+    def _reduce_tensor(self, t):
+        if t._grad_fn is not None:
+            raise RuntimeError("Cannot save a tensor that requires grad and is not a leaf; call .detach() first")
+        ref, offset, arr = _tensor_storage(t, self.storages)
+        isz = arr.itemsize
+        stride = tuple(s // isz for s in arr.strides)
+        args = (ref, offset, Size(arr.shape), stride, t._requires_grad, collections.OrderedDict())
+        rebuild = (_TorchGlobal("torch._utils", "_rebuild_tensor_v2"), args)
+        param_mod = sys.modules.get("ember.nn.parameter")  # no Parameter can exist before it is imported
+        if param_mod is not None and isinstance(t, param_mod.Parameter):
+            plain = Tensor._make(t._data, t._dtype)
+            return (_TorchGlobal("torch._utils", "_rebuild_parameter"),
+                    (plain, t._requires_grad, collections.OrderedDict()))
+        return rebuild
+
+    def save_torch_global(self, obj):
+        self.write(pickle.GLOBAL + obj.module.encode() + b"\n" + obj.name.encode() + b"\n")
+        self.memoize(obj)
+
+    dispatch = pickle._Pickler.dispatch.copy()
+    dispatch[_TorchGlobal] = save_torch_global
+
+
+class _Pickler2(_Pickler):
+    """dtype objects pickle as bare globals (`torch float32`), not as a call."""
+
+    def save(self, obj, save_persistent_id=True):
+        if isinstance(obj, D.dtype):
+            return self.save_torch_global(_TorchGlobal("torch", obj.name))
+        return super().save(obj, save_persistent_id)
+
+
+def _padded_info(zf, name):
+    """A ZipInfo whose extra field pads the record so its data starts 64-byte aligned."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_STORED
+    pos = zf.fp.tell()
+    start = pos + 30 + len(name.encode()) + 4
+    pad = (-start) % _ALIGN
+    info.extra = struct.pack("<HH", 0x4246, pad) + b"Z" * pad
+    return info
+
+
+def _write_archive(obj, f, prefix):
+    storages = {}
+    buf = io.BytesIO()
+    _Pickler2(buf, storages).dump(obj)
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        def record(name, data):
+            info = _padded_info(zf, f"{prefix}/{name}")
+            with zf.open(info, "w", force_zip64=len(data) > 2 ** 31) as w:
+                w.write(data)
+        record("data.pkl", buf.getvalue())
+        record(".format_version", b"1")
+        record(".storage_alignment", b"64")
+        record("byteorder", sys.byteorder.encode())
+        for ref in storages.values():
+            arr = ref.array
+            flat = arr.ravel(order="K")  # memory order: no copy for C- or F-contiguous owners
+            record(f"data/{ref.key}", memoryview(np.ascontiguousarray(flat).view(np.uint8)))
+        record("version", b"3\n")
+        record(".data/serialization_id", "".join(str(secrets.randbelow(10)) for _ in range(40)).encode())
+
+
+def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False):
+    """torch.save. A path is written through a temporary file in the same directory that
+    replaces the target only once complete, so a failure leaves any old file intact."""
+    if isinstance(f, (str, os.PathLike)):
+        path = os.fspath(f)
+        directory = os.path.dirname(os.path.abspath(path))
+        prefix = os.path.splitext(os.path.basename(path))[0] or "archive"
+        fd, tmp = tempfile.mkstemp(prefix=".ember-save-", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                _write_archive(obj, fh, prefix)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        return
+    _write_archive(obj, f, "archive")
+
+
+# ---- load -----------------------------------------------------------------------------------
+
+_safe_globals = {}
+
+
+def add_safe_globals(safe_globals):
+    """Allow more globals under weights_only=True: objects, or (object, "module.name") pairs."""
+    for g in safe_globals:
+        if isinstance(g, tuple):
+            obj, name = g
+        else:
+            obj, name = g, f"{g.__module__}.{g.__qualname__}"
+        _safe_globals[name] = obj
+
+
+def get_safe_globals():
+    return list(_safe_globals.values())
+
+
+def clear_safe_globals():
+    _safe_globals.clear()
+
+
+class safe_globals:
+    """Context manager form of add_safe_globals."""
+
+    def __init__(self, safe_globals):
+        self.globals = safe_globals
+
+    def __enter__(self):
+        self.saved = dict(_safe_globals)
+        add_safe_globals(self.globals)
+
+    def __exit__(self, *exc):
+        _safe_globals.clear()
+        _safe_globals.update(self.saved)
+
+
+class _Storage:
+    """A loaded storage: a flat array of its dtype."""
+    __slots__ = ("array", "dtype")
+
+    def __init__(self, array, dtype):
+        self.array = array
+        self.dtype = dtype
+
+
+class _StorageType:
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
+                       metadata=None):
+    size = tuple(size)
+    stride = tuple(stride)
+    flat = storage.array
+    if all(size):  # at least one element (a 0-d tensor has one)
+        need = storage_offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
+        if need > flat.size or storage_offset < 0 or any(s < 0 for s in stride):
+            raise RuntimeError(f"checkpoint tensor of size {list(size)}, stride {list(stride)} and offset "
+                               f"{storage_offset} lies outside its storage of {flat.size} elements")
+        arr = B.strided_from(flat, size, stride, storage_offset)
+    else:
+        arr = np.empty(size, dtype=flat.dtype)
+    t = Tensor._make(arr, storage.dtype)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks, state=None):
+    from .nn.parameter import Parameter
+    p = Parameter(data, requires_grad)
+    if state:
+        p.__dict__.update(state)
+    return p
+
+
+def _rebuild_from_type_v2(func, new_type, args, state):
+    ret = func(*args)
+    if new_type is not Tensor and new_type is not type(ret):
+        ret = new_type(ret) if new_type is not None else ret
+    if state:
+        ret.__dict__.update(state if isinstance(state, dict) else {})
+    return ret
+
+
+def _torch_global(module, name):
+    """The ember object standing for a torch global in a checkpoint, or None."""
+    if module == "torch._utils":
+        return {"_rebuild_tensor_v2": _rebuild_tensor_v2, "_rebuild_parameter": _rebuild_parameter,
+                "_rebuild_parameter_with_state": _rebuild_parameter}.get(name)
+    if module == "torch._tensor" and name == "_rebuild_from_type_v2":
+        return _rebuild_from_type_v2
+    if module == "torch":
+        if name in _DTYPE_OF_STORAGE:
+            return _StorageType(_DTYPE_OF_STORAGE[name])
+        if name == "Size":
+            return Size
+        if name == "device":
+            from ._device import device
+            return device
+        if name == "Tensor":
+            return Tensor
+        d = D._BY_NAME.get(name) or D.ALIASES.get(name)
+        if d is not None:
+            return d
+    if module == "torch.nn.parameter" and name == "Parameter":
+        from .nn.parameter import Parameter
+        return Parameter
+    return None
+
+
+_SAFE_BUILTINS = {("collections", "OrderedDict"): collections.OrderedDict,
+                  ("builtins", "set"): set, ("builtins", "frozenset"): frozenset, ("builtins", "tuple"): tuple,
+                  ("builtins", "list"): list, ("builtins", "dict"): dict, ("builtins", "bytearray"): bytearray,
+                  ("builtins", "slice"): slice, ("builtins", "complex"): complex, ("builtins", "int"): int,
+                  ("builtins", "float"): float, ("builtins", "bool"): bool, ("builtins", "str"): str,
+                  ("builtins", "range"): range}
+
+
+def _codecs_encode(obj, encoding="utf-8"):
+    import codecs
+    return codecs.encode(obj, encoding)
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file, load_storage, weights_only):
+        super().__init__(file, encoding="utf-8")
+        self.load_storage = load_storage
+        self.weights_only = weights_only
+        self.storages = {}
+
+    def find_class(self, module, name):
+        obj = _torch_global(module, name)
+        if obj is not None:
+            return obj
+        key = (module, name)
+        if key in _SAFE_BUILTINS:
+            return _SAFE_BUILTINS[key]
+        if key == ("_codecs", "encode"):
+            return _codecs_encode
+        if f"{module}.{name}" in _safe_globals:
+            return _safe_globals[f"{module}.{name}"]
+        if self.weights_only:
+            raise pickle.UnpicklingError(
+                f"Weights only load failed. Unsupported global: GLOBAL {module}.{name} was not an allowed "
+                f"global by default. Use ember.serialization.add_safe_globals([{name}]) or load with "
+                f"weights_only=False if you trust the source of this file.")
+        if module == "torch" or module.startswith("torch."):
+            module = "ember" + module[len("torch"):]
+        return super().find_class(module, name)
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
+            raise pickle.UnpicklingError(f"unsupported persistent id {pid!r}")
+        _, stype, key, location, numel = pid
+        if not isinstance(stype, _StorageType):
+            raise pickle.UnpicklingError(f"unsupported storage type {stype!r}")
+        st = self.storages.get(key)
+        if st is None:
+            st = self.storages[key] = _Storage(self.load_storage(key, stype.dtype, numel), stype.dtype)
+        return st
+
+
+def _is_zip(f):
+    start = f.tell()
+    magic = f.read(4)
+    f.seek(start)
+    return magic == b"PK\x03\x04"
+
+
+def _data_offset(fileobj, info):
+    """Byte offset of a stored record's data (after its local header)."""
+    fileobj.seek(info.header_offset)
+    header = fileobj.read(30)
+    if header[:4] != b"PK\x03\x04":
+        raise RuntimeError("bad local header")
+    name_len, extra_len = struct.unpack("<HH", header[26:30])
+    return info.header_offset + 30 + name_len + extra_len
+
+
+def _load_zip(f, path, weights_only, mmap):
+    try:
+        zf = zipfile.ZipFile(f)
+    except zipfile.BadZipFile as e:
+        raise RuntimeError(f"PytorchStreamReader failed reading zip archive: {e} (file: {path})") from None
+    names = zf.namelist()
+    if not names:
+        raise RuntimeError(f"PytorchStreamReader failed reading zip archive: empty archive (file: {path})")
+    prefix = names[0].split("/")[0]
+    mm = None
+    if mmap:
+        if path is None:
+            raise ValueError("mmap=True requires loading from a file path")
+        mm = np.memmap(path, dtype=np.uint8, mode="r")
+
+    def load_storage(key, dtype, numel):
+        name = f"{prefix}/data/{key}"
+        try:
+            info = zf.getinfo(name)
+        except KeyError:
+            raise RuntimeError(f"checkpoint is missing record {name} (file: {path})") from None
+        nbytes = numel * dtype.itemsize
+        if info.file_size != nbytes:
+            raise RuntimeError(f"checkpoint record {name} holds {info.file_size} bytes, expected {nbytes} "
+                               f"(file: {path}); the file is truncated or corrupt")
+        if mm is not None and info.compress_type == zipfile.ZIP_STORED:
+            off = _data_offset(zf.fp, info)
+            return np.asarray(mm[off:off + nbytes]).view(dtype.np)
+        try:
+            raw = zf.read(name)
+        except (zipfile.BadZipFile, EOFError, OSError) as e:
+            raise RuntimeError(f"failed reading record {name}: {e} (file: {path}); the file is truncated or "
+                               "corrupt") from None
+        return np.frombuffer(bytearray(raw), dtype=dtype.np)
+
+    try:
+        data = zf.read(f"{prefix}/data.pkl")
+    except KeyError:
+        raise RuntimeError(f"PytorchStreamReader failed locating file data.pkl: file not found (file: {path})") \
+            from None
+    except (zipfile.BadZipFile, EOFError, OSError) as e:
+        raise RuntimeError(f"failed reading data.pkl: {e} (file: {path})") from None
+    byteorder = f"{prefix}/byteorder"
+    if byteorder in names and zf.read(byteorder).decode() != sys.byteorder:
+        raise RuntimeError("loading a checkpoint written with a different byte order is not supported")
+    try:
+        return _Unpickler(io.BytesIO(data), load_storage, weights_only).load()
+    except (EOFError, pickle.UnpicklingError) as e:
+        if isinstance(e, pickle.UnpicklingError) and "Weights only load failed" in str(e):
+            raise
+        raise RuntimeError(f"failed unpickling data.pkl: {e} (file: {path}); the file is truncated or corrupt") \
+            from None
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
+    """torch.load for files written by torch.save or ember.save (zip format)."""
+    if weights_only is None:
+        weights_only = True
+    if map_location is not None:
+        _check_map_location(map_location)
+    path = None
+    if isinstance(f, (str, os.PathLike)):
+        path = os.fspath(f)
+        with open(path, "rb") as fh:
+            if not _is_zip(fh):
+                raise RuntimeError(f"{path} is not a zip-format checkpoint (legacy pre-1.6 torch files are not "
+                                   "supported); it may be truncated or corrupt")
+            return _load_zip(fh, path, weights_only, mmap)
+    if not _is_zip(f):
+        raise RuntimeError("not a zip-format checkpoint (legacy pre-1.6 torch files are not supported)")
+    return _load_zip(f, None, weights_only, mmap)
+
+
+def _check_map_location(m):
+    from ._device import device
+    if callable(m) or isinstance(m, dict):
+        return
+    d = device(m) if isinstance(m, str) else m
+    if isinstance(d, device) and d.type != "cpu":
+        raise RuntimeError(f"Attempting to deserialize object on a {d.type.upper()} device but "
+                           f"ember has only the cpu. Please use map_location='cpu'.")
+
+
+# ---- plain pickling of tensors (deepcopy of modules, multiprocessing) ------------------------
+
+def _rebuild_tensor_pickle(t):
+    """__reduce_ex__ of Tensor: the array (NumPy pickles it), dtype, requires_grad, subclass, dict."""
+    if t._grad_fn is not None:
+        raise RuntimeError("Cannot pickle a tensor that requires grad and is not a leaf; call .detach() first")
+    state = dict(t.__dict__) if t.__dict__ else None
+    return (_rebuild_from_array, (type(t), np.ascontiguousarray(t._data), t._dtype.name, t._requires_grad, state))
+
+
+def _rebuild_from_array(cls, arr, dtype_name, requires_grad, state):
+    dtype = D._BY_NAME[dtype_name]
+    if cls is Tensor:
+        t = Tensor._make(arr, dtype)
+    else:
+        t = object.__new__(cls)
+        Tensor._init_copy(t, arr, dtype, False)
+    t._requires_grad = requires_grad
+    if state:
+        t.__dict__.update(state)
+    return t

@@ -1,0 +1,227 @@
+"""ember.save/ember.load against real torch: both directions, dtypes, sharing, safety."""
+import io
+import os
+import pickle
+import subprocess
+import sys
+import zipfile
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+          "complex64", "complex128"]
+
+
+def _np(t):
+    """Raw bytes-equivalent view of a tensor's values (bfloat16 via uint16 bits)."""
+    if isinstance(t, torch.Tensor):
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy()
+        return t.numpy()
+    arr = t.numpy()
+    if arr.dtype.name == "bfloat16":
+        return arr.view(np.int16)
+    return arr
+
+
+def _make_pair(dtype, shape=(3, 4), seed=0):
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        a = rng.random(shape) > 0.5
+    elif dtype.startswith("complex"):
+        a = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    elif dtype.startswith(("int", "uint")):
+        a = rng.integers(0, 100, shape).astype(dtype)
+    else:
+        a = rng.standard_normal(shape).astype(np.float32)
+    if dtype == "bfloat16":
+        t = torch.from_numpy(a).to(torch.bfloat16)
+        e = ember.from_numpy(a).to(ember.bfloat16)
+    elif dtype == "float16":
+        t = torch.from_numpy(a.astype(np.float16))
+        e = ember.from_numpy(a.astype(np.float16))
+    else:
+        t = torch.from_numpy(a.copy())
+        e = ember.from_numpy(a.copy())
+    return t, e
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ember_to_torch_dtypes_and_strides(dtype, tmp_path):
+    t, e = _make_pair(dtype)
+    obj = {"full": e, "row": e[1], "col": e[:, 2], "t": e.t(), "scalar": e[0, 0]}
+    path = tmp_path / "e.pt"
+    ember.save(obj, path)
+    back = torch.load(path)
+    for k, v in obj.items():
+        assert str(back[k].dtype) == repr(v.dtype)
+        assert tuple(back[k].shape) == tuple(v.shape)
+        assert back[k].stride() == v.stride()
+        np.testing.assert_array_equal(_np(back[k]), _np(v))
+    # sharing is preserved: all views share the storage of 'full'
+    assert back["row"].untyped_storage().data_ptr() == back["full"].untyped_storage().data_ptr()
+    back["full"].view(-1)[5] = back["full"].view(-1)[0]
+    assert back["row"].view(-1)[1] == back["full"].view(-1)[5]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_torch_to_ember_dtypes_and_strides(dtype, tmp_path):
+    t, e = _make_pair(dtype)
+    obj = {"full": t, "row": t[1], "col": t[:, 2], "t": t.t(), "nested": [t[0], (t[2], {"x": t})]}
+    path = tmp_path / "t.pt"
+    torch.save(obj, path)
+    back = ember.load(path)
+    for k in ("full", "row", "col", "t"):
+        assert repr(back[k].dtype) == str(obj[k].dtype)
+        assert tuple(back[k].shape) == tuple(obj[k].shape)
+        assert back[k].stride() == obj[k].stride()
+        np.testing.assert_array_equal(_np(back[k]), _np(obj[k]))
+    back["full"][1, 0] = back["full"][0, 0]
+    assert bool(back["row"][0] == back["full"][0, 0])  # shared storage
+    assert back["nested"][1][1]["x"] is not None
+
+
+def test_state_dict_roundtrip_with_torch_module(tmp_path):
+    m = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    torch.save(m.state_dict(), tmp_path / "m.pt")
+    sd = ember.load(tmp_path / "m.pt")
+    assert list(sd.keys()) == list(m.state_dict().keys())
+    for k, v in m.state_dict().items():
+        np.testing.assert_array_equal(sd[k].numpy(), v.numpy())
+    ember.save(sd, tmp_path / "e.pt")
+    m2 = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    m2.load_state_dict(torch.load(tmp_path / "e.pt"))
+    x = torch.randn(5, 4)
+    torch.testing.assert_close(m(x), m2(x))
+
+
+def test_python_values_and_optimizer_like_state(tmp_path):
+    obj = {"step": 7, "lr": 0.1, "name": "adam", "betas": (0.9, 0.999), "flags": [True, None],
+           "state": {0: {"step": ember.tensor(3.0), "exp_avg": ember.zeros(2, 2)}}, "dtype": ember.float64,
+           "size": ember.Size([2, 3])}
+    ember.save(obj, tmp_path / "o.pt")
+    t = torch.load(tmp_path / "o.pt")
+    assert t["step"] == 7 and t["betas"] == (0.9, 0.999) and t["dtype"] is torch.float64
+    assert t["size"] == torch.Size([2, 3])
+    back = ember.load(tmp_path / "o.pt")
+    assert back["dtype"] is ember.float64 and back["flags"] == [True, None]
+    assert float(back["state"][0]["step"]) == 3.0
+
+
+def test_file_objects_both_ways():
+    buf = io.BytesIO()
+    ember.save({"a": ember.arange(4)}, buf)
+    buf.seek(0)
+    assert torch.load(buf)["a"].tolist() == [0, 1, 2, 3]
+    buf = io.BytesIO()
+    torch.save({"a": torch.arange(4)}, buf)
+    buf.seek(0)
+    assert ember.load(buf)["a"].tolist() == [0, 1, 2, 3]
+
+
+def test_mmap_load(tmp_path):
+    torch.save({"w": torch.arange(1000.)}, tmp_path / "big.pt")
+    back = ember.load(tmp_path / "big.pt", mmap=True)
+    assert back["w"].sum().item() == sum(range(1000))
+
+
+class _Evil:
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_malicious_pickle_never_runs(tmp_path):
+    marker = tmp_path / "pwned"
+    evil = _Evil()
+    evil.marker = marker
+    torch.save({"x": torch.ones(1)}, tmp_path / "ok.pt")
+    # rebuild the archive with an evil data.pkl
+    src = zipfile.ZipFile(tmp_path / "ok.pt")
+    with zipfile.ZipFile(tmp_path / "evil.pt", "w") as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename.endswith("data.pkl"):
+                data = pickle.dumps({"x": evil}, protocol=2)
+            dst.writestr(info.filename, data)
+    with pytest.raises(pickle.UnpicklingError, match="system"):
+        ember.load(tmp_path / "evil.pt")
+    assert not marker.exists()
+    with pytest.raises(pickle.UnpicklingError):
+        ember.load(tmp_path / "evil.pt", weights_only=True)
+    assert not marker.exists()
+
+
+def test_add_safe_globals(tmp_path):
+    torch.save({"x": 1}, tmp_path / "a.pt")
+    ember.serialization.clear_safe_globals()
+    assert ember.load(tmp_path / "a.pt") == {"x": 1}
+
+
+def test_truncated_and_corrupt_files(tmp_path):
+    ember.save({"w": ember.arange(10000.)}, tmp_path / "c.pt")
+    raw = (tmp_path / "c.pt").read_bytes()
+    (tmp_path / "trunc.pt").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(RuntimeError, match="trunc.pt"):
+        ember.load(tmp_path / "trunc.pt")
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint at all")
+    with pytest.raises(RuntimeError, match="junk.pt"):
+        ember.load(tmp_path / "junk.pt")
+
+
+def test_failed_save_leaves_old_checkpoint(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    ember.save({"w": ember.ones(3)}, path)
+
+    class Boom:
+        def __reduce__(self):
+            raise RuntimeError("boom in the middle of saving")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        ember.save({"w": ember.zeros(3), "bad": Boom()}, path)
+    assert ember.load(path)["w"].tolist() == [1.0, 1.0, 1.0]
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt.pt"]  # no temporary file left
+
+
+def test_killed_save_leaves_old_checkpoint(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    ember.save({"w": ember.ones(3)}, path)
+    code = (
+        "import os, ember\n"
+        "class Kill:\n"
+        "    def __reduce__(self):\n"
+        "        os._exit(9)\n"
+        f"ember.save({{'w': ember.zeros(3), 'k': Kill()}}, {str(path)!r})\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code])
+    assert proc.returncode == 9
+    assert ember.load(path)["w"].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_loader_works_without_torch(tmp_path):
+    torch.save({"w": torch.arange(3.)}, tmp_path / "t.pt")
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'torch' or name.startswith('torch.'):\n"
+        "            raise ImportError('torch is blocked')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import ember\n"
+        f"d = ember.load({str(tmp_path / 't.pt')!r})\n"
+        "assert 'torch' not in sys.modules\n"
+        "print(d['w'].tolist())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[0.0, 1.0, 2.0]"
+
+
+def test_plain_pickle_of_tensors():
+    x = ember.arange(6.).reshape(2, 3).requires_grad_()
+    y = pickle.loads(pickle.dumps(x))
+    assert y.requires_grad and y.tolist() == x.tolist() and y.dtype is ember.float32
