@@ -267,19 +267,16 @@ class Tensor:
         def retain(grad):
             t = ref()
             if t is not None:
-                g = grad.detach()
-                if t._grad is None:
-                    t._grad = Tensor._make(g._data.copy()) if not _state.enabled else grad
-                else:
-                    t._grad = t._grad + g
-        self.grad_fn._add_tensor_hook(self._output_nr, ("retain", retain))
+                # a copy, or a sum: keeps history under create_graph (the engine's grad mode)
+                t._grad = grad.clone() if t._grad is None else t._grad + grad
+        self.grad_fn._add_pre_hook("retain", self._output_nr, retain)
 
     def register_hook(self, hook):
         """hook(grad) -> Tensor or None, called when the gradient of self is computed."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._grad_fn is not None:
-            return self.grad_fn._add_tensor_hook(self._output_nr, hook)
+            return self.grad_fn._add_pre_hook("tensor", self._output_nr, hook)
         from .autograd.graph import _Handle
         if self._hooks is None:
             self._hooks = {}

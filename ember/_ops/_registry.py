@@ -465,9 +465,23 @@ def assign_result(self, r, opname):
         np.copyto(self._data, r._data, casting="unsafe")
     self._version.value += 1
     if node is not None:
+        _retarget_saved_output(node, r, self)
         from .shape import rebase_history
         rebase_history(self, r)
     return self
+
+
+def _retarget_saved_output(node, r, self):
+    """A formula that saved its output now finds it in self, version-checked against
+    later in-place writes to self (torch saves the result of an in-place op)."""
+    saved = node._saved
+    if not saved:
+        return
+    new = list(saved)
+    for i, s in enumerate(saved):
+        if s.kind == "output" and s.obj is r._data:
+            new[i] = SavedTensor("output", self._data, self._version, self._version.value, s.output_nr)
+    node._saved = tuple(new)
 
 
 def _snapshot_saved_self(node, self):

@@ -1,73 +1,42 @@
 """backward() and grad(): an iterative traversal of the graph by dependency counts.
 
-1. discover the nodes reachable from the roots with an explicit stack and count each
-   node's consumers; 2. run a ready stack: a node runs once all its consumers have
-   passed it their gradients; 3. release saved tensors as each node finishes (unless
-   retain_graph). No recursion, so a 100,000-op chain is fine.
+1. count, for every node reachable from the roots, how many edges point at it (an
+   explicit stack, no recursion: a 100,000-op chain is fine);
+2. with targets (grad(), backward(inputs=...)) keep only the nodes that lead to one;
+3. run a ready stack: a node runs once all its consumers have passed their gradients
+   on, and its saved tensors are released right after it ran (unless retain_graph).
+Hooks run in torch's order: tensor hooks, retain_grad, node pre-hooks, backward, node hooks.
 """
 import warnings
 
 import numpy as np
 
 from . import grad_mode
-from .graph import AccumulateGrad, gradient_edge
+from .graph import AccumulateGrad, FREED_SLOT, gradient_edge
 
 _state = grad_mode._state
+Tensor = None  # ember.Tensor, bound on first use (the tensor module imports this package)
 
 
-def _tensor_cls():
-    from .._tensor import Tensor
-    return Tensor
+def _bind_tensor():
+    global Tensor
+    from .._tensor import Tensor as cls
+    Tensor = cls
 
 
-def _make_root_grads(tensors, grads, name):
-    Tensor = _tensor_cls()
-    roots = []
-    user_arrays = set()
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{name}: expected Tensor as element {i} of tensors, got {type(t).__name__}")
-        if not t._requires_grad:
-            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-        g = grads[i] if grads is not None else None
-        if g is None:
-            if t._data.size != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if t._dtype.category < 2:
-                raise RuntimeError("grad can be implicitly created only for real scalar outputs but got "
-                                   f"{t._dtype}")
-            g = Tensor._make(np.ones(t._data.shape, dtype=t._data.dtype))
-        else:
-            if not isinstance(g, Tensor):
-                raise TypeError(f"{name}: expected Tensor or None for gradient {i}, got {type(g).__name__}")
-            if g._data.shape != t._data.shape:
-                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(g.shape)} and "
-                                   f"output[{i}] has a shape of {tuple(t.shape)}.")
-            if g._dtype.category != t._dtype.category:
-                raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have "
-                                   f"the same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
-                                   f"{g._dtype} and output[{i}] has a dtype of {t._dtype}.")
-            user_arrays.add(id(g._data))
-        roots.append((gradient_edge(t), g))
-    return roots, user_arrays
-
-
-def _as_tuple(x):
-    if x is None:
-        return None
-    Tensor = _tensor_cls()
-    if isinstance(x, Tensor):
-        return (x,)
-    return tuple(x)
-
+# ---- public API -----------------------------------------------------------------------
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None):
-    """Accumulate d(tensors)/d(leaves) into the leaves' .grad."""
+    """torch.autograd.backward: accumulate d(tensors)/d(leaves) into the leaves' .grad."""
+    if Tensor is None:
+        _bind_tensor()
+    if grad_variables is not None:
+        warnings.warn("'grad_variables' is deprecated. Use 'grad_tensors' instead.", FutureWarning, stacklevel=2)
+        if grad_tensors is None:
+            grad_tensors = grad_variables
     tensors = _as_tuple(tensors)
-    grad_tensors = _as_tuple(grad_tensors if grad_tensors is not None else grad_variables)
-    if grad_tensors is not None and len(grad_tensors) != len(tensors):
-        raise RuntimeError(f"got {len(grad_tensors)} tensors and {len(tensors)} gradients")
+    grad_tensors = _as_tuple(grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
     targets = None
@@ -75,48 +44,56 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         inputs = _as_tuple(inputs)
         if len(inputs) == 0:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-        targets = {}
+        targets = set()
         for t in inputs:
-            if not t._requires_grad:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
-            node, nr = gradient_edge(t)
-            targets[(node, nr)] = t
-    roots, user_arrays = _make_root_grads(tensors, grad_tensors, "backward")
-    _run(roots, retain_graph, create_graph, user_arrays, accumulate_into=targets)
+            if t._grad_fn is not None:
+                t.retain_grad()  # as torch: a non-leaf input gets its .grad through retain_grad
+            elif not t._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            targets.add(gradient_edge(t))
+    roots, user_arrays = _root_gradients(tensors, grad_tensors)
+    _execute(roots, retain_graph, create_graph, user_arrays, targets=targets)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """Return d(outputs)/d(inputs) without touching any .grad."""
-    Tensor = _tensor_cls()
-    single = isinstance(inputs, Tensor)
+    """torch.autograd.grad: return d(outputs)/d(inputs) without touching any .grad."""
+    if Tensor is None:
+        _bind_tensor()
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
     grad_outputs = _as_tuple(grad_outputs)
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use torch.autograd.backward.",
+                      FutureWarning, stacklevel=2)
     if allow_unused is None:
         allow_unused = materialize_grads
     if materialize_grads and not allow_unused:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
-    if grad_outputs is not None and len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"grad requires one gradient per output; got {len(grad_outputs)} gradients for "
-                           f"{len(outputs)} outputs")
+    if len(inputs) == 0:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if retain_graph is None:
         retain_graph = create_graph
-    capture = {}
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
+    captures = {}
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor):
-            raise TypeError(f"grad(): expected Tensor as element {i} of inputs, got {type(t).__name__}")
+            raise TypeError(f"grad(): argument 'inputs' must be tuple of Tensors, but found element of type "
+                            f"{type(t).__name__} at pos {i}")
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-        capture.setdefault(gradient_edge(t), []).append(i)
-    roots, user_arrays = _make_root_grads(outputs, grad_outputs, "grad")
+        captures.setdefault(gradient_edge(t), []).append(i)
+    roots, user_arrays = _root_gradients(outputs, grad_outputs)
     results = [None] * len(inputs)
-    _run(roots, retain_graph, create_graph, user_arrays, capture=capture, results=results)
+    _execute(roots, retain_graph, create_graph, user_arrays, captures=captures, results=results)
     for i, r in enumerate(results):
         if r is None:
             if not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the "
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
                                    "graph. Set allow_unused=True if this is the desired behavior.")
             if materialize_grads:
                 from .._ops.creation import zeros_like
@@ -124,113 +101,200 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(results)
 
 
-def _discover(roots):
-    """Count, for every reachable node, how many edges point at it."""
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize):
+    """is_grads_batched=True: one grad() per slice of the leading dim of grad_outputs, stacked.
+    (torch vectorizes with vmap; here it is a loop, same results.)"""
+    from .._ops.creation import zeros_like
+    from .._ops.shape import stack
+    n = grad_outputs[0].shape[0]
+    per_input = [[] for _ in inputs]
+    for b in range(n):
+        go = tuple(g[b] for g in grad_outputs)
+        keep = retain_graph or b < n - 1
+        gs = grad(outputs, inputs, go, retain_graph=keep, create_graph=create_graph, allow_unused=True)
+        for k, g in enumerate(gs):
+            per_input[k].append(g)
+    results = []
+    for k, gs in enumerate(per_input):
+        if all(g is None for g in gs):
+            if not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {k} appears to not have been used in the "
+                                   "graph. Set allow_unused=True if this is the desired behavior.")
+            results.append(stack([zeros_like(inputs[k])] * n) if materialize else None)
+            continue
+        results.append(stack([g if g is not None else zeros_like(inputs[k]) for g in gs]))
+    return tuple(results)
+
+
+def _as_tuple(x):
+    if x is None:
+        return None
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _root_gradients(tensors, grads):
+    """[(edge, grad)] for the roots, checking torch's conditions; the ids of arrays the
+    caller handed in (they must never be stolen into a .grad)."""
+    if grads is not None and len(grads) != len(tensors):
+        raise RuntimeError(f"got {len(tensors)} tensors and {len(grads)} gradients")
+    roots = []
+    user_arrays = set()
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+        g = grads[i] if grads is not None else None
+        if g is None:
+            if not t._requires_grad:
+                raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+            if t._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if t._dtype.category != 2:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {t._dtype}")
+            g = Tensor._make(np.ones(t._data.shape, dtype=t._data.dtype), t._dtype)
+        else:
+            if not isinstance(g, Tensor):
+                raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+            if g._data.shape != t._data.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
+                                   f"output[{i}] has a shape of {t.shape}.")
+            if (g._dtype.category == 3) != (t._dtype.category == 3):
+                raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have the same "
+                                   f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g._dtype} and "
+                                   f"output[{i}] has a dtype of {t._dtype}.")
+            if not t._requires_grad:
+                raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+            user_arrays.add(id(g._data))
+            if g._dtype is not t._dtype:
+                g = g.to(t._dtype)
+        roots.append((gradient_edge(t), g))
+    return roots, user_arrays
+
+
+# ---- the traversal --------------------------------------------------------------------
+
+def _dependencies(roots):
+    """For every node reachable from the roots: the number of edges pointing at it."""
     deps = {}
     stack = []
-    seen = set()
     for (node, _), _ in roots:
-        if node is not None and node not in seen:
-            seen.add(node)
+        if node not in deps:
+            deps[node] = 0
             stack.append(node)
     while stack:
         node = stack.pop()
         for nxt, _ in node.next_functions:
             if nxt is None:
                 continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
+            n = deps.get(nxt)
+            if n is None:
+                deps[nxt] = 1
                 stack.append(nxt)
-    return deps, seen
+            else:
+                deps[nxt] = n + 1
+    return deps
 
 
-def _needed(roots, deps, nodes, targets):
-    """Nodes from which some target edge is reachable (only those must run)."""
+def _prune(deps, wanted):
+    """Restrict the graph to what reaches a wanted edge: (needed, live, deps) where the
+    needed nodes must run backward, and live ones (needed + targets) receive gradients."""
     counts = dict(deps)
-    order = [n for n in nodes if counts.get(n, 0) == 0]
+    order = [node for node, n in counts.items() if n == 0]
     i = 0
-    while i < len(order):
+    while i < len(order):  # Kahn's topological order, consumers first
         for nxt, _ in order[i].next_functions:
             if nxt is not None:
                 counts[nxt] -= 1
                 if counts[nxt] == 0:
                     order.append(nxt)
         i += 1
-    target_nodes = {node for node, _ in targets}
+    target_nodes = {node for node, _ in wanted}
     needed = set()
     for node in reversed(order):
-        if any(n in needed or n in target_nodes for n, _ in node.next_functions if n is not None):
-            needed.add(node)
-    return needed, needed | target_nodes
+        for nxt, _ in node.next_functions:
+            if nxt in needed or nxt in target_nodes:
+                needed.add(node)
+                break
+    live = needed | target_nodes
+    pruned = {}
+    for node in needed:
+        for nxt, _ in node.next_functions:
+            if nxt in live:
+                pruned[nxt] = pruned.get(nxt, 0) + 1
+    return needed, live, pruned
 
 
-def _run(roots, retain_graph, create_graph, user_arrays, capture=None, results=None, accumulate_into=None):
-    deps, nodes = _discover(roots)
-    targets = capture if capture is not None else accumulate_into
+def _execute(roots, retain_graph, create_graph, user_arrays, captures=None, results=None, targets=None):
+    """Run backward from `roots` [((node, nr), grad)]. grad() passes captures
+    {edge: [result index]}; backward(inputs=...) passes targets {edge}."""
+    deps = _dependencies(roots)
+    wanted = captures if captures is not None else targets
     needed = live = None
-    if targets is not None:
-        needed, live = _needed(roots, deps, nodes, targets)
-        deps = {}
-        for node in needed:
-            for nxt, _ in node.next_functions:
-                if nxt in live:
-                    deps[nxt] = deps.get(nxt, 0) + 1
+    if wanted is not None:
+        needed, live, deps = _prune(deps, wanted)
     buffers = {}
     for (node, nr), g in roots:
-        if node is None:
-            continue
         buf = buffers.get(node)
         if buf is None:
             buf = buffers[node] = [None] * len(node._out_meta)
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     ready = [node for node in buffers if deps.get(node, 0) == 0]
-    stolen = set()
+    leaves = _LeafSink(create_graph, user_arrays, captures, results)
     prev = _state.enabled
     _state.enabled = create_graph
     try:
         while ready:
             node = ready.pop()
             grads = buffers.pop(node)
-            if node._pre_hooks:
-                grads = _run_pre_hooks(node, grads)
-            if capture is not None:
-                for nr, g in enumerate(grads):
-                    for i in capture.get((node, nr), ()):
-                        results[i] = g
             if type(node) is AccumulateGrad:
-                if capture is None and (accumulate_into is None or (node, 0) in accumulate_into):
-                    if grads[0] is not None:
-                        _accumulate(node.variable, grads[0], create_graph, user_arrays, stolen)
+                leaves.receive(node, grads[0])
                 continue
             if needed is not None and node not in needed:
+                # a target from which no other target is reached: its gradient is final
+                if node._pre_hooks:
+                    grads = _tensor_pre_hooks(node, grads)
+                if captures is not None:
+                    _capture(node, grads, captures, results)
+                elif not retain_graph and node._saved:
+                    node._saved = (FREED_SLOT,) * len(node._saved)
                 continue
-            out = _call_backward(node, grads)
-            if not retain_graph:
-                node._release()
-            for i, (nxt, nr) in enumerate(node.next_functions):
+            if captures is not None and node in leaves.capture_nodes:
+                _capture(node, grads, captures, results)  # before hooks, as torch does for needed nodes
+            if node._pre_hooks:
+                grads = _node_pre_hooks(node, _tensor_pre_hooks(node, grads))
+            out = _call(node, grads)
+            if not retain_graph and node._saved:
+                node._saved = (FREED_SLOT,) * len(node._saved)
+            meta = node._input_meta
+            i = -1
+            for nxt, nr in node.next_functions:
+                i += 1
                 if nxt is None or (live is not None and nxt not in live):
                     continue
                 g = out[i]
                 if g is not None:
-                    g = _validate(g, node, i)
+                    shape, dtype = meta[i]
+                    if g.__class__ is not Tensor or g._data.shape != shape or g._dtype is not dtype:
+                        g = _validate(g, node, i)
                     buf = buffers.get(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * len(nxt._out_meta)
-                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+                    old = buf[nr]
+                    buf[nr] = g if old is None else old + g
                 n = deps[nxt] - 1
                 deps[nxt] = n
                 if n == 0:
                     if nxt in buffers:
                         ready.append(nxt)
                     else:
-                        _skip(nxt, deps, buffers, ready, live)
+                        _no_gradient(nxt, deps, buffers, ready, live)
     finally:
         _state.enabled = prev
 
 
-def _skip(node, deps, buffers, ready, live):
-    """A node that received no gradient at all: pass the news on (iteratively)."""
+def _no_gradient(node, deps, buffers, ready, live):
+    """A node all of whose consumers passed None: it will not run; tell its inputs."""
     stack = [node]
     while stack:
         node = stack.pop()
@@ -246,82 +310,69 @@ def _skip(node, deps, buffers, ready, live):
                     stack.append(nxt)
 
 
-def _run_pre_hooks(node, grads):
-    grads = list(grads)
-    for hook in list(node._pre_hooks.values()):
-        if hook[0] == "tensor":
-            _, nr, fn = hook
-            if grads[nr] is None:
-                continue
-            if isinstance(fn, tuple):  # retain_grad runs after the other tensor hooks
-                continue
-            r = fn(grads[nr])
-            if r is not None:
-                grads[nr] = r
-        else:
-            r = hook[1](tuple(grads))
-            if r is not None:
-                grads = list(r)
-    for hook in list(node._pre_hooks.values()):
-        if hook[0] == "tensor" and isinstance(hook[2], tuple) and grads[hook[1]] is not None:
-            hook[2][1](grads[hook[1]])
-    return grads
+def _capture(node, grads, captures, results):
+    for nr, g in enumerate(grads):
+        for i in captures.get((node, nr), ()):
+            results[i] = g
 
 
-def _call_backward(node, grads):
-    if all(g is None for g in grads):
-        return (None,) * len(node.next_functions)
-    if node.materialize_grads and any(g is None for g in grads):
-        from .._ops.creation import _zeros
-        grads = [g if g is not None else _zeros(shape, dtype) for g, (shape, dtype) in zip(grads, node._out_meta)]
+def _call(node, grads):
+    """node.backward on the summed incoming gradients, checked; post hooks; NaN check."""
+    if len(grads) > 1 and node.materialize_grads:
+        grads = _materialize(node, grads)
     try:
         out = node.backward(*grads)
-    except Exception as e:
-        if node._trace is not None:
+        if type(out) is not tuple:
+            out = (out,)
+        n = len(node.next_functions)
+        if len(out) != n:
+            out = _trim(node, out, n)
+        if node._hooks:
+            for fn in tuple(node._hooks.values()):
+                r = fn(out, tuple(grads))
+                if r is not None:
+                    out = tuple(r)
+        if _state.anomaly and _state.anomaly_check_nan:
+            _check_nan(node, out)
+    except Exception:
+        if node._trace is not None and _state.anomaly:
             warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
-                          f"{node._trace}", RuntimeWarning)
+                          f"{node._trace}", RuntimeWarning, stacklevel=2)
         raise
-    if not isinstance(out, tuple):
-        out = (out,)
-    n = len(node.next_functions)
-    if len(out) != n:
-        if len(out) > n and all(g is None for g in out[n:]):
-            out = out[:n]
-        else:
-            raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
-                               f"(expected {n}, got {len(out)})")
-    if node._hooks:
-        for fn in list(node._hooks.values()):
-            r = fn(out, tuple(grads))
-            if r is not None:
-                out = tuple(r)
-    if _state.anomaly or node._trace is not None:
-        _check_nan(node, out)
     return out
 
 
+def _materialize(node, grads):
+    """Zeros for outputs that got no gradient (ctx.set_materialize_grads(True), the default)."""
+    if all(g is not None for g in grads):
+        return grads
+    from .._ops.creation import _zeros
+    filled = []
+    for g, (shape, dtype) in zip(grads, node._out_meta):
+        filled.append(g if g is not None or dtype is None else _zeros(shape, dtype))
+    return filled
+
+
+def _trim(node, out, n):
+    if len(out) > n and all(g is None for g in out[n:]):
+        return out[:n]
+    raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients (expected {n}, "
+                       f"got {len(out)})")
+
+
 def _check_nan(node, out):
-    if not grad_mode._state.anomaly_check_nan:
-        return
     for i, g in enumerate(out):
         if g is not None and g._dtype.category >= 2 and np.isnan(g._data).any():
-            msg = f"Function '{node.name()}' returned nan values in its {i}th output."
-            if node._trace is not None:
-                msg += "\nTraceback of forward call that caused the error:\n" + node._trace
-            raise RuntimeError(msg)
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
 def _validate(g, node, i):
-    """Check a formula's gradient against the input it belongs to: undo broadcasting,
-    cast to the input's dtype, or raise torch's 'invalid gradient' error."""
-    Tensor = _tensor_cls()
+    """A formula's gradient for input i: undo broadcasting, cast to the input's dtype,
+    or raise torch's 'invalid gradient' error."""
     if not isinstance(g, Tensor):
-        raise TypeError(f"function {node.name()} returned a gradient different than None at position "
-                        f"{i + 1}, but the corresponding forward input was not a Variable")
-    meta = node._input_meta[i]
-    if meta is None:
-        return g
-    shape, dtype = meta
+        raise TypeError(f"function {node.name()} returned a gradient different than None at position {i + 1}, "
+                        f"but the corresponding forward input was not a Variable")
+    shape, dtype = node._input_meta[i]
     if g._data.shape != shape:
         if not _expandable(shape, g._data.shape):
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
@@ -344,30 +395,112 @@ def _expandable(shape, to):
     return True
 
 
-def _accumulate(t, g, create_graph, user_arrays, stolen):
-    """AccumulateGrad: run the leaf's hooks, then add g into t.grad."""
-    if t._hooks:
-        for hook in list(t._hooks.values()):
-            r = hook(g)
+# ---- hooks ------------------------------------------------------------------------------
+
+def _tensor_pre_hooks(node, grads):
+    """Hooks registered with Tensor.register_hook on the node's outputs, then retain_grad."""
+    hooks = tuple(node._pre_hooks.values())
+    grads = list(grads)
+    for kind, nr, fn in hooks:
+        if kind == "tensor" and grads[nr] is not None:
+            grads[nr] = _run_tensor_hook(fn, grads[nr])
+    for kind, nr, fn in hooks:
+        if kind == "retain" and grads[nr] is not None:
+            fn(grads[nr])
+    return grads
+
+
+def _node_pre_hooks(node, grads):
+    """Hooks registered with Node.register_prehook: fn(grad_outputs) -> new grad_outputs or None."""
+    for kind, _, fn in tuple(node._pre_hooks.values()):
+        if kind == "node":
+            r = fn(tuple(grads))
             if r is not None:
-                g = r
-    Tensor = _tensor_cls()
-    if t._grad is None:
-        if create_graph:
-            t._grad = g
-        else:
+                grads = list(r)
+    return grads
+
+
+def _run_tensor_hook(fn, g):
+    r = fn(g)
+    if r is None:
+        return g
+    if not isinstance(r, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+    name = getattr(fn, "__name__", type(fn).__name__)
+    if r._data.shape != g._data.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if r._dtype is not g._dtype:
+        from .graph import _type_name
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was torch.{_type_name(g)} got "
+                           f"torch.{_type_name(r)})")
+    return r
+
+
+class _LeafSink:
+    """What happens at AccumulateGrad nodes: leaf hooks, then capture (grad()) or
+    accumulation into .grad (backward())."""
+    __slots__ = ("create_graph", "user_arrays", "captures", "results", "capture_nodes", "may_steal")
+
+    def __init__(self, create_graph, user_arrays, captures, results):
+        self.create_graph = create_graph
+        self.user_arrays = user_arrays
+        self.captures = captures
+        self.results = results
+        self.capture_nodes = None if captures is None else {node for node, _ in captures}
+        self.may_steal = True
+
+    def receive(self, node, g):
+        t = node.variable
+        if t._hooks:
+            self.may_steal = False  # a hook may keep the tensor it was given
+            for fn in tuple(t._hooks.values()):
+                g = _run_tensor_hook(fn, g)
+        if self.captures is not None:
+            for i in self.captures.get((node, 0), ()):
+                self.results[i] = g
+            return
+        if node._pre_hooks:
+            g = _node_pre_hooks(node, [g])[0]
+        self.accumulate(t, g)
+        post = t.__dict__.get("_post_acc_hooks") if t.__dict__ else None
+        if post:
+            for hook in tuple(post.values()):
+                hook(t)
+        if node._hooks:
+            for fn in tuple(node._hooks.values()):
+                fn((), (g,))
+
+    def accumulate(self, t, g):
+        """t.grad += g the way torch's AccumulateGrad does: steal g's buffer when nobody
+        else can see it, add in place when grad mode is off, else build a new tensor."""
+        old = t._grad
+        if old is None:
+            if self.create_graph:
+                t._grad = _copy_with_history(g)
+                return
             arr = g._data
-            if (arr.flags.owndata and arr.flags.c_contiguous and arr.flags.writeable
-                    and id(arr) not in user_arrays and id(arr) not in stolen):
-                stolen.add(id(arr))
-            else:
-                arr = np.ascontiguousarray(arr).copy() if arr.flags.c_contiguous else np.ascontiguousarray(arr)
+            if not self._stealable(arr):
+                arr = np.array(arr, order="C", copy=True)
+            self.user_arrays.add(id(arr))  # never steal the same buffer twice
             t._grad = Tensor._make(arr, g._dtype)
-    elif create_graph or t._grad._requires_grad or g._requires_grad:
-        t._grad = t._grad + g
-    else:
-        np.add(t._grad._data, g._data, out=t._grad._data, casting="unsafe")
-    post = t.__dict__.get("_post_acc_hooks") if t.__dict__ else None
-    if post:
-        for hook in list(post.values()):
-            hook(t)
+        elif self.create_graph:
+            t._grad = old + g
+        else:
+            try:
+                np.add(old._data, g._data, out=old._data, casting="unsafe")
+            except ValueError:  # a read-only or broadcast .grad set by the user
+                t._grad = Tensor._make(old._data + g._data, old._dtype)
+                return
+            old._version.value += 1
+
+    def _stealable(self, arr):
+        return (self.may_steal and id(arr) not in self.user_arrays and arr.flags.owndata
+                and arr.flags.c_contiguous and arr.flags.writeable)
+
+
+def _copy_with_history(g):
+    """torch clones the first gradient under create_graph (grad_fn CopyBackwards)."""
+    c = g.clone()
+    if c._grad_fn is not None:
+        c._grad_fn._name = "CopyBackwards"
+    return c

@@ -10,7 +10,7 @@ import weakref
 
 from . import grad_mode
 
-_seq = itertools.count()
+_state = grad_mode._state
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after "
           "they have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -18,25 +18,41 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "graph a second time or if you need to access saved tensors after calling backward.")
 
 
-def _version_error(t, saved_version, node):
-    shape = "[" + ", ".join(str(s) for s in t._data.shape) + "]"
-    return RuntimeError(
-        "one of the variables needed for gradient computation has been modified by an inplace operation: "
-        f"[torch.{_type_name(t)} {shape}], which is output {t._output_nr} of "
-        f"{t._grad_fn.name() if t._grad_fn is not None else 'a leaf'}, is at version {t._version.value}; "
-        f"expected version {saved_version} instead. Hint: the backtrace further above can point to the "
-        f"operation that failed to compute its gradient ({node.name()}).")
+def _version_error(shape, dtype, requires_grad, producer, output_nr, version, saved_version):
+    """torch's message for a saved tensor that was modified in place after it was saved."""
+    dims = "[" + ", ".join(str(n) for n in shape) + "]"
+    where = f", which is output {output_nr} of {_short_name(producer)}," if producer is not None else ""
+    hint = ("Hint: the backtrace further above shows the operation that failed to compute its gradient. The "
+            "variable in question was changed in there or anywhere later. Good luck!" if grad_mode._state.anomaly
+            else "Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+            "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+    head = "one" if requires_grad else "One"
+    return RuntimeError(f"{head} of the variables needed for gradient computation has been modified by an inplace "
+                        f"operation: [torch.{_TYPE_NAMES.get(dtype.name, dtype.name)} {dims}]{where} is at "
+                        f"version {version}; expected version {saved_version} instead. {hint}")
+
+
+def _short_name(node):
+    """torch names a node by its op in this message: ExpBackward0 -> Exp."""
+    name = node.name()
+    cut = name.rfind("Backward")
+    return name[:cut] if cut > 0 else name
+
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor", "complex64": "ComplexFloatTensor",
+               "complex128": "ComplexDoubleTensor"}
 
 
 def _type_name(t):
-    return {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-            "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
-            "bool": "BoolTensor"}.get(t._dtype.name, t._dtype.name)
+    return _TYPE_NAMES.get(t._dtype.name, t._dtype.name)
 
 
 class SavedTensor:
     """One saved value: an input Tensor (kept by reference, version-checked), the
-    node's own output (kept as an array, see Note [No cycles]) or a constant array."""
+    node's own output (kept as an array, see Note [No cycles]), a constant array, or
+    any other value (kind "value")."""
     __slots__ = ("kind", "obj", "version_counter", "version", "output_nr")
 
     def __init__(self, kind, obj, version_counter=None, version=0, output_nr=0):
@@ -47,21 +63,21 @@ class SavedTensor:
         self.output_nr = output_nr
 
     def unpack(self, node):
-        from .._tensor import Tensor
         kind = self.kind
         if kind == "input":
             t = self.obj
             if t._version.value != self.version:
-                raise _version_error(t, self.version, node)
+                raise _version_error(t._data.shape, t._dtype, t._requires_grad, t._grad_fn, t._output_nr,
+                                     t._version.value, self.version)
             return t
         if kind == "output":
-            if self.version_counter.value != self.version:
-                out = Tensor._make(self.obj)
-                out._grad_fn = node
-                out._output_nr = self.output_nr
-                raise _version_error(out, self.version, node)
-            out = Tensor._make(self.obj)
-            out._version = self.version_counter
+            counter = self.version_counter
+            meta = node._out_meta[self.output_nr]
+            if counter.value != self.version:
+                raise _version_error(self.obj.shape, meta[1], True, node, self.output_nr, counter.value,
+                                     self.version)
+            out = _make_tensor(self.obj, meta[1])
+            out._version = counter
             out._requires_grad = True
             out._grad_fn = node
             out._output_nr = self.output_nr
@@ -70,10 +86,17 @@ class SavedTensor:
             raise RuntimeError(_FREED)
         if kind == "value":
             return self.obj
-        return Tensor._make(self.obj)  # constant array saved by the forward kernel
+        return _make_tensor(self.obj)  # constant array saved by the forward kernel
 
 
-_FREED_SLOT = SavedTensor("freed", None)
+def _make_tensor(arr, dtype=None):
+    global _make_tensor
+    from .._tensor import Tensor
+    _make_tensor = Tensor._make  # bound once: the tensor module imports this one
+    return Tensor._make(arr, dtype)
+
+
+FREED_SLOT = SavedTensor("freed", None)
 
 
 class Node:
@@ -90,7 +113,10 @@ class Node:
         return self._name or type(self).__name__
 
     def __repr__(self):
-        return f"<{self.name()} object at {hex(id(self))}>"
+        return f"<{self.name().rpartition('::')[2]} object at {hex(id(self))}>"
+
+    def _sequence_nr(self):
+        return self._seq
 
     # -- saved tensors ----------------------------------------------------------
     def save_for_backward(self, *items):
@@ -104,9 +130,12 @@ class Node:
     def _release(self):
         """Free saved values after backward (unless retain_graph)."""
         if self._saved:
-            self._saved = tuple(_FREED_SLOT for _ in self._saved)
+            self._saved = (FREED_SLOT,) * len(self._saved)
 
     # -- hooks ------------------------------------------------------------------
+    # _pre_hooks holds (kind, output_nr, fn) with kind "tensor" (Tensor.register_hook
+    # on an output), "retain" (retain_grad) or "node" (register_prehook); the engine
+    # runs them in torch's order: tensor hooks, retain_grad, node pre-hooks.
     def register_hook(self, fn):
         """fn(grad_inputs, grad_outputs) after this node ran; may return new grad_inputs."""
         if self._hooks is None:
@@ -115,18 +144,20 @@ class Node:
 
     def register_prehook(self, fn):
         """fn(grad_outputs) before this node runs; may return new grad_outputs."""
-        if self._pre_hooks is None:
-            self._pre_hooks = {}
-        return _Handle(self._pre_hooks, ("node", fn))
+        return self._add_pre_hook("node", None, fn)
 
-    def _add_tensor_hook(self, output_nr, fn):
+    def _add_pre_hook(self, kind, output_nr, fn):
         if self._pre_hooks is None:
             self._pre_hooks = {}
-        return _Handle(self._pre_hooks, ("tensor", output_nr, fn))
+        return _Handle(self._pre_hooks, (kind, output_nr, fn))
 
     @property
     def metadata(self):
         return self.__dict__.setdefault("_metadata", {})
+
+
+_NO_EDGE = (None, 0)
+_next_seq = itertools.count().__next__
 
 
 def init_node(node, inputs):
@@ -135,22 +166,26 @@ def init_node(node, inputs):
     needs = []
     meta = []
     for t in inputs:
-        if t is None or not t._requires_grad:
-            edges.append((None, 0))
+        if t is None:
+            edges.append(_NO_EDGE)
             needs.append(False)
-            meta.append(None if t is None else (t._data.shape, t._dtype))
-        else:
+            meta.append(None)
+            continue
+        meta.append((t._data.shape, t._dtype))
+        if t._requires_grad:
             edges.append(gradient_edge(t))
             needs.append(True)
-            meta.append((t._data.shape, t._dtype))
+        else:
+            edges.append(_NO_EDGE)
+            needs.append(False)
     node.next_functions = tuple(edges)
     node.needs_input_grad = tuple(needs)
     node._input_meta = tuple(meta)
     node._pre_hooks = None
     node._hooks = None
-    node._seq = next(_seq)
+    node._seq = _next_seq()
     node.materialize_grads = True
-    node._trace = grad_mode.anomaly_trace()
+    node._trace = grad_mode.anomaly_trace() if _state.anomaly else None
 
 
 def gradient_edge(t):
@@ -171,9 +206,9 @@ def regenerate_view_grad_fn(t):
 
 
 class AccumulateGrad(Node):
-    """Sink of a leaf tensor: adds incoming gradient into leaf.grad."""
+    """Sink of a leaf tensor: the engine adds incoming gradients into leaf.grad."""
     __slots__ = ("variable",)
-    _name = "AccumulateGrad"
+    _name = "torch::autograd::AccumulateGrad"
 
     def __init__(self, variable):
         init_node(self, ())
@@ -183,6 +218,8 @@ class AccumulateGrad(Node):
 
 
 def grad_accumulator(t):
+    """The leaf's AccumulateGrad node, created on demand and held weakly by the tensor
+    (so it lives exactly as long as some graph uses it)."""
     acc = t._grad_acc() if t._grad_acc is not None else None
     if acc is None:
         acc = AccumulateGrad(t)
