@@ -140,7 +140,7 @@ def compute_dtype(kind, d, opname):
     if kind == TO_FLOAT:
         return D.get_default_dtype() if d.category < FLOAT else d
     if kind == INTEGRAL and d.category >= FLOAT:
-        raise RuntimeError(f'"{opname}_cpu" not implemented for \'{D.SCALAR_NAMES[d]}\'')
+        raise NotImplementedError(f'"{opname}_cpu" not implemented for \'{D.SCALAR_NAMES[d]}\'')
     if kind == NO_COMPLEX and d.category == D.COMPLEX:
         raise RuntimeError(f"{opname} is not supported for complex inputs")
     return d
@@ -340,12 +340,19 @@ def binary_call(row, a, b):
 
 
 def binary(name, kernel, kind=SAME, dx=None, dy=None, node_name=None, check=None, method=True,
-           inplace=True, aliases=(), dunder=None, rdunder=None):
+           inplace=True, aliases=(), dunder=None, rdunder=None, tensors=()):
     """Declare an elementwise op of two operands (tensors or scalars), e.g.
-    binary("mul", np.multiply, dx=lambda g, y: g * y, dy=lambda g, x: g * x, dunder="mul")."""
+    binary("mul", np.multiply, dx=lambda g, y: g * y, dy=lambda g, x: g * x, dunder="mul").
+    `tensors` names the operands ("input", "other") for which torch takes no Python number."""
     row = Row(name, kernel, kind, dx, dy, 2, node_name or _node_name(name), check)
+    need_input = "input" in tensors
+    need_other = "other" in tensors
 
     def fn(input, other, *, out=None):
+        if need_input and not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        if need_other and not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
         r = binary_call(row, input, other)
         return r if out is None else write_out(out, r, name)
     fn.__name__ = fn.__qualname__ = name
