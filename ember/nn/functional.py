@@ -1,0 +1,154 @@
+"""torch.nn.functional: the functional forms of the layers, grouped by family.
+
+See https://pytorch.org/docs/stable/nn.functional.html. Each family has a banner;
+add a new family as a new banner section (or import its functions from ember/_ops).
+"""
+import numpy as np
+
+from .._tensor import Tensor
+from .._ops._registry import Op
+
+# ======================================================================================
+# linear functions
+# ======================================================================================
+
+
+class _Linear(Op):
+    """y = x @ w.T + b as one op (the hottest layer op; a composite would record 2-3 nodes).
+    Its backward is written with linear itself, so it is differentiable again."""
+    _name = "AddmmBackward0"
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save_for_backward(x, w)
+        if x.ndim > 2:
+            # one 2-D GEMM over all leading dims (NumPy's batched matmul would loop)
+            x2 = x.reshape(-1, x.shape[-1])
+            out = np.matmul(x2, w.T).reshape(x.shape[:-1] + (w.shape[0],))
+        else:
+            out = np.matmul(x, w.T)
+        if b is not None:
+            out += b  # out is a fresh array, so adding in place is safe
+        return out
+
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gx = gw = gb = None
+        if need[0]:
+            gx = linear(grad, w.t())  # grad @ w
+        if need[1] or need[2]:
+            g2 = grad.reshape(-1, w.shape[0])
+            if need[1]:
+                gw = linear(g2.t(), x.reshape(-1, x.shape[-1]).t())  # g2.T @ x2
+            if need[2]:
+                gb = g2.sum(0)
+        return gx, gw, gb
+
+
+class _LinearNoBias(_Linear):
+    _name = "MmBackward0"
+
+
+_SHORT = {"float32": "float", "float64": "double", "float16": "half", "bfloat16": "bfloat16", "int64": "long",
+          "int32": "int", "int16": "short", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+          "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+def linear(input, weight, bias=None):
+    """y = input @ weight.T + bias. See https://pytorch.org/docs/stable/generated/torch.nn.functional.linear.html"""
+    for name, t in (("input", input), ("weight", weight)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"linear(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if bias is not None and not isinstance(bias, Tensor):
+        raise TypeError(f"linear(): argument 'bias' must be Tensor, not {type(bias).__name__}")
+    if weight.dim() == 1:
+        out = linear(input, weight.unsqueeze(0)).squeeze(-1)
+        return out if bias is None else out + bias
+    if weight.dim() != 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {weight.dim()}D")
+    if input.dim() == 0:
+        raise RuntimeError("both arguments to linear need to be at least 1D, but they are 0D and 2D")
+    xs = input.shape
+    if xs[-1] != weight.shape[1]:
+        rows = 1
+        for s in xs[:-1]:
+            rows *= s
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{xs[-1]} and "
+                           f"{weight.shape[1]}x{weight.shape[0]})")
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_SHORT[input.dtype.name]} != "
+                           f"{_SHORT[weight.dtype.name]}")
+    if bias is None:
+        return _LinearNoBias.apply(input, weight, None)
+    if bias.dtype is not weight.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_type_word(bias)} and "
+                           f"{_type_word(weight)}")
+    _check_bias_shape(bias.shape, tuple(xs[:-1]) + (weight.shape[0],))
+    return _Linear.apply(input, weight, bias)
+
+
+def _type_word(t):
+    """torch's ScalarType name: Float, Double, Long ..."""
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+            "int32": "Int"}.get(t.dtype.name, t.dtype.name)
+
+
+def _check_bias_shape(bias_shape, out_shape):
+    """The bias must broadcast to the output shape (torch expands it)."""
+    if len(bias_shape) > len(out_shape):
+        raise RuntimeError(f"The expanded size of the tensor ({out_shape[-1] if out_shape else 1}) must match the "
+                           f"existing size ({bias_shape[-1]}) at non-singleton dimension {len(bias_shape) - 1}.  "
+                           f"Target sizes: {list(out_shape)}.  Tensor sizes: {list(bias_shape)}")
+    offset = len(out_shape) - len(bias_shape)
+    for i, s in enumerate(bias_shape):
+        if s != 1 and s != out_shape[offset + i]:
+            raise RuntimeError(f"The expanded size of the tensor ({out_shape[offset + i]}) must match the existing "
+                               f"size ({s}) at non-singleton dimension {offset + i}.  Target sizes: "
+                               f"{list(out_shape)}.  Tensor sizes: {list(bias_shape)}")
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o].
+    Composite: one linear against weight laid out as (out*in2, in1), then a product with input2."""
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    for i in range(input1.dim() - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: got "
+                               f"{input1.shape[i]} and {input2.shape[i]}")
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} but "
+                           f"expected {weight.shape[1]}")
+    if weight.dim() != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-dimensional, got {weight.dim()}-D")
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but "
+                           f"expected {weight.shape[2]}")
+    if bias is not None and bias.shape[0] != weight.shape[0]:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} but expected "
+                           f"{weight.shape[0]}")
+    if not (input1.dtype is input2.dtype is weight.dtype):
+        raise RuntimeError(f"All tensors must have the same dtype, got input1: {_SHORT[input1.dtype.name]}, "
+                           f"input2: {_SHORT[input2.dtype.name]}, weight: {_SHORT[weight.dtype.name]}")
+    out_features, in1, in2 = weight.shape
+    lead = tuple(input1.shape[:-1])
+    w = weight.permute(0, 2, 1).reshape(out_features * in2, in1)
+    t = linear(input1.reshape(-1, in1), w).reshape(-1, out_features, in2)
+    y = (t * input2.reshape(-1, 1, in2)).sum(-1).reshape(lead + (out_features,))
+    return y if bias is None else y + bias
+
+
+# ======================================================================================
+# normalization functions
+# ======================================================================================
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p over dim, eps). See torch.nn.functional.normalize."""
+    from .. import linalg
+    denom = linalg.vector_norm(input, p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    if out is None:
+        return input / denom
+    from .._ops.pointwise import div
+    return div(input, denom, out=out)

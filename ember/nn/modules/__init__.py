@@ -1,0 +1,13 @@
+"""ember.nn.modules: the layer classes, one file per family, mirroring torch/nn/modules/.
+
+To add a family: create `<family>.py` with an `__all__`, then add one
+`from .<family> import *` line below (above the `__all__` computation).
+"""
+from .module import Module
+from .container import *  # noqa: F401,F403
+from .linear import *  # noqa: F401,F403
+from .flatten import *  # noqa: F401,F403
+
+# everything public that is a Module class is re-exported as ember.nn.<Name>
+__all__ = [name for name, obj in list(globals().items())
+           if isinstance(obj, type) and issubclass(obj, Module) and not name.startswith("_")]
