@@ -19,6 +19,14 @@ _state = _gm._state
 class Size(tuple):
     """torch.Size: a tuple of ints with torch's repr."""
 
+    def __new__(cls, sizes=()):
+        items = tuple(sizes)
+        for i, s in enumerate(items):
+            if type(s) is not int:
+                items = _size_items(items)
+                break
+        return tuple.__new__(cls, items)
+
     def __repr__(self):
         return f"torch.Size([{', '.join(str(s) for s in self)}])"
 
@@ -32,13 +40,39 @@ class Size(tuple):
 
     def __getitem__(self, item):
         r = tuple.__getitem__(self, item)
-        return Size(r) if isinstance(item, slice) else r
+        return _new_size(r) if isinstance(item, slice) else r
 
     def __add__(self, other):
         return Size(tuple.__add__(self, tuple(other)))
 
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+    def __mul__(self, n):
+        return _new_size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
     def __reduce__(self):
         return (Size, (tuple(self),))
+
+
+def _new_size(shape):
+    """A Size from a tuple already known to hold ints (no validation: the hot path of .shape)."""
+    return tuple.__new__(Size, shape)
+
+
+def _size_items(items):
+    """Size's elements: ints, NumPy integers, and one-element integer tensors (as int)."""
+    out = []
+    for i, s in enumerate(items):
+        if isinstance(s, Tensor):
+            s = s.__index__()
+        elif isinstance(s, (builtins.float, builtins.complex, builtins.str, builtins.bool)) or \
+                not hasattr(s, "__index__"):
+            raise TypeError(f"torch.Size() takes an iterable of 'int' (item {i} is '{type(s).__name__}')")
+        out.append(s)
+    return tuple(out)
 
 
 class VersionCounter:
@@ -92,11 +126,11 @@ class Tensor:
     # ---- metadata -------------------------------------------------------------------
     @property
     def shape(self):
-        return Size(self._data.shape)
+        return _new_size(self._data.shape)
 
     def size(self, dim=None):
         if dim is None:
-            return Size(self._data.shape)
+            return _new_size(self._data.shape)
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]
 
     @property
@@ -200,6 +234,8 @@ class Tensor:
         self._requires_grad = builtins.bool(value)
 
     def requires_grad_(self, requires_grad=True):
+        if requires_grad and self._dtype.category < D.FLOAT:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")  # torch's wording here
         self.requires_grad = requires_grad
         return self
 
@@ -297,7 +333,11 @@ class Tensor:
 
     def detach_(self):
         if self._base is not None and self._requires_grad:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+            raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
+                               "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as "
+                               "True, gradients are views of DDP buckets, and hence detach_() cannot be called on "
+                               "these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
+                               "function in torch/optim/optimizer.py as the solution.")
         self._grad_fn = None
         self._requires_grad = False
         self._output_nr = 0

@@ -1,112 +1,279 @@
-"""Tensor creation: tensor, as_tensor, from_numpy, zeros/ones/full/empty (+ _like, new_),
-arange, linspace, logspace, eye, and the legacy Tensor(...) constructors."""
+"""Tensor creation: tensor, as_tensor, asarray, from_numpy, zeros/ones/full/empty (+ _like,
+new_), arange, range, linspace, logspace, eye, empty_strided, scalar_tensor, and the
+legacy Tensor(...) / FloatTensor(...) constructors."""
+import collections.abc
+import math
 import numbers
+import warnings
 
 import numpy as np
 
 from .. import _dtype as D
 from .._device import as_device, device as _device_cls
-from .._tensor import Tensor
+from .._tensor import Tensor, Size
+from ..autograd import grad_mode
 from ._registry import install, namespace
 
 _make = Tensor._make
+_state = grad_mode._state
+_PY_SCALARS = (bool, int, float, complex)
 
 
-def _finish(arr, dtype, requires_grad, device=None):
-    as_device(device)
+def finish(arr, dtype, requires_grad, device=None):
+    """Wrap a fresh array as a factory result (device check, requires_grad)."""
+    if device is not None:
+        as_device(device)
     t = _make(arr, dtype)
     if requires_grad:
-        t.requires_grad_(True)
+        if dtype.category < D.FLOAT:
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+        t._requires_grad = True
     return t
 
 
-def _python_data_dtype(arr):
-    """Python numbers parse as double/int64/bool/complex; torch then picks its defaults."""
-    k = arr.dtype.kind
-    if k == "f":
-        return D.get_default_dtype()
-    if k == "c":
-        return D.default_complex_dtype()
-    if k == "b":
-        return D.bool
-    if k in "iu":
-        return D.int64
-    raise TypeError(f"new(): invalid data type '{arr.dtype}'")
+_finish = finish
 
 
-def _array_from_data(data):
-    """(ndarray, inferred dtype) for tensor(data); NumPy data keeps its dtype."""
-    if isinstance(data, Tensor):
-        return data._data, data._dtype
-    if isinstance(data, np.ndarray):
-        return data, D.from_numpy_dtype(data.dtype)
-    if isinstance(data, (np.generic,)):
-        arr = np.asarray(data)
-        return arr, D.from_numpy_dtype(arr.dtype)
-    if isinstance(data, str) or data is None:
-        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
-    if isinstance(data, (list, tuple)):
-        flat_tensors = _tensor_leaves(data)
-        if flat_tensors is not None:
-            return flat_tensors
+def into_out(out, arr, dtype):
+    """A factory's out=: out takes arr's values (resized silently if needed, as torch factories)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
+    if _state.enabled and out._requires_grad:
+        raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one "
+                           "of the arguments requires grad.")
+    if dtype is not out._dtype:
+        raise RuntimeError(f"dtype {D.SCALAR_NAMES[dtype]} does not match dtype of out parameter "
+                           f"({D.SCALAR_NAMES[out._dtype]})")
+    if out._data.shape == arr.shape:
+        np.copyto(out._data, arr, casting="unsafe")
+    else:
+        out._data = np.ascontiguousarray(arr)
+    out._version.value += 1
+    return out
+
+
+def _out_dtype(dtype, out):
+    """Factories with out= and no dtype take out's dtype."""
+    if dtype is None:
+        return out._dtype if out is not None else D.get_default_dtype()
+    return dtype
+
+
+# ---- checked conversion of Python scalars ---------------------------------------------
+
+def _overflow(d):
+    return RuntimeError(f"value cannot be converted to type {_C_TYPE[d]} without overflow")
+
+
+_C_TYPE = {D.uint8: "uint8_t", D.int8: "int8_t", D.int16: "int16_t", D.int32: "int32_t", D.int64: "int64_t",
+           D.float16: "c10::Half", D.bfloat16: "c10::BFloat16", D.float32: "float", D.float64: "double",
+           D.complex64: "c10::complex<float>", D.complex128: "c10::complex<double>", D.bool: "bool"}
+
+
+def checked_scalar(value, d):
+    """value as a NumPy scalar of dtype d, with torch's overflow checks (uint8 wraps negatives
+    down to -255; finite floats must fit; complex with an imaginary part only into complex)."""
+    if isinstance(value, Tensor):
+        value = value.item()
+    if d is D.bool:
+        return np.bool_(value != 0)
+    if isinstance(value, (complex, np.complexfloating)) and d.category != D.COMPLEX:
+        if value.imag != 0:
+            raise _overflow(d)
+        value = value.real
+    if d.category == D.INT:
+        if isinstance(value, (float, np.floating)):
+            if not math.isfinite(value):
+                raise _overflow(d)
+            value = int(value)
+        value = int(value)
+        info = np.iinfo(d.np)
+        lo = -int(info.max) if info.min == 0 else int(info.min)
+        if not lo <= value <= int(info.max):
+            raise _overflow(d)
+        return np.array(value).astype(d.np)[()]
+    if d.category == D.FLOAT:
+        v = float(value)
+        if math.isfinite(v) and abs(v) > float(D.finfo(d).max):
+            raise _overflow(d)
+        return np.array(v).astype(d.np)[()]
+    return np.array(value).astype(d.np)[()]
+
+
+# ---- tensor(data): torch's inference of shape and dtype from nested data ---------------
+
+def _is_seq(obj):
+    return isinstance(obj, (list, tuple, range)) or (
+        isinstance(obj, collections.abc.Sequence) and not isinstance(obj, (str, bytes)))
+
+
+def _sizes(data):
+    """Shape from the first element at each depth (torch's compute_sizes)."""
+    shape = []
+    obj = data
+    while True:
+        if isinstance(obj, np.ndarray):
+            shape.extend(obj.shape)
+            return shape
+        if isinstance(obj, (str, bytes)) and shape:
+            raise ValueError(f"too many dimensions '{type(obj).__name__}'")
+        if isinstance(obj, Tensor) or not _is_seq(obj):
+            return shape
+        n = len(obj)
+        shape.append(n)
+        if n == 0:
+            return shape
+        obj = obj[0]
+
+
+def _tname(v):
+    """A value's type name as torch prints it (numpy.ndarray, float)."""
+    t = type(v)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__.split('.')[0]}.{t.__name__}"
+
+
+def _np_dtype(np_dtype):
+    """The ember dtype of a NumPy dtype; torch's TypeError for the ones it cannot hold."""
     try:
-        arr = np.array(data)
-    except ValueError as e:
-        raise ValueError(f"expected a rectangular nested sequence of numbers ({e})") from None
-    if arr.dtype == object:
-        raise TypeError(f"new(): invalid data type '{type(_first_leaf(data)).__name__}'")
-    if arr.dtype.kind in "US":
-        raise TypeError("new(): invalid data type 'str'")
-    return arr, _python_data_dtype(arr)
+        return D.from_numpy_dtype(np_dtype)
+    except TypeError:
+        raise TypeError(f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).type.__name__}. The only "
+                        "supported types are: float64, float32, float16, complex64, complex128, int64, int32, "
+                        "int16, int8, uint8, and bool.") from None
 
 
-def _first_leaf(data):
-    while isinstance(data, (list, tuple)) and data:
-        data = data[0]
-    return data
+def _leaf_dtype(v):
+    """dtype torch infers for one scalar element."""
+    t = type(v)
+    if t is float:
+        return D.get_default_dtype()
+    if t is int:
+        return D.int64
+    if t is bool:
+        return D.bool
+    if t is complex:
+        return D.default_complex_dtype()
+    if isinstance(v, Tensor):
+        if v._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return v._dtype
+    if isinstance(v, (np.generic, np.ndarray)):
+        return _np_dtype(v.dtype)
+    if isinstance(v, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{t.__name__}'")
+    if _is_seq(v):
+        raise TypeError(f"'{t.__name__}' object cannot be interpreted as an integer")
+    raise RuntimeError(f"Could not infer dtype of {t.__name__}")
 
 
-def _tensor_leaves(data):
-    """Lists of tensors: stack their values, promoting their dtypes like torch."""
-    leaf = _first_leaf(data)
-    if not isinstance(leaf, Tensor):
-        return None
-    dtype = None
-    stack = [data]
-    while stack:
-        d = stack.pop()
-        if isinstance(d, (list, tuple)):
-            stack.extend(d)
-        elif isinstance(d, Tensor):
-            if d._data.size != 1 and d._data.ndim == 0:
-                pass
-            dtype = d._dtype if dtype is None else D.promote_types(dtype, d._dtype)
-        else:
-            dtype = D.scalar_dtype(d) if dtype is None else D.promote_types(dtype, D.scalar_dtype(d))
+def _scan(obj, dim, shape, found):
+    """Check obj is rectangular with shape[dim:]; collect its elements' Python types (plain
+    numbers) or dtypes (tensors, NumPy arrays and scalars) into `found`."""
+    if dim == len(shape):
+        found.add(_leaf_dtype(obj))
+        return
+    if isinstance(obj, np.ndarray):
+        if obj.shape != tuple(shape[dim:]):
+            bad = next(i for i in range(obj.ndim) if obj.shape[i] != shape[dim + i]) if obj.ndim == len(
+                shape) - dim else 0
+            raise ValueError(f"expected sequence of length {shape[dim + bad]} at dim {dim + bad} "
+                             f"(got {obj.shape[bad] if obj.ndim else 0})")
+        found.add(_np_dtype(obj.dtype))
+        return
+    if isinstance(obj, (str, bytes)):
+        raise ValueError(f"too many dimensions '{type(obj).__name__}'")
+    if not _is_seq(obj):
+        raise TypeError("not a sequence")
+    if len(obj) != shape[dim]:
+        raise ValueError(f"expected sequence of length {shape[dim]} at dim {dim} (got {len(obj)})")
+    if dim == len(shape) - 1:
+        types = set(map(type, obj))
+        if types.issubset(_PY_SCALARS):
+            found.update(types)
+            return
+    for v in obj:
+        _scan(v, dim + 1, shape, found)
 
-    def conv(d):
-        if isinstance(d, (list, tuple)):
-            return [conv(x) for x in d]
-        if isinstance(d, Tensor):
-            if d._data.ndim:
-                if d._data.size != 1:
-                    raise ValueError("only one element tensors can be converted to Python scalars")
-            return d._data.reshape(()).astype(dtype.np)
-        return d
-    return np.array(conv(data), dtype=dtype.np), dtype
+
+def _found_dtype(found):
+    d = None
+    for f in found:
+        fd = _leaf_dtype(f()) if isinstance(f, type) else f
+        d = fd if d is None else D.promote_types(d, fd)
+    return d or D.get_default_dtype()
+
+
+def _to_plain(obj):
+    """Nested data with tensors replaced by their values (so NumPy can stack it)."""
+    if isinstance(obj, Tensor):
+        return obj._data.reshape(())
+    if isinstance(obj, np.ndarray) or not _is_seq(obj):
+        return obj
+    return [_to_plain(v) for v in obj]
+
+
+def _convert(raw, d):
+    """raw (parsed Python numbers) as dtype d, with torch's overflow checks for integers."""
+    k = raw.dtype.kind
+    if k == "O" or k == "u":
+        if d.category == D.INT:
+            raise ValueError("Overflow when unpacking long long")
+        raw = raw.astype(np.float64 if d.category < D.COMPLEX else np.complex128)
+        k = raw.dtype.kind
+    if d.category == D.INT:
+        if k == "c":
+            raise TypeError("must be real number, not complex")
+        if raw.size:
+            info = np.iinfo(d.np)
+            lo = -int(info.max) if info.min == 0 else int(info.min)
+            if k == "f" and not np.isfinite(raw).all():
+                raise RuntimeError(f"value cannot be converted to type {d.name} without overflow")
+            if raw.min() < lo or raw.max() > int(info.max):
+                raise RuntimeError(f"value cannot be converted to type {d.name} without overflow")
+        return raw.astype(d.np)
+    if d.category == D.FLOAT and k == "c":
+        raise TypeError("must be real number, not complex")
+    if d is D.bool:
+        return raw != 0
+    return raw.astype(d.np)
+
+
+def _array_from_data(data, dtype=None):
+    """(new C-contiguous ndarray, dtype) for tensor(data): torch's shape/dtype inference."""
+    if isinstance(data, Tensor):
+        d = dtype or data._dtype
+        return np.array(data._data, dtype=d.np, order="C"), d
+    if isinstance(data, np.ndarray):
+        d = dtype or _np_dtype(data.dtype)
+        return np.array(data, dtype=d.np, order="C"), d
+    if isinstance(data, np.generic):
+        d = dtype or _np_dtype(data.dtype)
+        return np.array(data, dtype=d.np), d
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    shape = _sizes(data)
+    found = set()
+    _scan(data, 0, shape, found)
+    d = dtype or _found_dtype(found)
+    if any(not isinstance(f, type) for f in found):
+        return np.array(_to_plain(data), dtype=d.np).reshape(shape), d
+    try:
+        raw = np.array(data)
+    except OverflowError:
+        raise ValueError("Overflow when unpacking long long") from None
+    if not shape:
+        raw = raw.reshape(())
+    return _convert(raw.reshape(shape), d), d
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """torch.tensor: always copies data."""
-    arr, inferred = _array_from_data(data)
     if isinstance(data, Tensor):
-        import warnings
-        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() "
-                      "or sourceTensor.clone().detach().requires_grad_(True), rather than torch.tensor("
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor("
                       "sourceTensor).", UserWarning, stacklevel=2)
-    d = dtype or inferred
-    out = np.array(arr, dtype=d.np, copy=True, order="C")
-    return _finish(out, d, requires_grad, device)
+    arr, d = _array_from_data(data, dtype)
+    return finish(arr, d, requires_grad, device)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -117,44 +284,94 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, np.ndarray):
         t = from_numpy(data)
         return t if dtype is None or dtype is t._dtype else t.to(dtype)
-    return tensor(data, dtype=dtype)
+    arr, d = _array_from_data(data, dtype)
+    return _make(arr, d)
 
 
-asarray = as_tensor
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """torch.asarray: aliases tensors, NumPy arrays and buffers unless a copy is asked for or needed."""
+    as_device(device)
+    if isinstance(obj, Tensor):
+        t = obj
+        if dtype is not None and dtype is not obj._dtype:
+            if copy is False:
+                raise ValueError(f"can't alias tensor with dtype '{D.SCALAR_NAMES[obj._dtype]}' into dtype "
+                                 f"'{D.SCALAR_NAMES[dtype]}'.")
+            t = obj.to(dtype)
+        elif copy:
+            t = obj.clone()
+    elif isinstance(obj, np.ndarray) or (hasattr(obj, "__array_interface__") or isinstance(obj, memoryview)):
+        arr = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
+        t = from_numpy(arr)
+        if dtype is not None and dtype is not t._dtype:
+            if copy is False:
+                raise ValueError(f"can't alias tensor with dtype '{D.SCALAR_NAMES[t._dtype]}' into dtype "
+                                 f"'{D.SCALAR_NAMES[dtype]}'.")
+            t = _make(arr.astype(dtype.np), dtype)
+        elif copy:
+            t = _make(arr.copy(), t._dtype)
+    else:
+        if copy is False:
+            raise ValueError("can't alias arbitrary sequence into a tensor.")
+        arr, d = _array_from_data(obj, dtype)
+        t = _make(arr, d)
+    if requires_grad and not t._requires_grad:
+        t = t.detach() if t is obj else t
+        t.requires_grad_(True)
+    return t
 
 
 def from_numpy(ndarray):
     """Zero-copy: the tensor and the array share memory."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    if any(s < 0 for s in ndarray.strides):
-        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
-                         "strides are not currently supported. (You can probably work around this by making a "
-                         "copy of your array  with array.copy().) ")
+    d = _np_dtype(ndarray.dtype)
+    isz = ndarray.itemsize
+    for s in ndarray.strides:
+        if s < 0:
+            raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
+                             "strides are not currently supported. (You can probably work around this by making a "
+                             "copy of your array  with array.copy().) ")
+        if s % isz:
+            raise ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy "
+                             "array to reallocate the memory.")
     if not ndarray.dtype.isnative:
         raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
                          "between byte orders is currently not supported.")
-    d = D.from_numpy_dtype(ndarray.dtype)
     if not ndarray.flags.writeable:
-        import warnings
         warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. "
-                      "This means writing to this tensor will result in undefined behavior.", UserWarning,
-                      stacklevel=2)
+                      "This means writing to this tensor will result in undefined behavior. You may want to copy "
+                      "the array to protect its data or make it writable before converting it to a tensor. This "
+                      "type of warning will be suppressed for the rest of this program.", UserWarning, stacklevel=2)
     return _make(ndarray, d)
 
 
+# ---- sizes and the filled factories ---------------------------------------------------
+
 def size_args(size, name):
-    """zeros(2, 3) / zeros((2, 3)) / zeros([2, 3]) / zeros(torch.Size(...))."""
+    """zeros(2, 3) / zeros((2, 3)) / zeros([2, 3]) / zeros(torch.Size(...)) -> a tuple of ints."""
+    if len(size) == 0:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
+        whole = False
+    else:
+        whole = len(size) == 1
     out = []
-    for s in size:
-        if not isinstance(s, numbers.Integral) and not (isinstance(s, Tensor) and s._dtype.category == D.INT):
-            raise TypeError(f"{name}(): argument 'size' must be tuple of ints, but found element of type "
-                            f"{type(s).__name__} at pos {len(out)}")
-        s = int(s)
+    for i, s in enumerate(size):
+        if type(s) is not int:
+            if isinstance(s, bool) or not hasattr(s, "__index__") or (
+                    isinstance(s, Tensor) and (s._dtype.category != D.INT or s._data.size != 1)):
+                if whole:
+                    raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, not "
+                                    f"{type(s).__name__}")
+                raise TypeError(f"{name}(): argument 'size' failed to unpack the object at pos {i + 1} with error "
+                                f"\"type must be tuple of ints,but got {type(s).__name__}\"")
+            s = int(s.__index__())
         if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+            if name == "zeros":
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {[int(v) for v in size]}")
         out.append(s)
     return tuple(out)
 
@@ -167,13 +384,18 @@ def _filled(name, fill):
     def fn(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
            memory_format=None):
         shape = size_args(size, name)
-        d = dtype or D.get_default_dtype()
-        arr = np.empty(shape, dtype=d.np) if fill is None else np.full(shape, fill, dtype=d.np)
+        d = _out_dtype(dtype, out)
+        if fill is None:
+            arr = np.empty(shape, dtype=d.np)
+        elif fill == 0:
+            arr = np.zeros(shape, dtype=d.np)
+        else:
+            arr = np.ones(shape, dtype=d.np)
         if out is not None:
-            from ._registry import write_out
-            return write_out(out, _make(arr, d), name)
-        return _finish(arr, d, requires_grad, device)
-    fn.__name__ = name
+            return into_out(out, arr, d)
+        return finish(arr, d, requires_grad, device)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}: see https://pytorch.org/docs/stable/generated/torch.{name}.html"
     return fn
 
 
@@ -182,23 +404,70 @@ ones = _filled("ones", 1)
 empty = _filled("empty", None)
 
 
+def _fill_value(fill_value, name):
+    if isinstance(fill_value, Tensor):
+        if fill_value._data.ndim:
+            raise TypeError(f"{name}(): argument 'fill_value' (position 2) must be Number, not Tensor")
+        return fill_value._data.reshape(()).item(), fill_value._dtype
+    if not isinstance(fill_value, (_PY_SCALARS, np.number, np.bool_)):
+        raise TypeError(f"{name}(): argument 'fill_value' (position 2) must be Number, not "
+                        f"{type(fill_value).__name__}")
+    return fill_value, None
+
+
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False):
-    shape = size_args((size,), "full")
-    if isinstance(fill_value, Tensor):
-        fill_value = fill_value.item()
-    d = dtype or D.scalar_dtype(fill_value)
-    arr = np.full(shape, fill_value, dtype=d.np)
-    return _finish(arr, d, requires_grad, device)
+    return _full(size, fill_value, out, dtype, device, requires_grad, "full")
+
+
+def _full(size, fill_value, out, dtype, device, requires_grad, name):
+    """full / new_full: dtype from the fill value (bool, int64, default float or complex) unless given."""
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, not {_tname(size)}")
+    shape = size_args((size,), name)
+    value, vdtype = _fill_value(fill_value, name)
+    d = dtype or (out._dtype if out is not None else vdtype or D.scalar_dtype(value))
+    arr = np.full(shape, checked_scalar(value, d), dtype=d.np)
+    if out is not None:
+        return into_out(out, arr, d)
+    return finish(arr, d, requires_grad, device)
+
+
+def _like_array(input, d, memory_format, fill):
+    """A new array of input's shape; preserve_format keeps a dense input's stride order, as torch."""
+    x = input._data
+    shape = x.shape
+    order = None
+    if memory_format is None or str(memory_format) == "torch.preserve_format":
+        if not x.flags.c_contiguous and x.ndim > 1 and _is_dense(x):
+            order = sorted(range(x.ndim), key=lambda i: -x.strides[i])
+    elif str(memory_format) == "torch.channels_last" and x.ndim == 4:
+        order = [0, 2, 3, 1]
+    if order is None:
+        return np.empty(shape, d.np) if fill is None else np.full(shape, fill, d.np)
+    perm_shape = tuple(shape[i] for i in order)
+    buf = np.empty(perm_shape, d.np) if fill is None else np.full(perm_shape, fill, d.np)
+    return buf.transpose(np.argsort(order))
+
+
+def _is_dense(x):
+    """Non-overlapping and dense: some permutation of x is C-contiguous."""
+    dims = sorted((s, n) for s, n in zip(x.strides, x.shape) if n != 1)
+    expected = x.itemsize
+    for s, n in dims:
+        if s != expected:
+            return False
+        expected *= n
+    return True
 
 
 def _like(name, fill):
     def fn(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {_tname(input)}")
         d = dtype or input._dtype
-        shape = input._data.shape
-        arr = np.empty(shape, dtype=d.np) if fill is None else np.full(shape, fill, dtype=d.np)
-        return _finish(arr, d, requires_grad, device)
-    fn.__name__ = name
+        return finish(_like_array(input, d, memory_format, fill), d, requires_grad, device)
+    fn.__name__ = fn.__qualname__ = name
     return fn
 
 
@@ -209,29 +478,43 @@ empty_like = _like("empty_like", None)
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"full_like(): argument 'input' (position 1) must be Tensor, not {_tname(input)}")
     d = dtype or input._dtype
-    return _finish(np.full(input._data.shape, fill_value, dtype=d.np), d, requires_grad, device)
+    value, _ = _fill_value(fill_value, "full_like")
+    return finish(_like_array(input, d, memory_format, checked_scalar(value, d)), d, requires_grad, device)
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
                   pin_memory=False):
     from .._backend.numpy_cpu import layout_buffer
+    shape = size_args((size,), "empty_strided")
+    stride = tuple(int(s) for s in stride)
+    if len(stride) != len(shape):
+        raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match dimensionality of strides "
+                           f"({len(stride)})")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)} and "
+                           f"strides={list(stride)}")
     d = dtype or D.get_default_dtype()
-    _, arr = layout_buffer(tuple(size), tuple(stride), d.np)
-    return _finish(arr, d, requires_grad, device)
+    _, arr = layout_buffer(shape, stride, d.np)
+    return finish(arr, d, requires_grad, device)
 
 
-# new_* methods: same dtype as self unless given
+# new_* methods: self's dtype unless given
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-    arr, _ = _array_from_data(data)
-    d = dtype or self._dtype
-    return _finish(np.array(arr, dtype=d.np, copy=True), d, requires_grad, device)
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than tensor.new_tensor("
+                      "sourceTensor).", UserWarning, stacklevel=2)
+    arr, d = _array_from_data(data, dtype or self._dtype)
+    return finish(arr, d, requires_grad, device)
 
 
 def _new_filled(name, base):
     def fn(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
         return base(*size, dtype=dtype or self._dtype, device=device, requires_grad=requires_grad)
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     return fn
 
 
@@ -242,133 +525,270 @@ new_empty = _new_filled("new_empty", empty)
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False):
-    return full(size, fill_value, dtype=dtype or self._dtype, device=device, requires_grad=requires_grad)
+    return _full(size, fill_value, None, dtype or self._dtype, device, requires_grad, "new_full")
 
 
-def _scalar(v):
-    return v.item() if isinstance(v, Tensor) else v
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    d = dtype or D.get_default_dtype()
+    value, _ = _fill_value(s, "scalar_tensor")
+    return finish(np.array(checked_scalar(value, d), dtype=d.np), d, requires_grad, device)
+
+
+# ---- ranges ---------------------------------------------------------------------------
+
+def _number(v, name):
+    """A range endpoint as a Python number (0-d tensors and NumPy scalars allowed)."""
+    if isinstance(v, Tensor):
+        if v._data.size != 1:
+            raise RuntimeError(f"{name} only supports 0-dimensional start and end tensors")
+        return v.item()
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, complex):
+        raise RuntimeError("value cannot be converted to type double without overflow")
+    if not isinstance(v, (int, float)):
+        raise TypeError(f"{name}(): argument must be Number, not {type(v).__name__}")
+    return v
+
+
+def _range_dtype(dtype, values, opname):
+    if dtype is None:
+        return D.get_default_dtype() if any(isinstance(v, float) for v in values) else D.int64
+    if dtype is D.bool or dtype.category == D.COMPLEX:
+        raise NotImplementedError(f'"{opname}_cpu" not implemented for \'{D.SCALAR_NAMES[dtype]}\'')
+    return dtype
+
+
+def _acc_np(d):
+    """torch's CPU accumulate type of dtype d: int64 for integers, float32 for half types, double else."""
+    if d.category == D.INT:
+        return np.int64
+    if d is D.float16 or d is D.bfloat16:
+        return np.float32
+    return np.float64
+
+
+def _range_checks(start, end, step):
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {_num_str(start)} -> {_num_str(end)}")
+    if not ((step > 0 and end >= start) or (step < 0 and end <= start)):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+
+
+def _num_str(v):
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
 def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    start, end, step = _scalar(start), _scalar(end), _scalar(step)
+    """Values start + i * step computed in torch's accumulate type (int64 / double / float)."""
     if end is None:
         start, end = 0, start
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    if (end - start) * step < 0 and end != start:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
-    if dtype is None:
-        is_float = any(isinstance(v, (float, np.floating)) for v in (start, end, step))
-        dtype = D.get_default_dtype() if is_float else D.int64
-    n = int(np.ceil((end - start) / step))
-    arr = (start + np.arange(max(n, 0), dtype=np.float64) * step) if dtype.category >= D.FLOAT or \
-        any(isinstance(v, float) for v in (start, end, step)) else np.arange(start, end, step, dtype=np.int64)
-    arr = arr.astype(dtype.np)
+    start, end, step = _number(start, "arange"), _number(end, "arange"), _number(step, "arange")
+    d = _range_dtype(dtype if dtype is not None else (None if out is None else out._dtype),
+                     (start, end, step), "arange")
+    _range_checks(start, end, step)
+    acc = _acc_np(d)
+    if d is D.int64:
+        # int64 casts the endpoints first and sizes the range from the cast values
+        xs, xe, xst = int(start), int(end), int(step)
+        if xst == 0:
+            raise ValueError("step must be nonzero")
+        n = max(-((xs - xe) // xst), 0)
+    else:
+        n = max(math.ceil((end - start) / step), 0)
+        xs, xst = acc(start), acc(step)
+    arr = (xs + np.arange(n, dtype=acc) * xst).astype(d.np)
     if out is not None:
-        from ._registry import write_out
-        return write_out(out, _make(arr, dtype), "arange")
-    return _finish(arr, dtype, requires_grad, device)
+        return into_out(out, arr, d)
+    return finish(arr, d, requires_grad, device)
 
 
-def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
-    """Deprecated torch.range: includes end."""
+def range_(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """Deprecated torch.range: includes end; the default dtype even for integer arguments."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "
+                  "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
+                  "[start, end).", UserWarning, stacklevel=2)
+    start, end, step = _number(start, "range"), _number(end, "range"), _number(step, "range")
     d = dtype or D.get_default_dtype()
-    n = int(np.floor((end - start) / step)) + 1
-    arr = (start + np.arange(n, dtype=np.float64) * step).astype(d.np)
-    return _finish(arr, d, requires_grad, device)
+    _range_checks(start, end, step)
+    acc = _acc_np(d)
+    n = int(math.floor((end - start) / step)) + 1
+    arr = (acc(start) + np.arange(n, dtype=acc) * acc(step)).astype(d.np)
+    if out is not None:
+        return into_out(out, arr, d)
+    return finish(arr, d, requires_grad, device)
+
+
+def _steps_arg(steps, name):
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        raise TypeError(f"{name}() received an invalid combination of arguments - 'steps' must be int, not "
+                        f"{type(steps).__name__}")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    return int(steps)
+
+
+def _space_endpoints(start, end, name):
+    """start and end as Python numbers; tensors must be 0-d."""
+    ts, te = isinstance(start, Tensor), isinstance(end, Tensor)
+    if (ts and start._data.ndim) or (te and end._data.ndim):
+        raise RuntimeError(f"{name} only supports 0-dimensional start and end tensors, but got start with "
+                           f"{start._data.ndim if ts else 0} dimension(s) and end with "
+                           f"{end._data.ndim if te else 0} dimension(s).")
+    return tuple(v.item() if isinstance(v, (Tensor, np.generic)) else v for v in (start, end))
+
+
+def _linspace_values(start, end, steps, d):
+    """torch's CPU kernel: computed in d's own arithmetic (double steps for integers), first
+    half forward from start, second half backward from end."""
+    if steps == 1:
+        return np.full(1, start, dtype=d.np) if d.category != D.INT else np.array([int(start)], dtype=d.np)
+    if d.category == D.INT:
+        s, e = float(int(start)), float(int(end))
+        ct = np.dtype(np.float64)
+    else:
+        ct = d.np
+        s, e = ct.type(start), ct.type(end)
+    step = (ct.type(e) - ct.type(s)) / ct.type(steps - 1)
+    i = np.arange(steps)
+    half = steps // 2
+    lo = ct.type(s) + step * i[:half].astype(ct)
+    hi = ct.type(e) - step * (steps - 1 - i[half:]).astype(ct)
+    return np.concatenate([lo, hi]).astype(d.np)
+
+
+def _space_dtype(dtype, out, start, end):
+    if dtype is None:
+        if out is not None:
+            return out._dtype
+        if isinstance(start, complex) or isinstance(end, complex):
+            return D.default_complex_dtype()
+        return D.get_default_dtype()
+    return dtype
 
 
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    start, end = _scalar(start), _scalar(end)
-    if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
-    d = dtype or (D.default_complex_dtype() if isinstance(start, complex) or isinstance(end, complex)
-                  else D.get_default_dtype())
-    arr = _symmetric_linspace(start, end, steps)
-    arr = arr.astype(d.np)
+    s, e = _space_endpoints(start, end, "linspace")
+    steps = _steps_arg(steps, "linspace")
+    d = _space_dtype(dtype, out, s, e)
+    if d is D.bool:
+        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
+    arr = _linspace_values(s, e, steps, d) if steps else np.empty(0, d.np)
     if out is not None:
-        from ._registry import write_out
-        return write_out(out, _make(arr, d), "linspace")
-    return _finish(arr, d, requires_grad, device)
-
-
-def _symmetric_linspace(start, end, steps):
-    """torch fills the first half forward from start and the second half back from end."""
-    if steps == 0:
-        return np.empty(0)
-    if steps == 1:
-        return np.array([start], dtype=np.float64 if not isinstance(start, complex) else np.complex128)
-    step = (end - start) / (steps - 1)
-    i = np.arange(steps, dtype=np.float64)
-    half = steps // 2
-    return np.where(i < half, start + step * i, end - step * (steps - 1 - i))
+        return into_out(out, arr, d)
+    return finish(arr, d, requires_grad, device)
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False):
-    d = dtype or D.get_default_dtype()
-    arr = np.power(base, _symmetric_linspace(_scalar(start), _scalar(end), steps)).astype(d.np)
-    return _finish(arr, d, requires_grad, device)
+    """base ** (linspace exponents), the power taken in double (complex exponents allowed)."""
+    s, e = _space_endpoints(start, end, "logspace")
+    steps = _steps_arg(steps, "logspace")
+    d = _space_dtype(dtype, out, s, e)
+    if d is D.bool:
+        raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
+    if steps == 0:
+        arr = np.empty(0, d.np)
+    else:
+        if d.category == D.INT:
+            exps = _int_log_exponents(s, e, steps)
+        else:
+            exps = _linspace_values(s, e, steps, d)
+        wide = np.complex128 if d.category == D.COMPLEX else np.float64
+        arr = np.power(np.asarray(base, dtype=wide), exps.astype(wide)).astype(d.np)
+    if out is not None:
+        return into_out(out, arr, d)
+    return finish(arr, d, requires_grad, device)
 
 
-def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def _int_log_exponents(start, end, steps):
+    """Integer logspace: endpoints cast to int, exponents in double."""
+    s, e = float(int(start)), float(int(end))
+    if steps == 1:
+        return np.array([s])
+    step = (e - s) / (steps - 1)
+    i = np.arange(steps)
+    half = steps // 2
+    return np.concatenate([s + step * i[:half], e - step * (steps - 1 - i[half:])])
+
+
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    if isinstance(n, bool) or not hasattr(n, "__index__"):
+        raise TypeError(f"eye(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    n = int(n.__index__())
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
-    m = n if m is None else m
+    if m is None:
+        m = n
+    elif isinstance(m, bool) or not hasattr(m, "__index__"):
+        raise TypeError(f"eye(): argument 'm' (position 2) must be int, not {type(m).__name__}")
+    m = int(m.__index__())
     if m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
-    d = dtype or D.get_default_dtype()
-    return _finish(np.eye(n, m, dtype=d.np), d, requires_grad, device)
+    d = _out_dtype(dtype, out)
+    arr = np.eye(n, m, dtype=d.np)
+    if out is not None:
+        return into_out(out, arr, d)
+    return finish(arr, d, requires_grad, device)
 
 
-def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
-    d = dtype or D.get_default_dtype()
-    return _finish(np.array(s, dtype=d.np), d, requires_grad, device)
+# ---- legacy constructors --------------------------------------------------------------
 
-
-# ---- legacy constructors ------------------------------------------------------------
-
-def legacy_new(cls, dtype, args, device):
-    """torch.Tensor(...) / FloatTensor(...): sizes -> uninitialized, data -> copy, tensor -> alias."""
+def legacy_new(cls, dtype, args, device, typed=False):
+    """torch.Tensor(...) / FloatTensor(...): sizes -> uninitialized; a Size -> uninitialized;
+    a tensor -> that tensor (torch.Tensor aliases any dtype); a NumPy array of the same
+    dtype -> shared memory; other data -> a copy in dtype."""
     as_device(device)
-    if len(args) == 0:
-        arr = np.empty((0,), dtype=dtype.np)
-    elif len(args) == 1 and isinstance(args[0], Tensor):
+    if len(args) == 1 and isinstance(args[0], Tensor):
         src = args[0]
-        if src._dtype is not dtype:
+        if typed and src._dtype is not dtype:
             raise TypeError(f"expected {dtype} (got {src._dtype})")
-        arr = src._data
-    elif all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
-        arr = np.empty(tuple(int(a) for a in args), dtype=dtype.np)
-    elif len(args) == 1 and type(args[0]).__name__ == "Size":
-        arr = np.empty(tuple(args[0]), dtype=dtype.np)
+        if cls is Tensor:
+            return src
+        arr, dtype = src._data, src._dtype
+    elif len(args) == 0:
+        arr = np.empty((0,), dtype=dtype.np)
+    elif len(args) == 1 and isinstance(args[0], Size):
+        arr = np.empty(size_args(args, "new"), dtype=dtype.np)
+    elif all(hasattr(a, "__index__") and not isinstance(a, (bool, np.bool_, Tensor, np.ndarray)) for a in args):
+        arr = np.empty(size_args(args, "new"), dtype=dtype.np)
+    elif len(args) == 1 and isinstance(args[0], np.ndarray) and args[0].dtype == dtype.np:
+        arr = from_numpy(args[0])._data
+    elif len(args) == 1 and (_is_seq(args[0]) or isinstance(args[0], np.ndarray)):
+        arr, _ = _array_from_data(args[0], dtype)
     elif len(args) == 1:
-        a, _ = _array_from_data(args[0])
-        arr = np.array(a, dtype=dtype.np, copy=True)
+        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
     else:
-        raise TypeError(f"new() received an invalid combination of arguments")
+        bad = next(a for a in args if not hasattr(a, "__index__") or isinstance(a, bool))
+        raise TypeError(f"new(): argument 'size' failed to unpack the object at pos {args.index(bad) + 1} with "
+                        f"error \"type must be tuple of ints,but got {type(bad).__name__}\"")
     t = object.__new__(cls)
     Tensor._init_copy(t, arr, dtype, False)
     return t
 
 
 def _legacy_class(name, dtype):
-    """FloatTensor, LongTensor ...: constructors and isinstance targets."""
+    """FloatTensor, LongTensor ...: constructors and isinstance targets (instances are Tensors)."""
 
     class _Meta(type):
         def __instancecheck__(cls, obj):
             return isinstance(obj, Tensor) and obj._dtype is dtype
 
     def __new__(cls, *args, device=None):
-        return legacy_new(Tensor, dtype, args, device)
+        return legacy_new(Tensor, dtype, args, device, typed=True)
 
-    return _Meta(name, (), {"__new__": __new__, "_legacy_dtype": dtype, "dtype": dtype})
+    attrs = {"__new__": __new__, "_legacy_dtype": dtype, "dtype": dtype, "is_cuda": False, "is_sparse": False,
+             "__module__": "torch"}
+    return _Meta(name, (), attrs)
 
 
 LEGACY = {n: _legacy_class(n, d) for n, d in [
     ("FloatTensor", D.float32), ("DoubleTensor", D.float64), ("HalfTensor", D.float16),
     ("BFloat16Tensor", D.bfloat16), ("LongTensor", D.int64), ("IntTensor", D.int32),
-    ("ShortTensor", D.int16), ("CharTensor", D.int8), ("ByteTensor", D.uint8), ("BoolTensor", D.bool)]}
+    ("ShortTensor", D.int16), ("CharTensor", D.int8), ("ByteTensor", D.uint8), ("BoolTensor", D.bool),
+    ("ComplexFloatTensor", D.complex64), ("ComplexDoubleTensor", D.complex128)]}
 
 
 def legacy_type_dtype(name):
@@ -376,6 +796,11 @@ def legacy_type_dtype(name):
     if name in LEGACY:
         return LEGACY[name]._legacy_dtype
     raise ValueError(f"invalid type: '{name}'")
+
+
+def new(self, *args, device=None):
+    """Tensor.new(...): the legacy constructor with self's dtype."""
+    return legacy_new(Tensor, self._dtype, args, device, typed=True)
 
 
 # ---- Tensor.to argument parsing -----------------------------------------------------
@@ -405,11 +830,10 @@ def parse_to_args(args, kwargs):
     return device, dtype, copy
 
 
-for _fn in (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, empty_like,
+for _fn in (tensor, as_tensor, asarray, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, empty_like,
             full_like, empty_strided, arange, linspace, logspace, eye, scalar_tensor):
     install(_fn, _fn.__name__, method=False)
-namespace["asarray"] = asarray
 namespace["range"] = range_
-for _fn in (new_tensor, new_zeros, new_ones, new_empty, new_full):
+for _fn in (new_tensor, new_zeros, new_ones, new_empty, new_full, new):
     install(_fn, _fn.__name__, function=False)
 namespace.update(LEGACY)

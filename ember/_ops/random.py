@@ -1,1 +1,901 @@
-"""random ops (see CONTRIBUTING.md)."""
+"""Random numbers and in-place value writers: Generator, the default generator and its
+seeding/state, rand/randn/randint/randperm/normal/bernoulli/multinomial/poisson (+ _like),
+the in-place samplers (uniform_, normal_, random_ ...), and fill_/zero_/copy_.
+
+Note [Random streams]: a Generator wraps NumPy's PCG64 bit generator, and samples are
+drawn with NumPy's algorithms (ziggurat normals, ...). The same seed gives the same
+numbers in ember on every run, but never the numbers torch draws: torch uses mt19937 /
+Philox with its own transforms, which we do not reproduce. Distributions, shapes,
+dtypes and errors follow torch.
+
+Every in-place writer records a node whose gradient is zero for self (the values no
+longer depend on the old ones), as torch's UniformBackward0, FillBackward2, ...
+"""
+import math
+import os
+import warnings
+
+import numpy as np
+
+from .. import _dtype as D
+from .._device import as_device
+from .._tensor import Tensor
+from ..autograd import grad_mode
+from ._registry import Op, assign_result, check_inplace, install, namespace, shapes_error
+from .creation import checked_scalar, finish, into_out, size_args
+
+_state = grad_mode._state
+_make = Tensor._make
+_DEFAULT_SEED = 67280421310721  # torch's default CPU seed: unseeded programs are reproducible too
+_STATE_MAGIC = b"emberPCG"
+_U64 = 1 << 64
+_U128 = 1 << 128
+
+
+# ---- Generator ------------------------------------------------------------------------
+
+class Generator:
+    """torch.Generator on NumPy's PCG64 (see Note [Random streams])."""
+    __slots__ = ("_np", "_seed", "_device", "__weakref__")
+
+    def __init__(self, device="cpu"):
+        self._device = as_device(device)
+        self._reseed(_DEFAULT_SEED)
+
+    def _reseed(self, seed):
+        self._seed = seed
+        self._np = np.random.Generator(np.random.PCG64(seed))
+
+    @property
+    def device(self):
+        return self._device
+
+    def manual_seed(self, seed):
+        self._reseed(_parse_seed(seed))
+        return self
+
+    def seed(self):
+        """Seed from the OS's entropy and return the seed (as torch.Generator.seed)."""
+        s = int.from_bytes(os.urandom(8), "little")
+        self._reseed(s)
+        return s
+
+    def initial_seed(self):
+        return self._seed
+
+    def get_state(self):
+        """The state as a uint8 tensor: magic, seed, PCG64 state/inc, buffered uint32."""
+        st = self._np.bit_generator.state
+        parts = [_STATE_MAGIC, self._seed.to_bytes(8, "little"), st["state"]["state"].to_bytes(16, "little"),
+                 st["state"]["inc"].to_bytes(16, "little"), int(st["has_uint32"]).to_bytes(8, "little"),
+                 int(st["uinteger"]).to_bytes(8, "little")]
+        return _make(np.frombuffer(b"".join(parts), dtype=np.uint8).copy())
+
+    def set_state(self, new_state):
+        if not isinstance(new_state, Tensor) or new_state._dtype is not D.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        raw = new_state._data.tobytes()
+        if len(raw) != _STATE_BYTES:
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE_BYTES} but found the input RNG "
+                               f"state size to be {len(raw)}")
+        if raw[:8] != _STATE_MAGIC:
+            raise RuntimeError("Invalid RNG state: not a state saved by ember's Generator.get_state()")
+        seed = int.from_bytes(raw[8:16], "little")
+        bitgen = np.random.PCG64()
+        bitgen.state = {"bit_generator": "PCG64",
+                        "state": {"state": int.from_bytes(raw[16:32], "little"),
+                                  "inc": int.from_bytes(raw[32:48], "little")},
+                        "has_uint32": int.from_bytes(raw[48:56], "little"),
+                        "uinteger": int.from_bytes(raw[56:64], "little")}
+        self._seed = seed
+        self._np = np.random.Generator(bitgen)
+        return self
+
+    def clone_state(self):
+        g = Generator(self._device)
+        return g.set_state(self.get_state())
+
+    def __reduce__(self):
+        return (_rebuild_generator, (str(self._device), self.get_state()._data.tobytes()))
+
+    def __repr__(self):
+        return f"<torch._C.Generator object at {hex(id(self))}>"
+
+
+_STATE_BYTES = 64
+
+
+def _rebuild_generator(device, raw):
+    g = Generator(device)
+    return g.set_state(_make(np.frombuffer(raw, dtype=np.uint8).copy()))
+
+
+def _parse_seed(seed):
+    """torch accepts any integer in [-2**63, 2**64) and keeps it modulo 2**64."""
+    if isinstance(seed, (float, complex, str)) or not hasattr(seed, "__index__"):
+        raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
+    s = int(seed.__index__())
+    if not -(1 << 63) <= s < _U64:
+        raise ValueError("Overflow when unpacking long long")
+    return s % _U64
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed):
+    """Seed the default generator; returns it (as torch.manual_seed)."""
+    return default_generator.manual_seed(seed)
+
+
+def seed():
+    return default_generator.seed()
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    if not isinstance(new_state, Tensor):
+        raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+    default_generator.set_state(new_state)
+
+
+def _np_gen(generator):
+    """The NumPy Generator behind `generator` (the default one for None)."""
+    if generator is None:
+        return default_generator._np
+    if type(generator) is not Generator:
+        raise TypeError(f"expected argument 'generator' to be torch.Generator, not {type(generator).__name__}")
+    return generator._np
+
+
+# ---- drawing kernels (arrays) ---------------------------------------------------------
+
+_DIGITS = {D.float16: 11, D.bfloat16: 8, D.float32: 24, D.float64: 53}
+
+
+def _not_impl(kernel, d):
+    return NotImplementedError(f'"{kernel}" not implemented for \'{D.SCALAR_NAMES[d]}\'')
+
+
+def _uniform01(g, shape, d, out=None):
+    """U[0, 1) in dtype d; half types keep only the bits they can hold (never round to 1)."""
+    if d is D.float32 or d is D.float64:
+        if out is not None:
+            return g.random(out=out, dtype=d.np)
+        return g.random(shape, dtype=d.np)
+    if d is D.float16 or d is D.bfloat16:
+        scale = float(1 << _DIGITS[d])
+        u = g.random(shape, dtype=np.float32)
+        u *= scale
+        np.floor(u, out=u)
+        u /= scale
+        return u.astype(d.np)
+    if d.category == D.COMPLEX:
+        r = d.to_real()
+        return _as_complex(_uniform01(g, shape, r), _uniform01(g, shape, r), d)
+    raise _not_impl("check_uniform_bounds", d)
+
+
+def _standard_normal(g, shape, d, out=None):
+    if d is D.float32 or d is D.float64:
+        if out is not None:
+            return g.standard_normal(out=out, dtype=d.np)
+        return g.standard_normal(shape, dtype=d.np)
+    if d is D.float16 or d is D.bfloat16:
+        return g.standard_normal(shape, dtype=np.float32).astype(d.np)
+    if d.category == D.COMPLEX:
+        # torch: real and imaginary parts each N(0, 1/2), so that E|z|^2 = 1
+        r = d.to_real()
+        half = np.sqrt(np.array(0.5, dtype=r.np))
+        return _as_complex(_standard_normal(g, shape, r) * half, _standard_normal(g, shape, r) * half, d)
+    raise _not_impl("normal_kernel_cpu", d)
+
+
+def _as_complex(re, im, d):
+    out = np.empty(re.shape, dtype=d.np)
+    out.real = re
+    out.imag = im
+    return out
+
+
+def _check_float(d, what, cname=None):
+    if d.category < D.FLOAT:
+        name = cname or D.SCALAR_NAMES[d]
+        raise RuntimeError(f"{what} distribution is a continuous probability distribution. dtype must be a "
+                           f"floating point but you specified {name}")
+
+
+# ---- zero-gradient nodes of sampling ops ------------------------------------------------
+
+class _Sampled(Op):
+    """Output values were drawn at random: the gradient to every input is zero."""
+
+    @staticmethod
+    def forward(ctx, *arrays, values):
+        return values
+
+    def backward(ctx, grad):
+        grads = []
+        for meta, need in zip(ctx._input_meta, ctx.needs_input_grad):
+            grads.append(_make(np.zeros(meta[0], dtype=meta[1].np), meta[1]) if need else None)
+        return tuple(grads) if len(grads) > 1 else grads[0]
+
+
+def _node(name):
+    return type(name, (_Sampled,), {"__slots__": (), "_name": name})
+
+
+NormalBackward1 = _node("NormalBackward1")
+NormalBackward2 = _node("NormalBackward2")
+NormalBackward3 = _node("NormalBackward3")
+BernoulliBackward0 = _node("BernoulliBackward0")
+BernoulliBackward1 = _node("BernoulliBackward1")
+PoissonBackward0 = _node("PoissonBackward0")
+_INPLACE_NODES = {n: _node(n) for n in (
+    "UniformBackward0", "NormalBackward0", "RandomBackward0", "RandomBackward1", "RandomBackward2",
+    "ExponentialBackward0", "GeometricBackward0", "CauchyBackward0", "LogNormalBackward0", "BernoulliBackward1",
+    "BernoulliBackward2", "ZeroBackward0", "FillBackward2")}
+
+
+def _sampled(node_cls, values, dtype, inputs):
+    """Wrap drawn values; record node_cls when an input requires grad (outputs are leaves otherwise)."""
+    if _state.enabled:
+        for t in inputs:
+            if isinstance(t, Tensor) and t._requires_grad:
+                return node_cls.apply(*[t if isinstance(t, Tensor) else None for t in inputs], values=values)
+    return _make(values, dtype)
+
+
+def _write(self, values, node_name, others=()):
+    """Write drawn/filled `values` into self: one np.copyto without autograd, else through
+    a node so that self's history (and its base's, for views) is rewritten like torch."""
+    if _state.enabled and (self._requires_grad or any(o._requires_grad for o in others)):
+        check_inplace(self)
+        values = values.astype(self._data.dtype, copy=False)
+        r = _INPLACE_NODES[node_name].apply(self, *others, values=values)
+        return assign_result(self, r, node_name)
+    if values is not self._data:
+        np.copyto(self._data, values, casting="unsafe")
+    self._version.value += 1
+    return self
+
+
+def _direct_out(self):
+    """self's array when samplers may write into it directly (float32/64, C-contiguous, no autograd)."""
+    x = self._data
+    if (self._dtype is D.float32 or self._dtype is D.float64) and x.flags.c_contiguous and \
+            not (_state.enabled and self._requires_grad) and x.size:
+        return x
+    return None
+
+
+# ---- factories: rand, randn, randint, randperm ----------------------------------------
+
+def _factory_dtype(dtype, out):
+    if dtype is None:
+        return out._dtype if out is not None else D.get_default_dtype()
+    if out is not None and out._dtype is not dtype:
+        raise RuntimeError(f"dtype {D.SCALAR_NAMES[dtype]} does not match dtype of out parameter "
+                           f"({D.SCALAR_NAMES[out._dtype]})")
+    return dtype
+
+
+def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False):
+    shape = size_args(size, "rand")
+    d = _factory_dtype(dtype, out)
+    arr = _uniform01(_np_gen(generator), shape, d)
+    return into_out(out, arr, d) if out is not None else finish(arr, d, requires_grad, device)
+
+
+def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False):
+    shape = size_args(size, "randn")
+    d = _factory_dtype(dtype, out)
+    arr = _standard_normal(_np_gen(generator), shape, d)
+    return into_out(out, arr, d) if out is not None else finish(arr, d, requires_grad, device)
+
+
+_C_NAMES = {D.uint8: "unsigned char", D.int8: "signed char", D.int16: "short", D.int32: "int",
+            D.int64: "long int", D.bool: "bool", D.float16: "c10::Half", D.bfloat16: "c10::BFloat16",
+            D.float32: "float", D.float64: "double"}
+
+
+def _int_range(d):
+    """[lo, hi] of integer values dtype d can hold exactly (floats: +-2**digits)."""
+    if d is D.bool:
+        return 0, 1
+    if d.category == D.INT:
+        info = np.iinfo(d.np)
+        return int(info.min), int(info.max)
+    return -(1 << _DIGITS[d.to_real()]), 1 << _DIGITS[d.to_real()]
+
+
+def _check_from_to(low, high, d):
+    """torch's checks of random_(from, to) / randint(low, high) bounds for dtype d."""
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    lo, hi = _int_range(d)
+    if d.category >= D.FLOAT:
+        if not lo <= low <= hi or not lo <= high - 1 <= hi:
+            which = "from" if not lo <= low <= hi else "to - 1"
+            digits = _DIGITS[d.to_real()]
+            warnings.warn(f"{which} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision limitations "
+                          f"{_C_NAMES[d]} can support discrete uniform distribution only within this range. "
+                          "This warning will become an error in version 1.7 release, please fix the code in "
+                          "advance", UserWarning, stacklevel=3)
+        return
+    if not lo <= low <= hi:
+        raise RuntimeError(f"from is out of bounds for {_C_NAMES[d]}")
+    if not lo <= high - 1 <= hi:
+        raise RuntimeError(f"to - 1 is out of bounds for {_C_NAMES[d]}")
+
+
+def _integers(g, low, high, shape, d):
+    """Uniform integers in [low, high) stored in dtype d."""
+    if high - low <= (1 << 63):
+        arr = g.integers(low, high, size=shape, dtype=np.int64)
+    else:  # the full unsigned 64-bit span (random_() of int64 with from=-2**63)
+        arr = (g.integers(0, high - low, size=shape, dtype=np.uint64) + np.uint64(low % _U64)).view(np.int64)
+    if d is D.bool:
+        return arr.astype(np.bool_)
+    return arr if d is D.int64 else arr.astype(d.np)
+
+
+def _int_arg(v, name, fn):
+    if isinstance(v, (bool, float, complex)) or not hasattr(v, "__index__") or (
+            isinstance(v, Tensor) and v._dtype.category >= D.FLOAT):
+        raise TypeError(f"{fn}(): argument '{name}' must be int, not {type(v).__name__}")
+    return int(v.__index__())
+
+
+def randint(*args, size=None, low=None, high=None, generator=None, out=None, dtype=None, layout=None,
+            device=None, requires_grad=False, pin_memory=False):
+    """randint(high, size) / randint(low, high, size); size may also be a keyword."""
+    args = list(args)
+    if size is None:
+        if not args:
+            raise TypeError("randint() missing required argument 'size'")
+        size = args.pop()
+        if not isinstance(size, (tuple, list)):
+            raise TypeError(f"randint(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+    if len(args) == 2:
+        low, high = args
+    elif len(args) == 1:
+        if high is None:
+            high = args[0]
+        else:
+            low = args[0]
+    elif args:
+        raise TypeError(f"randint() takes from 2 to 3 positional arguments but {len(args) + 1} were given")
+    if high is None:
+        raise TypeError("randint() missing required argument 'high'")
+    low = 0 if low is None else _int_arg(low, "low", "randint")
+    high = _int_arg(high, "high", "randint")
+    shape = size_args((size,), "randint")
+    d = dtype or (out._dtype if out is not None else D.int64)
+    _check_from_to(low, high, d)
+    arr = _integers(_np_gen(generator), low, high, shape, d)
+    return into_out(out, arr, d) if out is not None else finish(arr, d, requires_grad, device)
+
+
+def randperm(n, *, generator=None, out=None, dtype=D.int64, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
+    n = _int_arg(n, "n", "randperm")
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    d = dtype if dtype is not None else D.int64
+    if d is D.bool:
+        raise _not_impl("randperm", d)
+    if d is D.float16 and n > 2049:
+        raise RuntimeError("n cannot be greater than 2049 for Half type.")
+    if d is D.float32 and n > (1 << 24) + 1:
+        raise RuntimeError("n cannot be greater than 2^24+1 for Float type.")
+    if d.category == D.INT and n > 0 and n - 1 > np.iinfo(d.np).max:
+        raise RuntimeError(f"value cannot be converted to type {d.name}_t without overflow")
+    arr = _np_gen(generator).permutation(n)
+    arr = arr if d is D.int64 else arr.astype(d.np)
+    return into_out(out, arr, d) if out is not None else finish(arr, d, requires_grad, device)
+
+
+def _like_dtype(input, dtype, fn):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return dtype or input._dtype
+
+
+def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
+              memory_format=None):
+    d = _like_dtype(input, dtype, "rand_like")
+    return finish(_uniform01(_np_gen(generator), input._data.shape, d), d, requires_grad, device)
+
+
+def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
+               memory_format=None):
+    d = _like_dtype(input, dtype, "randn_like")
+    return finish(_standard_normal(_np_gen(generator), input._data.shape, d), d, requires_grad, device)
+
+
+def randint_like(input, *args, low=None, high=None, generator=None, dtype=None, layout=None, device=None,
+                 requires_grad=False, memory_format=None):
+    """randint_like(input, high) / randint_like(input, low, high) (also as keywords)."""
+    d = _like_dtype(input, dtype, "randint_like")
+    if len(args) == 2:
+        low, high = args
+    elif len(args) == 1:
+        if high is None:
+            high = args[0]
+        else:
+            low = args[0]
+    elif args:
+        raise TypeError(f"randint_like() takes from 2 to 3 positional arguments but {len(args) + 1} were given")
+    if high is None:
+        raise TypeError("randint_like() missing required argument 'high'")
+    if low is None:
+        low = 0
+    low = _int_arg(low, "low", "randint_like")
+    high = _int_arg(high, "high", "randint_like")
+    _check_from_to(low, high, d)
+    return finish(_integers(_np_gen(generator), low, high, input._data.shape, d), d, requires_grad, device)
+
+
+# ---- normal, bernoulli, multinomial, poisson -------------------------------------------
+
+def _check_std(std):
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_fmt(std)}")
+
+
+def _fmt(v):
+    """A number as torch prints it in messages (1.5, -1, 0)."""
+    return f"{int(v)}" if float(v).is_integer() else f"{v}"
+
+
+def _normal_values(g, shape, d, mean, std):
+    z = _standard_normal(g, shape, d)
+    if d.category == D.COMPLEX:
+        return (z * std + mean).astype(d.np)
+    return (z * np.asarray(std, dtype=d.np) + np.asarray(mean, dtype=d.np)).astype(d.np, copy=False)
+
+
+def normal(mean, std=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
+           pin_memory=False, requires_grad=False):
+    """The four overloads of torch.normal: (Tensor, Tensor), (Tensor, float), (float, Tensor),
+    (float, float, size)."""
+    g = _np_gen(generator)
+    tm = isinstance(mean, Tensor)
+    ts = isinstance(std, Tensor)
+    if not tm and not ts:
+        if std is None:
+            std = 1.0
+        if size is None:
+            raise TypeError(f"normal() received an invalid combination of arguments - got ({type(mean).__name__}, "
+                            f"{type(std).__name__}), but expected a size for float mean and std")
+        _check_std(std)
+        shape = size_args((size,), "normal")
+        d = _factory_dtype(dtype, out)
+        arr = _normal_values(g, shape, d, mean, std)
+        return into_out(out, arr, d) if out is not None else finish(arr, d, requires_grad, device)
+    if size is not None:
+        raise TypeError("normal() received an invalid combination of arguments - size is only accepted with "
+                        "float mean and std")
+    if tm and not ts:
+        std = 1.0 if std is None else std
+        _check_std(std)
+        d = mean._dtype
+        shape = mean._data.shape
+        node, inputs, mean_v, std_v = NormalBackward1, (mean,), mean._data, std
+    elif ts and not tm:
+        d = std._dtype
+        if d.category >= D.FLOAT and std._data.size and (std._data < 0).any():
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        shape = std._data.shape
+        node, inputs, mean_v, std_v = NormalBackward2, (None, std), mean, std._data
+    else:
+        d = mean._dtype
+        if std._data.size and (std._data < 0).any():
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        try:
+            shape = np.broadcast_shapes(mean._data.shape, std._data.shape)
+        except ValueError:
+            raise shapes_error("normal", mean._data, std._data) from None
+        node, inputs, mean_v, std_v = NormalBackward3, (mean, std), mean._data, std._data
+    arr = _normal_values(g, shape, d, mean_v, std_v)
+    if out is not None:
+        return into_out(out, arr, d)
+    return _sampled(node, arr, d, inputs)
+
+
+def _check_p_tensor(p):
+    if p._dtype.category != D.FLOAT:
+        raise _not_impl("bernoulli_tensor_cpu_p_", p._dtype)
+    x = p._data
+    if x.size and not ((x >= 0) & (x <= 1)).all():
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error "
+                           "message be improved?  If so, please report an enhancement request to PyTorch.)")
+
+
+def _check_p_float(p):
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_fmt(p)}")
+
+
+def _bernoulli_mask(g, shape, p):
+    """Boolean array: each element True with probability p (float or array)."""
+    if isinstance(p, np.ndarray) and p.dtype == np.float64:
+        return g.random(shape) < p
+    return g.random(shape, dtype=np.float32) < p
+
+
+def bernoulli(input, p=None, *, generator=None, out=None):
+    """bernoulli(input): input holds the probabilities; bernoulli(input, p): a float p, input's shape/dtype."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    g = _np_gen(generator)
+    if p is None:
+        _check_p_tensor(input)
+        arr = _bernoulli_mask(g, input._data.shape, input._data).astype(input._dtype.np)
+        node = BernoulliBackward0
+    else:
+        if isinstance(p, Tensor):
+            raise TypeError("bernoulli() received an invalid combination of arguments - got (Tensor, Tensor), "
+                            "but expected one of: (Tensor input, *, Generator generator, Tensor out) or "
+                            "(Tensor input, float p, *, Generator generator)")
+        _check_p_float(p)
+        arr = _bernoulli_mask(g, input._data.shape, p).astype(input._dtype.np)
+        node = BernoulliBackward1
+    if out is not None:
+        return into_out(out, arr, out._dtype)
+    return _sampled(node, arr, input._dtype, (input,))
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+    """Category indices drawn from the rows of input (unnormalized probabilities)."""
+    x = input._data
+    if x.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if input._dtype.category != D.FLOAT:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{D.SCALAR_NAMES[input._dtype]}")
+    n = _int_arg(num_samples, "num_samples", "multinomial")
+    if n <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    k = x.shape[-1]
+    if not replacement and n > k:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    p = x.reshape(-1, k).astype(np.float64)
+    if not np.isfinite(p).all() or (p < 0).any():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    total = p.sum(axis=1)
+    if (total <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    g = _np_gen(generator)
+    rows = p.shape[0]
+    if replacement:
+        idx = _sample_with_replacement(g, p, total, n)
+    else:
+        # exponential race: the n smallest E_i / p_i are a draw without replacement
+        keys = g.standard_exponential((rows, k)) / p
+        idx = np.argsort(keys, axis=1, kind="stable")[:, :n]
+    idx = idx.astype(np.int64, copy=False).reshape(x.shape[:-1] + (n,))
+    if out is not None:
+        return into_out(out, idx, D.int64)
+    return _make(idx, D.int64)
+
+
+def _sample_with_replacement(g, p, total, n):
+    """Inverse-CDF sampling for every row at once: offset row r's CDF by r and search once."""
+    rows, k = p.shape
+    cdf = np.cumsum(p, axis=1) / total[:, None]
+    cdf[:, -1] = 1.0
+    offsets = np.arange(rows, dtype=np.float64)[:, None]
+    u = g.random((rows, n)) + offsets
+    flat = (cdf + offsets).ravel()
+    pos = np.searchsorted(flat, u.ravel(), side="right").reshape(rows, n)
+    idx = pos - (np.arange(rows) * k)[:, None]
+    return np.minimum(idx, k - 1)
+
+
+def poisson(input, generator=None):
+    if input._dtype.category != D.FLOAT:
+        raise _not_impl("poisson_cpu", input._dtype)
+    lam = input._data
+    if lam.size and not (lam >= 0).all():
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    arr = _np_gen(generator).poisson(lam.astype(np.float64)).astype(input._dtype.np)
+    return _sampled(PoissonBackward0, arr, input._dtype, (input,))
+
+
+# ---- in-place samplers ----------------------------------------------------------------
+
+def uniform_(self, from_=0, to=1, *, generator=None, **kw):
+    from_ = kw.pop("from", from_)
+    d = self._dtype
+    if d.category < D.FLOAT:
+        raise _not_impl("check_uniform_bounds", d)
+    if from_ > to:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_fmt(from_)} > "
+                           f"to={_fmt(to)}")
+    if not math.isfinite(to - from_):
+        raise RuntimeError(f"{'to' if not math.isfinite(to) else 'from'} is out of bounds for {_C_NAMES.get(d.to_real())}")
+    g = _np_gen(generator)
+    out = _direct_out(self)
+    u = _uniform01(g, self._data.shape, d, out)
+    if from_ != 0 or to != 1:
+        u = u * (to - from_) + from_ if d.category == D.COMPLEX else _affine(u, to - from_, from_, d)
+    return _write(self, u, "UniformBackward0")
+
+
+def _affine(u, scale, shift, d):
+    """u * scale + shift in dtype d, in place on u (a fresh array)."""
+    u *= np.asarray(scale, dtype=d.np)
+    u += np.asarray(shift, dtype=d.np)
+    return u
+
+
+def normal_(self, mean=0, std=1, *, generator=None):
+    _check_std(std)
+    d = self._dtype
+    g = _np_gen(generator)
+    if d.category == D.COMPLEX:
+        # torch fills the real view: both parts get mean, each std / sqrt(2)
+        r = d.to_real()
+        s = std / math.sqrt(2)
+        z = _as_complex(_affine(_standard_normal(g, self._data.shape, r), s, mean, r),
+                        _affine(_standard_normal(g, self._data.shape, r), s, mean, r), d)
+        return _write(self, z, "NormalBackward0")
+    out = _direct_out(self)
+    z = _standard_normal(g, self._data.shape, d, out)
+    if mean != 0 or std != 1:
+        z = _affine(z, std, mean, d)
+    return _write(self, z, "NormalBackward0")
+
+
+def random_(self, *args, generator=None, **kw):
+    """random_() / random_(to) / random_(from, to): uniform integers stored in self's dtype."""
+    if "from" in kw:
+        args = (kw.pop("from"),) + args
+    if "to" in kw:
+        args = args + (kw.pop("to"),)
+    if kw:
+        raise TypeError(f"random_() got an unexpected keyword argument '{next(iter(kw))}'")
+    d = self._dtype
+    lo, hi = _int_range(d)
+    if len(args) == 0:
+        low, high, node = 0, hi + 1, "RandomBackward2"
+    elif len(args) == 1:
+        low, high, node = 0, _int_arg(args[0], "to", "random_"), "RandomBackward1"
+    elif len(args) == 2:
+        low = _int_arg(args[0], "from", "random_")
+        high = hi + 1 if args[1] is None else _int_arg(args[1], "to", "random_")
+        node = "RandomBackward0"
+    else:
+        raise TypeError(f"random_() takes at most 2 positional arguments ({len(args)} given)")
+    _check_from_to(low, high, d)
+    arr = _integers(_np_gen(generator), low, high, self._data.shape, d if d.category <= D.INT else D.int64)
+    return _write(self, arr, node)
+
+
+def exponential_(self, lambd=1, *, generator=None):
+    d = self._dtype
+    _check_float(d, "Exponential")
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_fmt(lambd)}")
+    g = _np_gen(generator)
+    if d is D.float32 or d is D.float64:
+        e = g.standard_exponential(self._data.shape, dtype=d.np)
+    else:
+        e = g.standard_exponential(self._data.shape, dtype=np.float32)
+    e /= lambd
+    return _write(self, e, "ExponentialBackward0")
+
+
+def geometric_(self, p, *, generator=None):
+    d = self._dtype
+    if d is D.bool or d.category == D.COMPLEX:
+        raise _not_impl("geometric_cpu", d)
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_fmt(p)}")
+    arr = _np_gen(generator).geometric(p, self._data.shape)
+    return _write(self, arr, "GeometricBackward0")
+
+
+def cauchy_(self, median=0, sigma=1, *, generator=None):
+    d = self._dtype
+    _check_float(d, "Cauchy", _C_NAMES.get(d))
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_fmt(sigma)}")
+    c = _np_gen(generator).standard_cauchy(self._data.shape) * sigma + median
+    return _write(self, c, "CauchyBackward0")
+
+
+def log_normal_(self, mean=1, std=2, *, generator=None):
+    d = self._dtype
+    if d.category < D.FLOAT:
+        raise _not_impl("log_normal_cpu", d)
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_fmt(std)}")
+    z = _standard_normal(_np_gen(generator), self._data.shape, d if d.category == D.FLOAT else D.float64)
+    z = np.exp(_affine(z, std, mean, D.float64 if z.dtype == np.float64 else D.from_numpy_dtype(z.dtype)))
+    return _write(self, z, "LogNormalBackward0")
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    g = _np_gen(generator)
+    shape = self._data.shape
+    if isinstance(p, Tensor):
+        _check_p_tensor(p)
+        pv = p._data
+        if pv.shape != shape:
+            from .._backend.numpy_cpu import expand_view
+            _check_expand(pv.shape, shape)
+            pv = expand_view(pv, shape)
+        mask = _bernoulli_mask(g, shape, pv)
+        return _write(self, mask, "BernoulliBackward1", (p,))
+    _check_p_float(p)
+    return _write(self, _bernoulli_mask(g, shape, p), "BernoulliBackward2")
+
+
+def _check_expand(src, dst):
+    """torch's expand() errors for broadcasting shape src to dst (one-way)."""
+    if len(src) > len(dst):
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(src)}}}, size={list(dst)}): the number of sizes "
+                           f"provided ({len(dst)}) must be greater or equal to the number of dimensions in the "
+                           f"tensor ({len(src)})")
+    pad = (1,) * (len(dst) - len(src)) + tuple(src)
+    for i, (a, b) in enumerate(zip(pad, dst)):
+        if a != b and a != 1:
+            raise RuntimeError(f"The expanded size of the tensor ({b}) must match the existing size ({a}) at "
+                               f"non-singleton dimension {i}.  Target sizes: {list(dst)}.  Tensor sizes: "
+                               f"{list(src)}")
+
+
+# ---- fill_, zero_, copy_ --------------------------------------------------------------
+
+class FillBackward3(Op):
+    """fill_(value) with a 0-d value tensor: the gradient of value is the sum of grad."""
+    _name = "FillBackward3"
+
+    @staticmethod
+    def forward(ctx, x, value, values):
+        return values
+
+    def backward(ctx, grad):
+        need = ctx.needs_input_grad
+        gx = _make(np.zeros(grad._data.shape, dtype=grad._dtype.np), grad._dtype) if need[0] else None
+        return gx, grad.sum() if need[1] else None
+
+
+def fill_(self, value):
+    d = self._dtype
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value._data.ndim} dimensions.")
+        if _state.enabled and (self._requires_grad or value._requires_grad):
+            check_inplace(self)
+            if value._requires_grad:
+                values = np.full(self._data.shape, value._data, dtype=d.np)
+                return assign_result(self, FillBackward3.apply(self, value, values=values), "fill_")
+        v = value._data.astype(d.np) if value._dtype is not d else value._data
+    elif isinstance(value, (int, float, bool, complex, np.number, np.bool_)):
+        v = checked_scalar(value, d)
+    else:
+        raise TypeError(f"fill_() received an invalid combination of arguments - got ({type(value).__name__}), "
+                        "but expected one of: (Tensor value) or (Number value)")
+    if _state.enabled and self._requires_grad:
+        return _write(self, np.full(self._data.shape, v, dtype=d.np), "FillBackward2")
+    self._data.fill(v)
+    self._version.value += 1
+    return self
+
+
+def zero_(self):
+    if _state.enabled and self._requires_grad:
+        return _write(self, np.zeros(self._data.shape, dtype=self._dtype.np), "ZeroBackward0")
+    self._data.fill(0)
+    self._version.value += 1
+    return self
+
+
+def fill(input, value):
+    """torch.fill: a new tensor like input, filled with value."""
+    return fill_(input.clone(), value)
+
+
+class CopyBackwards(Op):
+    """self.copy_(src) with autograd: the new value is src (broadcast, cast to self's dtype)."""
+    _name = "CopyBackwards"
+
+    @staticmethod
+    def forward(ctx, x, src):
+        out = np.empty(x.shape, dtype=x.dtype)
+        np.copyto(out, src, casting="unsafe")
+        return out
+
+    def backward(ctx, grad):
+        need = ctx.needs_input_grad
+        gx = _make(np.zeros(grad._data.shape, dtype=grad._dtype.np), grad._dtype) if need[0] else None
+        return gx, grad if need[1] else None
+
+
+def copy_(self, src, non_blocking=False):
+    """Copy src into self (broadcasting src, casting to self's dtype)."""
+    if not isinstance(src, Tensor):
+        if isinstance(src, (int, float, bool, complex, np.number, np.bool_)):
+            return fill_(self, src)
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
+    dst = self._data
+    s = src._data
+    if s.dtype.kind == "c" and dst.dtype.kind != "c":
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=2)
+        s = s.real
+    if not dst.flags.c_contiguous:
+        _check_internal_overlap(dst)
+    if np.may_share_memory(dst, s):
+        _check_partial_overlap(dst, s)
+    if _state.enabled and (self._requires_grad or src._requires_grad):
+        check_inplace(self)
+        _check_copy_shapes(dst, s)
+        return assign_result(self, CopyBackwards.apply(self, src), "copy_")
+    try:
+        np.copyto(dst, s, casting="unsafe")
+    except ValueError:
+        _check_copy_shapes(dst, s)
+        raise
+    self._version.value += 1
+    return self
+
+
+def _check_copy_shapes(dst, s):
+    if s.shape == dst.shape:
+        return
+    if s.ndim > dst.ndim:
+        try:
+            b = np.broadcast_shapes(dst.shape, s.shape)
+        except ValueError:
+            raise shapes_error("copy_", dst, s) from None
+        raise RuntimeError(f"output with shape {list(dst.shape)} doesn't match the broadcast shape {list(b)}")
+    pad = (1,) * (dst.ndim - s.ndim) + s.shape
+    for i in range(dst.ndim - 1, -1, -1):
+        if pad[i] != dst.shape[i] and pad[i] != 1:
+            raise RuntimeError(f"The size of tensor a ({dst.shape[i]}) must match the size of tensor b ({pad[i]}) "
+                               f"at non-singleton dimension {i}")
+
+
+def _check_internal_overlap(dst):
+    for n, st in zip(dst.shape, dst.strides):
+        if st == 0 and n > 1:
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                               "single memory location. Please clone() the tensor before performing the operation.")
+
+
+def _check_partial_overlap(dst, s):
+    """torch refuses src/dst that overlap without being the same elements (when it can tell)."""
+    same = dst.__array_interface__["data"][0] == s.__array_interface__["data"][0] and dst.strides == s.strides \
+        and dst.shape == s.shape
+    if not same and dst.flags.c_contiguous and s.flags.c_contiguous:
+        raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
+                           "refer to a single memory location. Please clone() the tensor before performing the "
+                           "operation.")
+
+
+# ---- installation ---------------------------------------------------------------------
+
+for _fn in (rand, randn, randint, randperm, rand_like, randn_like, randint_like, normal, poisson, fill):
+    install(_fn, _fn.__name__, method=False)
+for _fn in (bernoulli, multinomial):
+    install(_fn, _fn.__name__)
+for _fn in (uniform_, normal_, random_, exponential_, geometric_, cauchy_, log_normal_, bernoulli_, copy_):
+    install(_fn, _fn.__name__, function=False)
+install(fill_, "fill_")
+install(zero_, "zero_")
+namespace.update(Generator=Generator, default_generator=default_generator, manual_seed=manual_seed, seed=seed,
+                 initial_seed=initial_seed, get_rng_state=get_rng_state, set_rng_state=set_rng_state)
