@@ -1,0 +1,642 @@
+"""Linear algebra, part 2: inverses, determinants, solvers, Cholesky and LU.
+
+Forward kernels call np.linalg (LAPACK); backward formulas are ember ops, so they
+differentiate again. Singular / non-positive-definite input raises LinAlgError with
+torch's message, naming the batch element and the failing pivot or minor.
+"""
+import warnings
+
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor
+from ..autograd import grad_mode
+from ._registry import Op, install, write_out
+from .linalg import adj, check_tensor, conj, matmul
+from .linalg_common import (LinAlgError, batch_prefix, check_float, check_matrix, check_same_dtype, diagonal,
+                            eye_like, first_failure, getrf, pivots_to_perm, return_type, tril, triu)
+
+_make = Tensor._make
+_state = grad_mode._state
+
+inv_ex_t = return_type("linalg_inv_ex", ["inverse", "info"])
+slogdet_t = return_type("linalg_slogdet", ["sign", "logabsdet"])
+slogdet_old_t = return_type("slogdet", ["sign", "logabsdet"])
+solve_ex_t = return_type("linalg_solve_ex", ["result", "info"])
+cholesky_ex_t = return_type("linalg_cholesky_ex", ["L", "info"])
+lu_factor_t = return_type("linalg_lu_factor", ["LU", "pivots"])
+lu_factor_ex_t = return_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+lu_t = return_type("linalg_lu", ["P", "L", "U"])
+
+
+def _out(r, out, name):
+    if out is None:
+        return r
+    if isinstance(r, tuple):
+        for o, v in zip(out, r):
+            write_out(o, v, name)
+        return type(r)(*out)
+    return write_out(out, r, name)
+
+
+def _singular_info(x):
+    """getrf's info per matrix, computed only after LAPACK reported a singular input."""
+    return getrf(x)[2]
+
+
+# ---- inv ------------------------------------------------------------------------------
+
+class LinalgInvEx(Op):
+    _name = "LinalgInvExBackward0"
+    nondiff = (1,)
+
+    @staticmethod
+    def forward(ctx, x, check):
+        batch = x.shape[:-2]
+        try:
+            r = np.linalg.inv(x)
+            info = np.zeros(batch, np.int32)
+        except np.linalg.LinAlgError:
+            info = _singular_info(x)
+            bad = first_failure(info)
+            if check and bad is not None:
+                raise LinAlgError(f"linalg.inv: {batch_prefix(x.shape, bad[0])}The diagonal element {bad[1]} is "
+                                  "zero, the inversion could not be completed because the input matrix is "
+                                  "singular.") from None
+            r = _inv_each(x, info)
+        ctx.save_for_backward(r)
+        return r, info
+
+    def backward(ctx, grad, grad_info):
+        (inv,) = ctx.saved_tensors
+        h = adj(inv)
+        return -matmul(matmul(h, grad), h)
+
+
+def _inv_each(x, info):
+    """Inverse matrix by matrix; singular ones become nan (LAPACK leaves garbage there)."""
+    flat = x.reshape((-1,) + x.shape[-2:])
+    bad = np.asarray(info).reshape(-1)
+    r = np.full(flat.shape, np.nan, dtype=x.dtype)
+    for i in range(flat.shape[0]):
+        if bad[i] == 0:
+            try:
+                r[i] = np.linalg.inv(flat[i])
+            except np.linalg.LinAlgError:
+                pass
+    return r.reshape(x.shape)
+
+
+def linalg_inv_ex(A, *, check_errors=False, out=None):
+    check_matrix(A, "linalg.inv")
+    return _out(inv_ex_t(*LinalgInvEx.apply(A, check=check_errors)), out, "linalg.inv_ex")
+
+
+def linalg_inv(A, *, out=None):
+    check_matrix(A, "linalg.inv")
+    return _out(LinalgInvEx.apply(A, check=True)[0], out, "linalg.inv")
+
+
+# ---- det, slogdet, logdet -----------------------------------------------------------
+
+class LinalgDet(Op):
+    _name = "LinalgDetBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        r = np.asarray(np.linalg.det(x))
+        ctx.save_for_backward(x, r)
+        return r
+
+    def backward(ctx, grad):
+        x, det = ctx.saved_tensors
+        d = (grad * conj(det)).unsqueeze(-1).unsqueeze(-1)
+        if np.all(det._data != 0):
+            return d * adj(linalg_inv(x))
+        return d * _make(_cofactor_adjoint(x._data), x._dtype)
+
+
+def _cofactor_adjoint(a):
+    """conj of the cofactor matrix of each matrix (d det / dA), from an SVD so that it also
+    holds for singular matrices: det = det(U) det(Vh) prod(S)."""
+    u, s, vh = np.linalg.svd(a)
+    n = s.shape[-1]
+    others = np.empty_like(s)
+    for i in range(n):
+        others[..., i] = np.prod(np.delete(s, i, axis=-1), axis=-1)
+    scale = np.linalg.det(u) * np.linalg.det(vh)
+    cof = np.matmul(u * others[..., None, :], vh) * scale[..., None, None]
+    return np.conj(cof)
+
+
+def linalg_det(A, *, out=None):
+    check_matrix(A, "linalg.det")
+    return _out(LinalgDet.apply(A), out, "linalg.det")
+
+
+class LinalgSlogdet(Op):
+    """(sign, log|det|). The gradient flows through logabsdet (sign is piecewise constant
+    for real input; for complex input ember leaves out the gradient through sign)."""
+    _name = "LinalgSlogdetBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        sign, logabs = np.linalg.slogdet(x)
+        ctx.save_for_backward(x)
+        return np.asarray(sign), np.asarray(logabs)
+
+    def backward(ctx, grad_sign, grad_logabs):
+        (x,) = ctx.saved_tensors
+        g = grad_logabs.unsqueeze(-1).unsqueeze(-1)
+        return g * adj(linalg_inv(x))
+
+
+def linalg_slogdet(A, *, out=None):
+    check_matrix(A, "linalg.slogdet")
+    return _out(slogdet_t(*LinalgSlogdet.apply(A)), out, "linalg.slogdet")
+
+
+def slogdet(input):
+    check_matrix(input, "linalg.slogdet")
+    return slogdet_old_t(*LinalgSlogdet.apply(input))
+
+
+def logdet(input):
+    check_matrix(input, "logdet")
+    sign, logabs = LinalgSlogdet.apply(input)
+    if input._dtype.category == D.COMPLEX:
+        return logabs + sign.log()
+    nan = _make(np.array(np.nan, dtype=logabs._data.dtype), logabs._dtype)
+    return nan.where(sign < 0, logabs)
+
+
+# ---- solve ----------------------------------------------------------------------------
+
+def _is_vector_rhs(a_shape, b_shape):
+    """torch's rule: B is a (batch of) vector(s) if it is 1-D or has A's batch+row shape."""
+    return len(b_shape) == 1 or (len(b_shape) == len(a_shape) - 1 and b_shape == a_shape[:-1])
+
+
+class LinalgSolve(Op):
+    _name = "LinalgSolveExBackward0"
+    nondiff = (1,)
+
+    @staticmethod
+    def forward(ctx, a, b, left, vector, check):
+        ctx.args = (left, vector)
+        a0 = a
+        if not left:
+            a = np.swapaxes(a, -1, -2)
+            if not vector:
+                b = np.swapaxes(b, -1, -2)
+        try:
+            x = np.linalg.solve(a, b[..., None])[..., 0] if vector else np.linalg.solve(a, b)
+            info = np.zeros(a.shape[:-2], np.int32)
+        except np.linalg.LinAlgError:
+            info = _singular_info(a)
+            bad = first_failure(info)
+            if check and bad is not None:
+                raise LinAlgError(f"torch.linalg.solve: {batch_prefix(a.shape, bad[0])}The solver failed because "
+                                  "the input matrix is singular.") from None
+            x = _solve_each(a, b, vector)
+        if not left and not vector:
+            x = np.swapaxes(x, -1, -2)
+        ctx.save_for_backward(a0, x)
+        return x, info
+
+    def backward(ctx, grad, grad_info):
+        A, X = ctx.saved_tensors
+        left, vector = ctx.args
+        need = ctx.needs_input_grad
+        gB = _solve(adj(A), grad, left, vector)
+        gA = None
+        if need[0]:
+            if vector:
+                gA = -(gB.unsqueeze(-1) * conj(X).unsqueeze(-2)) if left else \
+                    -(conj(X).unsqueeze(-1) * gB.unsqueeze(-2))
+            else:
+                gA = -matmul(gB, adj(X)) if left else -matmul(adj(X), gB)
+        return gA, (gB if need[1] else None)
+
+
+def _solve_each(a, b, vector):
+    """Solve matrix by matrix after a singular report; singular systems become nan."""
+    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-1 if vector else -2])
+    a = np.broadcast_to(a, shape + a.shape[-2:])
+    b = np.broadcast_to(b, shape + b.shape[-1 if vector else -2:])
+    fa = a.reshape((-1,) + a.shape[-2:])
+    fb = b.reshape((-1,) + b.shape[len(shape):])
+    r = np.full(fb.shape, np.nan, dtype=np.result_type(a, b))
+    for i in range(fa.shape[0]):
+        try:
+            r[i] = np.linalg.solve(fa[i], fb[i][..., None])[..., 0] if vector else np.linalg.solve(fa[i], fb[i])
+        except np.linalg.LinAlgError:
+            pass
+    return r.reshape(b.shape)
+
+
+def _solve(A, B, left, vector, check=True):
+    return LinalgSolve.apply(A, B, left=left, vector=vector, check=check)
+
+
+def _solve_checked(A, B, left, name):
+    check_matrix(A, name)
+    check_tensor(B, name, "B", 2)
+    check_same_dtype(A, B, name)
+    a = A._data.shape
+    b = B._data.shape
+    vector = _is_vector_rhs(a, b)
+    if not vector and len(b) < 2:
+        raise RuntimeError(f"{name}: The input tensor B must have at least 2 dimensions.")
+    n = a[-1]
+    rows = b[-1] if vector else (b[-2] if left else b[-1])
+    if rows != n:
+        shown = f"{b[-1]}x1" if vector else f"{b[-2]}x{b[-1]}"
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {eq} ({a[-2]}x{a[-1]} and "
+                           f"{shown})")
+    batch_b = b[:-1] if vector else b[:-2]
+    try:
+        np.broadcast_shapes(a[:-2], batch_b)
+    except ValueError:
+        from ._registry import shapes_error
+        raise shapes_error(name, np.empty(a[:-2]), np.empty(batch_b)) from None
+    return vector
+
+
+def linalg_solve(A, B, *, left=True, out=None):
+    vector = _solve_checked(A, B, left, "linalg.solve")
+    return _out(_solve(A, B, left, vector)[0], out, "linalg.solve")
+
+
+def linalg_solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    vector = _solve_checked(A, B, left, "linalg.solve_ex")
+    return _out(solve_ex_t(*_solve(A, B, left, vector, check_errors)), out, "linalg.solve_ex")
+
+
+# ---- cholesky -------------------------------------------------------------------------
+
+class LinalgCholeskyEx(Op):
+    """A = L L^H. Backward (Murray 2016): gA = L^-H sym(Phi(L^H gL)) L^-1, Phi taking the
+    lower triangle with half the diagonal, sym(X) = (X + X^H) / 2."""
+    _name = "LinalgCholeskyExBackward0"
+    nondiff = (1,)
+
+    @staticmethod
+    def forward(ctx, x, upper, check, name="linalg.cholesky"):
+        try:
+            L = np.linalg.cholesky(x)
+            info = np.zeros(x.shape[:-2], np.int32)
+        except np.linalg.LinAlgError:
+            L, info = _potf2(x)
+            bad = first_failure(info)
+            if check and bad is not None:
+                raise LinAlgError(f"{name}: {batch_prefix(x.shape, bad[0])}The factorization could not be "
+                                  "completed because the input is not positive-definite (the leading minor of "
+                                  f"order {bad[1]} is not positive-definite).") from None
+        if upper:
+            L = np.ascontiguousarray(np.conj(np.swapaxes(L, -1, -2)))
+        ctx.upper = upper
+        ctx.save_for_backward(L)
+        return L, info
+
+    def backward(ctx, grad, grad_info):
+        (L,) = ctx.saved_tensors
+        if ctx.upper:
+            L = adj(L)
+            grad = adj(grad)
+        P = tril(matmul(adj(L), grad))
+        P = 0.5 * (P + adj(tril(P, -1)))
+        gA = linalg_solve_triangular(adj(L), P, upper=True)
+        return linalg_solve_triangular(L, gA, upper=False, left=False)
+
+
+class Cholesky(LinalgCholeskyEx):
+    _name = "CholeskyBackward0"
+
+
+def _potf2(a):
+    """Column-by-column Cholesky of each matrix (LAPACK potf2's semantics on failure: the
+    factored columns, the failing pivot's value on the diagonal, info = its order)."""
+    flat = a.reshape((-1,) + a.shape[-2:])
+    n = a.shape[-1]
+    L = np.zeros_like(flat)
+    info = np.zeros(flat.shape[0], np.int32)
+    for b in range(flat.shape[0]):
+        A = flat[b]
+        for j in range(n):
+            d = A[j, j] - np.vdot(L[b, j, :j], L[b, j, :j])
+            d = d.real if np.iscomplexobj(d) else d
+            if not d > 0:
+                info[b] = j + 1
+                L[b, j, j] = d
+                L[b, j + 1:, j] = A[j + 1:, j]
+                break
+            L[b, j, j] = np.sqrt(d)
+            L[b, j + 1:, j] = (A[j + 1:, j] - L[b, j + 1:, :j] @ np.conj(L[b, j, :j])) / L[b, j, j]
+        if info[b] == 0:
+            try:
+                L[b] = np.linalg.cholesky(A)
+            except np.linalg.LinAlgError:
+                pass
+    return L.reshape(a.shape), info.reshape(a.shape[:-2])
+
+
+def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    check_matrix(A, "linalg.cholesky_ex")
+    return _out(cholesky_ex_t(*LinalgCholeskyEx.apply(A, upper=upper, check=check_errors)), out,
+                "linalg.cholesky_ex")
+
+
+def linalg_cholesky(A, *, upper=False, out=None):
+    check_matrix(A, "linalg.cholesky")
+    return _out(LinalgCholeskyEx.apply(A, upper=upper, check=True)[0], out, "linalg.cholesky")
+
+
+def cholesky(input, upper=False, *, out=None):
+    warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
+                  "PyTorch release.", UserWarning, stacklevel=2)
+    check_matrix(input, "cholesky")
+    return _out(Cholesky.apply(input, upper=upper, check=True, name="cholesky")[0], out, "cholesky")
+
+
+# ---- solve_triangular -----------------------------------------------------------------
+
+class LinalgSolveTriangular(Op):
+    _name = "LinalgSolveTriangularBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b, upper, left, unitriangular):
+        ctx.args = (upper, left, unitriangular)
+        tri = np.triu(a) if upper else np.tril(a)
+        if unitriangular:
+            idx = np.arange(a.shape[-1])
+            tri[..., idx, idx] = 1
+        if left:
+            x = _tri_solve(tri, b, upper)
+        else:
+            x = np.swapaxes(_tri_solve(np.swapaxes(tri, -1, -2), np.swapaxes(b, -1, -2), not upper), -1, -2)
+        ctx.save_for_backward(a, x)
+        return x
+
+    def backward(ctx, grad):
+        A, X = ctx.saved_tensors
+        upper, left, unit = ctx.args
+        need = ctx.needs_input_grad
+        gB = linalg_solve_triangular(adj(A), grad, upper=not upper, left=left, unitriangular=unit)
+        gA = None
+        if need[0]:
+            gA = -matmul(gB, adj(X)) if left else -matmul(adj(X), gB)
+            k = (1 if unit else 0) if upper else (-1 if unit else 0)
+            gA = triu(gA, k) if upper else tril(gA, k)
+        return gA, (gB if need[1] else None)
+
+
+def _tri_solve(tri, b, upper):
+    """Solve tri @ x = b for a triangular tri. LAPACK's general solver gives the same answer
+    to rounding; a zero on the diagonal falls back to substitution (inf/nan, as trsm)."""
+    try:
+        return np.linalg.solve(tri, b)
+    except np.linalg.LinAlgError:
+        pass
+    shape = np.broadcast_shapes(tri.shape[:-2], b.shape[:-2])
+    tri = np.broadcast_to(tri, shape + tri.shape[-2:])
+    x = np.array(np.broadcast_to(b, shape + b.shape[-2:]), dtype=np.result_type(tri, b))
+    n = tri.shape[-1]
+    order = range(n - 1, -1, -1) if upper else range(n)
+    for i in order:
+        rest = slice(i + 1, n) if upper else slice(0, i)
+        s = np.einsum("...j,...jk->...k", tri[..., i, rest], x[..., rest, :])
+        x[..., i, :] = (x[..., i, :] - s) / tri[..., i, i, None]
+    return x
+
+
+def linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    name = "linalg.solve_triangular"
+    check_matrix(A, name)
+    check_tensor(B, name, "B", 2)
+    if B._data.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor B must have at least 2 dimensions.")
+    check_same_dtype(A, B, name)
+    a = A._data.shape
+    b = B._data.shape
+    if (b[-2] if left else b[-1]) != a[-1]:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {eq} ({a[-2]}x{a[-1]} and "
+                           f"{b[-2]}x{b[-1]})")
+    r = LinalgSolveTriangular.apply(A, B, upper=upper, left=left, unitriangular=unitriangular)
+    return _out(r, out, name)
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """Deprecated torch.triangular_solve: returns (solution, cloned_coefficient)."""
+    M = A.mT if transpose else A
+    x = linalg_solve_triangular(M, b, upper=upper != transpose, unitriangular=unitriangular)
+    return _out(triangular_solve_t(x, A.clone()), out, "triangular_solve")
+
+
+triangular_solve_t = return_type("triangular_solve", ["solution", "cloned_coefficient"])
+
+
+def cholesky_solve(B, L, upper=False, *, out=None):
+    """Solve A X = B given A's Cholesky factor."""
+    if upper:
+        y = linalg_solve_triangular(adj(L), B, upper=False)
+        x = linalg_solve_triangular(L, y, upper=True)
+    else:
+        y = linalg_solve_triangular(L, B, upper=False)
+        x = linalg_solve_triangular(adj(L), y, upper=True)
+    return _out(x, out, "cholesky_solve")
+
+
+def cholesky_inverse(L, upper=False, *, out=None):
+    check_matrix(L, "cholesky_inverse")
+    return _out(cholesky_solve(eye_like(L).expand(L._data.shape), L, upper), out, "cholesky_inverse")
+
+
+# ---- LU -------------------------------------------------------------------------------
+
+class LinalgLuFactorEx(Op):
+    """Packed LU (L - I + U) with 1-based pivots, as LAPACK's getrf."""
+    _name = "LinalgLuFactorExBackward0"
+    nondiff = (1, 2)
+
+    @staticmethod
+    def forward(ctx, x, check):
+        lu, piv, info = getrf(x)
+        bad = first_failure(info)
+        if check and bad is not None:
+            raise LinAlgError(f"torch.linalg.lu_factor: {batch_prefix(x.shape, bad[0])}U[{bad[1]},{bad[1]}] is "
+                              "zero and using it on lu_solve would result in a division by zero. If you still want "
+                              "to perform the factorization, consider calling linalg.lu(A, pivot) or "
+                              "linalg.lu_factor_ex(A, pivot)")
+        ctx.save_for_backward(lu, piv)
+        return lu, piv, info
+
+    def backward(ctx, grad, grad_piv, grad_info):
+        lu, piv = ctx.saved_tensors
+        P, L, U = _unpack(lu, piv)
+        return _lu_backward(tril(grad, -1), triu(grad), P, L, U)
+
+
+class LinalgLu(Op):
+    """A = P L U (P a permutation matrix, L unit lower, U upper)."""
+    _name = "LinalgLuBackward0"
+    nondiff = (0,)
+
+    @staticmethod
+    def forward(ctx, x):
+        lu, piv, _ = getrf(x)
+        P, L, U = _unpack_arrays(lu, piv)
+        ctx.save_for_backward(P, L, U)
+        return P, L, U
+
+    def backward(ctx, grad_p, grad_l, grad_u):
+        P, L, U = ctx.saved_tensors
+        return _lu_backward(grad_l, grad_u, P, L, U)
+
+
+def _unpack_arrays(lu, piv):
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    L = np.tril(lu[..., :, :k], -1)
+    idx = np.arange(k)
+    L[..., idx, idx] = 1
+    U = np.triu(lu[..., :k, :])
+    perm = pivots_to_perm(piv, m)
+    P = np.zeros(lu.shape[:-2] + (m, m), lu.dtype)
+    np.put_along_axis(P, perm[..., None], 1, axis=-1)  # P0[i, perm[i]] = 1, so P0 A = A[perm]
+    return np.swapaxes(P, -1, -2).copy(), L, U
+
+
+def _unpack(lu, piv):
+    P, L, U = _unpack_arrays(lu._data, piv._data)
+    return _make(P, lu._dtype), tril(lu[..., :, :L.shape[-1]], -1) + eye_like(lu, L.shape[-1]), \
+        triu(lu[..., :U.shape[-2], :])
+
+
+def _lu_backward(gL, gU, P, L, U):
+    """Square A = P L U: gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H."""
+    m, n = L._data.shape[-2], U._data.shape[-1]
+    if m != n:
+        raise NotImplementedError("ember: the derivative of the LU decomposition is implemented for square "
+                                  f"matrices only (got {m} by {n})")
+    M = tril(matmul(adj(L), gL), -1) + triu(matmul(gU, adj(U)))
+    X = linalg_solve_triangular(adj(L), M, upper=True, unitriangular=True)
+    X = linalg_solve_triangular(adj(U), X, upper=False, left=False)
+    return matmul(P, X)
+
+
+def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    check_matrix(A, "linalg.lu_factor_ex", square=False)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    return _out(lu_factor_ex_t(*LinalgLuFactorEx.apply(A, check=check_errors)), out, "linalg.lu_factor_ex")
+
+
+def linalg_lu_factor(A, *, pivot=True, out=None):
+    check_matrix(A, "linalg.lu_factor", square=False)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    lu, piv, _ = LinalgLuFactorEx.apply(A, check=True)
+    return _out(lu_factor_t(lu, piv), out, "linalg.lu_factor")
+
+
+def linalg_lu(A, *, pivot=True, out=None):
+    check_matrix(A, "linalg.lu", square=False)
+    if not pivot:
+        raise RuntimeError("linalg.lu: LU without pivoting is not implemented on the CPU")
+    return _out(lu_t(*LinalgLu.apply(A)), out, "linalg.lu")
+
+
+def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """Solve A X = B (or X A = B, with A^H if adjoint) from lu_factor's output."""
+    P, L, U = _unpack(LU, pivots)
+    if left and not adjoint:      # P L U X = B
+        y = linalg_solve_triangular(L, matmul(P.mT, B), upper=False, unitriangular=True)
+        x = linalg_solve_triangular(U, y, upper=True)
+    elif left:                    # U^H L^H P^T X = B
+        y = linalg_solve_triangular(adj(U), B, upper=False)
+        y = linalg_solve_triangular(adj(L), y, upper=True, unitriangular=True)
+        x = matmul(P, y)
+    elif not adjoint:             # X P L U = B
+        y = linalg_solve_triangular(U, B, upper=True, left=False)
+        y = linalg_solve_triangular(L, y, upper=False, left=False, unitriangular=True)
+        x = matmul(y, P.mT)
+    else:                         # X U^H L^H P^T = B
+        y = matmul(B, P)
+        y = linalg_solve_triangular(adj(L), y, upper=True, left=False, unitriangular=True)
+        x = linalg_solve_triangular(adj(U), y, upper=False, left=False)
+    return _out(x, out, "linalg.lu_solve")
+
+
+# ---- matrix_power ---------------------------------------------------------------------
+
+class _Identity(Op):
+    """matrix_power(A, 0): identities shaped like A; the gradient is zero."""
+    _name = "CopyBackwards"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.shape = x.shape
+        return np.array(np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape))
+
+    def backward(ctx, grad):
+        return grad * 0
+
+
+def linalg_matrix_power(A, n, *, out=None):
+    check_matrix(A, "linalg.matrix_power", allow_int=True)
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+    if n == 0:
+        r = _Identity.apply(A)
+    elif n == 1:
+        r = A.clone()
+    else:
+        if n < 0:
+            A = linalg_inv(A)
+            n = -n
+        r = None
+        base = A
+        while n:
+            if n & 1:
+                r = base if r is None else matmul(r, base)
+            n >>= 1
+            if n:
+                base = matmul(base, base)
+    return _out(r, out, "linalg.matrix_power")
+
+
+# ---- installation ---------------------------------------------------------------------
+
+for _fn, _name in [(linalg_inv, "inv"), (linalg_inv_ex, "inv_ex"), (linalg_det, "det"),
+                   (linalg_slogdet, "slogdet"), (linalg_solve, "solve"), (linalg_solve_ex, "solve_ex"),
+                   (linalg_cholesky, "cholesky"), (linalg_cholesky_ex, "cholesky_ex"),
+                   (linalg_solve_triangular, "solve_triangular"), (linalg_lu_factor, "lu_factor"),
+                   (linalg_lu_factor_ex, "lu_factor_ex"), (linalg_lu, "lu"), (linalg_lu_solve, "lu_solve"),
+                   (linalg_matrix_power, "matrix_power")]:
+    install(_fn, "linalg." + _name, method=False, function=False)
+
+
+def _inverse(input, *, out=None):
+    return linalg_inv(input, out=out)
+
+
+def _det(input):
+    return linalg_det(input)
+
+
+def _matrix_power(input, n):
+    return linalg_matrix_power(input, n)
+
+
+install(_det, "det")
+install(logdet, "logdet")
+install(slogdet, "slogdet")
+install(_inverse, "inverse")
+install(_matrix_power, "matrix_power")
+install(cholesky, "cholesky")
+install(cholesky_solve, "cholesky_solve")
+install(cholesky_inverse, "cholesky_inverse")
+install(triangular_solve, "triangular_solve")
