@@ -77,3 +77,4 @@ def compile(model=None, **kwargs):
 from . import serialization  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import random  # noqa: E402  (torch.random: generators, seeding, fork_rng)
+from . import linalg  # noqa: E402  (torch.linalg namespace)
