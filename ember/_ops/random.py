@@ -1,149 +1,27 @@
-"""Random numbers and in-place value writers: Generator, the default generator and its
-seeding/state, rand/randn/randint/randperm/normal/bernoulli/multinomial/poisson (+ _like),
-the in-place samplers (uniform_, normal_, random_ ...), and fill_/zero_/copy_.
-
-Note [Random streams]: a Generator wraps NumPy's PCG64 bit generator, and samples are
-drawn with NumPy's algorithms (ziggurat normals, ...). The same seed gives the same
-numbers in ember on every run, but never the numbers torch draws: torch uses mt19937 /
-Philox with its own transforms, which we do not reproduce. Distributions, shapes,
-dtypes and errors follow torch.
+"""Random sampling ops and in-place value writers: rand/randn/randint/randperm/normal/
+bernoulli/multinomial/poisson (+ _like), the in-place samplers (uniform_, normal_, random_
+...), and fill_/zero_/copy_. Generators and seeding live in ember/random.py; see
+Note [Random streams] there for how ember's streams relate to torch's.
 
 Every in-place writer records a node whose gradient is zero for self (the values no
 longer depend on the old ones), as torch's UniformBackward0, FillBackward2, ...
 """
 import math
-import os
 import warnings
 
 import numpy as np
 
 from .. import _dtype as D
-from .._device import as_device
 from .._tensor import Tensor
+from ..random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,
+                      set_rng_state)
 from ..autograd import grad_mode
 from ._registry import Op, assign_result, check_inplace, install, namespace, shapes_error
 from .creation import checked_scalar, finish, into_out, size_args
 
 _state = grad_mode._state
 _make = Tensor._make
-_DEFAULT_SEED = 67280421310721  # torch's default CPU seed: unseeded programs are reproducible too
-_STATE_MAGIC = b"emberPCG"
 _U64 = 1 << 64
-_U128 = 1 << 128
-
-
-# ---- Generator ------------------------------------------------------------------------
-
-class Generator:
-    """torch.Generator on NumPy's PCG64 (see Note [Random streams])."""
-    __slots__ = ("_np", "_seed", "_device", "__weakref__")
-
-    def __init__(self, device="cpu"):
-        self._device = as_device(device)
-        self._reseed(_DEFAULT_SEED)
-
-    def _reseed(self, seed):
-        self._seed = seed
-        self._np = np.random.Generator(np.random.PCG64(seed))
-
-    @property
-    def device(self):
-        return self._device
-
-    def manual_seed(self, seed):
-        self._reseed(_parse_seed(seed))
-        return self
-
-    def seed(self):
-        """Seed from the OS's entropy and return the seed (as torch.Generator.seed)."""
-        s = int.from_bytes(os.urandom(8), "little")
-        self._reseed(s)
-        return s
-
-    def initial_seed(self):
-        return self._seed
-
-    def get_state(self):
-        """The state as a uint8 tensor: magic, seed, PCG64 state/inc, buffered uint32."""
-        st = self._np.bit_generator.state
-        parts = [_STATE_MAGIC, self._seed.to_bytes(8, "little"), st["state"]["state"].to_bytes(16, "little"),
-                 st["state"]["inc"].to_bytes(16, "little"), int(st["has_uint32"]).to_bytes(8, "little"),
-                 int(st["uinteger"]).to_bytes(8, "little")]
-        return _make(np.frombuffer(b"".join(parts), dtype=np.uint8).copy())
-
-    def set_state(self, new_state):
-        if not isinstance(new_state, Tensor) or new_state._dtype is not D.uint8:
-            raise TypeError("RNG state must be a torch.ByteTensor")
-        raw = new_state._data.tobytes()
-        if len(raw) != _STATE_BYTES:
-            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE_BYTES} but found the input RNG "
-                               f"state size to be {len(raw)}")
-        if raw[:8] != _STATE_MAGIC:
-            raise RuntimeError("Invalid RNG state: not a state saved by ember's Generator.get_state()")
-        seed = int.from_bytes(raw[8:16], "little")
-        bitgen = np.random.PCG64()
-        bitgen.state = {"bit_generator": "PCG64",
-                        "state": {"state": int.from_bytes(raw[16:32], "little"),
-                                  "inc": int.from_bytes(raw[32:48], "little")},
-                        "has_uint32": int.from_bytes(raw[48:56], "little"),
-                        "uinteger": int.from_bytes(raw[56:64], "little")}
-        self._seed = seed
-        self._np = np.random.Generator(bitgen)
-        return self
-
-    def clone_state(self):
-        g = Generator(self._device)
-        return g.set_state(self.get_state())
-
-    def __reduce__(self):
-        return (_rebuild_generator, (str(self._device), self.get_state()._data.tobytes()))
-
-    def __repr__(self):
-        return f"<torch._C.Generator object at {hex(id(self))}>"
-
-
-_STATE_BYTES = 64
-
-
-def _rebuild_generator(device, raw):
-    g = Generator(device)
-    return g.set_state(_make(np.frombuffer(raw, dtype=np.uint8).copy()))
-
-
-def _parse_seed(seed):
-    """torch accepts any integer in [-2**63, 2**64) and keeps it modulo 2**64."""
-    if isinstance(seed, (float, complex, str)) or not hasattr(seed, "__index__"):
-        raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
-    s = int(seed.__index__())
-    if not -(1 << 63) <= s < _U64:
-        raise ValueError("Overflow when unpacking long long")
-    return s % _U64
-
-
-default_generator = Generator()
-
-
-def manual_seed(seed):
-    """Seed the default generator; returns it (as torch.manual_seed)."""
-    return default_generator.manual_seed(seed)
-
-
-def seed():
-    return default_generator.seed()
-
-
-def initial_seed():
-    return default_generator.initial_seed()
-
-
-def get_rng_state():
-    return default_generator.get_state()
-
-
-def set_rng_state(new_state):
-    if not isinstance(new_state, Tensor):
-        raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
-    default_generator.set_state(new_state)
 
 
 def _np_gen(generator):
