@@ -1,25 +1,60 @@
-"""Reductions: sum, mean, prod, max/min, var/std, norms, logsumexp, any/all ..."""
+"""Reductions: sum, mean, prod, max/min, amax/amin, argmax, var/std, logsumexp, norm, all/any.
+
+Kernels reduce with one NumPy call over a tuple of axes. Backward formulas are ember ops,
+so second derivatives work. Gradients of value-selecting reductions (max with dim, sort,
+median ...) go through the two private ops Gather/PlaceAlong, which are each other's
+backward (see Note [Index routing]).
+"""
+import builtins
+import math
+import warnings
+
 import numpy as np
 
 from .. import _dtype as D
+from .. import return_types
 from .._tensor import Tensor, _wrap_dim
-from ._registry import Op, register
+from ._registry import Op, register, write_out
 
 _make = Tensor._make
+_bool = builtins.bool
+
+
+# ---- argument helpers -----------------------------------------------------------------
+
+def check_tensor(input, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
 
 
 def reduce_dims(dim, ndim):
-    """None -> all dims; int or sequence -> sorted tuple of wrapped dims (torch errors on repeats)."""
+    """None or () -> all dims; int or sequence -> sorted tuple of wrapped dims (torch errors on repeats).
+    A 0-d tensor accepts dim 0 / -1 and reduces over nothing."""
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, (list, tuple)):
         if len(dim) == 0:
             return tuple(range(ndim))
-        dims = tuple(_wrap_dim(d, ndim) for d in dim)
-        if len(set(dims)) != len(dims):
-            raise RuntimeError(f"dim {dims[0]} appears multiple times in the list of dims")
-        return tuple(sorted(dims))
-    return (_wrap_dim(dim, ndim),)
+        dims = tuple(_wrap_dim(_index(d), ndim) for d in dim)
+        for i, d in enumerate(dims):
+            if d in dims[:i]:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        return tuple(sorted(dims)) if ndim else ()
+    d = _wrap_dim(_index(dim), ndim)
+    return (d,) if ndim else ()
+
+
+def _index(d):
+    if isinstance(d, _bool) or not hasattr(d, "__index__"):
+        raise TypeError(f"dim must be int or a tuple of ints, not {type(d).__name__}")
+    return d.__index__()
+
+
+def one_dim(dim, ndim):
+    """A single wrapped dim; 0-d tensors accept 0 and -1."""
+    if isinstance(dim, (list, tuple)):
+        raise TypeError(f"dim must be an int, not {type(dim).__name__}")
+    return _wrap_dim(_index(dim), ndim)
 
 
 def keep_shape(shape, dims):
@@ -29,15 +64,126 @@ def keep_shape(shape, dims):
 
 def expand_grad(grad, in_shape, dims, keepdim):
     """Bring a reduction's gradient back to the input's shape (unsqueeze, then expand)."""
+    return keep(grad, in_shape, dims, keepdim).expand(in_shape)
+
+
+def keep(t, in_shape, dims, keepdim):
+    """t reshaped to the keepdim=True shape (a no-op if it already is)."""
     if not keepdim and dims:
-        grad = grad.reshape(keep_shape(in_shape, dims))
-    return grad.expand(in_shape)
+        return t.reshape(keep_shape(in_shape, dims))
+    return t
+
+
+def numel_of(shape, dims):
+    n = 1
+    for i in dims:
+        n *= shape[i]
+    return n
 
 
 def sum_dtype(d):
-    """sum/prod of bool and integers accumulate in int64, as torch."""
+    """sum/prod/cumsum of bool and integers accumulate in int64, as torch."""
     return D.int64 if d.category <= D.INT else d
 
+
+def require_float(input, msg):
+    if input._dtype.category < D.FLOAT:
+        raise RuntimeError(msg.format(D.SCALAR_NAMES[input._dtype]))
+
+
+def finish(r, out, name):
+    """Return r, or copy it into out= (a tensor, or a tuple of tensors for tuple results)."""
+    if out is None:
+        return r
+    if isinstance(r, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(r):
+            raise TypeError(f"{name}(): argument 'out' must be tuple of {len(r)} Tensors")
+        written = tuple(write_out(o, v, name) for o, v in zip(out, r))
+        return type(r)(written) if type(r) is not tuple else written
+    return write_out(out, r, name)
+
+
+def empty_dim_error(name, x, dims):
+    """IndexError like torch when a reduction without identity meets an empty dimension."""
+    for d in dims:
+        if x.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+# ---- Note [Index routing] ----------------------------------------------------------------
+# max(dim), sort, topk, median, cummax ... pick input elements by index. Their gradient
+# places the incoming gradient at those indices (PlaceAlong); PlaceAlong's own gradient
+# reads it back (Gather), and Gather's gradient places again, so any order of derivative
+# works. The index arrays are constants of the forward pass, kept on the node.
+
+def _as_1d(x):
+    return x.reshape(1) if x.ndim == 0 else x
+
+
+class Gather(Op):
+    """out = take_along_axis(x, index, dim) for a constant int64 index array."""
+    _name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx, x, index, dim, shape=None):
+        ctx.args = (x.shape, index, dim)
+        r = np.take_along_axis(_as_1d(x), _as_1d(index), axis=dim)
+        return r.reshape(index.shape if shape is None else shape)
+
+    def backward(ctx, grad):
+        shape, index, dim = ctx.args
+        return PlaceAlong.apply(grad, shape=shape, index=index, dim=dim, accumulate=True)
+
+
+class PlaceAlong(Op):
+    """out = zeros(shape) with src put at index along dim (summed where indices repeat)."""
+    _name = "ScatterAddBackward0"
+
+    @staticmethod
+    def forward(ctx, src, shape, index, dim, accumulate):
+        ctx.args = (index, dim, src.shape)
+        out = np.zeros(shape if shape else (1,), dtype=src.dtype)
+        idx = _as_1d(index)
+        if accumulate:
+            where = list(np.indices(idx.shape, sparse=True))
+            where[dim] = idx
+            np.add.at(out, tuple(where), _as_1d(src))
+        else:
+            np.put_along_axis(out, idx, _as_1d(src), axis=dim)
+        return out.reshape(shape)
+
+    def backward(ctx, grad):
+        index, dim, src_shape = ctx.args
+        return Gather.apply(grad, index=index, dim=dim, shape=src_shape)
+
+
+def gather(t, index, dim):
+    """t's elements at the int64 array `index` along dim, differentiably."""
+    return Gather.apply(t, index=index, dim=dim)
+
+
+def index_grad(grad, index, dim, in_shape, keepdim=True, accumulate=False):
+    """Gradient of a value-selecting op: grad placed at index along dim, zeros elsewhere."""
+    if not keepdim and len(in_shape):
+        grad = grad.unsqueeze(dim)
+        index = np.expand_dims(index, dim)
+    return PlaceAlong.apply(grad, shape=in_shape, index=index, dim=dim, accumulate=accumulate)
+
+
+def evenly_distribute(grad, x, value, dims=None, keepdim=True):
+    """Gradient of max/min/median over whole slices: split evenly among the elements equal to
+    the result (among the NaNs when the result is NaN), as torch does for ties."""
+    shape = x._data.shape
+    if dims is None:
+        mask = x.isnan() if np.isnan(value._data).any() else x == value
+        return mask.to(grad.dtype) * (grad / mask.sum())
+    v = keep(value, shape, dims, keepdim)
+    mask = x == v
+    g = keep(grad, shape, dims, keepdim)
+    return (g / mask.sum(dims, keepdim=True)) * mask.to(grad.dtype)
+
+
+# ---- sum / mean / prod ------------------------------------------------------------------
 
 class Sum(Op):
     _name = "SumBackward1"
@@ -53,16 +199,38 @@ class Sum(Op):
 
 @register()
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    nd = input._data.ndim
-    dims = reduce_dims(dim, nd)
+    check_tensor(input, "sum")
+    if isinstance(dim, D.dtype):
+        dim, dtype = None, dim
+    dims = reduce_dims(dim, input._data.ndim)
     d = dtype if dtype is not None else sum_dtype(input._dtype)
     r = Sum.apply(input, dims=dims, keepdim=keepdim, dtype=d)
-    if dim is None and r._grad_fn is not None:
+    if dim is None and not keepdim and r._grad_fn is not None:
         r._grad_fn._name = "SumBackward0"
-    if out is not None:
-        from ._registry import write_out
-        return write_out(out, r, "sum")
-    return r
+    return finish(r, out, "sum")
+
+
+class NanSum(Op):
+    """sum treating NaN as 0; the gradient is grad * (x is not NaN), so inf * 0 stays NaN as in torch."""
+    _name = "NansumBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, dtype):
+        ctx.args = (x.shape, dims, keepdim)
+        ctx.save_for_backward(x)
+        return np.nansum(x, axis=dims, keepdims=keepdim, dtype=dtype.np)
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return expand_grad(grad, *ctx.args) * x.isnan().logical_not().to(grad.dtype)
+
+
+@register()
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    check_tensor(input, "nansum")
+    dims = reduce_dims(dim, input._data.ndim)
+    d = dtype if dtype is not None else sum_dtype(input._dtype)
+    return finish(NanSum.apply(input, dims=dims, keepdim=keepdim, dtype=d), out, "nansum")
 
 
 @register()
@@ -74,28 +242,13 @@ def sum_to_size(input, *size):
     if shape == size:
         return input
     lead = len(shape) - len(size)
+    if lead < 0 or builtins.any(s != 1 and s != shape[i + lead] for i, s in enumerate(size)):
+        raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to size "
+                           f"{{{', '.join(map(str, shape))}}}.")
     dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(size) if s == 1 and shape[i + lead] != 1)
     r = sum(input, dims, keepdim=True) if dims else input
     if lead:
         r = r.reshape(size)
-    return r
-
-
-@register()
-def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    d = dtype if dtype is not None else input._dtype
-    if d.category < D.FLOAT:
-        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
-                           f"or complex dtype. Got: {D.SCALAR_NAMES[d]}")
-    dims = reduce_dims(dim, input._data.ndim)
-    n = 1
-    for i in dims:
-        n *= input._data.shape[i]
-    x = input if dtype is None else input.to(dtype)
-    r = Mean.apply(x, dims=dims, keepdim=keepdim, n=n)
-    if out is not None:
-        from ._registry import write_out
-        return write_out(out, r, "mean")
     return r
 
 
@@ -106,9 +259,489 @@ class Mean(Op):
     def forward(ctx, x, dims, keepdim, n):
         ctx.args = (x.shape, dims, keepdim)
         ctx.n = n
-        return np.mean(x, axis=dims, keepdims=keepdim) if n else np.full(
-            tuple(s for i, s in enumerate(x.shape) if i not in dims) if not keepdim else
-            keep_shape(x.shape, dims), np.nan, x.dtype)
+        s = np.sum(x, axis=dims, keepdims=keepdim)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.true_divide(s, n, dtype=x.dtype) if n else np.full(s.shape, np.nan, x.dtype)
 
     def backward(ctx, grad):
         return expand_grad(grad / ctx.n, *ctx.args)
+
+
+@register()
+def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    check_tensor(input, "mean")
+    d = dtype if dtype is not None else input._dtype
+    if d.category < D.FLOAT:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
+                           f"or complex dtype. Got: {D.SCALAR_NAMES[d]}")
+    dims = reduce_dims(dim, input._data.ndim)
+    x = input if dtype is None else input.to(dtype)
+    r = Mean.apply(x, dims=dims, keepdim=keepdim, n=numel_of(input._data.shape, dims))
+    if dim is None and not keepdim and r._grad_fn is not None:
+        r._grad_fn._name = "MeanBackward0"
+    return finish(r, out, "mean")
+
+
+@register()
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    check_tensor(input, "nanmean")
+    require_float(input, "nanmean(): expected input to have floating point or complex dtype but got {}")
+    count = input.isnan().logical_not().sum(dim, keepdim)
+    return finish(nansum(input, dim, keepdim, dtype=dtype) / count, out, "nanmean")
+
+
+class Prod(Op):
+    _name = "ProdBackward1"
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, dtype):
+        ctx.args = (x.shape, dims, keepdim)
+        out = np.asarray(np.prod(x, axis=dims, keepdims=keepdim, dtype=dtype.np))
+        ctx.save_for_backward(x, out)
+        return out
+
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        shape, dims, keepdim = ctx.args
+        g = expand_grad(grad, shape, dims, keepdim)
+        if not (x._data == 0).any():
+            return g * expand_grad(out, shape, dims, keepdim) / x
+        # with zeros, divide-by-x is undefined: use the product of all *other* elements,
+        # written with cumprods so that it is differentiable again (second order at zeros)
+        if len(dims) == 1:
+            return g * prod_of_others(x, dims[0])
+        flat = x.reshape(-1)
+        return g * prod_of_others(flat, 0).reshape(shape)
+
+
+def prod_of_others(x, dim):
+    """prod_{j != i} x_j along dim, from exclusive cumulative products from both ends."""
+    from .scan import cumprod_dir
+    n = x._data.shape[dim]
+    if n <= 1:
+        return x * 0 + 1
+    one = x.narrow(dim, 0, 1) * 0 + 1
+    left = cumprod_dir(x.narrow(dim, 0, n - 1), dim, reverse=False)
+    right = cumprod_dir(x.narrow(dim, 1, n - 1), dim, reverse=True)
+    from .indexing import cat
+    return cat([one, left], dim) * cat([right, one], dim)
+
+
+@register()
+def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    check_tensor(input, "prod")
+    if isinstance(dim, D.dtype):
+        dim, dtype = None, dim
+    if dim is not None:
+        dims = (one_dim(dim, input._data.ndim),) if input._data.ndim else ()
+    else:
+        dims = tuple(range(input._data.ndim))
+    d = dtype if dtype is not None else sum_dtype(input._dtype)
+    r = Prod.apply(input, dims=dims, keepdim=keepdim, dtype=d)
+    if dim is None and r._grad_fn is not None:
+        r._grad_fn._name = "ProdBackward0"
+    return finish(r, out, "prod")
+
+
+# ---- max / min / amax / amin / argmax ----------------------------------------------------
+
+class MaxAll(Op):
+    """max()/min() of every element; ties share the gradient evenly."""
+    _name = "MaxBackward1"
+
+    @staticmethod
+    def forward(ctx, x, largest):
+        out = np.asarray(np.max(x) if largest else np.min(x))
+        ctx.save_for_backward(x, out)
+        return out
+
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        return evenly_distribute(grad, x, out)
+
+
+class MaxDim(Op):
+    """max(dim)/min(dim): (values, indices); the first extreme element wins, NaN counts as extreme."""
+    _name = "MaxBackward0"
+    nondiff = (1,)
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, largest):
+        xs = _as_1d(x)
+        idx = np.argmax(xs, axis=dim, keepdims=True) if largest else np.argmin(xs, axis=dim, keepdims=True)
+        values = np.take_along_axis(xs, idx, axis=dim)
+        ctx.args = (x.shape, dim, idx)
+        if x.ndim == 0 or not keepdim:
+            shape = tuple(s for i, s in enumerate(x.shape) if i != dim) if not keepdim else x.shape
+            return values.reshape(shape), idx.reshape(shape)
+        return values, idx
+
+    def backward(ctx, grad, grad_indices=None):
+        shape, dim, idx = ctx.args
+        return index_grad(grad.reshape(idx.shape) if len(shape) else grad, idx, dim, shape)
+
+
+def _max_min(name, largest, input, dim, keepdim, other, out):
+    check_tensor(input, name)
+    if isinstance(dim, Tensor) or other is not None:
+        from .pointwise import maximum, minimum
+        r = (maximum if largest else minimum)(input, dim if other is None else other)
+        return finish(r, out, name)
+    if input._dtype.category == D.COMPLEX:
+        raise RuntimeError(f"{name}(): does not support complex input")
+    x = input._data
+    if dim is None:
+        if keepdim:
+            raise TypeError(f"{name}() received an invalid combination of arguments - got (keepdim=bool)")
+        if x.size == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        r = MaxAll.apply(input, largest=largest)
+        if r._grad_fn is not None and not largest:
+            r._grad_fn._name = "MinBackward1"
+        return finish(r, out, name)
+    d = one_dim(dim, x.ndim)
+    if x.ndim:
+        empty_dim_error(name, x, (d,))
+    values, indices = MaxDim.apply(input, dim=d, keepdim=keepdim, largest=largest)
+    if values._grad_fn is not None and not largest:
+        values._grad_fn._name = "MinBackward0"
+    return finish(getattr(return_types, name)((values, indices)), out, name)
+
+
+@register()
+def max(input, dim=None, keepdim=False, *, other=None, out=None):
+    return _max_min("max", True, input, dim, keepdim, other, out)
+
+
+@register()
+def min(input, dim=None, keepdim=False, *, other=None, out=None):
+    return _max_min("min", False, input, dim, keepdim, other, out)
+
+
+class Amax(Op):
+    """amax/amin over a tuple of dims; ties share the gradient evenly."""
+    _name = "AmaxBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, largest):
+        ctx.args = (dims, keepdim)
+        out = np.amax(x, axis=dims, keepdims=keepdim) if largest else np.amin(x, axis=dims, keepdims=keepdim)
+        out = np.asarray(out)
+        ctx.save_for_backward(x, out)
+        return out
+
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        dims, keepdim = ctx.args
+        return evenly_distribute(grad, x, out, dims, keepdim)
+
+
+def _amax_amin(name, largest, input, dim, keepdim, out):
+    check_tensor(input, name)
+    x = input._data
+    dims = reduce_dims(dim, x.ndim)
+    if x.ndim:
+        empty_dim_error(name, x, dims)
+    r = Amax.apply(input, dims=dims, keepdim=keepdim, largest=largest)
+    if r._grad_fn is not None and not largest:
+        r._grad_fn._name = "AminBackward0"
+    return finish(r, out, name)
+
+
+@register()
+def amax(input, dim=(), keepdim=False, *, out=None):
+    return _amax_amin("amax", True, input, dim, keepdim, out)
+
+
+@register()
+def amin(input, dim=(), keepdim=False, *, out=None):
+    return _amax_amin("amin", False, input, dim, keepdim, out)
+
+
+@register()
+def aminmax(input, *, dim=None, keepdim=False, out=None):
+    check_tensor(input, "aminmax")
+    x = input._data
+    dims = reduce_dims(dim, x.ndim) if dim is not None else tuple(range(x.ndim))
+    if dim is not None and isinstance(dim, (list, tuple)):
+        raise TypeError("aminmax(): argument 'dim' must be int, not tuple")
+    if x.size == 0 and (dim is None or x.ndim and x.shape[dims[0]] == 0):
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has "
+                           "no identity.")
+    lo = Amax.apply(input, dims=dims, keepdim=keepdim, largest=False)
+    hi = Amax.apply(input, dims=dims, keepdim=keepdim, largest=True)
+    for r in (lo, hi):
+        if r._grad_fn is not None:
+            r._grad_fn._name = "AminmaxBackward0"
+    return finish(return_types.aminmax((lo, hi)), out, "aminmax")
+
+
+def _arg(name, largest, input, dim, keepdim, out):
+    check_tensor(input, name)
+    if input._dtype is D.bool:
+        raise RuntimeError(f"{name}(): does not support bool input")
+    x = input._data
+    if dim is None:
+        if x.size == 0:
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        flat = x.reshape(-1)
+        r = np.argmax(flat) if largest else np.argmin(flat)
+        r = np.asarray(r, dtype=np.int64).reshape((1,) * x.ndim if keepdim else ())
+        return finish(_make(r), out, name)
+    d = one_dim(dim, x.ndim)
+    if x.ndim == 0:
+        return finish(_make(np.zeros((), np.int64)), out, name)
+    empty_dim_error(name, x, (d,))
+    r = np.argmax(x, axis=d, keepdims=keepdim) if largest else np.argmin(x, axis=d, keepdims=keepdim)
+    return finish(_make(r.astype(np.int64, copy=False)), out, name)
+
+
+@register()
+def argmax(input, dim=None, keepdim=False, *, out=None):
+    return _arg("argmax", True, input, dim, keepdim, out)
+
+
+@register()
+def argmin(input, dim=None, keepdim=False, *, out=None):
+    return _arg("argmin", False, input, dim, keepdim, out)
+
+
+# ---- var / std ---------------------------------------------------------------------------
+
+class Var(Op):
+    """Two-pass variance (mean first, then squared deviations), like torch and NumPy."""
+    _name = "VarBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dims, correction, keepdim, take_sqrt):
+        n = numel_of(x.shape, dims)
+        ctx.args = (x.shape, dims, keepdim, n - correction, take_sqrt)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            centered = x - np.sum(x, axis=dims, keepdims=True) / n if n else x
+            sq = np.abs(centered) ** 2 if x.dtype.kind == "c" else centered * centered
+            out = np.sum(sq, axis=dims, keepdims=keepdim) / builtins.max(n - correction, 0)
+            if take_sqrt:
+                out = np.sqrt(out)
+            out = np.asarray(out, dtype=sq.real.dtype)
+        ctx.save_for_backward(x, out)
+        return out
+
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        shape, dims, keepdim, dof, take_sqrt = ctx.args
+        if take_sqrt:
+            # d std = d var / (2 std); torch defines it as 0 where std == 0
+            grad = (grad / (out * 2)).masked_fill(out == 0, 0)
+        g = keep(grad, shape, dims, keepdim)
+        scale = 2.0 / dof if dof else math.inf  # torch: inf * 0 = nan when nothing is left
+        return g * scale * (x - x.mean(dims, keepdim=True))
+
+
+def _var_args(name, input, dim, unbiased, keepdim, correction):
+    check_tensor(input, name)
+    if isinstance(dim, _bool):  # legacy var(input, unbiased)
+        dim, unbiased = None, dim
+    if input._dtype.category < D.FLOAT:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    if unbiased is not None and correction is not None:
+        raise RuntimeError(f"{name}: Cannot pass both correction and unbiased arguments")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    dims = reduce_dims(dim, input._data.ndim)
+    n = numel_of(input._data.shape, dims)
+    if n - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+                      "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+    return dims, correction
+
+
+@register()
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+    dims, c = _var_args("var", input, dim, unbiased, keepdim, correction)
+    r = Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=False)
+    return finish(r, out, "var")
+
+
+@register()
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+    dims, c = _var_args("std", input, dim, unbiased, keepdim, correction)
+    r = Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=True)
+    if r._grad_fn is not None:
+        r._grad_fn._name = "StdBackward0"
+    return finish(r, out, "std")
+
+
+@register(method=False)
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    dims, c = _var_args("var_mean", input, dim, unbiased, keepdim, correction)
+    v = Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=False)
+    return v, mean(input, dims, keepdim)
+
+
+@register(method=False)
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    dims, c = _var_args("std_mean", input, dim, unbiased, keepdim, correction)
+    s = Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=True)
+    return s, mean(input, dims, keepdim)
+
+
+# ---- logsumexp / norm / dist ---------------------------------------------------------------
+
+class LogSumExp(Op):
+    """log(sum(exp(x))) computed as m + log(sum(exp(x - m))), m the max (0 where m is infinite)."""
+    _name = "LogsumexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        ctx.args = (x.shape, dims, keepdim)
+        if numel_of(x.shape, dims) == 0:
+            out = np.full(np.sum(x, axis=dims, keepdims=keepdim).shape, -np.inf, x.dtype)
+        else:
+            m = np.amax(x, axis=dims, keepdims=True)
+            m = np.where(np.isinf(m), np.zeros((), x.dtype), m)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                s = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m
+            out = s if keepdim else s.reshape(np.shape(np.sum(x, axis=dims)))
+        ctx.save_for_backward(x, out)
+        return out
+
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        shape, dims, keepdim = ctx.args
+        return keep(grad, shape, dims, keepdim) * (x - keep(out, shape, dims, keepdim)).exp()
+
+
+@register()
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    check_tensor(input, "logsumexp")
+    x = input if input._dtype.category >= D.FLOAT else input.to(D.get_default_dtype())
+    dims = reduce_dims(dim, x._data.ndim)
+    return finish(LogSumExp.apply(x, dims=dims, keepdim=keepdim), out, "logsumexp")
+
+
+class VectorNorm(Op):
+    """sum(|x|**ord)**(1/ord) over dims, with ord in {0, 1, 2, inf, -inf} computed directly."""
+    _name = "LinalgVectorNormBackward0"
+
+    @staticmethod
+    def forward(ctx, x, ord, dims, keepdim):
+        ctx.args = (x.shape, dims, keepdim, ord)
+        a = np.abs(x)
+        if ord == 2:
+            out = np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim))
+        elif ord == 1:
+            out = np.sum(a, axis=dims, keepdims=keepdim)
+        elif ord == math.inf:
+            out = np.amax(a, axis=dims, keepdims=keepdim)
+        elif ord == -math.inf:
+            out = np.amin(a, axis=dims, keepdims=keepdim)
+        elif ord == 0:
+            out = np.sum(a != 0, axis=dims, keepdims=keepdim).astype(a.dtype)
+        else:
+            with np.errstate(divide="ignore"):
+                out = np.sum(a ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
+        out = np.asarray(out, dtype=a.dtype)
+        ctx.save_for_backward(x, out)
+        return out
+
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        shape, dims, keepdim, ord = ctx.args
+        g = keep(grad, shape, dims, keepdim)
+        n = keep(out, shape, dims, keepdim)
+        if ord == 0:
+            return x * 0 * g
+        if ord == 1:
+            return x.sgn() * g
+        if ord == 2:
+            return g * (x / n).masked_fill(n == 0, 0)
+        if math.isinf(ord):
+            a = x.abs()
+            mask = (a == n) | a.isnan()
+            return x.sgn() * (g / mask.sum(dims, keepdim=True)) * mask.to(g.dtype)
+        if ord < 1:
+            scaled = x.sgn() * x.abs().pow(ord - 1).masked_fill(x == 0, 0)
+            return scaled * g * n.pow(1 - ord)
+        if ord < 2:
+            return x.sgn() * x.abs().pow(ord - 1) * (g / n.pow(ord - 1)).masked_fill(n == 0, 0)
+        return x * x.abs().pow(ord - 2) * (g / n.pow(ord - 1)).masked_fill(n == 0, 0)
+
+
+def vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="linalg.vector_norm"):
+    """torch.linalg.vector_norm semantics (shared with torch.norm and dist)."""
+    check_tensor(input, name)
+    if input._dtype.category < D.FLOAT:
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{D.SCALAR_NAMES[input._dtype]}")
+    x = input if dtype is None else input.to(dtype)
+    dims = reduce_dims(dim, x._data.ndim)
+    ord = float(ord)
+    if ord < 0 or math.isinf(ord):
+        what = "inf" if math.isinf(ord) else "negative"
+        if x._data.size == 0 and dim is None:
+            raise RuntimeError(f"{name} cannot compute the {what} norm on an empty tensor because the operation "
+                               "does not have an identity")
+        for d in dims:
+            if x._data.shape[d] == 0:
+                raise RuntimeError(f"{name} cannot compute the {what} norm on the dimension {d}because this "
+                                   "dimension is empty and the operation does not have an identity")
+    return VectorNorm.apply(x, ord=ord, dims=dims, keepdim=keepdim)
+
+
+@register()
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    check_tensor(input, "norm")
+    if isinstance(dim, int):
+        dim = (dim,)
+    if isinstance(p, str):
+        if p == "fro" and (dim is None or len(dim) <= 2):
+            return finish(vector_norm(input, 2, dim, keepdim, dtype=dtype), out, "norm")
+        dims = tuple(range(input._data.ndim)) if dim is None else tuple(dim)
+        if len(dims) != 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
+        from .. import linalg
+        return finish(linalg.matrix_norm(input, p, dims, keepdim, dtype=dtype), out, "norm")
+    return finish(vector_norm(input, 2.0 if p is None else p, dim, keepdim, dtype=dtype), out, "norm")
+
+
+@register()
+def dist(input, other, p=2):
+    for t in (input, other):
+        if isinstance(t, Tensor) and t._dtype.category < D.FLOAT:
+            raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                               f"{D.SCALAR_NAMES[t._dtype]} instead.")
+    return vector_norm(input - other, p, name="norm")
+
+
+# ---- all / any / count_nonzero ----------------------------------------------------------
+
+def _logical_reduce(name, fn, input, dim, keepdim, out):
+    check_tensor(input, name)
+    x = input._data
+    dims = reduce_dims(dim, x.ndim)
+    r = fn(x, axis=dims, keepdims=keepdim)
+    r = np.asarray(r, dtype=np.uint8 if input._dtype is D.uint8 else np.bool_)
+    return finish(_make(r), out, name)
+
+
+@register()
+def all(input, dim=None, keepdim=False, *, out=None):
+    return _logical_reduce("all", np.all, input, dim, keepdim, out)
+
+
+@register()
+def any(input, dim=None, keepdim=False, *, out=None):
+    return _logical_reduce("any", np.any, input, dim, keepdim, out)
+
+
+@register()
+def count_nonzero(input, dim=None):
+    check_tensor(input, "count_nonzero")
+    x = input._data
+    dims = reduce_dims(dim, x.ndim)
+    r = np.count_nonzero(x, axis=dims) if dims else (x != 0)
+    return _make(np.asarray(r, dtype=np.int64))
+
+
+from . import scan  # noqa: E402,F401  (cumsum, cumprod, cummax, logcumsumexp, diff)
