@@ -26,24 +26,9 @@ class Unflatten(Module):
 
     def __init__(self, dim, unflattened_size):
         super().__init__()
-        if isinstance(dim, int):
-            self._require_tuple_int(unflattened_size)
-        elif isinstance(dim, str):
-            self._require_tuple_tuple(unflattened_size)
-        else:
-            raise TypeError("invalid argument type for dim parameter")
+        self._require_tuple_int(unflattened_size)
         self.dim = dim
         self.unflattened_size = unflattened_size
-
-    @staticmethod
-    def _require_tuple_tuple(input):
-        if isinstance(input, tuple):
-            for idx, elem in enumerate(input):
-                if not isinstance(elem, tuple):
-                    raise TypeError("unflattened_size must be tuple of tuples, "
-                                    f"but found element of type {type(elem).__name__} at pos {idx}")
-            return
-        raise TypeError(f"unflattened_size must be a tuple of tuples, but found type {type(input).__name__}")
 
     @staticmethod
     def _require_tuple_int(input):
