@@ -228,12 +228,14 @@ class Tensor:
                 raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to "
                                    "use a computed variable in a subgraph that doesn't require differentiation "
                                    "use var_no_grad = var.detach().")
-            return
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         if value and self._dtype.category < D.FLOAT:
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = builtins.bool(value)
 
     def requires_grad_(self, requires_grad=True):
+        if requires_grad and self._grad_fn is not None:
+            return self  # a no-op on a non-leaf (the setter raises instead)
         if requires_grad and self._dtype.category < D.FLOAT:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")  # torch's wording here
         self.requires_grad = requires_grad

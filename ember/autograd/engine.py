@@ -16,6 +16,7 @@ from .graph import AccumulateGrad, FREED_SLOT, gradient_edge
 
 _state = grad_mode._state
 Tensor = None  # ember.Tensor, bound on first use (the tensor module imports this package)
+_warned_create_graph = False
 
 
 def _bind_tensor():
@@ -51,6 +52,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             elif not t._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             targets.add(gradient_edge(t))
+    global _warned_create_graph
+    if create_graph and not _warned_create_graph:
+        _warned_create_graph = True  # torch warns once per process
+        warnings.warn("Using backward() with create_graph=True will create a reference cycle between the parameter "
+                      "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
+                      "the graph to avoid this. If you have to use this function, make sure to reset the .grad fields "
+                      "of your parameters to None after use to break the cycle and avoid the leak.", UserWarning,
+                      stacklevel=3)
     roots, user_arrays = _root_gradients(tensors, grad_tensors)
     _execute(roots, retain_graph, create_graph, user_arrays, targets=targets)
 
@@ -96,7 +105,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
                                    "graph. Set allow_unused=True if this is the desired behavior.")
             if materialize_grads:
-                from .._ops.creation import zeros_like
+                from .. import zeros_like
                 results[i] = zeros_like(inputs[i])
     return tuple(results)
 
@@ -104,8 +113,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize):
     """is_grads_batched=True: one grad() per slice of the leading dim of grad_outputs, stacked.
     (torch vectorizes with vmap; here it is a loop, same results.)"""
-    from .._ops.creation import zeros_like
-    from .._ops.shape import stack
+    from .. import stack, zeros_like
     n = grad_outputs[0].shape[0]
     per_input = [[] for _ in inputs]
     for b in range(n):
@@ -337,7 +345,7 @@ def _call(node, grads):
     except Exception:
         if node._trace is not None and _state.anomaly:
             warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
-                          f"{node._trace}", RuntimeWarning, stacklevel=2)
+                          f"{node._trace}", UserWarning, stacklevel=2)
         raise
     return out
 
@@ -502,5 +510,5 @@ def _copy_with_history(g):
     """torch clones the first gradient under create_graph (grad_fn CopyBackwards)."""
     c = g.clone()
     if c._grad_fn is not None:
-        c._grad_fn._name = "CopyBackwards"
+        c._grad_fn._name = "torch::autograd::CopyBackwards"
     return c

@@ -4,7 +4,10 @@ The state is one module-level object read on every op (`_state.enabled`), so the
 check costs an attribute load.
 """
 import functools
+import inspect
+import sys
 import traceback
+import warnings
 
 
 class _State:
@@ -27,11 +30,14 @@ def is_inference_mode_enabled():
 
 
 class _DecoratorContextManager:
-    """Usable as `with mode():` and as `@mode()` / `@mode` on functions."""
+    """Usable as `with mode():` and as `@mode()` on functions and generator functions
+    (for a generator the mode holds while it runs, not between its yields)."""
 
     def __call__(self, func):
         if isinstance(func, type):
-            raise TypeError("grad-mode decorators apply to functions, not classes")
+            raise RuntimeError("Cannot decorate classes; it is ambiguous")
+        if inspect.isgeneratorfunction(func):
+            return self._wrap_generator(func)
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
@@ -39,8 +45,41 @@ class _DecoratorContextManager:
                 return func(*args, **kwargs)
         return wrapper
 
+    def _wrap_generator(self, func):
+        @functools.wraps(func)
+        def generator(*args, **kwargs):
+            gen = func(*args, **kwargs)
+            with self.clone():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with self.clone():
+                        gen.close()
+                    raise
+                except BaseException:
+                    with self.clone():
+                        response = gen.throw(*sys.exc_info())
+                else:
+                    with self.clone():
+                        response = gen.send(request)
+        return _stop_iteration_value(generator)
+
     def clone(self):
         return self.__class__()
+
+
+def _stop_iteration_value(generator_function):
+    """A generator's `return value` survives the wrapping (StopIteration carries it)."""
+
+    @functools.wraps(generator_function)
+    def wrapper(*args, **kwargs):
+        try:
+            return (yield from generator_function(*args, **kwargs))
+        except StopIteration as stop:
+            return stop.value
+    return wrapper
 
 
 class no_grad(_DecoratorContextManager):
@@ -80,6 +119,10 @@ class set_grad_enabled(_DecoratorContextManager):
         self.mode = bool(mode)
         _state.enabled = self.mode
 
+    def __call__(self, func):
+        _state.enabled = self.prev  # used as a decorator: the mode applies inside func only
+        return super().__call__(func)
+
     def __enter__(self):
         _state.enabled = self.mode
 
@@ -89,9 +132,13 @@ class set_grad_enabled(_DecoratorContextManager):
     def clone(self):
         return self.__class__(self.mode)
 
+    def __repr__(self):
+        return f"ember.autograd.grad_mode.set_grad_enabled(mode={self.mode})"
+
 
 class inference_mode(_DecoratorContextManager):
-    """Like no_grad; tensors created inside are inference tensors."""
+    """Like no_grad. (torch also marks tensors created inside as inference tensors;
+    ember does not: Tensor.is_inference() is always False.)"""
 
     def __new__(cls, mode=True):
         self = super().__new__(cls)
@@ -105,9 +152,8 @@ class inference_mode(_DecoratorContextManager):
 
     def __enter__(self):
         self.prev = (_state.enabled, _state.inference)
-        if self.mode:
-            _state.enabled = False
-            _state.inference = True
+        _state.enabled = not self.mode  # inference_mode(False) turns grad mode on, as torch
+        _state.inference = self.mode
 
     def __exit__(self, *exc):
         _state.enabled, _state.inference = self.prev
@@ -133,11 +179,21 @@ def is_anomaly_check_nan_enabled():
     return _state.anomaly_check_nan
 
 
-class detect_anomaly(_DecoratorContextManager):
-    """Record forward tracebacks on nodes and raise when backward produces NaN."""
+def set_anomaly_enabled(enabled, check_nan=True):
+    """torch.set_anomaly_enabled: switch anomaly mode on or off globally."""
+    _state.anomaly = bool(enabled)
+    _state.anomaly_check_nan = bool(check_nan)
+
+
+class detect_anomaly:
+    """Record forward tracebacks on nodes and raise when backward produces NaN
+    (a context manager only, as in torch)."""
 
     def __init__(self, check_nan=True):
         self.check_nan = check_nan
+        self.prev = (_state.anomaly, _state.anomaly_check_nan)
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
+                      "enabled for debugging.", UserWarning, stacklevel=2)
 
     def __enter__(self):
         self.prev = (_state.anomaly, _state.anomaly_check_nan)
@@ -147,11 +203,8 @@ class detect_anomaly(_DecoratorContextManager):
     def __exit__(self, *exc):
         _state.anomaly, _state.anomaly_check_nan = self.prev
 
-    def clone(self):
-        return self.__class__(self.check_nan)
 
-
-class set_detect_anomaly(_DecoratorContextManager):
+class set_detect_anomaly:
     """Turn anomaly detection on or off now; as a context manager, restore on exit."""
 
     def __init__(self, mode, check_nan=True):
@@ -164,6 +217,3 @@ class set_detect_anomaly(_DecoratorContextManager):
 
     def __exit__(self, *exc):
         _state.anomaly, _state.anomaly_check_nan = self.prev
-
-    def clone(self):
-        return self.__class__(self.mode, self.check_nan)

@@ -18,7 +18,7 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "graph a second time or if you need to access saved tensors after calling backward.")
 
 
-def _version_error(shape, dtype, requires_grad, producer, output_nr, version, saved_version):
+def _version_error(shape, dtype, producer, output_nr, version, saved_version):
     """torch's message for a saved tensor that was modified in place after it was saved."""
     dims = "[" + ", ".join(str(n) for n in shape) + "]"
     where = f", which is output {output_nr} of {_short_name(producer)}," if producer is not None else ""
@@ -26,8 +26,7 @@ def _version_error(shape, dtype, requires_grad, producer, output_nr, version, sa
             "variable in question was changed in there or anywhere later. Good luck!" if grad_mode._state.anomaly
             else "Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
             "torch.autograd.set_detect_anomaly(True, check_nan=False).")
-    head = "one" if requires_grad else "One"
-    return RuntimeError(f"{head} of the variables needed for gradient computation has been modified by an inplace "
+    return RuntimeError(f"one of the variables needed for gradient computation has been modified by an inplace "
                         f"operation: [torch.{_TYPE_NAMES.get(dtype.name, dtype.name)} {dims}]{where} is at "
                         f"version {version}; expected version {saved_version} instead. {hint}")
 
@@ -67,14 +66,14 @@ class SavedTensor:
         if kind == "input":
             t = self.obj
             if t._version.value != self.version:
-                raise _version_error(t._data.shape, t._dtype, t._requires_grad, t._grad_fn, t._output_nr,
+                raise _version_error(t._data.shape, t._dtype, t.grad_fn, t._output_nr,
                                      t._version.value, self.version)
             return t
         if kind == "output":
             counter = self.version_counter
             meta = node._out_meta[self.output_nr]
             if counter.value != self.version:
-                raise _version_error(self.obj.shape, meta[1], True, node, self.output_nr, counter.value,
+                raise _version_error(self.obj.shape, meta[1], node, self.output_nr, counter.value,
                                      self.version)
             out = _make_tensor(self.obj, meta[1])
             out._version = counter
