@@ -82,12 +82,13 @@ def checked_scalar(value, d):
             raise _overflow(d)
         value = value.real
     if d.category == D.INT:
-        if isinstance(value, (float, np.floating)):
-            if not math.isfinite(value):
-                raise _overflow(d)
-            value = int(value)
-        value = int(value)
         info = np.iinfo(d.np)
+        if isinstance(value, (float, np.floating)):
+            # floats must lie in [min, max] before truncation (no wrapping)
+            if not (math.isfinite(value) and int(info.min) <= value <= int(info.max)):
+                raise _overflow(d)
+            return np.array(int(value)).astype(d.np)[()]
+        value = int(value)
         lo = -int(info.max) if info.min == 0 else int(info.min)
         if not lo <= value <= int(info.max):
             raise _overflow(d)
@@ -212,6 +213,14 @@ def _to_plain(obj):
     return [_to_plain(v) for v in obj]
 
 
+def _flatten(obj):
+    if _is_seq(obj):
+        for v in obj:
+            yield from _flatten(v)
+    else:
+        yield obj
+
+
 def _convert(raw, d):
     """raw (parsed Python numbers) as dtype d, with torch's overflow checks for integers."""
     k = raw.dtype.kind
@@ -225,7 +234,8 @@ def _convert(raw, d):
             raise TypeError("must be real number, not complex")
         if raw.size:
             info = np.iinfo(d.np)
-            lo = -int(info.max) if info.min == 0 else int(info.min)
+            # unsigned types take negative integers modulo 2**bits (down to -max), never negative floats
+            lo = -int(info.max) if info.min == 0 and k != "f" else int(info.min)
             if k == "f" and not np.isfinite(raw).all():
                 raise RuntimeError(f"value cannot be converted to type {d.name} without overflow")
             if raw.min() < lo or raw.max() > int(info.max):
@@ -257,6 +267,9 @@ def _array_from_data(data, dtype=None):
     d = dtype or _found_dtype(found)
     if any(not isinstance(f, type) for f in found):
         return np.array(_to_plain(data), dtype=d.np).reshape(shape), d
+    if d.category == D.INT and float in found and len(found) > 1:
+        # mixed ints and floats into an integer dtype: torch checks each by its own type
+        return np.array([checked_scalar(v, d) for v in _flatten(data)], dtype=d.np).reshape(shape), d
     try:
         raw = np.array(data)
     except OverflowError:
@@ -601,6 +614,11 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
         xs, xst = acc(start), acc(step)
     arr = (xs + np.arange(n, dtype=acc) * xst).astype(d.np)
     if out is not None:
+        if out._data.size != n:
+            warnings.warn(f"The number of elements in the out tensor of shape {list(out._data.shape)} is "
+                          f"{out._data.size} which does not match the computed number of elements {n}. Note that "
+                          "this may occur as a result of rounding error. The out tensor will be resized to a "
+                          f"tensor of shape ({n},).", UserWarning, stacklevel=2)
         return into_out(out, arr, d)
     return finish(arr, d, requires_grad, device)
 
