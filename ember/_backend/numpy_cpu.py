@@ -7,10 +7,32 @@ from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
 
 def storage_root(arr):
-    """The ndarray that owns arr's memory (end of the .base chain)."""
-    while isinstance(arr.base, np.ndarray):
-        arr = arr.base
-    return arr
+    """The ndarray that owns arr's memory (end of the .base chain).
+    NumPy's as_strided puts a DummyArray between a view and its source: walk through it."""
+    while True:
+        b = arr.base
+        if isinstance(b, np.ndarray):
+            arr = b
+            continue
+        inner = getattr(b, "base", None)
+        if isinstance(inner, np.ndarray):
+            arr = inner
+            continue
+        return arr
+
+
+def restride(arr, shape, strides_elems, offset_elems=0):
+    """A writeable view of arr's storage with torch's geometry: element strides, first element
+    offset_elems after arr's first element. np.ndarray(buffer=root) is ~10x faster than
+    as_strided and bounds-checked; roots that cannot export a buffer take as_strided."""
+    isz = arr.itemsize
+    root = storage_root(arr)
+    start = data_ptr(arr) - data_ptr(root) + offset_elems * isz
+    strides = tuple(s * isz for s in strides_elems)
+    try:
+        return np.ndarray(shape, arr.dtype, root, start, strides)
+    except (TypeError, ValueError, BufferError):
+        return strided_from(arr, shape, strides_elems, offset_elems)
 
 
 def data_ptr(arr):
@@ -31,6 +53,18 @@ def strided_view(arr, shape, strides_elems):
     """A writeable view of arr's memory with element strides (no bounds checks here)."""
     isz = arr.itemsize
     return _np_as_strided(arr, tuple(shape), tuple(s * isz for s in strides_elems), writeable=True)
+
+
+def restride_as(arr, dtype, shape, strides_elems):
+    """A view of arr's bytes as another dtype with element strides of that dtype (view(dtype))."""
+    root = storage_root(arr)
+    start = data_ptr(arr) - data_ptr(root)
+    isz = np.dtype(dtype).itemsize
+    strides = tuple(s * isz for s in strides_elems)
+    try:
+        return np.ndarray(shape, dtype, root, start, strides)
+    except (TypeError, ValueError, BufferError):
+        return _np_as_strided(arr.view(dtype), tuple(shape), strides, writeable=True)
 
 
 def expand_view(arr, shape):
@@ -116,3 +150,32 @@ def diagonal_view(arr, offset, dim1, dim2):
     if arr.size == 0 or length == 0:
         return strided_from(arr, new_shape, new_strides, 0) if arr.size else np.empty(new_shape, arr.dtype)
     return strided_from(arr, new_shape, new_strides, start)
+
+
+# ---- scatter-add -------------------------------------------------------------------
+
+def index_add_rows(out, index, src):
+    """out[index[i]] += src[i] along axis 0, summing duplicates (index_add_, embedding and
+    advanced-index backward). np.add.at walks one index at a time and is ~6x slower on wide
+    rows; instead sort the indices and sum each run of equal ones with reduceat."""
+    if index.size == 0:
+        return out
+    index = index.reshape(-1)
+    if out.ndim == 1 or src.dtype.kind not in "fc":
+        np.add.at(out, index, src)  # one element per index: NumPy's fast 1-d path
+        return out
+    order = np.argsort(index, kind="stable")
+    sorted_index = index[order]
+    starts = np.empty(sorted_index.size, dtype=bool)
+    starts[0] = True
+    np.not_equal(sorted_index[1:], sorted_index[:-1], out=starts[1:])
+    first = np.flatnonzero(starts)
+    sums = np.add.reduceat(src[order], first, axis=0)
+    out[sorted_index[first]] += sums.astype(out.dtype, copy=False)
+    return out
+
+
+def flat_add_at(out, flat_index, values):
+    """out.reshape(-1)[flat_index] += values with duplicates summed (scatter_add, put_ accumulate)."""
+    np.add.at(out.reshape(-1), flat_index.reshape(-1), values.reshape(-1))
+    return out

@@ -403,6 +403,11 @@ def check_inplace(self):
         if base is not None and base._grad_fn is None and base._requires_grad:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                "operation.")
+        if self.__dict__ and "_multi_view" in self.__dict__:  # set by split/chunk/unbind (shape.py)
+            raise RuntimeError(f"Output {self._output_nr} of {self._multi_view} is a view and is being modified "
+                               "inplace. This view is the output of a function that returns multiple views. Such "
+                               "functions do not allow the output views to be modified inplace. You should replace "
+                               "the inplace operation by an out-of-place one.")
 
 
 def make_inplace(fn, name, row=None):

@@ -1,103 +1,280 @@
-"""Indexing: __getitem__/__setitem__, cat/stack, masked ops, gather/scatter, index_* ...
+"""Indexing: Tensor.__getitem__/__setitem__, index_put, masked ops, take/put, nonzero,
+searchsorted/bucketize, and the backward helpers of view ops.
 
-Basic indexing (ints, slices, None, Ellipsis) returns a view like torch; any tensor,
-list or boolean index makes a copy (advanced indexing, NumPy's rules, which torch follows).
+Note [torch's indexing order]: torch applies the basic part of a key first (ints select,
+slices narrow, None unsqueezes, left to right, on the running result: a view), then one
+advanced index with the remaining tensors on that view (a copy). This differs from NumPy
+when ints mix with arrays (`x[0, :, [0, 1]]` is (3, 2) in torch, (2, 3) in NumPy), so the
+key is parsed here rather than handed to NumPy whole.
 """
+import warnings
+
 import numpy as np
 
 from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor, _wrap_dim
 from ..autograd import grad_mode
-from ._registry import Op, assign_result, check_inplace, install, make_inplace, register, write_out
+from ._registry import Op, assign_result, check_inplace, register, write_out
+from .shape import Slice, strides_of
 
 _make = Tensor._make
 _state = grad_mode._state
+_SCALARS = (int, float, bool, complex, np.number, np.bool_)
 
 
-# ---- index keys -----------------------------------------------------------------------
+# ---- parsing a key ------------------------------------------------------------------------
 
-def _convert_index(item):
-    """One index item to what NumPy expects; (converted, is_advanced)."""
-    if item is None or item is Ellipsis or isinstance(item, slice):
-        if isinstance(item, slice):
-            if item.step is not None:
-                step = int(item.step)
-                if step <= 0:
-                    raise ValueError("step must be greater than zero")
-            item = slice(_idx(item.start), _idx(item.stop), _idx(item.step))
-        return item, False
-    if isinstance(item, bool):
-        return item, True
-    if isinstance(item, int):
-        return item, False
-    if isinstance(item, Tensor):
-        d = item._dtype
-        if d is D.bool or d is D.uint8:
-            return item._data.astype(bool, copy=False), True
-        if d.category != D.INT:
-            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-        return item._data, True
+def _treat_as_tuple(key):
+    """torch's legacy rule: a short non-tuple sequence holding slices, None, Ellipsis, tensors or
+    sequences is a tuple of indices (deprecated in torch, with a warning)."""
+    if isinstance(key, tuple):
+        return True
+    if isinstance(key, (Tensor, str)) or not isinstance(key, (list, np.ndarray)):
+        return False
+    if len(key) >= 32:
+        return False
+    for item in key:
+        if item is None or item is Ellipsis or isinstance(item, (Tensor, list, tuple, slice, np.ndarray)):
+            warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will be "
+                          "changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will "
+                          "be interpreted as tensor index, x[torch.tensor(seq)], which will result either in an "
+                          "error or a different result", UserWarning, stacklevel=4)
+            return True
+    return False
+
+
+def _index_array(item):
+    """A list/array index as an integer or bool ndarray (what a tensor index holds)."""
     if isinstance(item, np.ndarray):
-        return item, True
-    if isinstance(item, (list, tuple)):
-        arr = np.array([_list_item(v) for v in item]) if item else np.array([], dtype=np.int64)
-        if arr.dtype.kind not in "iub":
-            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-        return arr, True
-    if hasattr(item, "__index__"):
-        return int(item.__index__()), False
-    raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
-                     "indices (got " + type(item).__name__ + ")")
+        arr = item
+    else:
+        arr = np.array(_plain(item)) if len(item) else np.array([], dtype=np.int64)
+    if arr.dtype.kind == "b" or arr.dtype == np.uint8:
+        return arr.astype(bool, copy=False)
+    if arr.dtype.kind not in "iu":
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    return arr.astype(np.int64, copy=False)
 
 
-def _list_item(v):
+def _plain(v):
     if isinstance(v, Tensor):
         return v._data
     if isinstance(v, (list, tuple)):
-        return [_list_item(u) for u in v]
+        return [_plain(u) for u in v]
     return v
+
+
+def _classify(item):
+    """('none'|'ellipsis'|'bool'|'int'|'slice'|'array', value) for one index item."""
+    if item is None:
+        return "none", None
+    if item is Ellipsis:
+        return "ellipsis", None
+    if isinstance(item, (bool, np.bool_)):
+        return "bool", bool(item)
+    if isinstance(item, int):
+        return "int", item
+    if isinstance(item, slice):
+        return "slice", item
+    if isinstance(item, Tensor):
+        d = item._dtype
+        arr = item._data
+        if d is D.bool or d is D.uint8:
+            if arr.ndim == 0:
+                return "bool", bool(arr)
+            return "array", arr.astype(bool, copy=False)
+        if d.category != D.INT:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if arr.ndim == 0:
+            return "int", int(arr)
+        return "array", arr
+    if isinstance(item, (list, tuple, np.ndarray)):
+        arr = _index_array(item)
+        if arr.ndim == 0 and arr.dtype != bool:
+            return "int", int(arr)
+        return "array", arr
+    if hasattr(item, "__index__"):
+        return "int", int(item.__index__())
+    raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
+                     f"indices (got {type(item).__name__})")
+
+
+class Parsed:
+    """A key applied torch's way: the geometry of the basic-indexing view and the advanced
+    indices left for it (see Note [torch's indexing order])."""
+    __slots__ = ("shape", "strides", "offset", "np_key", "has_none", "identity", "adv", "last", "noop")
+
+
+def parse_key(x, key, setitem=False):
+    items = key if _treat_as_tuple(key) else (key,)
+    kinds = [_classify(item) for item in items]
+    ndim = x.ndim
+    specified = 0
+    for kind, v in kinds:
+        if kind in ("int", "slice"):
+            specified += 1
+        elif kind == "array":
+            specified += v.ndim if v.dtype == bool else 1
+    if specified > ndim:
+        if ndim == 0 and kinds and kinds[0][0] == "int":
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    p = Parsed()
+    shape = list(x.shape)
+    strides = list(strides_of(x))
+    offset = 0
+    dim = 0
+    real = 0
+    np_key = []
+    adv = []
+    p.has_none = False
+    p.identity = True
+    p.noop = False
+    p.last = None
+    for kind, v in kinds:
+        if kind == "ellipsis":
+            skip = ndim - specified
+            dim += skip
+            real += skip
+            np_key.append(Ellipsis)
+            continue
+        if kind == "none" or kind == "bool":
+            if kind == "bool" and setitem and not v:
+                p.noop = True
+            stride = shape[dim] * strides[dim] if dim < len(shape) else 1
+            shape.insert(dim, 1)
+            strides.insert(dim, stride)
+            np_key.append(None)
+            p.has_none = True
+            p.identity = False
+            p.last = "UnsqueezeBackward0"
+            if kind == "bool" and not setitem:
+                adv.append((dim, np.zeros(1 if v else 0, dtype=np.int64)))
+            dim += 1
+            continue
+        if kind == "int":
+            n = shape[dim]
+            if not -n <= v < n:
+                raise IndexError(f"index {v} is out of bounds for dimension {real} with size {n}")
+            if v < 0:
+                v += n
+            offset += v * strides[dim]
+            del shape[dim]
+            del strides[dim]
+            np_key.append(v)
+            p.identity = False
+            p.last = "SelectBackward0"
+            real += 1
+            continue
+        if kind == "slice":
+            n = shape[dim]
+            if v.step is not None and _idx(v.step) <= 0:
+                if _idx(v.step) == 0:
+                    raise ValueError("slice step cannot be zero")
+                raise ValueError("step must be greater than zero")
+            start, stop, step = slice(_idx(v.start), _idx(v.stop), _idx(v.step)).indices(n)
+            length = max(0, (stop - start + step - 1) // step)
+            if start or length != n or step != 1:
+                p.identity = False
+            offset += start * strides[dim]
+            shape[dim] = length
+            strides[dim] *= step
+            np_key.append(slice(start, start + (length - 1) * step + 1 if length else start, step))
+            p.last = "SliceBackward0"
+            dim += 1
+            real += 1
+            continue
+        # advanced index: the basic view keeps these dims whole
+        k = v.ndim if v.dtype == bool else 1
+        if v.dtype == bool:
+            _check_mask(v, shape, dim, x.shape)
+        adv.append((dim, v))
+        np_key.extend([slice(None)] * k)
+        dim += k
+        real += k
+    p.shape = tuple(shape)
+    p.strides = tuple(strides)
+    p.offset = offset
+    p.np_key = tuple(np_key)
+    p.adv = adv
+    return p
 
 
 def _idx(v):
     if v is None or isinstance(v, int):
         return v
+    if isinstance(v, Tensor):
+        return int(v)
     return int(v.__index__())
 
 
-def convert_key(key):
-    """(numpy key, has_advanced). A bare list is one advanced index, as in torch."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    out = []
-    adv = False
-    for item in key:
-        k, a = _convert_index(item)
-        out.append(k)
-        adv = adv or a
-    return tuple(out), adv
+def _check_mask(mask, shape, dim, full_shape):
+    for j, n in enumerate(mask.shape):
+        if dim + j >= len(shape) or shape[dim + j] != n:
+            raise IndexError(f"The shape of the mask {list(mask.shape)} at index {j} does not match the shape of "
+                             f"the indexed tensor {list(shape)} at index {dim + j}")
 
 
-def _check_ints(x, key):
-    """IndexError with torch's wording for out-of-range integer indices."""
-    dim = 0
-    for i, k in enumerate(key):
-        if k is None:
-            continue
-        if k is Ellipsis:
-            rest = sum(1 for kk in key[i + 1:] if kk is not None and kk is not Ellipsis)
-            dim = x.ndim - rest
-            continue
-        if isinstance(k, int) and not isinstance(k, bool):
-            if dim >= x.ndim:
-                raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
-            n = x.shape[dim]
-            if not -n <= k < n:
-                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size {n}")
-        dim += 1
+def adv_key(adv):
+    """NumPy key for the advanced part: full slices before each index array."""
+    key = []
+    cur = 0
+    for d, arr in adv:
+        key.extend([slice(None)] * (d - cur))
+        key.append(arr)
+        cur = d + (arr.ndim if arr.dtype == bool else 1)
+    return tuple(key)
 
 
-# ---- getitem ---------------------------------------------------------------------------
+def _view_array(x, p):
+    """The array of the basic-indexing view of x."""
+    if p.identity:
+        return x
+    return B.restride(x, p.shape, p.strides, p.offset)
+
+
+def _index_error(e):
+    msg = str(e)
+    if "out of bounds" in msg:
+        return IndexError(msg.replace("axis", "dimension"))
+    if "shape mismatch" in msg:
+        return IndexError(msg.replace("arrays", "tensors"))
+    return IndexError(msg)
+
+
+# ---- advanced indexing ops ----------------------------------------------------------------
+
+def accumulate_at(out, key, v):
+    """out[key] += v with duplicates summed. A single integer index (the common case: x[idx],
+    embedding) goes to the sorted-rows helper; other keys use np.add.at."""
+    arrays = [(i, k) for i, k in enumerate(key) if isinstance(k, np.ndarray)]
+    result_shape = out[key].shape if v.shape != () else None
+    if len(arrays) == 1 and arrays[0][1].dtype != bool and out.dtype.kind in "fc":
+        d, idx = arrays[0]
+        n = out.shape[d]
+        idx = _wrap_index(idx, n, d)
+        rows = B.index_add_rows
+        vb = np.broadcast_to(v, result_shape or out[key].shape)
+        vb = vb.reshape(out.shape[:d] + (idx.size,) + out.shape[d + 1:])
+        rows(np.moveaxis(out, d, 0), idx.reshape(-1), np.moveaxis(vb, d, 0))
+        return out
+    np.add.at(out, key, v)
+    return out
+
+
+def _wrap_index(idx, n, d):
+    if idx.size:
+        lo = idx.min()
+        hi = idx.max()
+        if lo < -n or hi >= n:
+            bad = lo if lo < -n else hi
+            raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+        if lo < 0:
+            idx = np.where(idx < 0, idx + n, idx)
+    return idx
+
 
 class Index(Op):
     """Advanced indexing: a copy."""
@@ -107,7 +284,10 @@ class Index(Op):
     def forward(ctx, x, key):
         ctx.in_shape = x.shape
         ctx.key = key
-        return x[key]
+        try:
+            return x[key]
+        except IndexError as e:
+            raise _index_error(e) from None
 
     def backward(ctx, grad):
         return IndexPut.apply(None, grad, key=ctx.key, accumulate=True, shape=ctx.in_shape)
@@ -123,10 +303,16 @@ class IndexPut(Op):
         ctx.accumulate = accumulate
         out = np.zeros(shape, dtype=v.dtype) if x is None else x.copy()
         v = v.astype(out.dtype, copy=False)
-        if accumulate:
-            np.add.at(out, key, v)
-        else:
-            out[key] = v
+        try:
+            if accumulate:
+                accumulate_at(out, key, v)
+            else:
+                out[key] = v
+        except IndexError as e:
+            raise _index_error(e) from None
+        except ValueError:
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast to "
+                               f"indexing result of shape {list(out[key].shape)}") from None
         return out
 
     def backward(ctx, grad):
@@ -140,64 +326,188 @@ class IndexPut(Op):
         return gx, gv
 
 
+# ---- __getitem__ ---------------------------------------------------------------------------
+
 def getitem(self, key):
-    from .shape import Slice
-    k, adv = convert_key(key)
     x = self._data
-    if not adv:
-        _check_ints(x, k)
-        if len(k) == 1 and k[0] is Ellipsis:
-            return Slice.apply(self, key=k, name="AliasBackward0")
-        return Slice.apply(self, key=k, name=_basic_name(k))
-    try:
-        return Index.apply(self, key=k)
-    except IndexError as e:
-        raise IndexError(str(e).replace("axis", "dimension")) from None
+    if type(key) is int and x.ndim:
+        n = x.shape[0]
+        if not -n <= key < n:
+            raise IndexError(f"index {key} is out of bounds for dimension 0 with size {n}")
+        return Slice.apply(self, key=(key,), name="SelectBackward0")
+    p = parse_key(x, key)
+    if not p.adv:
+        name = p.last or "AliasBackward0"
+        geom = (p.shape, p.strides, p.offset) if p.has_none else None
+        return Slice.apply(self, key=p.np_key, name=name, geom=geom)
+    base = self
+    if not p.identity:
+        geom = (p.shape, p.strides, p.offset) if p.has_none else None
+        base = Slice.apply(self, key=p.np_key, name=p.last, geom=geom)
+    return Index.apply(base, key=adv_key(p.adv))
 
 
-def _basic_name(k):
-    kinds = [type(i) for i in k if i is not Ellipsis]
-    if kinds and all(t is int for t in kinds):
-        return "SelectBackward0"
-    if kinds and all(t is type(None) for t in kinds):
-        return "UnsqueezeBackward0"
-    return "SliceBackward0"
+# ---- __setitem__ ---------------------------------------------------------------------------
+
+class Fill(Op):
+    """The overwritten values get no gradient (fill_ with a number)."""
+    _name = "FillBackward3"
+
+    @staticmethod
+    def forward(ctx, x, value):
+        return np.full(x.shape, value, dtype=x.dtype)
+
+    def backward(ctx, grad):
+        return None
+
+
+class CopyFrom(Op):
+    """self.copy_(src): src broadcast and cast to self's shape and dtype."""
+    _name = "CopyBackwards"
+
+    @staticmethod
+    def forward(ctx, x, src):
+        out = np.empty(x.shape, dtype=x.dtype)
+        out[...] = src
+        return out
+
+    def backward(ctx, grad):
+        return None, grad
+
+
+def _strip_leading_ones(v):
+    """torch drops a value's leading size-1 dims before assigning it (slicePrefix1sSize)."""
+    shape = v._data.shape
+    k = 0
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    return v.reshape(shape[k:]) if k else v
 
 
 def setitem(self, key, value):
-    k, adv = convert_key(key)
-    if not adv:
-        _check_ints(self._data, k)
-    check_inplace(self)
-    v = value
-    if isinstance(v, Tensor):
-        v_arr = v._data
-    elif isinstance(v, (int, float, bool, complex, np.number, np.bool_)):
-        v_arr = np.array(v)
+    if isinstance(value, Tensor):
+        v = value
+    elif isinstance(value, _SCALARS):
+        v = None
     else:
-        from .creation import tensor
-        v = tensor(v, dtype=self._dtype)
-        v_arr = v._data
-    needs = _state.enabled and (self._requires_grad or (isinstance(v, Tensor) and v._requires_grad))
-    if not needs:
-        try:
-            self._data[k] = v_arr.astype(self._data.dtype, copy=False) if v_arr.dtype != self._data.dtype \
-                else v_arr
-        except ValueError as e:
-            raise RuntimeError(f"shape mismatch: value tensor of shape {list(v_arr.shape)} cannot be broadcast "
-                               f"to indexing result of shape {list(self._data[k].shape)}") from None
-        except IndexError as e:
-            raise IndexError(str(e).replace("axis", "dimension")) from None
-        self._version.value += 1
+        from ..autograd.graph import _type_name
+        raise TypeError(f"can't assign a {type(value).__name__} to a torch.{_type_name(self)}")
+    x = self._data
+    p = parse_key(x, key, setitem=True)
+    if p.noop:
         return
-    if not isinstance(v, Tensor):
-        v = _make(v_arr.astype(self._data.dtype))
-    r = IndexPut.apply(self, v.to(self._dtype), key=k, accumulate=False)
-    assign_result(self, r, "index_put_")
+    if p.adv and v is not None and v._dtype is not self._dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{D.SCALAR_NAMES[self._dtype]} for the destination and {D.SCALAR_NAMES[v._dtype]} "
+                           f"for the source.")
+    check_inplace(self)
+    if not (_state.enabled and (self._requires_grad or (v is not None and v._requires_grad))):
+        _setitem_nograd(self, p, value if v is None else v._data)
+        return
+    target = self
+    if not p.identity:
+        geom = (p.shape, p.strides, p.offset) if p.has_none else None
+        target = Slice.apply(self, key=p.np_key, name=p.last, geom=geom)
+    if v is None:
+        v = _make(np.array(value, dtype=x.dtype), self._dtype)
+    elif v._data.ndim:
+        v = _strip_leading_ones(v)
+    if p.adv:
+        r = IndexPut.apply(target, v, key=adv_key(p.adv), accumulate=False)
+        assign_result(target, r, "index_put_")
+        return
+    if isinstance(value, Tensor):
+        try:
+            r = CopyFrom.apply(target, v)
+        except ValueError:
+            raise RuntimeError(_copy_shape_error(v, target)) from None
+    else:
+        r = Fill.apply(target, value=value)
+    assign_result(target, r, "copy_")
+
+
+def _copy_shape_error(v, target):
+    return (f"expand({v.type()}{{{list(v._data.shape)}}}, size={list(target._data.shape)}): the number of sizes "
+            f"provided ({target._data.ndim}) must be greater or equal to the number of dimensions in the tensor "
+            f"({v._data.ndim})" if v._data.ndim > target._data.ndim else
+            f"The expanded size of the tensor ({target._data.shape[-1] if target._data.ndim else 1}) must match "
+            f"the existing size ({v._data.shape[-1]}) at non-singleton dimension {target._data.ndim - 1}.  "
+            f"Target sizes: {list(target._data.shape)}.  Tensor sizes: {list(v._data.shape)}")
+
+
+def _setitem_nograd(self, p, value):
+    x = self._data
+    view = _view_array(x, p)
+    if isinstance(value, np.ndarray):
+        if value.dtype != x.dtype:
+            value = value.astype(x.dtype)
+    else:
+        from .._backend import scalar_array
+        value = scalar_array(value, x.dtype)
+    try:
+        if p.adv:
+            view[adv_key(p.adv)] = value
+        else:
+            view[...] = value
+    except IndexError as e:
+        raise _index_error(e) from None
+    except ValueError:
+        shape = view[adv_key(p.adv)].shape if p.adv else view.shape
+        if p.adv:
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to "
+                               f"indexing result of shape {list(shape)}") from None
+        raise RuntimeError(_copy_shape_error(_make(value), _make(view))) from None
+    self._version.value += 1
 
 
 Tensor.__getitem__ = getitem
 Tensor.__setitem__ = setitem
+
+
+# ---- index_put -----------------------------------------------------------------------------
+
+def _indices_key(self, indices, name):
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'indices' must be tuple of Tensors, not {type(indices).__name__}")
+    if len(indices) > self._data.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {self._data.ndim} (got {len(indices)})")
+    adv = []
+    dim = 0
+    for t in indices:
+        if t is None:
+            dim += 1
+            continue
+        kind, arr = _classify(t if isinstance(t, Tensor) else np.asarray(t))
+        if kind == "int":
+            arr = np.array(arr, dtype=np.int64)
+        elif kind == "bool":
+            arr = np.array(arr)
+        if arr.dtype == bool:
+            _check_mask(arr, self._data.shape, dim, self._data.shape)
+        adv.append((dim, arr))
+        dim += arr.ndim if arr.dtype == bool else 1
+    return adv_key(adv)
+
+
+@register(inplace=False)
+def index_put(input, indices, values, accumulate=False):
+    if not isinstance(values, Tensor):
+        raise TypeError(f"index_put(): argument 'values' must be Tensor, not {type(values).__name__}")
+    if values._dtype is not input._dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{D.SCALAR_NAMES[input._dtype]} for the destination and {D.SCALAR_NAMES[values._dtype]} "
+                           f"for the source.")
+    key = _indices_key(input, indices, "index_put")
+    return IndexPut.apply(input, values, key=key, accumulate=bool(accumulate))
+
+
+def index_put_(self, indices, values, accumulate=False):
+    check_inplace(self)
+    r = index_put(self, indices, values, accumulate)
+    return assign_result(self, r, "index_put_")
+
+
+Tensor.index_put_ = index_put_
 
 
 # ---- backward helpers of view ops --------------------------------------------------------
@@ -214,7 +524,6 @@ class SliceScatter(Op):
         return out
 
     def backward(ctx, grad):
-        from .shape import Slice
         return Slice.apply(grad, key=ctx.key)
 
 
@@ -228,12 +537,14 @@ class UnfoldBackward(Op):
     @staticmethod
     def forward(ctx, g, in_shape, dim, size, step):
         ctx.args = (dim, size, step)
+        if len(in_shape) == 0:
+            return g.reshape(())
         out = np.zeros(in_shape, dtype=g.dtype)
         n = g.shape[dim]
         positions = np.arange(n) * step
+        pre = (slice(None),) * dim
         for k in range(size):
-            idx = (slice(None),) * dim + (positions + k,)
-            out[idx] += g[..., k]
+            out[pre + (positions + k,)] += g[..., k]
         return out
 
     def backward(ctx, grad):
@@ -249,9 +560,10 @@ class DiagonalBackward(Op):
 
     @staticmethod
     def forward(ctx, g, in_shape, offset, dim1, dim2):
+        from .shape import diagonal_geometry
         ctx.args = (offset, dim1, dim2)
         out = np.zeros(in_shape, dtype=g.dtype)
-        B.diagonal_view(out, offset, dim1, dim2)[...] = g
+        B.restride(out, *diagonal_geometry(out.shape, strides_of(out), offset, dim1, dim2))[...] = g
         return out
 
     def backward(ctx, grad):
@@ -262,121 +574,5 @@ def diagonal_backward(grad, in_shape, offset, dim1, dim2):
     return DiagonalBackward.apply(grad, in_shape=in_shape, offset=offset, dim1=dim1, dim2=dim2)
 
 
-# ---- cat / stack --------------------------------------------------------------------------
-
-class Cat(Op):
-    _name = "CatBackward0"
-
-    @staticmethod
-    def forward(ctx, *arrays, dim, dtype):
-        ctx.dim = dim
-        ctx.sizes = [a.shape[dim] if a.ndim else 0 for a in arrays]
-        ctx.skipped = [a.ndim == 1 and a.shape[0] == 0 for a in arrays]
-        used = [a for a in arrays if not (a.ndim == 1 and a.shape[0] == 0)] or [arrays[0]]
-        return np.concatenate([a.astype(dtype, copy=False) for a in used], axis=dim if used[0].ndim else 0)
-
-    def backward(ctx, grad):
-        outs = []
-        start = 0
-        for size, skipped in zip(ctx.sizes, ctx.skipped):
-            if skipped:
-                outs.append(None)
-                continue
-            outs.append(grad.narrow(ctx.dim, start, size))
-            start += size
-        return tuple(outs)
-
-
-def _tensor_list(tensors, name):
-    if isinstance(tensors, Tensor):
-        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
-    tensors = list(tensors)
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
-    return tensors
-
-
-@register(method=False, aliases=("concat", "concatenate"))
-def cat(tensors, dim=0, *, out=None):
-    tensors = _tensor_list(tensors, "cat")
-    if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
-    ref = next((t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)), tensors[0])
-    nd = ref._data.ndim
-    for i, t in enumerate(tensors):
-        if t._data.ndim == 0:
-            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    d = _wrap_dim(dim, nd)
-    for i, t in enumerate(tensors):
-        if t._data.ndim == 1 and t._data.shape[0] == 0 and nd != 1:
-            continue
-        if t._data.ndim != nd:
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {t._data.ndim}")
-        for j in range(nd):
-            if j != d and t._data.shape[j] != ref._data.shape[j]:
-                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
-                                   f"{ref._data.shape[j]} but got size {t._data.shape[j]} for tensor number {i} "
-                                   f"in the list.")
-    dtype = tensors[0]._dtype
-    for t in tensors[1:]:
-        dtype = D.promote_types(dtype, t._dtype)
-    r = Cat.apply(*tensors, dim=d, dtype=dtype.np)
-    return r if out is None else write_out(out, r, "cat")
-
-
-@register(method=False)
-def stack(tensors, dim=0, *, out=None):
-    tensors = _tensor_list(tensors, "stack")
-    if not tensors:
-        raise RuntimeError("stack expects a non-empty TensorList")
-    shape = tensors[0]._data.shape
-    for i, t in enumerate(tensors):
-        if t._data.shape != shape:
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
-                               f"and {list(t._data.shape)} at entry {i}")
-    d = _wrap_dim(dim, len(shape) + 1)
-    r = cat([t.unsqueeze(d) for t in tensors], d)
-    if r._grad_fn is not None:
-        r._grad_fn._name = "StackBackward0"
-    return r if out is None else write_out(out, r, "stack")
-
-
-# ---- masked ops ------------------------------------------------------------------------------
-
-class MaskedFill(Op):
-    _name = "MaskedFillBackward0"
-
-    @staticmethod
-    def forward(ctx, x, mask, value):
-        ctx.save_for_backward(mask)
-        return np.where(mask, value.astype(x.dtype), x)
-
-    def backward(ctx, grad):
-        (mask,) = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        gx = grad.masked_fill(mask, 0) if need[0] else None
-        gv = grad.masked_fill(~mask, 0).sum() if need[2] else None
-        return gx, None, gv
-
-
-@register(inplace=True)
-def masked_fill(input, mask, value):
-    if not isinstance(mask, Tensor) or mask._dtype not in (D.bool, D.uint8):
-        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{mask.dtype if isinstance(mask, Tensor) else type(mask).__name__}")
-    if mask._dtype is D.uint8:
-        mask = mask.bool()
-    if isinstance(value, Tensor):
-        if value._data.ndim != 0:
-            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
-                               f"{value._data.ndim} dimension(s).")
-        v = value
-    else:
-        v = _make(np.array(value, dtype=input._data.dtype))
-    try:
-        return MaskedFill.apply(input, mask, v)
-    except ValueError:
-        raise RuntimeError(f"The size of tensor a ({input.shape[-1] if input.ndim else 1}) must match the size "
-                           f"of tensor b ({mask.shape[-1] if mask.ndim else 1}) at non-singleton dimension "
-                           f"{max(input.ndim, mask.ndim) - 1}") from None
+from . import joining, scatter, selection  # noqa: E402,F401  (the rest of the family installs its ops)
+from .joining import cat, stack  # noqa: E402,F401  (other families import them from here)

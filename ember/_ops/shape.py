@@ -1,19 +1,24 @@
-"""View and shape ops: outputs share storage with the input, as in torch.
+"""View ops: outputs share storage with the input, with torch's exact sizes, strides and
+storage offsets (so stride(), is_contiguous() and storage_offset() agree with torch).
 
 Each view op is declared with `view = True`; apply() then shares the version counter
-and records the base. In-place writes through views rebase history here
-(rebase_history, see Note [In-place on views]).
+and records `_base`. The geometry rules (torch's computeStride, inferExpandGeometry,
+unsqueeze's stride ...) are small pure functions below; NumPy builds the view from them
+(B.restride) wherever its own strides would differ (size-1 and zero-size dims).
+In-place writes through views rebase history here (see Note [In-place on views]).
 """
 import numpy as np
 
 from .. import _dtype as D
 from .._backend import numpy_cpu as B
-from .._tensor import Tensor, Size, _wrap_dim
+from .._tensor import Tensor, _is_contiguous, _wrap_dim
 from ..autograd.graph import init_node
-from ._registry import Op, install, register
+from ._registry import Op, register
 
 _make = Tensor._make
 
+
+# ---- arguments --------------------------------------------------------------------------
 
 def shape_args(args, name="view"):
     """Accept f(2, 3), f((2, 3)), f([2, 3]), f(torch.Size) and 0-d integer tensors."""
@@ -40,12 +45,18 @@ def infer_shape(shape, numel):
     for s in shape:
         if s != -1:
             known *= s
+    text = ", ".join(map(str, shape))
     if neg:
-        if known == 0 or numel % known:
-            raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}")
+        if known == 0:
+            if numel == 0:
+                raise RuntimeError(f"cannot reshape tensor of 0 elements into shape [{text}] because the "
+                                   f"unspecified dimension size -1 can be any value and is ambiguous")
+            raise RuntimeError(f"shape '[{text}]' is invalid for input of size {numel}")
+        if numel % known:
+            raise RuntimeError(f"shape '[{text}]' is invalid for input of size {numel}")
         shape[neg[0]] = numel // known
     elif known != numel:
-        raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}")
+        raise RuntimeError(f"shape '[{text}]' is invalid for input of size {numel}")
     return tuple(shape)
 
 
@@ -56,6 +67,141 @@ def dims_arg(dims, ndim):
     return (_wrap_dim(dims, ndim),)
 
 
+def _int(v):
+    return int(v.__index__()) if not isinstance(v, int) else v
+
+
+# ---- torch's geometry rules (element strides) -------------------------------------------
+
+def strides_of(arr):
+    isz = arr.itemsize
+    return tuple(s // isz for s in arr.strides)
+
+
+def contiguous_strides(shape):
+    """Row-major strides, treating size-0 dims as size 1 (torch's rule)."""
+    strides = [1] * len(shape)
+    acc = 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = acc
+        acc *= max(shape[i], 1)
+    return tuple(strides)
+
+
+def view_strides(old_shape, old_strides, new_shape):
+    """Strides of a view of (old_shape, old_strides) as new_shape, or None when no view exists
+    (torch's computeStride: old dims split into contiguous chunks that new dims must tile)."""
+    if not old_shape:
+        return (1,) * len(new_shape)
+    numel = 1
+    for s in old_shape:
+        numel *= s
+    if numel == 0:
+        return tuple(old_strides) if tuple(old_shape) == tuple(new_shape) else contiguous_strides(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base = old_strides[-1]
+    tensor_numel = 1
+    view_numel = 1
+    for d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[d]
+        if d == 0 or (old_shape[d - 1] != 1 and old_strides[d - 1] != tensor_numel * chunk_base):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                chunk_base = old_strides[d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_strides)
+
+
+def expand_geometry(shape, strides, sizes):
+    """(sizes, strides) of expand (torch's inferExpandGeometry), or raise torch's error."""
+    nd = len(sizes)
+    pad = nd - len(shape)
+    out_shape = [0] * nd
+    out_strides = [0] * nd
+    for i in range(nd - 1, -1, -1):
+        d = i - pad
+        size = shape[d] if d >= 0 else 1
+        if d >= 0:
+            stride = strides[d]
+        else:
+            stride = out_shape[i + 1] * out_strides[i + 1] if i + 1 < nd else 1
+        target = sizes[i]
+        if target == -1:
+            if d < 0:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                                   f"non-existing dimension {i}")
+            target = size
+        if target < 0:
+            raise RuntimeError(f"The expanded size of the tensor ({target}) isn't allowed in a leading, "
+                               f"non-existing dimension {i}")
+        if size != target:
+            if size != 1:
+                raise RuntimeError(f"The expanded size of the tensor ({target}) must match the existing size "
+                                   f"({size}) at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  "
+                                   f"Tensor sizes: {list(shape)}")
+            size = target
+            stride = 0
+        out_shape[i] = size
+        out_strides[i] = stride
+    return tuple(out_shape), tuple(out_strides)
+
+
+def is_non_overlapping_and_dense(shape, strides):
+    if len(shape) == 1:
+        return shape[0] < 2 or strides[0] == 1
+    order = sorted(range(len(shape)), key=lambda d: (shape[d] < 2, strides[d]))
+    expected = 1
+    for d in order:
+        if shape[d] < 2:
+            return True
+        if strides[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
+
+
+def dense_strides_like(shape, strides):
+    """Strides torch's preserve_format gives a copy: the input's own if it is non-overlapping
+    and dense, else dense strides in the input's stride order (infer_dense_strides)."""
+    if is_non_overlapping_and_dense(shape, strides):
+        return tuple(strides)
+    n = len(shape)
+    perm = list(range(n - 1, -1, -1))  # perm[0] is the innermost dim
+
+    def should_swap(a, b):
+        sa, sb = strides[a], strides[b]
+        if sa == 0 or sb == 0:
+            return 0
+        if sa != sb:
+            return -1 if sa < sb else 1
+        return 1 if shape[a] > shape[b] else 0
+
+    for i in range(1, n):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    out = [0] * n
+    acc = 1
+    for d in perm:
+        out[d] = acc
+        acc *= max(shape[d], 1)
+    return tuple(out)
+
+
 # ---- view / reshape ---------------------------------------------------------------
 
 class View(Op):
@@ -63,60 +209,87 @@ class View(Op):
     _name = "ViewBackward0"
 
     @staticmethod
-    def forward(ctx, x, shape):
+    def forward(ctx, x, shape, strides):
         ctx.in_shape = x.shape
-        try:
-            return np.reshape(x, shape, copy=False)
-        except ValueError:
-            raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
-                               "dimension spans across two contiguous subspaces). Use .reshape(...) "
-                               "instead.") from None
+        return B.restride(x, shape, strides)
 
     def backward(ctx, grad):
         return grad.reshape(ctx.in_shape)
 
 
-class Reshape(Op):
-    """reshape when a view is impossible: a copy (torch names it via clone+view)."""
-    _name = "ViewBackward0"
+class ReshapeAlias(View):
+    """reshape of a non-contiguous input that can still be viewed (torch's _reshape_alias)."""
+    _name = "ReshapeAliasBackward0"
 
-    @staticmethod
-    def forward(ctx, x, shape):
-        ctx.in_shape = x.shape
-        return np.reshape(np.ascontiguousarray(x), shape)
 
-    def backward(ctx, grad):
-        return grad.reshape(ctx.in_shape)
+class UnsafeView(View):
+    """reshape of a fresh contiguous copy: not a view of the input (torch's _unsafe_view)."""
+    view = False
+    _name = "UnsafeViewBackward0"
 
 
 def _view_dtype(self, dtype):
-    if dtype.itemsize != self._dtype.itemsize:
-        raise RuntimeError("view(dtype) with a different element size is not supported by ember yet")
-    t = _make(self._data.view(dtype.np), dtype)
+    """view(dtype): reinterpret the bytes. Not differentiable and no `_base` (as torch), but
+    the version counter is shared."""
+    old = self._dtype
+    x = self._data
+    shape = list(x.shape)
+    strides = list(strides_of(x))
+    if dtype.itemsize != old.itemsize:
+        names = (D.SCALAR_NAMES[old], D.SCALAR_NAMES[dtype])
+        what = f"to view {names[0]} as {names[1]} (different element sizes)"
+        if x.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        if strides[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {strides[-1]}")
+        if dtype.itemsize > old.itemsize:
+            ratio = dtype.itemsize // old.itemsize
+            if shape[-1] % ratio:
+                raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got {shape[-1]}")
+            offset = B.storage_offset(x)
+            if offset % ratio:
+                raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {what}, but got {offset}")
+            for i in range(len(shape) - 1):
+                if strides[i] % ratio:
+                    raise RuntimeError(f"self.stride({i}) must be divisible by {ratio} {what}, but got "
+                                       f"{strides[i]}")
+            shape[-1] //= ratio
+            strides = [s // ratio for s in strides[:-1]] + [1]
+        else:
+            ratio = old.itemsize // dtype.itemsize
+            shape[-1] *= ratio
+            strides = [s * ratio for s in strides[:-1]] + [1]
+    arr = B.restride_as(x, dtype.np, tuple(shape), tuple(strides))
+    t = _make(arr, dtype)
     t._version = self._version
-    t._base = self if self._base is None else self._base
-    t._view_version = self._version.value
     return t
 
 
 @register()
-def view(self, *shape):
-    if len(shape) == 1 and isinstance(shape[0], D.dtype):
-        return _view_dtype(self, shape[0])
-    shape = infer_shape(shape_args(shape, "view"), self._data.size)
-    return View.apply(self, shape=shape)
+def view(self, *shape, dtype=None):
+    if dtype is not None or (len(shape) == 1 and isinstance(shape[0], D.dtype)):
+        return _view_dtype(self, dtype if dtype is not None else shape[0])
+    x = self._data
+    shape = infer_shape(shape_args(shape, "view"), x.size)
+    strides = view_strides(x.shape, strides_of(x), shape)
+    if strides is None:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
+                           "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return View.apply(self, shape=shape, strides=strides)
 
 
 @register()
 def reshape(input, *shape):
-    shape = infer_shape(shape_args(shape, "reshape"), input._data.size)
-    if shape == input._data.shape:
-        return View.apply(input, shape=shape)
-    try:
-        np.reshape(input._data, shape, copy=False)
-    except ValueError:
-        return Reshape.apply(input, shape=shape)
-    return View.apply(input, shape=shape)
+    """A view when torch's stride rule allows one, else a copy (UnsafeViewBackward0, no _base)."""
+    x = input._data
+    shape = infer_shape(shape_args(shape, "reshape"), x.size)
+    strides = view_strides(x.shape, strides_of(x), shape)
+    if strides is not None:
+        if _is_contiguous(x):
+            return View.apply(input, shape=shape, strides=strides)
+        return ReshapeAlias.apply(input, shape=shape, strides=strides)
+    c = Clone.apply(input, strides=None)
+    return UnsafeView.apply(c, shape=shape, strides=contiguous_strides(shape))
 
 
 @register()
@@ -149,8 +322,11 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 @register()
 def unflatten(input, dim, sizes):
-    d = _wrap_dim(dim, input._data.ndim)
-    sizes = tuple(sizes)
+    nd = input._data.ndim
+    d = _wrap_dim(dim, nd)
+    sizes = shape_args((sizes,), "unflatten")
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
     n = input._data.shape[d]
     if -1 in sizes:
         sizes = infer_shape(sizes, n)
@@ -162,21 +338,13 @@ def unflatten(input, dim, sizes):
             raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
                                f"{dim} ({n}) in the input tensor")
     shape = input._data.shape
-    return view(input, shape[:d] + sizes + shape[d + 1:]) if _viewable(input, shape[:d] + sizes + shape[d + 1:]) \
-        else reshape(input, shape[:d] + sizes + shape[d + 1:])
-
-
-def _viewable(t, shape):
-    try:
-        np.reshape(t._data, shape, copy=False)
-        return True
-    except ValueError:
-        return False
+    return view(input, shape[:d] + sizes + shape[d + 1:])
 
 
 @register()
 def ravel(input):
-    return reshape(input, (-1,))
+    """contiguous().view(-1): a view of the input, or of its contiguous copy."""
+    return view(contiguous(input), -1)
 
 
 # ---- transpose / permute ------------------------------------------------------------
@@ -191,7 +359,10 @@ class Permute(Op):
         return np.transpose(x, dims)
 
     def backward(ctx, grad):
-        return grad.permute(tuple(np.argsort(ctx.dims)))
+        inverse = [0] * len(ctx.dims)
+        for i, d in enumerate(ctx.dims):
+            inverse[d] = i
+        return grad.permute(inverse)
 
 
 class Transpose(Op):
@@ -201,10 +372,19 @@ class Transpose(Op):
     @staticmethod
     def forward(ctx, x, dim0, dim1):
         ctx.dims = (dim0, dim1)
+        if x.ndim == 0:
+            return x[...]
         return np.swapaxes(x, dim0, dim1)
 
     def backward(ctx, grad):
         return grad.transpose(*ctx.dims)
+
+
+class TransposeT(Transpose):
+    _name = "TBackward0"
+
+    def backward(ctx, grad):
+        return grad.t()
 
 
 @register()
@@ -226,8 +406,6 @@ def transpose(input, dim0, dim1):
     nd = input._data.ndim
     d0 = _wrap_dim(dim0, nd)
     d1 = _wrap_dim(dim1, nd)
-    if nd < 2:
-        return View.apply(input, shape=input._data.shape)
     return Transpose.apply(input, dim0=d0, dim1=d1)
 
 
@@ -236,16 +414,15 @@ def t(input):
     nd = input._data.ndim
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
-    if nd < 2:
-        return View.apply(input, shape=input._data.shape)
-    r = Transpose.apply(input, dim0=0, dim1=1)
-    if r._grad_fn is not None:
-        r._grad_fn._name = "TBackward0"
-    return r
+    return TransposeT.apply(input, dim0=0, dim1=nd - 1 if nd else 0)
 
 
 @register()
 def adjoint(input):
+    nd = input._data.ndim
+    if nd < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got {nd}-D "
+                           f"tensor.")
     r = transpose(input, -2, -1)
     return r.conj() if r.is_complex() else r
 
@@ -258,10 +435,16 @@ def movedim(input, source, destination):
     if len(src) != len(dst):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
                            f"contain the same number of dims as destination ({list(dst)} dims)")
-    order = [d for d in range(nd) if d not in src]
-    for s, d in sorted(zip(dst, src)):
-        order.insert(s, d)
-    return permute(input, order)
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({list(source)})")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({list(destination)})")
+    order = [-1] * nd
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(nd) if d not in src)
+    order = [o if o != -1 else next(rest) for o in order]
+    return Permute.apply(input, dims=tuple(order))
 
 
 # ---- expand / squeeze / unsqueeze -----------------------------------------------------
@@ -271,9 +454,9 @@ class Expand(Op):
     _name = "ExpandBackward0"
 
     @staticmethod
-    def forward(ctx, x, shape):
+    def forward(ctx, x, shape, strides):
         ctx.in_shape = x.shape
-        return B.expand_view(x, shape)
+        return B.restride(x, shape, strides)
 
     def backward(ctx, grad):
         return grad.sum_to_size(ctx.in_shape)
@@ -282,32 +465,13 @@ class Expand(Op):
 @register()
 def expand(input, *sizes, implicit=False):
     sizes = shape_args(sizes, "expand")
-    shape = input._data.shape
-    nd = len(sizes)
-    if nd < len(shape):
-        raise RuntimeError(f"expand({input.type()}{{{list(shape)}}}, size={list(sizes)}): the number of sizes "
-                           f"provided ({nd}) must be greater or equal to the number of dimensions in the "
-                           f"tensor ({len(shape)})")
-    pad = nd - len(shape)
-    out = []
-    for i, s in enumerate(sizes):
-        if i < pad:
-            if s < 0:
-                raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a leading, "
-                                   f"non-existing dimension {i}")
-            out.append(s)
-            continue
-        cur = shape[i - pad]
-        if s == -1:
-            out.append(cur)
-        elif cur == 1 or cur == s:
-            out.append(s)
-        else:
-            raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at "
-                               f"non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
-                               f"{list(shape)}")
-    out = tuple(out)
-    return Expand.apply(input, shape=out)
+    x = input._data
+    if len(sizes) < x.ndim:
+        raise RuntimeError(f"expand({input.type()}{{{list(x.shape)}}}, size={list(sizes)}): the number of sizes "
+                           f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in the "
+                           f"tensor ({x.ndim})")
+    shape, strides = expand_geometry(x.shape, strides_of(x), sizes)
+    return Expand.apply(input, shape=shape, strides=strides)
 
 
 @register()
@@ -315,7 +479,7 @@ def expand_as(input, other):
     return expand(input, other._data.shape)
 
 
-@register(function=True)
+@register(method=False)
 def broadcast_to(input, size):
     return expand(input, tuple(size))
 
@@ -325,9 +489,10 @@ class Squeeze(Op):
     _name = "SqueezeBackward0"
 
     @staticmethod
-    def forward(ctx, x, dims):
+    def forward(ctx, x, dims, name):
         ctx.in_shape = x.shape
-        return np.squeeze(x, axis=dims) if dims is not None else np.squeeze(x)
+        ctx._name = name
+        return np.squeeze(x, axis=dims)
 
     def backward(ctx, grad):
         return grad.reshape(ctx.in_shape)
@@ -335,12 +500,14 @@ class Squeeze(Op):
 
 @register()
 def squeeze(input, dim=None):
-    shape = input._data.shape
+    x = input._data
     if dim is None:
-        return Squeeze.apply(input, dims=None)
-    dims = dims_arg(dim, input._data.ndim)
-    dims = tuple(d for d in dims if input._data.ndim and shape[d] == 1)
-    return Squeeze.apply(input, dims=dims)
+        dims = tuple(i for i, n in enumerate(x.shape) if n == 1)
+        return Squeeze.apply(input, dims=dims, name="SqueezeBackward0")
+    name = "SqueezeBackward2" if isinstance(dim, (list, tuple)) else "SqueezeBackward1"
+    dims = dims_arg(dim, x.ndim)
+    dims = tuple(sorted({d for d in dims if x.ndim and x.shape[d] == 1}))
+    return Squeeze.apply(input, dims=dims, name=name)
 
 
 class Unsqueeze(Op):
@@ -350,7 +517,12 @@ class Unsqueeze(Op):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        return np.expand_dims(x, dim)
+        shape = list(x.shape)
+        strides = list(strides_of(x))
+        stride = shape[dim] * strides[dim] if dim < x.ndim else 1
+        shape.insert(dim, 1)
+        strides.insert(dim, stride)
+        return B.restride(x, tuple(shape), tuple(strides))
 
     def backward(ctx, grad):
         return grad.squeeze(ctx.dim)
@@ -363,18 +535,69 @@ def unsqueeze(input, dim):
 
 # ---- slicing views: narrow, select, unfold, diagonal, as_strided ---------------------
 
+def key_geometry(shape, strides, key):
+    """(shape, strides, offset) of basic indexing with a normalized key (ints in range, slices
+    with positive steps, None, Ellipsis), by torch's rules (slices clamp, None unsqueezes)."""
+    shape = list(shape)
+    strides = list(strides)
+    offset = 0
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    dim = 0
+    for k in key:
+        if k is Ellipsis:
+            dim += len(shape) - dim - (consumed - _consumed_before(key, k))
+        elif k is None:
+            stride = shape[dim] * strides[dim] if dim < len(shape) else 1
+            shape.insert(dim, 1)
+            strides.insert(dim, stride)
+            dim += 1
+        elif isinstance(k, slice):
+            start, stop, step = k.indices(shape[dim])
+            length = max(0, (stop - start + step - 1) // step)
+            offset += start * strides[dim]
+            shape[dim] = length
+            strides[dim] *= step
+            dim += 1
+        else:
+            offset += (k + shape[dim] if k < 0 else k) * strides[dim]
+            del shape[dim]
+            del strides[dim]
+    return tuple(shape), tuple(strides), offset
+
+
+def _consumed_before(key, ellipsis):
+    n = 0
+    for k in key:
+        if k is ellipsis:
+            return n
+        if k is not None:
+            n += 1
+    return n
+
+
+def basic_view(x, key):
+    """x[key] as a view with torch's geometry. NumPy's own indexing is exact except that it
+    returns a scalar for a full selection and puts empty results at offset 0."""
+    r = x[key]
+    if type(r) is np.ndarray and r.size:
+        return r
+    return B.restride(x, *key_geometry(x.shape, strides_of(x), key))
+
+
 class Slice(Op):
-    """Basic indexing with slices/ints/None/Ellipsis: a view (torch: SliceBackward0...)."""
+    """Basic indexing (ints, slices, None, Ellipsis) as one view. `geom` is the torch geometry
+    (shape, strides, offset) when NumPy's own would differ (None dims), else NumPy indexes."""
     view = True
     _name = "SliceBackward0"
 
     @staticmethod
-    def forward(ctx, x, key, name="SliceBackward0"):
+    def forward(ctx, x, key, name="SliceBackward0", geom=None):
         ctx.in_shape = x.shape
         ctx.key = key
         ctx._name = name
-        r = x[key]
-        return r
+        if geom is None:
+            return basic_view(x, key)
+        return B.restride(x, *geom)
 
     def backward(ctx, grad):
         from .indexing import slice_backward
@@ -388,12 +611,15 @@ def narrow(input, dim, start, length):
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, nd)
     n = input._data.shape[d]
-    start = int(start)
+    start = _int(start)
+    length = _int(length)
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     if not -n <= start <= n:
         raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
     if start < 0:
         start += n
-    if length < 0 or start + length > n:
+    if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
     key = (slice(None),) * d + (slice(start, start + length),)
     return Slice.apply(input, key=key, name="SliceBackward0")
@@ -406,7 +632,7 @@ def select(input, dim, index):
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, nd)
     n = input._data.shape[d]
-    index = int(index)
+    index = _int(index)
     if not -n <= index < n:
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(input._data.shape)} at "
                          f"dimension {dim}")
@@ -421,7 +647,15 @@ class Unfold(Op):
     @staticmethod
     def forward(ctx, x, dim, size, step):
         ctx.args = (x.shape, dim, size, step)
-        return B.sliding_windows(x, dim, size, step)
+        if x.ndim == 0:
+            return B.restride(x, (1,), (1,))
+        shape = list(x.shape)
+        strides = list(strides_of(x))
+        shape[dim] = (shape[dim] - size) // step + 1
+        strides.append(strides[dim])
+        strides[dim] *= step
+        shape.append(size)
+        return B.restride(x, tuple(shape), tuple(strides))
 
     def backward(ctx, grad):
         from .indexing import unfold_backward
@@ -431,15 +665,30 @@ class Unfold(Op):
 @register()
 def unfold(input, dimension, size, step):
     nd = input._data.ndim
-    d = _wrap_dim(dimension, nd) if nd else 0
+    d = _wrap_dim(dimension, nd)
     n = input._data.shape[d] if nd else 1
     if size > n:
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
-    if nd == 0:
-        return View.apply(input, shape=(1,))
     return Unfold.apply(input, dim=d, size=size, step=step)
+
+
+def diagonal_geometry(shape, strides, offset, dim1, dim2):
+    """(shape, strides, element offset) of torch's diagonal view; the diagonal is the last dim."""
+    n1, n2 = shape[dim1], shape[dim2]
+    if offset >= 0:
+        length = max(0, min(n1, n2 - offset))
+        start = offset * strides[dim2]
+    else:
+        length = max(0, min(n1 + offset, n2))
+        start = -offset * strides[dim1]
+    if length == 0:
+        start = 0
+    keep = [i for i in range(len(shape)) if i not in (dim1, dim2)]
+    new_shape = tuple(shape[i] for i in keep) + (length,)
+    new_strides = tuple(strides[i] for i in keep) + (strides[dim1] + strides[dim2],)
+    return new_shape, new_strides, start
 
 
 class Diagonal(Op):
@@ -449,7 +698,7 @@ class Diagonal(Op):
     @staticmethod
     def forward(ctx, x, offset, dim1, dim2):
         ctx.args = (x.shape, offset, dim1, dim2)
-        return B.diagonal_view(x, offset, dim1, dim2)
+        return B.restride(x, *diagonal_geometry(x.shape, strides_of(x), offset, dim1, dim2))
 
     def backward(ctx, grad):
         from .indexing import diagonal_backward
@@ -466,6 +715,15 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     return Diagonal.apply(input, offset=offset, dim1=d1, dim2=d2)
 
 
+def storage_index(shape, strides, offset):
+    """Storage positions of every element of a (shape, strides, offset) geometry, as an int array."""
+    idx = np.full((), offset, dtype=np.int64)
+    for i, (n, s) in enumerate(zip(shape, strides)):
+        r = np.arange(n, dtype=np.int64) * s
+        idx = idx[..., None] + r if i else idx + r
+    return idx.reshape(shape)
+
+
 class AsStrided(Op):
     """torch.as_strided: a view of the input's storage with explicit geometry."""
     view = True
@@ -474,33 +732,51 @@ class AsStrided(Op):
     @staticmethod
     def forward(ctx, x, size, stride, storage_offset):
         root = B.storage_root(x)
-        need = storage_offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1 if all(size) else 0
-        avail = root.nbytes // x.itemsize
-        if need > avail:
-            raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
-                               f"{storage_offset}, and itemsize {x.itemsize} requiring a storage size of "
-                               f"{need * x.itemsize} are out of bounds for storage of size {root.nbytes}")
-        ctx.geom = (x.shape, tuple(s // x.itemsize for s in x.strides), B.storage_offset(x),
-                    tuple(size), tuple(stride), storage_offset)
-        return B.strided_from(root.reshape(-1) if root.flags.c_contiguous else root, size, stride,
-                              storage_offset)
+        ctx.geoms = ((x.shape, strides_of(x), B.storage_offset(x)), (size, stride, storage_offset))
+        ctx.storage = root.nbytes // x.itemsize
+        return B.restride(x, size, stride, storage_offset - B.storage_offset(x))
 
     def backward(ctx, grad):
-        in_shape, in_strides, in_off, size, stride, off = ctx.geom
-        return StridedScatter.apply(None, grad, base_shape=in_shape, base_strides=in_strides,
-                                    size=size, stride=stride, offset=off - in_off)
+        in_geom, out_geom = ctx.geoms
+        return StorageMove.apply(grad, src=out_geom, dst=in_geom, storage=ctx.storage)
+
+
+class StorageMove(Op):
+    """Gradient of as_strided: add the elements of geometry `src` into a zero storage (overlaps
+    accumulate), then read geometry `dst` from it. Its own gradient is the reverse move."""
+    _name = "AsStridedBackward0"
+
+    @staticmethod
+    def forward(ctx, g, src, dst, storage):
+        ctx.args = (src, dst, storage)
+        buf = np.zeros(storage, dtype=g.dtype)
+        np.add.at(buf, storage_index(*src).reshape(-1), g.reshape(-1))
+        return buf[storage_index(*dst)]
+
+    def backward(ctx, grad):
+        src, dst, storage = ctx.args
+        return StorageMove.apply(grad, src=dst, dst=src, storage=storage)
 
 
 @register()
 def as_strided(input, size, stride, storage_offset=None):
-    size = tuple(int(s) for s in size)
-    stride = tuple(int(s) for s in stride)
+    size = tuple(_int(s) for s in size)
+    stride = tuple(_int(s) for s in stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape")
     if any(s < 0 for s in stride):
         raise RuntimeError("as_strided: Negative strides are not supported at the moment, got strides: "
                            f"{list(stride)}")
-    off = input.storage_offset() if storage_offset is None else int(storage_offset)
+    x = input._data
+    off = B.storage_offset(x) if storage_offset is None else _int(storage_offset)
+    if off < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {off}")
+    need = off + sum((n - 1) * s for n, s in zip(size, stride)) + 1 if all(size) else 0
+    avail = B.storage_root(x).nbytes
+    if need * x.itemsize > avail:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
+                           f"{off}, and itemsize {x.itemsize} requiring a storage size of "
+                           f"{need * x.itemsize} are out of bounds for storage of size {avail}")
     return AsStrided.apply(input, size=size, stride=stride, storage_offset=off)
 
 
@@ -513,18 +789,21 @@ class SplitWithSizes(Op):
     @staticmethod
     def forward(ctx, x, sizes, dim):
         ctx.dim = dim
-        ctx.sizes = sizes
         outs = []
         start = 0
         pre = (slice(None),) * dim
         for s in sizes:
-            outs.append(x[pre + (slice(start, start + s),)])
+            outs.append(basic_view(x, pre + (slice(start, start + s),)))
             start += s
         return tuple(outs)
 
     def backward(ctx, *grads):
-        from .indexing import cat
+        from .joining import cat
         return cat(grads, ctx.dim)
+
+
+class Split(SplitWithSizes):
+    _name = "SplitBackward0"
 
 
 class Unbind(Op):
@@ -535,75 +814,144 @@ class Unbind(Op):
     def forward(ctx, x, dim):
         ctx.dim = dim
         pre = (slice(None),) * dim
-        return tuple(x[pre + (i,)] for i in range(x.shape[dim]))
+        return tuple(basic_view(x, pre + (i,)) for i in range(x.shape[dim]))
 
     def backward(ctx, *grads):
-        from .indexing import stack
+        from .joining import stack
         return stack(grads, ctx.dim)
+
+
+def _multi_views(outs):
+    """Mark outputs of a multi-view op: torch forbids in-place changes through them or their
+    base once they carry history (checked in check_inplace and view_of_base)."""
+    for o in outs:
+        if o._grad_fn is not None:
+            o._multi_view = o._grad_fn.name()
+    return outs
+
+
+def _split_dim(tensor, dim):
+    if tensor._data.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = _wrap_dim(dim, tensor._data.ndim)
+    return d, tensor._data.shape[d]
 
 
 @register()
 def split(tensor, split_size_or_sections, dim=0):
-    d = _wrap_dim(dim, tensor._data.ndim)
-    n = tensor._data.shape[d]
-    if isinstance(split_size_or_sections, int) or hasattr(split_size_or_sections, "__index__") and \
-            not isinstance(split_size_or_sections, (list, tuple)):
-        s = int(split_size_or_sections)
-        if s <= 0 and not (s == 0 and n == 0):
-            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
-        sizes = [s] * (n // s) + ([n % s] if n % s else []) if s else [0]
-        if not sizes:
-            sizes = [0]
-        outs = SplitWithSizes.apply(tensor, sizes=tuple(sizes), dim=d)
-        return outs
-    sizes = tuple(int(s) for s in split_size_or_sections)
-    if sum(sizes) != n:
-        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
-                           f"dimension {d}), but got split_sizes={list(sizes)}")
-    return SplitWithSizes.apply(tensor, sizes=sizes, dim=d)
+    if isinstance(split_size_or_sections, (list, tuple)):
+        return split_with_sizes(tensor, split_size_or_sections, dim)
+    d, n = _split_dim(tensor, dim)
+    s = _int(split_size_or_sections)
+    if s < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
+    if s == 0 and n != 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+    pieces = max(-(-n // s), 1) if s else 1
+    sizes = [s] * (pieces - 1) + [n - s * (pieces - 1)]
+    return _multi_views(Split.apply(tensor, sizes=tuple(sizes), dim=d))
 
 
 @register()
 def split_with_sizes(input, split_sizes, dim=0):
-    return split(input, list(split_sizes), dim)
+    d, n = _split_dim(input, dim)
+    sizes = tuple(_int(s) for s in split_sizes)
+    for s in sizes:
+        if s < 0:
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                               f"split_sizes={list(sizes)}")
+    if sum(sizes) != n:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                           f"dimension {d}), but got split_sizes={list(sizes)}")
+    return _multi_views(SplitWithSizes.apply(input, sizes=sizes, dim=d))
 
 
 @register()
 def chunk(input, chunks, dim=0):
+    if input._data.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
-        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = _wrap_dim(dim, input._data.ndim)
     n = input._data.shape[d]
-    size = -(-n // chunks) if n else 0
-    if size == 0:
-        return split(input, [0] * min(chunks, 1) if n == 0 else [n], d) if n == 0 else split(input, n, d)
+    size = -(-n // chunks)
+    if size == 0 and n == 0:
+        return _multi_views(SplitWithSizes.apply(input, sizes=(0,) * chunks, dim=d))
     return split(input, size, d)
+
+
+def _sections(indices_or_sections):
+    """int sections or a list of split indices (tensors allowed, as torch)."""
+    v = indices_or_sections
+    if isinstance(v, Tensor):
+        if v._dtype.category != D.INT:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have an integral type, but "
+                               f"got {v._dtype}")
+        if v._data.ndim > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                               f"one-dimensional tensor, but got a tensor with {v._data.ndim} dims")
+        return int(v._data) if v._data.ndim == 0 else [int(i) for i in v._data]
+    if isinstance(v, (list, tuple)):
+        return [_int(i) for i in v]
+    return _int(v)
 
 
 @register()
 def tensor_split(input, indices_or_sections, dim=0):
-    d = _wrap_dim(dim, input._data.ndim)
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    d = _wrap_dim(dim, nd)
     n = input._data.shape[d]
-    if isinstance(indices_or_sections, int):
-        k = indices_or_sections
-        if k <= 0:
-            raise RuntimeError(f"number of sections must be larger than 0, got {k}")
-        q, r = divmod(n, k)
-        sizes = [q + 1] * r + [q] * (k - r)
+    spec = _sections(indices_or_sections)
+    if isinstance(spec, int):
+        if spec <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {spec}")
+        q, r = divmod(n, spec)
+        bounds = [0]
+        for i in range(spec):
+            bounds.append(bounds[-1] + q + (1 if i < r else 0))
     else:
-        idx = [int(i) for i in indices_or_sections]
-        bounds = [0] + [min(max(i, 0), n) for i in idx] + [n]
-        sizes = [max(b - a, 0) for a, b in zip(bounds[:-1], bounds[1:])]
-        outs = []
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            outs.append(narrow(input, d, min(a, n), max(b - a, 0)))
-        return tuple(outs)
-    return SplitWithSizes.apply(input, sizes=tuple(sizes), dim=d)
+        bounds = [0] + spec + [n]
+    pre = (slice(None),) * d
+    return tuple(Slice.apply(input, key=pre + (slice(a, b),), name="SliceBackward0")
+                 for a, b in zip(bounds[:-1], bounds[1:]))
+
+
+def _dir_split(input, sections, dim, name, min_dims):
+    nd = input._data.ndim
+    if nd < min_dims:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor "
+                           f"with {nd} dimensions!")
+    spec = _sections(sections)
+    if isinstance(spec, int):
+        n = input._data.shape[dim]
+        if spec == 0 or n % spec:
+            raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the "
+                               f"dimension {n} is not divisible by the split_size {spec}!")
+    return tensor_split(input, spec, dim)
+
+
+@register()
+def hsplit(input, indices_or_sections):
+    return _dir_split(input, indices_or_sections, 1 if input._data.ndim > 1 else 0, "hsplit", 1)
+
+
+@register()
+def vsplit(input, indices_or_sections):
+    return _dir_split(input, indices_or_sections, 0, "vsplit", 2)
+
+
+@register()
+def dsplit(input, indices_or_sections):
+    return _dir_split(input, indices_or_sections, 2, "dsplit", 3)
 
 
 @register()
 def unbind(input, dim=0):
-    return Unbind.apply(input, dim=_wrap_dim(dim, input._data.ndim))
+    if input._data.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    return _multi_views(Unbind.apply(input, dim=_wrap_dim(dim, input._data.ndim)))
 
 
 # ---- contiguous / clone -------------------------------------------------------------
@@ -612,24 +960,39 @@ class Clone(Op):
     _name = "CloneBackward0"
 
     @staticmethod
-    def forward(ctx, x):
-        return np.array(x, copy=True, order="C")
+    def forward(ctx, x, strides=None):
+        if strides is None or strides == contiguous_strides(x.shape):
+            return np.array(x, copy=True, order="C")
+        buf = np.empty(x.size, dtype=x.dtype)
+        out = B.restride(buf, x.shape, strides)
+        out[...] = x
+        return out
 
     def backward(ctx, grad):
         return grad
 
 
+def _memory_format_name(memory_format):
+    return "preserve" if memory_format is None else str(memory_format).replace("torch.", "")
+
+
 @register()
 def clone(input, *, memory_format=None):
-    return Clone.apply(input)
+    """preserve_format (the default) keeps the input's layout, as torch."""
+    fmt = _memory_format_name(memory_format)
+    x = input._data
+    if fmt == "contiguous_format":
+        return Clone.apply(input, strides=None)
+    if fmt != "preserve_format" and fmt != "preserve":
+        raise RuntimeError(f"clone(): memory_format {fmt} is not supported by ember")
+    return Clone.apply(input, strides=dense_strides_like(x.shape, strides_of(x)))
 
 
 @register()
 def contiguous(input, memory_format=None):
-    from .._tensor import _is_contiguous
     if _is_contiguous(input._data):
         return input
-    return Clone.apply(input)
+    return Clone.apply(input, strides=None)
 
 
 # ---- Note [In-place on views] ------------------------------------------------------
@@ -640,7 +1003,7 @@ def contiguous(input, memory_format=None):
 
 class StridedScatter(Op):
     """out = x (or zeros) in the base layout, with the window `size/stride/offset` set to src."""
-    _name = "CopySlices"
+    _name = "torch::autograd::CopySlices"  # torch's name(); repr shows CopySlices
 
     @staticmethod
     def forward(ctx, x, src, base_shape, base_strides, size, stride, offset):
@@ -703,6 +1066,11 @@ def _view_node(view, base):
 def view_of_base(t):
     """Regenerate the grad_fn of view t from its base's current history."""
     base = t._base
+    if t.__dict__ and "_multi_view" in t.__dict__:
+        raise RuntimeError(f"Output {t._output_nr} of {t._multi_view} is a view and its base or another view of "
+                           "its base has been modified inplace. This view is the output of a function that returns "
+                           "multiple views. Such functions do not allow the output views to be modified inplace. "
+                           "You should replace the inplace operation by an out-of-place one.")
     if not base._requires_grad:
         t._view_version = t._version.value
         return t._grad_fn

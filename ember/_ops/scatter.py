@@ -1,0 +1,687 @@
+"""Gather/scatter family: gather, scatter(_add/_reduce), index_select/add/copy/fill,
+take_along_dim, and the *_scatter ops (select/slice/diagonal) that embed one tensor in another.
+
+Backward formulas are written with these same ops (gather <-> scatter_add, index_select <->
+index_add), so double backward works. Duplicate indices are summed with the sorted-rows
+helper in the backend (B.index_add_rows) or NumPy's fast 1-d add.at.
+"""
+import numpy as np
+
+from .. import _dtype as D
+from .._backend import numpy_cpu as B
+from .._tensor import Tensor, _wrap_dim
+from ._registry import Op, assign_result, check_inplace, install, register, write_out
+from .shape import Slice, diagonal_geometry, strides_of
+
+_make = Tensor._make
+
+
+def _inplace(fn, name):
+    """name_: compute out of place, write into self (torch's in-place semantics and checks)."""
+    def inplace(self, *args, **kwargs):
+        check_inplace(self)
+        return assign_result(self, fn(self, *args, **kwargs), name)
+    inplace.__name__ = inplace.__qualname__ = name
+    install(inplace, name, function=False)
+    return inplace
+
+
+# ---- index along a dim --------------------------------------------------------------------
+
+def _index_tensor(index, name, dtypes=(np.int64,)):
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if index._data.dtype not in dtypes:
+        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+    return index._data
+
+
+def _dim_key(index, dim):
+    """The NumPy key that pairs every position of `index` with its target along dim:
+    index itself at dim, broadcast aranges elsewhere (index may be smaller than the input)."""
+    nd = index.ndim
+    key = []
+    for d in range(nd):
+        if d == dim:
+            key.append(index)
+        else:
+            shape = [1] * nd
+            shape[d] = index.shape[d]
+            key.append(np.arange(index.shape[d]).reshape(shape))
+    return tuple(key)
+
+
+def _check_dim_index(x, dim, index, name, src=None):
+    """torch's shape rules for gather/scatter: same ndim, index no larger than self (and src)
+    outside dim; indices in range."""
+    if index.ndim != max(x.ndim, 1) and not (index.ndim == 0 and x.ndim == 0) and index.size:
+        raise RuntimeError("Index tensor must have the same number of dimensions as "
+                           f"{'input' if name == 'gather' else 'self'} tensor")
+    for d in range(index.ndim):
+        if d == dim:
+            continue
+        if x.ndim and index.shape[d] > x.shape[d]:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be no "
+                               f"larger than self {list(x.shape)} apart from dimension {dim}")
+        if src is not None and src.ndim and index.shape[d] > src.shape[d]:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be no "
+                               f"larger than src {list(src.shape)}")
+    n = x.shape[dim] if x.ndim else 1
+    if index.size:
+        lo, hi = index.min(), index.max()
+        if lo < -n or hi >= n:
+            bad = lo if lo < -n else hi
+            raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
+
+
+def _wrap(index, n):
+    return np.where(index < 0, index + n, index) if index.size and index.min() < 0 else index
+
+
+def _as_nd(x):
+    return x.reshape(1) if x.ndim == 0 else x
+
+
+# ---- gather -----------------------------------------------------------------------------------
+
+class Gather(Op):
+    _name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx, x, index, dim):
+        ctx.save_for_backward(index)
+        ctx.args = (x.shape, dim)
+        xx = _as_nd(x)
+        idx = _wrap(_as_nd(index), xx.shape[dim])
+        return xx[_dim_key(idx, dim)].reshape(index.shape)
+
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        shape, dim = ctx.args
+        return grad.new_zeros(shape).scatter_add(dim, index, grad), None
+
+
+@register()
+def gather(input, dim, index, *, sparse_grad=False, out=None):
+    idx = _index_tensor(index, "gather", (np.int64, np.int32))
+    d = _wrap_dim(dim, input._data.ndim)
+    _check_dim_index(input._data, d, idx, "gather")
+    r = Gather.apply(input, index, dim=d)
+    return r if out is None else write_out(out, r, "gather")
+
+
+# ---- scatter ----------------------------------------------------------------------------------
+
+def _scatter_into(out, index, src, dim, reduce):
+    """out[index positions along dim] (op)= src (src cut to index's shape)."""
+    o = _as_nd(out)
+    idx = _wrap(_as_nd(index), o.shape[dim])
+    key = _dim_key(idx, dim)
+    if src is None:
+        vals = None
+    else:
+        s = _as_nd(src)
+        vals = s[tuple(slice(0, n) for n in idx.shape)] if s.shape != idx.shape else s
+        vals = vals.astype(out.dtype, copy=False)
+    if reduce is None:
+        o[key] = vals
+        return out
+    if reduce == "sum":
+        B.flat_add_at(o, np.ravel_multi_index(np.broadcast_arrays(*key), o.shape), vals)
+        return out
+    ufunc = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum}[reduce]
+    ufunc.at(o, key, vals)
+    return out
+
+
+class Scatter(Op):
+    """scatter with a src tensor (ScatterBackward0) or a value (ScatterBackward1)."""
+    _name = "ScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, x, index, src, dim, value=None, reduce=None):
+        ctx.save_for_backward(index)
+        ctx.dim = dim
+        ctx.src_shape = None if src is None else src.shape
+        if src is None:
+            ctx._name = "ScatterBackward1"
+            src = np.full(index.shape, value, dtype=x.dtype)
+        out = np.array(x, copy=True, order="C")
+        _scatter_into(out, index, src, dim, None if reduce is None else
+                      {"add": "sum", "multiply": "prod"}[reduce])
+        ctx.reduce = reduce
+        return out
+
+    def backward(ctx, grad):
+        if ctx.reduce is not None:
+            raise RuntimeError("the derivative for 'scatter' with reduce is not implemented.")
+        (index,) = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gx = grad.scatter(ctx.dim, index, 0) if need[0] else None
+        gs = _pad_to(grad.gather(ctx.dim, index), ctx.src_shape) if need[2] else None
+        return gx, None, gs
+
+
+def _pad_to(g, shape):
+    """A gradient of index's shape placed at the front of a zero tensor of src's shape."""
+    if g._data.shape == tuple(shape):
+        return g
+    key = tuple(slice(0, n) for n in g._data.shape)
+    return Embed.apply(None, g, shape=tuple(shape), key=key)
+
+
+def _reduce_arg(reduce, name):
+    if reduce is None:
+        return None
+    if reduce not in ("add", "multiply"):
+        raise RuntimeError(f"reduce argument must be either add or multiply.")
+    return reduce
+
+
+@register()
+def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
+    if src is not None and not isinstance(src, Tensor):
+        src, value = None, src
+    if src is None and value is None:
+        raise TypeError("scatter() missing required argument 'src' or 'value'")
+    idx = _index_tensor(index, "scatter", (np.int64, np.int32))
+    d = _wrap_dim(dim, input._data.ndim)
+    if src is not None:
+        if src._dtype is not input._dtype:
+            raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype")
+        _check_dim_index(input._data, d, idx, "scatter", src._data)
+    else:
+        _check_dim_index(input._data, d, idx, "scatter")
+        if isinstance(value, Tensor):
+            value = value.item()
+    r = Scatter.apply(input, index, src, dim=d, value=value, reduce=_reduce_arg(reduce, "scatter"))
+    return r if out is None else write_out(out, r, "scatter")
+
+
+_inplace(scatter, "scatter_")
+
+
+class ScatterReduce(Op):
+    """scatter_reduce / scatter_add: reduce src into self at index along dim."""
+    _name = "ScatterReduceBackward0"
+
+    @staticmethod
+    def forward(ctx, x, index, src, dim, reduce, include_self):
+        ctx.args = (dim, reduce, include_self)
+        out = np.array(x, copy=True, order="C")
+        if not include_self or reduce == "mean":
+            identity = _identity(reduce, x.dtype)
+            if not include_self:
+                _scatter_into(out, index, np.full(index.shape, identity, dtype=x.dtype), dim, None)
+        kernel = "sum" if reduce == "mean" else reduce
+        _scatter_into(out, index, src, dim, kernel)
+        if reduce == "mean":
+            count = _counts(x, index, dim, include_self)
+            if out.dtype.kind in "fc":
+                out = out / count.astype(out.dtype)
+            else:
+                out = np.floor_divide(out, count.astype(out.dtype))
+            ctx.count = count
+        ctx.save_for_backward(x, index, src, out)
+        return out
+
+    def backward(ctx, grad):
+        dim, reduce, include_self = ctx.args
+        x, index, src, out = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gx = gs = None
+        if reduce == "sum":
+            if need[0]:
+                gx = grad if include_self else grad.scatter(dim, index, 0)
+            if need[2]:
+                gs = grad.gather(dim, index)
+        elif reduce == "mean":
+            count = _make(ctx.count.astype(grad._data.dtype))
+            g = grad / count
+            if need[0]:
+                gx = g if include_self else g.scatter(dim, index, 0)
+            if need[2]:
+                gs = g.gather(dim, index)
+        elif reduce == "prod":
+            gx, gs = _prod_grads(grad, x, index, _cut(src, index), out, dim, include_self, need)
+        else:
+            gx, gs = _minmax_grads(grad, x, index, _cut(src, index), out, dim, include_self, need)
+        if gs is not None:
+            gs = _pad_to(gs, src.shape)
+        return gx, None, gs
+
+
+def _cut(src, index):
+    """The part of src that index reaches (src may be larger than index outside dim)."""
+    if src._data.shape == index._data.shape:
+        return src
+    return src[tuple(slice(0, n) for n in index._data.shape)]
+
+
+def _identity(reduce, dtype):
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.kind in "fc":
+        return -np.inf if reduce == "amax" else np.inf
+    info = np.iinfo(dtype) if dtype.kind in "iu" else None
+    if info is None:
+        return reduce == "amin"
+    return info.min if reduce == "amax" else info.max
+
+
+def _counts(x, index, dim, include_self):
+    count = np.full(x.shape, 1 if include_self else 0, dtype=np.int64)
+    _scatter_into(count, index, np.ones(index.shape, dtype=np.int64), dim, "sum")
+    return np.maximum(count, 1)
+
+
+def _prod_grads(grad, x, index, src, out, dim, include_self, need):
+    """d out / d self = product of the src values reduced into it; d out / d src_j = the product
+    of everything else at its position (exact with zeros: no division by a zero src)."""
+    gx = gs = None
+    ones = x.new_ones(x.shape)
+    src_prod = ones.scatter_reduce(dim, index, src, "prod")
+    if need[0]:
+        gx = grad * src_prod if include_self else grad.scatter(dim, index, 0)
+    if need[2]:
+        nonzero_src = src.masked_fill(src == 0, 1)
+        zero_count = x.new_zeros(x.shape).scatter_add(dim, index, (src == 0).to(x.dtype))
+        prod_nonzero = ones.scatter_reduce(dim, index, nonzero_src, "prod")
+        if include_self:
+            prod_nonzero = prod_nonzero * x
+        g_pos = (grad * prod_nonzero).gather(dim, index)
+        zc = zero_count.gather(dim, index)
+        is_zero = src == 0
+        # nonzero src: the others' product is prod_nonzero / src_j when no zero sits there, else 0
+        g_nonzero = (g_pos / nonzero_src).masked_fill(zc > 0, 0)
+        # a zero src: the others' product is prod_nonzero when it is the only zero there, else 0
+        g_zero = g_pos.masked_fill(zc != 1, 0)
+        from .pointwise import where
+        gs = where(is_zero, g_zero, g_nonzero)
+    return gx, gs
+
+
+def _minmax_grads(grad, x, index, src, out, dim, include_self, need):
+    """amax/amin: the gradient is shared evenly among all values equal to the result."""
+    gx = gs = None
+    picked = out.gather(dim, index)
+    src_hits = (src == picked).to(grad.dtype)
+    self_hits = (x == out).to(grad.dtype)
+    if not include_self:
+        self_hits = self_hits.scatter(dim, index, 0)
+    count = self_hits.scatter_add(dim, index, src_hits)
+    g = grad / count.masked_fill(count == 0, 1)
+    if need[0]:
+        gx = g * self_hits
+    if need[2]:
+        gs = g.gather(dim, index) * src_hits
+    return gx, gs
+
+
+@register()
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    idx = _index_tensor(index, "scatter_reduce", (np.int64, np.int32))
+    if src._dtype is not input._dtype:
+        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype")
+    d = _wrap_dim(dim, input._data.ndim)
+    _check_dim_index(input._data, d, idx, "scatter_reduce", src._data)
+    r = ScatterReduce.apply(input, index, src, dim=d, reduce=reduce, include_self=bool(include_self))
+    return r if out is None else write_out(out, r, "scatter_reduce")
+
+
+_inplace(scatter_reduce, "scatter_reduce_")
+
+
+class ScatterAdd(ScatterReduce):
+    _name = "ScatterAddBackward0"
+
+
+@register()
+def scatter_add(input, dim, index, src, *, out=None):
+    idx = _index_tensor(index, "scatter_add", (np.int64, np.int32))
+    if src._dtype is not input._dtype:
+        raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype")
+    d = _wrap_dim(dim, input._data.ndim)
+    _check_dim_index(input._data, d, idx, "scatter_add", src._data)
+    r = ScatterAdd.apply(input, index, src, dim=d, reduce="sum", include_self=True)
+    return r if out is None else write_out(out, r, "scatter_add")
+
+
+_inplace(scatter_add, "scatter_add_")
+
+
+# ---- index_select / index_add / index_copy / index_fill -------------------------------------
+
+def _vector_index(index, name, x, dim):
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    idx = index._data
+    if idx.ndim > 1:
+        raise IndexError(f"{name}(): Index is supposed to be a vector")
+    if idx.dtype not in (np.int64, np.int32):
+        raise IndexError(f"{name}(): Expected dtype int32/int64 for index")
+    idx = idx.reshape(-1)
+    n = x.shape[dim] if x.ndim else 1
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError("index out of range in self")
+    return _wrap(idx, n)
+
+
+class IndexSelect(Op):
+    _name = "IndexSelectBackward0"
+
+    @staticmethod
+    def forward(ctx, x, index, dim):
+        ctx.save_for_backward(index)
+        ctx.args = (x.shape, dim)
+        idx = _wrap(index.reshape(-1), x.shape[dim] if x.ndim else 1)
+        if x.ndim == 0:
+            return x.reshape(1)[idx].reshape(index.shape)
+        return np.take(x, idx, axis=dim)
+
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        shape, dim = ctx.args
+        return grad.new_zeros(shape).index_add(dim, index, grad), None
+
+
+@register()
+def index_select(input, dim, index, *, out=None):
+    d = _wrap_dim(dim, input._data.ndim)
+    _vector_index(index, "index_select", input._data, d)
+    r = IndexSelect.apply(input, index, dim=d)
+    return r if out is None else write_out(out, r, "index_select")
+
+
+def _source_rows(source, x, dim, n):
+    """source laid out as (len(index), rest...) rows along dim, as the kernels want."""
+    s = source if source.ndim else source.reshape(1)
+    return np.moveaxis(s, dim, 0) if x.ndim else s
+
+
+def _check_index_source(name, x, dim, idx, source):
+    if x.ndim and source.ndim and source.ndim != x.ndim:
+        raise IndexError(f"{name}(): Source/destination tensor must have same number of dimensions")
+    n_src = source.shape[dim] if source.ndim else 1
+    if idx.size != n_src:
+        raise RuntimeError(f"{name}(): Number of indices ({idx.size}) should be equal to source.size(dim) "
+                           f"({n_src})")
+    for d in range(x.ndim):
+        if d != dim and source.ndim and source.shape[d] != x.shape[d]:
+            raise RuntimeError(f"{name}(): source ({list(source.shape)}) and destination ({list(x.shape)}) shapes do "
+                               f"not match apart from dimension {dim}")
+
+
+class IndexAdd(Op):
+    _name = "IndexAddBackward0"
+
+    @staticmethod
+    def forward(ctx, x, index, source, dim, alpha):
+        ctx.save_for_backward(index)
+        ctx.args = (dim, alpha, source.shape)
+        out = np.array(x, copy=True, order="C")
+        idx = _wrap(index.reshape(-1), x.shape[dim] if x.ndim else 1)
+        src = source.astype(out.dtype, copy=False)
+        if alpha != 1:
+            src = src * np.asarray(alpha, dtype=out.dtype)
+        o = np.moveaxis(out, dim, 0) if out.ndim else out.reshape(1)
+        B.index_add_rows(o, idx, _source_rows(src, x, dim, idx.size))
+        return out
+
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        dim, alpha, source_shape = ctx.args
+        need = ctx.needs_input_grad
+        gx = grad if need[0] else None
+        gs = None
+        if need[2]:
+            gs = grad.index_select(dim, index).reshape(source_shape)
+            if alpha != 1:
+                gs = gs * alpha
+        return gx, None, gs
+
+
+@register()
+def index_add(input, dim, index, source, *, alpha=1, out=None):
+    d = _wrap_dim(dim, input._data.ndim)
+    idx = _vector_index(index, "index_add", input._data, d)
+    if source._dtype is not input._dtype:
+        raise RuntimeError(f"index_add_(): self ({D.SCALAR_NAMES[input._dtype]}) and source "
+                           f"({D.SCALAR_NAMES[source._dtype]}) must have the same scalar type")
+    _check_index_source("index_add_", input._data, d, idx, source._data)
+    r = IndexAdd.apply(input, index, source, dim=d, alpha=alpha)
+    return r if out is None else write_out(out, r, "index_add")
+
+
+_inplace(index_add, "index_add_")
+
+
+class IndexCopy(Op):
+    _name = "IndexCopyBackward0"
+
+    @staticmethod
+    def forward(ctx, x, index, source, dim):
+        ctx.save_for_backward(index)
+        ctx.args = (dim, source.shape)
+        out = np.array(x, copy=True, order="C")
+        idx = _wrap(index.reshape(-1), x.shape[dim] if x.ndim else 1)
+        o = np.moveaxis(out, dim, 0) if out.ndim else out.reshape(1)
+        o[idx] = _source_rows(source.astype(out.dtype, copy=False), x, dim, idx.size)
+        return out
+
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        dim, source_shape = ctx.args
+        need = ctx.needs_input_grad
+        gx = grad.index_fill(dim, index, 0) if need[0] else None
+        gs = grad.index_select(dim, index).reshape(source_shape) if need[2] else None
+        return gx, None, gs
+
+
+@register()
+def index_copy(input, dim, index, source, *, out=None):
+    d = _wrap_dim(dim, input._data.ndim)
+    idx = _vector_index(index, "index_copy", input._data, d)
+    if source._dtype is not input._dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
+                           f"{D.SCALAR_NAMES[input._dtype]} and (source) {D.SCALAR_NAMES[source._dtype]}")
+    _check_index_source("index_copy_", input._data, d, idx, source._data)
+    r = IndexCopy.apply(input, index, source, dim=d)
+    return r if out is None else write_out(out, r, "index_copy")
+
+
+_inplace(index_copy, "index_copy_")
+
+
+class IndexFill(Op):
+    """index_fill with a number (IndexFillBackward0) or a 0-d tensor (IndexFillBackward1)."""
+    _name = "IndexFillBackward0"
+
+    @staticmethod
+    def forward(ctx, x, index, value, dim, number):
+        ctx.save_for_backward(index)
+        ctx.dim = dim
+        if value is not None:
+            ctx._name = "IndexFillBackward1"
+        out = np.array(x, copy=True, order="C")
+        idx = _wrap(index.reshape(-1), x.shape[dim] if x.ndim else 1)
+        o = np.moveaxis(out, dim, 0) if out.ndim else out.reshape(1)
+        from .._backend import scalar_array
+        o[idx] = value.astype(out.dtype) if value is not None else scalar_array(number, out.dtype)
+        return out
+
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gx = grad.index_fill(ctx.dim, index, 0) if need[0] else None
+        gv = grad.index_select(ctx.dim, index).sum() if len(need) > 2 and need[2] else None
+        return gx, None, gv
+
+
+@register()
+def index_fill(input, dim, index, value):
+    d = _wrap_dim(dim, input._data.ndim)
+    _vector_index(index, "index_fill", input._data, d)
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value._data.ndim} dimension(s).")
+        return IndexFill.apply(input, index, value, dim=d, number=None)
+    return IndexFill.apply(input, index, None, dim=d, number=value)
+
+
+_inplace(index_fill, "index_fill_")
+
+
+# ---- take_along_dim ---------------------------------------------------------------------------
+
+@register()
+def take_along_dim(input, indices, dim=None, *, out=None):
+    """Composite: gather on the broadcast of input and indices (flattened when dim is None)."""
+    if not isinstance(indices, Tensor) or indices._dtype is not D.int64:
+        raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{D.SCALAR_NAMES[indices._dtype] if isinstance(indices, Tensor) else type(indices)}")
+    if dim is None:
+        r = input.reshape(-1).gather(0, indices.reshape(-1))
+    else:
+        nd = input._data.ndim
+        if nd != indices._data.ndim:
+            raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of "
+                               f"dimensions, but got {nd} dimensions for input, and {indices._data.ndim} "
+                               f"dimensions for indices")
+        d = _wrap_dim(dim, nd)
+        a = list(input._data.shape)
+        b = list(indices._data.shape)
+        a[d] = 1
+        b[d] = 1
+        common = list(np.broadcast_shapes(tuple(a), tuple(b)))
+        shape_in = common.copy()
+        shape_in[d] = input._data.shape[d]
+        shape_idx = common.copy()
+        shape_idx[d] = indices._data.shape[d]
+        r = input.expand(shape_in).gather(d, indices.expand(shape_idx))
+    return r if out is None else write_out(out, r, "take_along_dim")
+
+
+# ---- embedding one tensor in another: select/slice/diagonal_scatter ----------------------------
+
+class Embed(Op):
+    """out = copy of x (or zeros of `shape`) with the basic-index window `key` set to src."""
+    _name = "SliceScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, x, src, key, shape=None, name=None):
+        ctx.key = key
+        if name is not None:
+            ctx._name = name
+        out = np.zeros(shape, dtype=src.dtype) if x is None else np.array(x, copy=True, order="C")
+        try:
+            out[key] = src
+        except ValueError:
+            raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                               f"{list(src.shape)}, slice size = {list(out[key].shape)}") from None
+        return out
+
+    def backward(ctx, grad):
+        need = ctx.needs_input_grad
+        gx = gs = None
+        if need[0]:
+            gx = Embed.apply(grad, grad.new_zeros(()), key=ctx.key)
+        if need[1]:
+            gs = Slice.apply(grad, key=ctx.key).clone()
+        return gx, gs
+
+
+def _same_dtype(name, input, src):
+    if src._dtype is not input._dtype:
+        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
+
+
+def _exact_src(name, window_shape, src):
+    if tuple(src._data.shape) != tuple(window_shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src._data.shape)}, slice size = {list(window_shape)}")
+
+
+@register()
+def select_scatter(input, src, dim, index):
+    window = input.select(dim, index)
+    _same_dtype("select_scatter", input, src)
+    _exact_src("select_scatter", window._data.shape, src)
+    d = _wrap_dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    key = (slice(None),) * d + (index + n if index < 0 else index,)
+    return Embed.apply(input, src, key=key, name="SelectScatterBackward0")
+
+
+@register()
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    nd = input._data.ndim
+    d = _wrap_dim(dim, nd)
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    n = input._data.shape[d]
+    s, e, st = slice(start, end, step).indices(n)
+    key = (slice(None),) * d + (slice(s, max(e, s), st),)
+    _same_dtype("slice_scatter", input, src)
+    _exact_src("slice_scatter", input._data[key].shape, src)
+    return Embed.apply(input, src, key=key, name="SliceScatterBackward0")
+
+
+class DiagonalScatter(Op):
+    _name = "DiagonalScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, x, src, offset, dim1, dim2):
+        ctx.args = (offset, dim1, dim2)
+        out = np.array(x, copy=True, order="C")
+        B.restride(out, *diagonal_geometry(out.shape, strides_of(out), offset, dim1, dim2))[...] = src
+        return out
+
+    def backward(ctx, grad):
+        offset, dim1, dim2 = ctx.args
+        need = ctx.needs_input_grad
+        gx = gs = None
+        if need[0]:
+            window = grad.diagonal(offset, dim1, dim2)
+            gx = DiagonalScatter.apply(grad, window.new_zeros(window.shape), offset=offset, dim1=dim1, dim2=dim2)
+        if need[1]:
+            gs = grad.diagonal(offset, dim1, dim2).clone()
+        return gx, gs
+
+
+@register()
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    window = input.diagonal(offset, dim1, dim2)
+    _same_dtype("diagonal_scatter", input, src)
+    _exact_src("diagonal_scatter", window._data.shape, src)
+    nd = input._data.ndim
+    return DiagonalScatter.apply(input, src, offset=offset, dim1=_wrap_dim(dim1, nd), dim2=_wrap_dim(dim2, nd))
+
+
+class NarrowCopy(Op):
+    _name = "NarrowCopyBackward0"
+
+    @staticmethod
+    def forward(ctx, x, key):
+        ctx.args = (x.shape, key)
+        return np.array(x[key], copy=True, order="C")
+
+    def backward(ctx, grad):
+        from .indexing import slice_backward
+        shape, key = ctx.args
+        return slice_backward(grad, shape, key)
+
+
+@register()
+def narrow_copy(input, dim, start, length):
+    view = input.narrow(dim, start, length)
+    d = _wrap_dim(dim, input._data.ndim)
+    off = view._data.shape[d]
+    begin = int(start) + (input._data.shape[d] if int(start) < 0 else 0)
+    key = (slice(None),) * d + (slice(begin, begin + off),)
+    return NarrowCopy.apply(input, key=key)

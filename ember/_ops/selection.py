@@ -1,0 +1,329 @@
+"""Selection ops: masked_fill/select/scatter, take/put, nonzero/argwhere, searchsorted/bucketize."""
+import numpy as np
+
+from .. import _dtype as D
+from .._backend import numpy_cpu as B
+from .._tensor import Tensor
+from ._registry import Op, assign_result, check_inplace, install, register, shapes_error, write_out
+
+_make = Tensor._make
+
+
+def _bool_mask(mask, name):
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"{name}(): argument 'mask' must be Tensor, not {type(mask).__name__}")
+    if mask._dtype is not D.bool:
+        raise RuntimeError(f"{name}: expected BoolTensor for mask")
+    return mask
+
+
+def _broadcast_shape(name, *arrays):
+    try:
+        return np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        raise shapes_error(name, arrays[0], arrays[1]) from None
+
+
+# ---- masked_fill ---------------------------------------------------------------------------
+
+class MaskedFill(Op):
+    _name = "MaskedFillBackward0"
+
+    @staticmethod
+    def forward(ctx, x, mask, value):
+        ctx.save_for_backward(mask)
+        return np.where(mask, value.astype(x.dtype), x)
+
+    def backward(ctx, grad):
+        (mask,) = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gx = grad.masked_fill(mask, 0) if need[0] else None
+        gv = grad.masked_fill(~mask, 0).sum() if need[2] else None
+        return gx, None, gv
+
+
+class MaskedFill1(MaskedFill):
+    _name = "MaskedFillBackward1"
+
+
+@register()
+def masked_fill(input, mask, value):
+    if not isinstance(mask, Tensor) or mask._dtype is not D.bool:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{D.SCALAR_NAMES[mask._dtype] if isinstance(mask, Tensor) else type(mask).__name__}")
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value._data.ndim} dimension(s).")
+        op = MaskedFill1
+        v = value
+    else:
+        op = MaskedFill
+        from .._backend import scalar_array
+        v = _make(scalar_array(value, input._data.dtype), input._dtype)
+    _broadcast_shape("masked_fill", input._data, mask._data)
+    return op.apply(input, mask, v)
+
+
+def masked_fill_(self, mask, value):
+    check_inplace(self)
+    if isinstance(mask, Tensor) and np.broadcast_shapes(self._data.shape, mask._data.shape) != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+                           f"{list(np.broadcast_shapes(self._data.shape, mask._data.shape))}")
+    return assign_result(self, masked_fill(self, mask, value), "masked_fill_")
+
+
+install(masked_fill_, "masked_fill_", function=False)
+
+
+# ---- masked_select / masked_scatter ---------------------------------------------------------
+
+class MaskedSelect(Op):
+    _name = "MaskedSelectBackward0"
+
+    @staticmethod
+    def forward(ctx, x, mask):
+        shape = np.broadcast_shapes(x.shape, mask.shape)
+        ctx.save_for_backward(mask)
+        ctx.shape = shape
+        return np.broadcast_to(x, shape)[np.broadcast_to(mask, shape)]
+
+    def backward(ctx, grad):
+        (mask,) = ctx.saved_tensors
+        zeros = grad.new_zeros(ctx.shape)
+        return masked_scatter(zeros, mask.expand(ctx.shape), grad), None
+
+
+@register()
+def masked_select(input, mask, *, out=None):
+    _bool_mask(mask, "masked_select")
+    _broadcast_shape("masked_select", input._data, mask._data)
+    r = MaskedSelect.apply(input, mask)
+    return r if out is None else write_out(out, r, "masked_select")
+
+
+class MaskedScatter(Op):
+    _name = "MaskedScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, x, mask, source):
+        shape = np.broadcast_shapes(x.shape, mask.shape)
+        m = np.broadcast_to(mask, shape)
+        n = int(np.count_nonzero(m))
+        if n > source.size:
+            raise RuntimeError("masked_scatter: expected source to have at least as many elements as the ones in "
+                               "mask")
+        ctx.save_for_backward(mask)
+        ctx.args = (shape, source.shape, n)
+        out = np.array(np.broadcast_to(x, shape), dtype=x.dtype)
+        out[m] = source.reshape(-1)[:n]
+        return out
+
+    def backward(ctx, grad):
+        (mask,) = ctx.saved_tensors
+        shape, source_shape, n = ctx.args
+        need = ctx.needs_input_grad
+        gx = grad.masked_fill(mask, 0) if need[0] else None
+        gs = None
+        if need[2]:
+            selected = grad.masked_select(mask)
+            size = 1
+            for s in source_shape:
+                size *= s
+            from .joining import cat
+            gs = cat([selected, grad.new_zeros(size - n)]).reshape(source_shape)
+        return gx, None, gs
+
+
+@register()
+def masked_scatter(input, mask, source):
+    _bool_mask(mask, "masked_scatter_")
+    if source._dtype is not input._dtype:
+        raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but got "
+                           f"{D.SCALAR_NAMES[input._dtype]} and {D.SCALAR_NAMES[source._dtype]}")
+    _broadcast_shape("masked_scatter", input._data, mask._data)
+    return MaskedScatter.apply(input, mask, source)
+
+
+def masked_scatter_(self, mask, source):
+    check_inplace(self)
+    return assign_result(self, masked_scatter(self, mask, source), "masked_scatter_")
+
+
+install(masked_scatter_, "masked_scatter_", function=False)
+
+
+# ---- take / put ------------------------------------------------------------------------------
+
+def _long_index(index, name):
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if index._dtype is not D.int64:
+        raise RuntimeError(f"{name}(): Expected a long tensor for index, but got {D.SCALAR_NAMES[index._dtype]}")
+    return index._data
+
+
+def _flat_index(idx, n):
+    if idx.size:
+        lo, hi = idx.min(), idx.max()
+        if lo < -n or hi >= n:
+            bad = lo if lo < -n else hi
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+        if lo < 0:
+            idx = np.where(idx < 0, idx + n, idx)
+    return idx
+
+
+class Take(Op):
+    _name = "TakeBackward0"
+
+    @staticmethod
+    def forward(ctx, x, index):
+        idx = _flat_index(index, x.size)
+        ctx.save_for_backward(index)
+        ctx.in_shape = x.shape
+        return x.reshape(-1)[idx]
+
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        return grad.new_zeros(ctx.in_shape).put(index, grad, accumulate=True), None
+
+
+@register()
+def take(input, index):
+    _long_index(index, "take")
+    return Take.apply(input, index)
+
+
+class Put(Op):
+    _name = "PutBackward0"
+
+    @staticmethod
+    def forward(ctx, x, index, source, accumulate):
+        if index.size != source.size:
+            raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+                               f"source.numel() = {source.size}, index.numel() = {index.size}")
+        idx = _flat_index(index, x.size).reshape(-1)
+        ctx.save_for_backward(index)
+        ctx.accumulate = accumulate
+        ctx.source_shape = source.shape
+        out = np.array(x, copy=True, order="C")
+        src = source.reshape(-1).astype(x.dtype, copy=False)
+        if accumulate:
+            B.flat_add_at(out, idx, src)
+        else:
+            out.reshape(-1)[idx] = src
+        return out
+
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gx = gs = None
+        if need[0]:
+            gx = grad if ctx.accumulate else grad.put(index, grad.new_zeros(index.shape))
+        if need[2]:
+            gs = grad.take(index).reshape(ctx.source_shape)
+        return gx, None, gs
+
+
+@register()
+def put(input, index, source, accumulate=False):
+    _long_index(index, "put_")
+    if source._dtype is not input._dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{D.SCALAR_NAMES[input._dtype]} and source.dtype = {D.SCALAR_NAMES[source._dtype]}")
+    return Put.apply(input, index, source, accumulate=bool(accumulate))
+
+
+def put_(self, index, source, accumulate=False):
+    check_inplace(self)
+    return assign_result(self, put(self, index, source, accumulate), "put_")
+
+
+install(put_, "put_", function=False)
+
+
+# ---- nonzero / argwhere ---------------------------------------------------------------------
+
+@register()
+def nonzero(input, *, out=None, as_tuple=False):
+    x = input._data
+    if as_tuple:
+        if x.ndim == 0:
+            return (_make(np.flatnonzero(x.reshape(1)).astype(np.int64)),)
+        return tuple(_make(i.astype(np.int64, copy=False)) for i in np.nonzero(x))
+    if x.ndim == 0:
+        r = _make(np.zeros((int(x != 0), 0), dtype=np.int64))
+    else:
+        r = _make(np.argwhere(x).astype(np.int64, copy=False))
+    return r if out is None else write_out(out, r, "nonzero")
+
+
+@register()
+def argwhere(input):
+    return nonzero(input)
+
+
+# ---- searchsorted / bucketize ---------------------------------------------------------------
+
+def _search(boundaries, values, side, sorter):
+    """np.searchsorted over the last dim of boundaries (1-d, or matching leading dims)."""
+    if boundaries.ndim == 1:
+        if sorter is not None:
+            return np.searchsorted(boundaries, values, side=side, sorter=sorter)
+        return np.searchsorted(boundaries, values, side=side)
+    lead = boundaries.shape[:-1]
+    b2 = boundaries.reshape(-1, boundaries.shape[-1])
+    v2 = values.reshape(b2.shape[0], -1)
+    s2 = None if sorter is None else sorter.reshape(b2.shape)
+    out = np.empty(v2.shape, dtype=np.int64)
+    for i in range(b2.shape[0]):
+        out[i] = np.searchsorted(b2[i], v2[i], side=side, sorter=None if s2 is None else s2[i])
+    return out.reshape(lead + values.shape[-1:])
+
+
+@register(method=False)
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+                               "while right was True")
+        right = side == "right"
+    b = sorted_sequence._data
+    scalar = not isinstance(input, Tensor)
+    values = np.asarray(input) if scalar else input._data
+    if b.ndim == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
+                           "dimension")
+    if b.ndim > 1:
+        if scalar:
+            raise RuntimeError("torch.searchsorted(): input value can be a scalar only when boundaries tensor "
+                               f"dimension is 1, but we got boundaries tensor dim({b.ndim}) and input value's "
+                               f"dim(0) numel(1)")
+        if values.shape[:-1] != b.shape[:-1]:
+            raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                               f"dimensions of boundaries tensor and input value tensor must match, but we got "
+                               f"boundaries tensor {list(b.shape)} and input value tensor {list(values.shape)}")
+    s = None
+    if sorter is not None:
+        s = sorter._data
+        if s.shape != b.shape:
+            raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got "
+                               f"boundary tensor {list(b.shape)}and got sorter tensor {list(s.shape)}")
+        if s.dtype != np.int64:
+            raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but got "
+                               f"{D.SCALAR_NAMES[sorter._dtype]}")
+    side = "right" if right else "left"
+    r = _search(b, values, side, s)
+    r = np.asarray(r, dtype=np.int32 if out_int32 else np.int64)
+    t = _make(r)
+    return t if out is None else write_out(out, t, "searchsorted")
+
+
+@register()
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+    if boundaries._data.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries._data.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right, out=out)
