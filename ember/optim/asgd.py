@@ -1,5 +1,5 @@
 """torch.optim.ASGD: https://pytorch.org/docs/stable/generated/torch.optim.ASGD.html"""
-from .. import zeros_like
+from .. import as_tensor, zeros_like
 from .optimizer import (Optimizer, _check_capturable, _check_lr, _closure_loss, _params_with_grad, _real,
                         _step_tensor, _value)
 
@@ -62,6 +62,8 @@ class ASGD(Optimizer):
                 else:
                     ax.copy_(param)
                 step = step_t.item()
-                eta.fill_(lr / ((1 + lambd * lr * step) ** alpha))
-                mu.fill_(1 / max(1, step - t0))
+                # new values pass through a default-dtype tensor, so they round like torch's even after a
+                # load_state_dict has cast eta and mu to the parameter's dtype
+                eta.copy_(as_tensor(lr / ((1 + lambd * lr * step) ** alpha)))
+                mu.copy_(as_tensor(1 / max(1, step - t0)))
         return loss
