@@ -57,6 +57,20 @@ _SHORT = {"float32": "float", "float64": "double", "float16": "half", "bfloat16"
 
 def linear(input, weight, bias=None):
     """y = input @ weight.T + bias. See https://pytorch.org/docs/stable/generated/torch.nn.functional.linear.html"""
+    # fast path for the common, valid call; everything else is checked (and explained) below
+    if type(input) is Tensor and isinstance(weight, Tensor) and input._dtype is weight._dtype:
+        x = input._data
+        w = weight._data
+        if w.ndim == 2 and x.ndim >= 1 and x.shape[-1] == w.shape[1]:
+            if bias is None:
+                return _LinearNoBias.apply(input, weight, None)
+            if isinstance(bias, Tensor) and bias._dtype is weight._dtype and bias._data.shape == w.shape[:1]:
+                return _Linear.apply(input, weight, bias)
+    return _linear_checked(input, weight, bias)
+
+
+def _linear_checked(input, weight, bias):
+    """linear with torch's argument checks and error messages, and the 1-D weight form."""
     for name, t in (("input", input), ("weight", weight)):
         if not isinstance(t, Tensor):
             raise TypeError(f"linear(): argument '{name}' must be Tensor, not {type(t).__name__}")
