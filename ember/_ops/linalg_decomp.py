@@ -208,7 +208,7 @@ class LinalgSolve(Op):
         A, X = ctx.saved_tensors
         left, vector = ctx.args
         need = ctx.needs_input_grad
-        gB = _solve(adj(A), grad, left, vector)
+        gB = _solve(adj(A), grad, left, vector)[0]
         gA = None
         if need[0]:
             if vector:
