@@ -2,7 +2,11 @@
 
 A derivative lambda's parameter names say what it needs: g (incoming gradient),
 x / y (inputs), out (result); the registry saves exactly those. Formulas use ember
-ops, so they are differentiable again (create_graph=True).
+ops, so they are differentiable again (create_graph=True). Formulas are torch's
+(derivatives.yaml), so the same values are saved and the same in-place errors fire.
+Ops with parameters or three operands are in pointwise_params.py, complex views in
+complex.py. Complex inputs run forward; their gradients are not conjugated as torch's
+are, so complex autograd is not supported (see complex.py).
 """
 import math
 
@@ -11,77 +15,102 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import special as S
 from .._tensor import Tensor
-from ._registry import (COMPARE, INTEGRAL, LOGICAL, NO_COMPLEX, SAME, TO_FLOAT, Op, binary, install,
-                        make_inplace, register, unary, write_out, binary_operands, shapes_error)
+from ._registry import (COMPARE, INTEGRAL, LOGICAL, SAME, TO_FLOAT, Op, binary, install, make_inplace,
+                        unary, write_out)
+from .creation import zeros_like
 
 _make = Tensor._make
+_NAMES = D.SCALAR_NAMES
 
 
-def _no_bool(msg):
+# ---- dtype support: torch's errors for kernels a dtype lacks ---------------------------
+
+def _is_bool(d):
+    return d is D.bool
+
+
+def _is_complex(d):
+    return d.category == D.COMPLEX
+
+
+def _is_integral(d):
+    return d.category <= D.INT
+
+
+def _not_float(d):
+    return d.category != D.FLOAT
+
+
+def _bool_or_complex(d):
+    return d is D.bool or d.category == D.COMPLEX
+
+
+def _not_int(d):
+    return d.category != D.INT
+
+
+def _rejects(pred, exc, msg):
+    """A row check raising exc(msg) for dtypes with pred(d); {} in msg is torch's dtype name."""
     def check(d):
-        if d is D.bool:
-            raise RuntimeError(msg)
+        if pred(d):
+            raise exc(msg.format(_NAMES[d]))
     return check
 
 
-def _zeros_grad(g):
-    return g * 0
+def _nyi(kernel, pred):
+    """torch's NotImplementedError: "<kernel>" not implemented for '<dtype>'."""
+    return _rejects(pred, NotImplementedError, '"' + kernel + "\" not implemented for '{}'")
 
 
-# ---- arithmetic ---------------------------------------------------------------------
-
-_add = binary("add", np.add, dx=lambda g: g, dy=lambda g: g, inplace=False)
-_sub = binary("sub", np.subtract, dx=lambda g: g, dy=lambda g: -g, inplace=False,
-              check=_no_bool("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
-                             "`^` or `logical_xor()` operator instead."))
-mul = binary("mul", np.multiply, dx=lambda g, y: g * y, dy=lambda g, x: g * x, dunder="mul", rdunder=True,
-             aliases=("multiply",))
-_true_div = binary("true_divide", np.true_divide, TO_FLOAT, dx=lambda g, y: g / y,
-                   dy=lambda g, y, out: -g * out / y, node_name="DivBackward0", inplace=False)
+def _no_complex(name, exc=RuntimeError, msg="{name} is not supported for complex tensors."):
+    return _rejects(_is_complex, exc, msg.format(name=name))
 
 
-def _scaled(other, alpha):
-    if alpha == 1:
-        return other
-    if isinstance(other, Tensor) and other._dtype.category < D.FLOAT and isinstance(alpha, float):
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-    return other * alpha
+def _zeros(g):
+    """Gradient of a piecewise-constant op: zeros (not g * 0, which keeps NaN)."""
+    return zeros_like(g)
 
 
-def add(input, other, *, alpha=1, out=None):
-    r = _add(input, _scaled(other, alpha))
-    return r if out is None else write_out(out, r, "add")
+def _not_differentiable(name):
+    """dx of an op torch declares not differentiable: outputs still require grad, backward raises."""
+    def dx(g):
+        raise RuntimeError(f"the derivative for '{name}' is not implemented.")
+    return dx
 
 
-def sub(input, other, *, alpha=1, out=None):
-    r = _sub(input, _scaled(other, alpha))
-    return r if out is None else write_out(out, r, "sub")
-
-
-def rsub(input, other, *, alpha=1):
-    return sub(other, input, alpha=alpha)
-
-
-def div(input, other, *, rounding_mode=None, out=None):
-    if rounding_mode is None:
-        r = _true_div(input, other)
-    elif rounding_mode == "trunc":
-        r = _div_trunc(input, other)
-    elif rounding_mode == "floor":
-        r = floor_divide(input, other)
-    else:
-        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
-                           f"'{rounding_mode}'")
-    return r if out is None else write_out(out, r, "div")
+def _float_kernel(kernel):
+    """Run a composite kernel for float16/bfloat16 in float32 and round once at the end, as
+    torch's opmath does (rounding every intermediate to half loses most of the result)."""
+    def k(x):
+        if x.dtype.itemsize == 2 and x.dtype.kind != "i" and x.dtype.kind != "u":
+            return kernel(x.astype(np.float32)).astype(x.dtype)
+        return kernel(x)
+    return k
 
 
 def _int_div(kernel):
     """Integer division by zero raises in torch; NumPy returns 0."""
     def k(x, y):
-        if x.dtype.kind in "iub" and y.dtype.kind in "iub" and not np.all(y):
+        if x.dtype.kind in "iub" and not np.all(y):
             raise RuntimeError("ZeroDivisionError")
         return kernel(x, y)
     return k
+
+
+# ---- arithmetic ---------------------------------------------------------------------
+
+_SUB_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
+             "mask, use the `~` or `logical_not()` operator instead.")
+
+_add = binary("_add", np.add, dx=lambda g: g, dy=lambda g: g, method=False, inplace=False,
+              node_name="AddBackward0")
+_sub = binary("_sub", np.subtract, dx=lambda g: g, dy=lambda g: -g, method=False, inplace=False,
+              node_name="SubBackward0")
+mul = binary("mul", np.multiply, dx=lambda g, y: g * y, dy=lambda g, x: g * x, dunder="mul", rdunder=True,
+             aliases=("multiply",))
+_true_div = binary("true_divide", np.true_divide, TO_FLOAT, dx=lambda g, y: g / y,
+                   dy=lambda g, x, y: -g * x / (y * y), node_name="DivBackward0", inplace=False,
+                   )
 
 
 def _trunc_div_kernel(x, y):
@@ -92,133 +121,396 @@ def _trunc_div_kernel(x, y):
     return np.trunc(np.true_divide(x, y))
 
 
-_div_trunc = binary("_div_trunc", _int_div(_trunc_div_kernel), dx=lambda g: g * 0, dy=lambda g: g * 0,
-                    method=False, inplace=False, node_name="DivBackward1")
-floor_divide = binary("floor_divide", _int_div(np.floor_divide), NO_COMPLEX, dx=lambda g: g * 0,
-                      dy=lambda g: g * 0, dunder="floordiv", rdunder=True)
-remainder = binary("remainder", _int_div(np.remainder), NO_COMPLEX, dx=lambda g: g,
-                   dy=lambda g, x, y: -g * floor_divide(x, y), dunder="mod", rdunder=True)
-fmod = binary("fmod", _int_div(np.fmod), NO_COMPLEX, dx=lambda g: g,
-              dy=lambda g, x, y: -g * _div_trunc(x, y))
+_DIV_CHECK = _nyi("div_trunc_cpu", _bool_or_complex)
+_div_trunc = binary("_div_trunc", _int_div(_trunc_div_kernel), dx=_zeros, dy=_zeros, method=False,
+                    inplace=False, node_name="DivBackward2", check=_DIV_CHECK)
+_div_floor = binary("_div_floor", _int_div(np.floor_divide), dx=_zeros, dy=_zeros, method=False,
+                    inplace=False, node_name="DivBackward2", check=_nyi("div_floor_cpu", _bool_or_complex))
+floor_divide = binary("floor_divide", _int_div(np.floor_divide), dx=_not_differentiable("floor_divide"),
+                      dy=_not_differentiable("floor_divide"), dunder="floordiv", rdunder=True,
+                      node_name="NotImplemented", check=_nyi("div_floor_cpu", _bool_or_complex))
+
+
+def _remainder_kernel(x, y):
+    """Python's modulo (sign of the divisor), computed as torch does: fmod, then shift by y."""
+    if x.dtype.kind in "iu":
+        return np.remainder(x, y)
+    mod = np.fmod(x, y)
+    shift = (mod != 0) & ((y < 0) != (mod < 0))
+    return np.where(shift, mod + y, mod).astype(mod.dtype, copy=False)
+
+
+remainder = binary("remainder", _int_div(_remainder_kernel), dx=lambda g: g,
+                   dy=lambda g, x, y: -g * _div_floor(x, y), dunder="mod", rdunder=True,
+                   check=_nyi("remainder_cpu", _bool_or_complex))
+fmod = binary("fmod", _int_div(np.fmod), dx=lambda g: g, dy=lambda g, x, y: -g * _div_trunc(x, y),
+              check=_nyi("fmod_cpu", _bool_or_complex), tensors=("input",))
+
+
+def _alpha_check(result_dtype, alpha):
+    """torch's checks on add/sub's alpha against the result dtype."""
+    if isinstance(alpha, bool):
+        if result_dtype is not D.bool:
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif isinstance(alpha, complex):
+        if result_dtype.category != D.COMPLEX:
+            raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
+    elif isinstance(alpha, float) and result_dtype.category < D.FLOAT:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+
+
+def _scaled(input, other, alpha):
+    """alpha * other, computed in the dtype of the final result (as torch's fused kernel)."""
+    d = D.result_type_of((input, other))
+    _alpha_check(d, alpha)
+    if isinstance(other, Tensor):
+        return mul(other if other._dtype is d else other.to(d), alpha)
+    return other * alpha
+
+
+def add(input, other, *, alpha=1, out=None):
+    if type(alpha) is not int or alpha != 1:
+        other = _scaled(input, other, alpha)
+    r = _add(input, other)
+    return r if out is None else write_out(out, r, "add")
+
+
+def _has_bool(v):
+    return isinstance(v, bool) or (isinstance(v, Tensor) and v._dtype is D.bool)
+
+
+def sub(input, other, *, alpha=1, out=None):
+    if _has_bool(input) or _has_bool(other):
+        raise RuntimeError(_SUB_BOOL)
+    if type(alpha) is not int or alpha != 1:
+        other = _scaled(input, other, alpha)
+    r = _sub(input, other)
+    return r if out is None else write_out(out, r, "sub")
+
+
+def rsub(input, other, *, alpha=1):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"rsub(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return sub(other, input, alpha=alpha)
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    if rounding_mode is None:
+        r = _true_div(input, other)
+    elif rounding_mode == "trunc":
+        r = _div_trunc(input, other)
+    elif rounding_mode == "floor":
+        r = _div_floor(input, other)
+    else:
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
+    return r if out is None else write_out(out, r, "div")
+
+
+# ---- powers -------------------------------------------------------------------------
+
+def _int_pow(x, y):
+    """Integer powers; a negative exponent gives 1 for base 1, +-1 for base -1, else 0 (torch)."""
+    neg = y < 0
+    if not np.any(neg):
+        return np.power(x, y)
+    r = np.power(x, np.where(neg, 0, y))
+    odd = (y % 2) != 0
+    inv = np.where(x == 1, 1, np.where(x == -1, np.where(odd, -1, 1), 0)).astype(r.dtype)
+    return np.where(neg, inv, r)
 
 
 def _pow_kernel(x, y):
-    if x.dtype.kind in "iu" and y.dtype.kind in "iu" and np.any(y < 0):
-        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if x.dtype.kind in "iu":
+        return _int_pow(x, y)
     return np.power(x, y)
 
 
 def _pow_dx(g, x, y):
     if not isinstance(y, Tensor):
         if y == 0:
-            return g * 0
+            return zeros_like(g)
         return g * (y * x.pow(y - 1))
-    return g * (y * x.pow(y - 1)).masked_fill(y == 0, 0)
+    return g * (y * x.pow(y - 1)).where(y != 0, 0.0)
 
 
 def _pow_dy(g, x, y, out):
     """d x**y / dy = out * log(x), defined as 0 where x == 0 and y >= 0 (as torch)."""
     if not isinstance(x, Tensor):
-        return g * 0 if x == 0 else g * out * math.log(x) if x > 0 else g * out * float("nan")
-    return (g * out * x.log()).masked_fill((x == 0) & (y >= 0), 0)
+        if x == 0:
+            return (g * 0).where(y >= 0, g * out * float("-inf"))
+        return g * out * math.log(x) if x > 0 else g * out * float("nan")
+    return (g * out * x.log()).where((x != 0) | (y < 0), 0.0)
 
 
-pow = binary("pow", _pow_kernel, dx=_pow_dx, dy=_pow_dy, dunder="pow", rdunder=True)
+def _pow_check(d):
+    if d is D.bool:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+
+
+_pow = binary("pow", _pow_kernel, dx=_pow_dx, dy=_pow_dy, dunder="pow", rdunder=True, check=_pow_check)
+
+
+def _negative_int_exponent(input, exponent):
+    if isinstance(exponent, int) and exponent < 0 and not isinstance(exponent, bool) \
+            and isinstance(input, Tensor) and input._dtype.category <= D.INT:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+
+
+def _bool_pow(input, exponent):
+    """bool ** True is a copy and bool ** False is all True (torch short-cuts these exponents)."""
+    return input.clone() if exponent else input.logical_or(input.logical_not())
+
+
+def pow(input, exponent, *, out=None):
+    _negative_int_exponent(input, exponent)
+    if isinstance(exponent, bool) and isinstance(input, Tensor) and input._dtype is D.bool:
+        r = _bool_pow(input, exponent)
+    else:
+        r = _pow(input, exponent)
+    return r if out is None else write_out(out, r, "pow")
+
+
+def _pow_method(self, exponent):
+    return pow(self, exponent)
+
+
+def _rpow(self, other):
+    return _pow(other, self)
+
+
+def _to_wide(v, d):
+    return v.to(d) if isinstance(v, Tensor) else v
 
 
 def float_power(input, exponent, *, out=None):
-    d = D.complex128 if (isinstance(input, Tensor) and input.is_complex()) or \
-        (isinstance(exponent, Tensor) and exponent.is_complex()) else D.float64
-    a = input.to(d) if isinstance(input, Tensor) else input
-    b = exponent.to(d) if isinstance(exponent, Tensor) else exponent
-    r = pow(a, b)
+    """pow in float64 (complex128 if either operand is complex)."""
+    cplx = any(isinstance(v, complex) or (isinstance(v, Tensor) and v.is_complex()) for v in (input, exponent))
+    d = D.complex128 if cplx else D.float64
+    r = _pow(_to_wide(input, d), _to_wide(exponent, d))
     return r if out is None else write_out(out, r, "float_power")
 
 
+def _float_power_(self, exponent):
+    cplx = self.is_complex() or isinstance(exponent, complex) or \
+        (isinstance(exponent, Tensor) and exponent.is_complex())
+    d = D.complex128 if cplx else D.float64
+    if self._dtype is not d:
+        raise RuntimeError(f"the base given to float_power_ has dtype {_NAMES[self._dtype]} but the operation's "
+                           f"result requires dtype {_NAMES[d]}")
+    return self.pow_(_to_wide(exponent, d))
+
+
+def square(input, *, out=None):
+    r = _pow(input.to(D.int64) if input._dtype is D.bool else input, 2)
+    return r if out is None else write_out(out, r, "square")
+
+
+# ---- binary math ----------------------------------------------------------------------
+
+def _xlogy_kernel(x, y):
+    r = np.where(x == 0, np.zeros((), x.dtype), x * np.log(y))
+    return np.where(np.isnan(y), y, r)
+
+
+def _logaddexp_kernel(x, y):
+    if x.dtype.kind == "c":
+        m = np.where(x.real >= y.real, x, y)
+        return m + np.log(np.exp(x - m) + np.exp(y - m))
+    return np.logaddexp(x, y)
+
+
+def _heaviside_kernel(x, y):
+    return np.where(x == 0, y, (x > 0).astype(x.dtype))
+
+
+def _shift_left(x, y):
+    """torch: shifting by a negative amount or by the bit width or more gives 0."""
+    bits = x.dtype.itemsize * 8
+    bad = (y < 0) | (y >= bits)
+    r = np.left_shift(x, np.where(bad, 0, y).astype(x.dtype))
+    return np.where(bad, np.zeros((), x.dtype), r)
+
+
+def _shift_right(x, y):
+    """torch: out-of-range shifts fill with the sign bit (0 or -1)."""
+    bits = x.dtype.itemsize * 8
+    bad = (y < 0) | (y >= bits)
+    r = np.right_shift(x, np.where(bad, 0, y).astype(x.dtype))
+    fill = np.right_shift(x, bits - 1) if x.dtype.kind == "i" else np.zeros((), x.dtype)
+    return np.where(bad, fill, r)
+
+
+def _nextafter_kernel(x, y):
+    """C's nextafter returns y when x == y (NumPy's half-precision loop returns x)."""
+    return np.where(x == y, y, np.nextafter(x, y))
+
+
+def _max_grad(g, x, y, lose):
+    """torch's maximum/minimum rule: full grad, halved on ties, zero where this operand lost."""
+    return (g / 2).where(x == y, g).where(~lose, 0.0)
+
+
+def _heaviside_check(d):
+    if d.category == D.COMPLEX:
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
+
+
+_T2 = ("input", "other")
 atan2 = binary("atan2", np.arctan2, TO_FLOAT, dx=lambda g, x, y: g * y / (x * x + y * y),
-               dy=lambda g, x, y: -g * x / (x * x + y * y), aliases=("arctan2",))
-hypot = binary("hypot", np.hypot, NO_COMPLEX, dx=lambda g, x, out: g * x / out,
-               dy=lambda g, y, out: g * y / out)
-copysign = binary("copysign", np.copysign, TO_FLOAT,
-                  dx=lambda g, x, out: g * _sign_ratio(x, out), dy=lambda g: g * 0)
+               dy=lambda g, x, y: -g * x / (x * x + y * y), aliases=("arctan2",), tensors=_T2,
+               check=_nyi("atan2_cpu", _is_complex))
+hypot = binary("hypot", np.hypot, dx=lambda g, x, out: g * x / out, dy=lambda g, y, out: g * y / out,
+               tensors=_T2, check=_nyi("hypot_cpu", _not_float))
+copysign = binary("copysign", np.copysign, TO_FLOAT, dx=lambda g, x, out: g * (out / x).where(x != 0, 0.0),
+                  dy=_zeros, tensors=("input",), check=_nyi("copysign_cpu", _is_complex))
+maximum = binary("maximum", np.maximum, dx=lambda g, x, y: _max_grad(g, x, y, x < y),
+                 dy=lambda g, x, y: _max_grad(g, x, y, x > y), inplace=False, tensors=_T2,
+                 check=_no_complex("maximum", msg="maximum not implemented for complex tensors."))
+minimum = binary("minimum", np.minimum, dx=lambda g, x, y: _max_grad(g, x, y, x > y),
+                 dy=lambda g, x, y: _max_grad(g, x, y, x < y), inplace=False, tensors=_T2,
+                 check=_no_complex("minimum", msg="minimum not implemented for complex tensors."))
+fmax = binary("fmax", np.fmax, dx=lambda g, x, y: g.where((x >= y) | y.isnan(), 0.0),
+              dy=lambda g, x, y: g.where(~((x >= y) | y.isnan()), 0.0), inplace=False, tensors=_T2,
+              check=_no_complex("fmax", msg="fmax not implemented for complex tensors."))
+fmin = binary("fmin", np.fmin, dx=lambda g, x, y: g.where((x <= y) | y.isnan(), 0.0),
+              dy=lambda g, x, y: g.where(~((x <= y) | y.isnan()), 0.0), inplace=False, tensors=_T2,
+              check=_no_complex("fmin", msg="fmin not implemented for complex tensors."))
+xlogy = binary("xlogy", _xlogy_kernel, TO_FLOAT, dx=lambda g, x, y: g * xlogy(x != 0, y),
+               dy=lambda g, x, y: g * x / y, check=_nyi("xlogy_cpu", _is_complex))
+logaddexp = binary("logaddexp", _logaddexp_kernel, dx=lambda g, x, y: g / (1 + (y - x).exp()),
+                   dy=lambda g, x, y: g / (1 + (x - y).exp()), inplace=False, tensors=_T2,
+                   check=_nyi("logaddexp_cpu", _is_integral))
+logaddexp2 = binary("logaddexp2", np.logaddexp2, dx=lambda g, x, y: g / (1 + (y - x).exp2()),
+                    dy=lambda g, x, y: g / (1 + (x - y).exp2()), inplace=False, tensors=_T2,
+                    check=_nyi("logaddexp2_cpu", _not_float))
+nextafter = binary("nextafter", _nextafter_kernel, dx=_not_differentiable("nextafter"),
+                   dy=_not_differentiable("nextafter"), node_name="NotImplemented", tensors=_T2,
+                   check=_nyi("nextafter_cpu", _not_float))
+_heaviside = binary("_heaviside", _heaviside_kernel, dx=_not_differentiable("heaviside"),
+                    dy=_not_differentiable("heaviside"), node_name="NotImplemented", tensors=_T2,
+                    check=_heaviside_check, method=False, inplace=False)
 
 
-def _sign_ratio(x, out):
-    return (out / x).masked_fill(x == 0, 0)
+def heaviside(input, values, *, out=None):
+    if isinstance(input, Tensor) and isinstance(values, Tensor) and input._dtype is not values._dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    r = _heaviside(input, values)
+    return r if out is None else write_out(out, r, "heaviside")
+gcd = binary("gcd", np.gcd, tensors=_T2, check=_nyi("gcd_cpu", _not_int))
+lcm = binary("lcm", np.lcm, tensors=_T2, check=_nyi("lcm_cpu", _not_int))
 
-
-maximum = binary("maximum", np.maximum, NO_COMPLEX,
-                 dx=lambda g, x, y: g * _tie_weight(x, y), dy=lambda g, x, y: g * _tie_weight(y, x),
-                 inplace=False)
-minimum = binary("minimum", np.minimum, NO_COMPLEX,
-                 dx=lambda g, x, y: g * _tie_weight(y, x), dy=lambda g, x, y: g * _tie_weight(x, y),
-                 inplace=False)
-fmax = binary("fmax", np.fmax, NO_COMPLEX, dx=lambda g, x, y: g * ((x >= y) | y.isnan()).to(g.dtype),
-              dy=lambda g, x, y: g * ((y > x) | x.isnan()).to(g.dtype), inplace=False)
-fmin = binary("fmin", np.fmin, NO_COMPLEX, dx=lambda g, x, y: g * ((x <= y) | y.isnan()).to(g.dtype),
-              dy=lambda g, x, y: g * ((y < x) | x.isnan()).to(g.dtype), inplace=False)
-
-
-def _tie_weight(a, b):
-    """d max(a,b)/da: 1 where a > b, 0.5 on ties (torch splits the gradient evenly)."""
-    return (a > b).to(_float_of(a, b)) + (a == b).to(_float_of(a, b)) * 0.5
-
-
-def _float_of(a, b):
-    for v in (a, b):
-        if isinstance(v, Tensor) and v._dtype.category >= D.FLOAT:
-            return v._dtype
-    return D.get_default_dtype()
-
-
-xlogy = binary("xlogy", lambda x, y: np.where(x == 0, np.zeros((), x.dtype), x * np.log(y)), TO_FLOAT,
-               dx=lambda g, x, y: (g * y.log()).masked_fill((x == 0) & ~y.isnan(), 0),
-               dy=lambda g, x, y: g * x / y)
-logaddexp = binary("logaddexp", np.logaddexp, TO_FLOAT, dx=lambda g, x, out: g * (x - out).exp(),
-                   dy=lambda g, y, out: g * (y - out).exp(), inplace=False)
-logaddexp2 = binary("logaddexp2", np.logaddexp2, TO_FLOAT, dx=lambda g, x, out: g * (x - out).exp2(),
-                    dy=lambda g, y, out: g * (y - out).exp2(), inplace=False)
-nextafter = binary("nextafter", np.nextafter, SAME)
-heaviside = binary("heaviside", lambda x, y: np.where(x == 0, y, (x > 0).astype(x.dtype)), SAME)
-gcd = binary("gcd", np.gcd, INTEGRAL)
-lcm = binary("lcm", np.lcm, INTEGRAL)
 
 def ldexp(input, other, *, out=None):
-    r = input * pow(2.0, other)
+    """input * 2**other, with 2**other computed in other's dtype when it is floating (else in the
+    result's dtype), which is where torch rounds it."""
+    for name, v in (("input", input), ("other", other)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"ldexp(): argument '{name}' must be Tensor, not {type(v).__name__}")
+    if other._dtype is D.bool and input._dtype.category == D.FLOAT:
+        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
+    if other._dtype.category == D.COMPLEX:
+        scale = (other * math.log(2)).exp()
+    elif other._dtype.category == D.FLOAT:
+        scale = other.exp2()
+    else:
+        d = D.result_type_of((input, other))
+        scale = other.to(D.get_default_dtype() if d.category < D.FLOAT else d).exp2()
+    r = input * scale
     return r if out is None else write_out(out, r, "ldexp")
 
 
 # ---- comparison and logic -----------------------------------------------------------
 
-eq = binary("eq", np.equal, COMPARE, dunder="eq")
-ne = binary("ne", np.not_equal, COMPARE, dunder="ne", aliases=("not_equal",))
-lt = binary("lt", np.less, COMPARE, dunder="lt", aliases=("less",))
-le = binary("le", np.less_equal, COMPARE, dunder="le", aliases=("less_equal",))
-gt = binary("gt", np.greater, COMPARE, dunder="gt", aliases=("greater",))
-ge = binary("ge", np.greater_equal, COMPARE, dunder="ge", aliases=("greater_equal",))
-logical_and = binary("logical_and", np.logical_and, LOGICAL)
-logical_or = binary("logical_or", np.logical_or, LOGICAL)
-logical_xor = binary("logical_xor", np.logical_xor, LOGICAL)
+def _ordered(name):
+    return _nyi(name + "_cpu", _is_complex)
+
+
+eq = binary("eq", np.equal, COMPARE, dunder="eq", tensors=("input",))
+ne = binary("ne", np.not_equal, COMPARE, dunder="ne", aliases=("not_equal",), tensors=("input",))
+lt = binary("lt", np.less, COMPARE, dunder="lt", aliases=("less",), tensors=("input",), check=_ordered("lt"))
+le = binary("le", np.less_equal, COMPARE, dunder="le", aliases=("less_equal",), tensors=("input",),
+            check=_ordered("le"))
+gt = binary("gt", np.greater, COMPARE, dunder="gt", aliases=("greater",), tensors=("input",),
+            check=_ordered("gt"))
+ge = binary("ge", np.greater_equal, COMPARE, dunder="ge", aliases=("greater_equal",), tensors=("input",),
+            check=_ordered("ge"))
+logical_and = binary("logical_and", np.logical_and, LOGICAL, tensors=_T2)
+logical_or = binary("logical_or", np.logical_or, LOGICAL, tensors=_T2)
+logical_xor = binary("logical_xor", np.logical_xor, LOGICAL, tensors=_T2)
 bitwise_and = binary("bitwise_and", np.bitwise_and, INTEGRAL, dunder="and", rdunder=True)
 bitwise_or = binary("bitwise_or", np.bitwise_or, INTEGRAL, dunder="or", rdunder=True)
 bitwise_xor = binary("bitwise_xor", np.bitwise_xor, INTEGRAL, dunder="xor", rdunder=True)
-bitwise_left_shift = binary("bitwise_left_shift", np.left_shift, INTEGRAL, dunder="lshift", rdunder=True)
-bitwise_right_shift = binary("bitwise_right_shift", np.right_shift, INTEGRAL, dunder="rshift", rdunder=True)
+bitwise_left_shift = binary("bitwise_left_shift", _shift_left, INTEGRAL, dunder="lshift", rdunder=True,
+                            check=_nyi("lshift_cpu", _is_bool))
+bitwise_right_shift = binary("bitwise_right_shift", _shift_right, INTEGRAL, dunder="rshift", rdunder=True,
+                             check=_nyi("rshift_cpu", _is_bool))
 logical_not = unary("logical_not", np.logical_not, LOGICAL)
 bitwise_not = unary("bitwise_not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
                     INTEGRAL, dunder="invert")
 
+
+def _eq_dunder(fn):
+    """== and != with a non-number give NotImplemented, so Python falls back to identity (x == None)."""
+    def dunder(self, other):
+        try:
+            return fn(self, other)
+        except TypeError:
+            return NotImplemented
+    dunder.__name__ = fn.__name__
+    return dunder
+
+
+Tensor.__eq__ = _eq_dunder(eq)
+Tensor.__ne__ = _eq_dunder(ne)
+
 # ---- unary math ---------------------------------------------------------------------
 
+_NEG_BOOL = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
+             "use the `~` or `logical_not()` operator instead.")
+_SIGN_COMPLEX = ("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use torch.sgn "
+                 "instead.")
+
+
+def _sign_kernel(x):
+    """(0 < x) - (x < 0): 0 for NaN, as torch (np.sign gives NaN)."""
+    if x.dtype == np.bool_:
+        return x.copy()
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
+
+def _sgn_kernel(x):
+    if x.dtype.kind != "c":
+        return _sign_kernel(x)
+    a = np.abs(x)
+    return np.where(a == 0, 0, x / np.where(a == 0, 1, a)).astype(x.dtype)
+
+
+def _sigmoid_kernel(x):
+    if x.dtype.kind == "c":
+        return 1 / (1 + np.exp(-x))
+    # exp(-|x|) never overflows; the two branches agree at 0
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+def _sinc_dx(g, x):
+    px = math.pi * x
+    return g * ((px * px.cos() - px.sin()) / (px * x)).where(x != 0, 0.0)
+
+
+def _i1_dx(g, x):
+    return g * (i0(x) - _i1(x) / x).where(x != 0, 0.5)
+
+
 neg = unary("neg", np.negative, dx=lambda g: -g, aliases=("negative",), dunder="neg",
-            check=_no_bool("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
-                           "to invert a mask, use the `~` or `logical_not()` operator instead."))
-positive = unary("positive", lambda x: x, dx=lambda g: g, inplace=False, dunder="pos")
-abs = unary("abs", np.abs, dx=lambda g, x: g * x.sgn(), aliases=("absolute",), dunder="abs")
-sign = unary("sign", np.sign, NO_COMPLEX, dx=lambda g: g * 0)
-sgn = unary("sgn", lambda x: np.sign(x) if x.dtype.kind != "c" else
-            np.where(x == 0, 0, x / np.where(x == 0, 1, np.abs(x))).astype(x.dtype), dx=lambda g: g * 0)
-signbit = unary("signbit", np.signbit, NO_COMPLEX, inplace=False)
+            check=_rejects(_is_bool, RuntimeError, _NEG_BOOL))
+abs = unary("abs", np.abs, dx=lambda g, x: g * x.sgn(), aliases=("absolute",), dunder="abs",
+            check=_nyi("abs_cpu", _is_bool))
+sign = unary("sign", _sign_kernel, dx=_zeros, check=_rejects(_is_complex, NotImplementedError, _SIGN_COMPLEX))
+sgn = unary("sgn", _sgn_kernel, dx=_zeros)
+signbit = unary("signbit", np.signbit, inplace=False,
+                check=_rejects(_is_complex, NotImplementedError, "signbit is not implemented for complex tensors."))
 exp = unary("exp", np.exp, TO_FLOAT, dx=lambda g, out: g * out)
 exp2 = unary("exp2", np.exp2, TO_FLOAT, dx=lambda g, out: g * out * math.log(2))
 expm1 = unary("expm1", np.expm1, TO_FLOAT, dx=lambda g, out: g * (out + 1))
@@ -227,8 +519,8 @@ log2 = unary("log2", np.log2, TO_FLOAT, dx=lambda g, x: g / (x * math.log(2)))
 log10 = unary("log10", np.log10, TO_FLOAT, dx=lambda g, x: g / (x * math.log(10)))
 log1p = unary("log1p", np.log1p, TO_FLOAT, dx=lambda g, x: g / (x + 1))
 sqrt = unary("sqrt", np.sqrt, TO_FLOAT, dx=lambda g, out: g / (2 * out))
-rsqrt = unary("rsqrt", lambda x: 1 / np.sqrt(x), TO_FLOAT, dx=lambda g, out: -0.5 * g * out.pow(3))
-square = unary("square", np.square, dx=lambda g, x: 2 * g * x)
+rsqrt = unary("rsqrt", _float_kernel(lambda x: 1 / np.sqrt(x)), TO_FLOAT,
+              dx=lambda g, out: -0.5 * g * out.pow(3))
 reciprocal = unary("reciprocal", np.reciprocal, TO_FLOAT, dx=lambda g, out: -g * out * out)
 sin = unary("sin", np.sin, TO_FLOAT, dx=lambda g, x: g * x.cos())
 cos = unary("cos", np.cos, TO_FLOAT, dx=lambda g, x: -g * x.sin())
@@ -242,64 +534,28 @@ tanh = unary("tanh", np.tanh, TO_FLOAT, dx=lambda g, out: g * (1 - out * out))
 asinh = unary("asinh", np.arcsinh, TO_FLOAT, dx=lambda g, x: g * (x * x + 1).rsqrt(), aliases=("arcsinh",))
 acosh = unary("acosh", np.arccosh, TO_FLOAT, dx=lambda g, x: g * (x * x - 1).rsqrt(), aliases=("arccosh",))
 atanh = unary("atanh", np.arctanh, TO_FLOAT, dx=lambda g, x: g / (1 - x * x), aliases=("arctanh",))
-deg2rad = unary("deg2rad", np.deg2rad, TO_FLOAT, dx=lambda g: g * (math.pi / 180))
-rad2deg = unary("rad2deg", np.rad2deg, TO_FLOAT, dx=lambda g: g * (180 / math.pi))
+deg2rad = unary("deg2rad", np.deg2rad, TO_FLOAT, dx=lambda g: g * (math.pi / 180), check=_no_complex("deg2rad"))
+rad2deg = unary("rad2deg", np.rad2deg, TO_FLOAT, dx=lambda g: g * (180 / math.pi), check=_no_complex("rad2deg"))
+sigmoid = unary("sigmoid", _float_kernel(_sigmoid_kernel), TO_FLOAT, dx=lambda g, out: g * out * (1 - out))
+erf = unary("erf", S.erf, TO_FLOAT, dx=lambda g, x: g * (2 / math.sqrt(math.pi)) * (-x * x).exp(),
+            check=_nyi("erf_vml_cpu", _is_complex))
+erfc = unary("erfc", S.erfc, TO_FLOAT, dx=lambda g, x: -g * (2 / math.sqrt(math.pi)) * (-x * x).exp(),
+             check=_nyi("erfc_vml_cpu", _is_complex))
+erfinv = unary("erfinv", S.erfinv, TO_FLOAT, dx=lambda g, x: g * (math.sqrt(math.pi) / 2) * x.erfinv().square().exp(),
+               check=_nyi("erfinv_vml_cpu", _is_complex))
+lgamma = unary("lgamma", S.lgamma, TO_FLOAT, dx=lambda g, x: g * x.digamma(), check=_nyi("lgamma_vml_cpu", _is_complex))
+digamma = unary("digamma", S.digamma, TO_FLOAT, dx=lambda g, x: g * x.polygamma(1),
+                check=_nyi("digamma", _is_complex))
+i0 = unary("i0", S.i0, TO_FLOAT, dx=lambda g, x: g * _i1(x), check=_nyi("i0_vml_cpu", _is_complex))
+_i1 = unary("_i1", S.i1, TO_FLOAT, dx=_i1_dx, method=False, inplace=False, node_name="SpecialI1Backward0")
+sinc = unary("sinc", _float_kernel(np.sinc), TO_FLOAT, dx=_sinc_dx)
 
 
-def _sigmoid_kernel(x):
-    # exp(-|x|) never overflows; the two branches agree at 0
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
-
-
-sigmoid = unary("sigmoid", _sigmoid_kernel, TO_FLOAT, dx=lambda g, out: g * out * (1 - out))
-
-def logit(input, eps=None, *, out=None):
-    x = input if eps is None else input.clamp(eps, 1 - eps)
-    r = (x / (1 - x)).log()
-    return r if out is None else write_out(out, r, "logit")
-
-
-erf = unary("erf", S.erf, TO_FLOAT, dx=lambda g, x: g * (2 / math.sqrt(math.pi)) * (-x * x).exp())
-erfc = unary("erfc", S.erfc, TO_FLOAT, dx=lambda g, x: -g * (2 / math.sqrt(math.pi)) * (-x * x).exp())
-erfinv = unary("erfinv", S.erfinv, TO_FLOAT, dx=lambda g, out: g * (math.sqrt(math.pi) / 2) * (out * out).exp())
-lgamma = unary("lgamma", S.lgamma, TO_FLOAT, dx=lambda g, x: g * x.digamma())
-digamma = unary("digamma", S.digamma, TO_FLOAT, dx=lambda g, x: g * polygamma(1, x))
-i0 = unary("i0", S.i0, TO_FLOAT, dx=lambda g, x: g * _i1(x))
-_i1 = unary("_i1", S.i1, TO_FLOAT, method=False, inplace=False)
-sinc = unary("sinc", np.sinc, TO_FLOAT,
-             dx=lambda g, x: g * ((math.pi * x * (math.pi * x).cos() - (math.pi * x).sin())
-                                  / (math.pi * x * x)).masked_fill(x == 0, 0))
-
-
-class Polygamma(Op):
-    _name = "PolygammaBackward0"
-
-    @staticmethod
-    def forward(ctx, x, n):
-        ctx.n = n
-        ctx.save_for_backward(x)
-        return S.polygamma(n, x)
-
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return grad * polygamma(ctx.n + 1, x)
-
-
-def polygamma(n, input, *, out=None):
-    x = input if input._dtype.category >= D.FLOAT else input.to(D.get_default_dtype())
-    r = Polygamma.apply(x, n=n)
-    return r if out is None else write_out(out, r, "polygamma")
-
-
-def mvlgamma(input, p):
-    j = np.arange(1, p + 1)
-    r = sum_over_last((input.unsqueeze(-1) + Tensor._make(((1 - j) / 2).astype(input._dtype.np))).lgamma())
-    return r + p * (p - 1) / 4 * math.log(math.pi)
-
-
-def sum_over_last(t):
-    return t.sum(-1)
+def positive(input):
+    """torch.positive returns its input itself (not a copy); bool tensors are an error."""
+    if input._dtype is D.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
 
 
 # ---- rounding -------------------------------------------------------------------------
@@ -307,213 +563,37 @@ def sum_over_last(t):
 def _int_passthrough(kernel):
     """floor/ceil/trunc/round are identities on integer tensors."""
     def k(x):
-        return x.copy() if x.dtype.kind in "iub" else kernel(x)
+        return x.copy() if x.dtype.kind in "iu" else kernel(x)
     return k
 
 
-floor = unary("floor", _int_passthrough(np.floor), NO_COMPLEX, dx=lambda g: g * 0)
-ceil = unary("ceil", _int_passthrough(np.ceil), NO_COMPLEX, dx=lambda g: g * 0)
-trunc = unary("trunc", _int_passthrough(np.trunc), NO_COMPLEX, dx=lambda g: g * 0, aliases=("fix",))
-frac = unary("frac", lambda x: x - np.trunc(x), NO_COMPLEX, dx=lambda g: g)
-_round0 = unary("_round0", _int_passthrough(np.rint), NO_COMPLEX, dx=lambda g: g * 0, method=False,
-                inplace=False, node_name="RoundBackward0")
+def _rounding_check(vml):
+    def check(d):
+        if d is D.bool:
+            raise NotImplementedError(f"\"{vml}\" not implemented for 'Bool'")
+        if d.category == D.COMPLEX:
+            raise NotImplementedError(f"{vml.split('_')[0]} is not supported for complex inputs")
+    return check
 
 
-class RoundDecimals(Op):
-    _name = "RoundBackward1"
-
-    @staticmethod
-    def forward(ctx, x, decimals):
-        return np.round(x, decimals)
-
-    def backward(ctx, grad):
-        return grad * 0
-
-
-def round(input, *, decimals=0, out=None):
-    r = _round0(input) if decimals == 0 else RoundDecimals.apply(input, decimals=decimals)
-    return r if out is None else write_out(out, r, "round")
-
+floor = unary("floor", _int_passthrough(np.floor), dx=_zeros, check=_rounding_check("floor_vml_cpu"))
+ceil = unary("ceil", _int_passthrough(np.ceil), dx=_zeros, check=_rounding_check("ceil_vml_cpu"))
+trunc = unary("trunc", _int_passthrough(np.trunc), dx=_zeros, aliases=("fix",),
+              check=_rounding_check("trunc_vml_cpu"))
+frac = unary("frac", lambda x: x - np.trunc(x), dx=lambda g: g, check=_nyi("frac_cpu", _not_float))
+_round0 = unary("_round0", _int_passthrough(np.rint), dx=_zeros, method=False, inplace=False,
+                node_name="RoundBackward0", check=_nyi("round_vml_cpu", _bool_or_complex))
 
 # ---- classification --------------------------------------------------------------------
 
-isnan = unary("isnan", np.isnan, SAME, inplace=False)
-isinf = unary("isinf", np.isinf, NO_COMPLEX, inplace=False)
-isfinite = unary("isfinite", np.isfinite, SAME, inplace=False)
-isposinf = unary("isposinf", np.isposinf, NO_COMPLEX, inplace=False)
-isneginf = unary("isneginf", np.isneginf, NO_COMPLEX, inplace=False)
-isreal = unary("isreal", np.isreal, SAME, inplace=False)
-
-
-# ---- ops with parameters ----------------------------------------------------------------
-
-class Clamp(Op):
-    _name = "ClampBackward1"
-
-    @staticmethod
-    def forward(ctx, x, lo, hi):
-        ctx.save_for_backward(x, lo, hi)
-        out = x
-        if lo is not None:
-            out = np.maximum(out, lo)
-        if hi is not None:
-            out = np.minimum(out, hi)
-        if out is x:
-            out = x.copy()
-        # NaN in x propagates (np.maximum does); NaN bounds propagate too
-        return out.astype(x.dtype, copy=False)
-
-    def backward(ctx, grad):
-        x, lo, hi = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        mask = None
-        if lo is not None:
-            mask = x >= lo
-        if hi is not None:
-            m = x <= hi
-            mask = m if mask is None else mask & m
-        gx = grad * mask.to(grad.dtype) if need[0] else None
-        glo = ghi = None
-        if len(need) > 1 and need[1] and lo is not None:
-            glo = grad * (x < lo).to(grad.dtype)
-        if len(need) > 2 and need[2] and hi is not None:
-            ghi = grad * (x > hi).to(grad.dtype)
-        return gx, glo, ghi
-
-
-def _bound(v, cd):
-    if v is None:
-        return None
-    if isinstance(v, Tensor):
-        return v if v._dtype is cd else v.to(cd)
-    return _make(np.array(v, dtype=cd.np), cd)
-
-
-def clamp(input, min=None, max=None, *, out=None):
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    operands = [input] + [v for v in (min, max) if v is not None]
-    cd = D.result_type_of(operands)
-    if cd.category == D.COMPLEX:
-        raise RuntimeError("clamp is not supported for complex types")
-    x = input if input._dtype is cd else input.to(cd)
-    lo = _bound(min, cd)
-    hi = _bound(max, cd)
-    try:
-        r = Clamp.apply(x, lo, hi)
-    except ValueError:
-        raise shapes_error("clamp", input._data, (lo if lo is not None else hi)._data) from None
-    if not isinstance(min, Tensor) and not isinstance(max, Tensor) and r._grad_fn is not None:
-        r._grad_fn._name = "ClampBackward1"
-    return r if out is None else write_out(out, r, "clamp")
-
-
-def clamp_min(input, min):
-    return clamp(input, min=min)
-
-
-def clamp_max(input, max):
-    return clamp(input, max=max)
-
-
-class NanToNum(Op):
-    _name = "NanToNumBackward0"
-
-    @staticmethod
-    def forward(ctx, x, nan, posinf, neginf):
-        ctx.save_for_backward(x)
-        if x.dtype.kind not in "fc":
-            return x.copy()
-        info = np.finfo(x.dtype) if x.dtype.kind == "f" else np.finfo(x.real.dtype)
-        return np.nan_to_num(x, nan=nan, posinf=info.max if posinf is None else posinf,
-                             neginf=info.min if neginf is None else neginf)
-
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return grad * x.isfinite().to(grad.dtype)
-
-
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
-    r = NanToNum.apply(input, nan=nan, posinf=posinf, neginf=neginf)
-    return r if out is None else write_out(out, r, "nan_to_num")
-
-
-class Where(Op):
-    _name = "WhereBackward0"
-
-    @staticmethod
-    def forward(ctx, cond, x, y):
-        ctx.save_for_backward(cond)
-        return np.where(cond, x, y)
-
-    def backward(ctx, grad):
-        (cond,) = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        zero = grad.new_zeros(())
-        gx = grad.where(cond, zero) if need[1] else None
-        gy = zero.where(cond, grad) if need[2] else None
-        return None, gx, gy
-
-
-def where(condition, input=None, other=None, *, out=None):
-    if input is None and other is None:
-        return condition.nonzero(as_tuple=True)
-    if not isinstance(condition, Tensor):
-        raise TypeError(f"where(): argument 'condition' must be Tensor, not {type(condition).__name__}")
-    if condition._dtype is not D.bool and condition._dtype is not D.uint8:
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                           f"{D.SCALAR_NAMES[condition._dtype]}")
-    cd = D.result_type_of([v for v in (input, other)])
-    a = input.to(cd) if isinstance(input, Tensor) else _make(np.array(input, dtype=cd.np), cd)
-    b = other.to(cd) if isinstance(other, Tensor) else _make(np.array(other, dtype=cd.np), cd)
-    try:
-        r = Where.apply(condition, a, b)
-    except ValueError:
-        raise RuntimeError(f"where(): shapes {list(condition.shape)}, {list(a.shape)} and {list(b.shape)} are "
-                           "not broadcastable") from None
-    return r if out is None else write_out(out, r, "where")
-
-
-def _where_method(self, condition, y):
-    return where(condition, self, y)
-
-
-def lerp(input, end, weight, *, out=None):
-    r = input + weight * (end - input)
-    return r if out is None else write_out(out, r, "lerp")
-
-
-def addcmul(input, tensor1, tensor2, *, value=1, out=None):
-    r = input + value * (tensor1 * tensor2) if value != 1 else input + tensor1 * tensor2
-    return r if out is None else write_out(out, r, "addcmul")
-
-
-def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
-    if tensor1._dtype.category < D.FLOAT and tensor2._dtype.category < D.FLOAT:
-        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release "
-                           "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
-                           "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))."
-                           "to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
-                           "float inputs. The future addcdiv behavior is just the latter implementation: "
-                           "(input + value * tensor1 / tensor2), for all dtypes.")
-    r = input + value * (tensor1 / tensor2) if value != 1 else input + tensor1 / tensor2
-    return r if out is None else write_out(out, r, "addcdiv")
-
-
-def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    if input._dtype is not other._dtype:
-        raise RuntimeError(f"{input._dtype} did not match {other._dtype}")
-    a = input._data
-    b = other._data
-    return _make(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
-
-
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return bool(isclose(input, other, rtol, atol, equal_nan).all())
-
-
-def equal(input, other):
-    return input._data.shape == other._data.shape and bool(np.array_equal(input._data, other._data))
+isnan = unary("isnan", np.isnan, inplace=False)
+isinf = unary("isinf", np.isinf, inplace=False)
+isfinite = unary("isfinite", np.isfinite, inplace=False)
+isposinf = unary("isposinf", np.isposinf, inplace=False,
+                 check=_rejects(_is_complex, RuntimeError, "isposinf does not support complex inputs."))
+isneginf = unary("isneginf", np.isneginf, inplace=False,
+                 check=_rejects(_is_complex, RuntimeError, "isneginf does not support complex inputs."))
+isreal = unary("isreal", np.isreal, inplace=False)
 
 
 # ---- dtype conversion -------------------------------------------------------------------
@@ -547,8 +627,19 @@ def _rdiv_dunder(self, other):
     return div(other, self)
 
 
-for _fn, _name in [(add, "add"), (sub, "sub"), (div, "div")]:
-    install(_fn, _name, inplace=make_inplace(_fn, _name), dunder=None)
+install(add, "add", inplace=make_inplace(add, "add"))
+install(sub, "sub", inplace=make_inplace(sub, "sub"), aliases=("subtract",))
+install(div, "div", inplace=make_inplace(div, "div"), aliases=("divide",))
+install(_true_div, "true_divide", inplace=make_inplace(_true_div, "true_divide"))
+install(rsub, "rsub", method=False)
+install(pow, "pow", method=False)
+Tensor.pow = Tensor.__pow__ = _pow_method
+Tensor.__rpow__ = _rpow
+install(float_power, "float_power", inplace=_float_power_)
+install(square, "square", inplace=make_inplace(square, "square"))
+install(ldexp, "ldexp", inplace=make_inplace(ldexp, "ldexp"))
+install(positive, "positive")
+install(heaviside, "heaviside", inplace=make_inplace(heaviside, "heaviside"))
 Tensor.__add__ = Tensor.__radd__ = add
 Tensor.__iadd__ = Tensor.add_
 Tensor.__sub__ = sub
@@ -557,28 +648,7 @@ Tensor.__isub__ = Tensor.sub_
 Tensor.__truediv__ = div
 Tensor.__rtruediv__ = _rdiv_dunder
 Tensor.__itruediv__ = Tensor.div_
-install(rsub, "rsub", method=False)
-install(div, "divide", inplace=make_inplace(div, "divide"))
-install(_true_div, "true_divide", inplace=make_inplace(_true_div, "true_divide"))
-install(clamp, "clamp", inplace=make_inplace(clamp, "clamp"), aliases=("clip",))
-install(clamp_min, "clamp_min", inplace=make_inplace(clamp_min, "clamp_min"))
-install(clamp_max, "clamp_max", inplace=make_inplace(clamp_max, "clamp_max"))
-install(maximum, "maximum")
-install(minimum, "minimum")
-install(float_power, "float_power", inplace=make_inplace(float_power, "float_power"))
-install(ldexp, "ldexp", inplace=make_inplace(ldexp, "ldexp"))
-install(logit, "logit", inplace=make_inplace(logit, "logit"))
-install(round, "round", inplace=make_inplace(round, "round"))
-install(polygamma, "polygamma", method=False)
-install(mvlgamma, "mvlgamma", inplace=make_inplace(mvlgamma, "mvlgamma"))
-Tensor.polygamma = lambda self, n: polygamma(n, self)
-Tensor.polygamma_ = make_inplace(lambda self, n: polygamma(n, self), "polygamma")
-install(nan_to_num, "nan_to_num", inplace=make_inplace(nan_to_num, "nan_to_num"))
-install(where, "where", method=False)
-Tensor.where = _where_method
-install(lerp, "lerp", inplace=make_inplace(lerp, "lerp"))
-install(addcmul, "addcmul", inplace=make_inplace(addcmul, "addcmul"))
-install(addcdiv, "addcdiv", inplace=make_inplace(addcdiv, "addcdiv"))
-install(isclose, "isclose")
-install(allclose, "allclose")
-install(equal, "equal")
+Tensor.__pos__ = positive
+
+from . import pointwise_params as _params, complex as _complex  # noqa: E402,F401  (the rest of the family)
+from .pointwise_params import where, clamp, polygamma  # noqa: E402,F401  (imported by other families)
