@@ -33,7 +33,11 @@ class Generator:
     __slots__ = ("_np", "_seed", "_device", "__weakref__")
 
     def __init__(self, device="cpu"):
-        self._device = as_device(device)
+        try:
+            self._device = as_device(device)
+        except AssertionError:
+            raise RuntimeError("Cannot get CUDA generator without ATen_cuda library. ember has only the CPU "
+                               "generator.") from None
         self._reseed(_DEFAULT_SEED)
 
     def _reseed(self, seed):
@@ -118,8 +122,8 @@ default_generator = Generator()
 
 
 def manual_seed(seed):
-    """Seed the default generator; returns it (as torch.manual_seed)."""
-    return default_generator.manual_seed(seed)
+    """Seed the default generator; returns it. Like torch, int(seed) first (so 2.7 -> 2)."""
+    return default_generator.manual_seed(int(seed))
 
 
 def seed():
