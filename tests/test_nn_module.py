@@ -846,3 +846,35 @@ def test_call_is_lean_without_hooks():
         assert calls == [1]
     finally:
         enn.Module._call_impl = orig
+
+
+def test_backward_hooks_multiple_inputs_and_outputs_match_torch():
+    """Non-tensor args give None, tensors not requiring grad give zeros; outputs that got
+    no gradient show None in grad_output (torch's packing)."""
+    res = {}
+
+    def show(gs):
+        return [None if g is None else np.round(g.numpy(), 4).tolist() for g in gs]
+    for lib in LIBS:
+        class Two(lib.nn.Module):
+            def forward(self, a, k, b, scale=1.0):
+                return a * b * scale, (a + b).sum() * k
+
+        class Ignore(lib.nn.Module):
+            def forward(self, a, b):
+                return b * 2
+        log = res[lib] = []
+        m = Two()
+        m.register_full_backward_pre_hook(lambda mod, go: log.append(("pre", show(go))))
+        m.register_full_backward_hook(lambda mod, gi, go: log.append(("post", show(gi), show(go))))
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        b = lib.tensor([3.0, 4.0])
+        o1, o2 = m(a, 3, b, scale=2.0)
+        (o1.sum() + o2).backward()
+        o1, o2 = m(a, 3, b, scale=2.0)
+        o1.sum().backward()
+        log.append(a.grad.tolist())
+        m2 = Ignore()
+        m2.register_full_backward_hook(lambda mod, gi, go: log.append(("ign", show(gi))))
+        m2(a, lib.tensor([1.0], requires_grad=True)).sum().backward()
+    assert res[torch] == res[ember]

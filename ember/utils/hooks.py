@@ -92,11 +92,18 @@ def _backward_hook_function():
         class BackwardHookFunction(Function):
             @staticmethod
             def forward(ctx, *args):
+                ctx.mark_non_differentiable(*[a for a in args if not a.requires_grad])
+                # hooks must see the raw grad_output (None where no gradient arrived), while
+                # grad_input holds zeros there, as torch materializes inside the backward
+                ctx.set_materialize_grads(False)
+                ctx.metas = [(a.shape, a.dtype) for a in args]
                 return args
 
             @staticmethod
             def backward(ctx, *grads):
-                return grads
+                from .._ops.creation import zeros
+                return tuple(zeros(shape, dtype=dtype) if g is None else g
+                             for g, (shape, dtype) in zip(grads, ctx.metas))
 
         _BackwardHookFunction = BackwardHookFunction
     return _BackwardHookFunction
@@ -108,7 +115,8 @@ _BackwardHookFunction = None
 class BackwardHook:
     """Runs a module's full backward (pre-)hooks: identity nodes are put on the module's
     input and output tensors; the output node's hook sees grad_output, the input node's
-    hook sees grad_input (None for arguments that are not tensors requiring grad)."""
+    hook sees grad_input (None for arguments that are not tensors, zeros for tensors that
+    do not require grad, as torch)."""
 
     def __init__(self, module, user_hooks, user_pre_hooks):
         self.user_hooks = user_hooks
@@ -132,14 +140,16 @@ class BackwardHook:
         return tuple(values[idx] for idx in indices)
 
     def _apply_on_tensors(self, register, args):
-        """Route the tensors of args that require grad through one identity node."""
+        """Route the tensors of args through one identity node (if any requires grad)."""
         from .._tensor import Tensor
         from ..autograd.grad_mode import is_grad_enabled
-        idx = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
-        if not idx or not is_grad_enabled():
+        idx = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        if not any(args[i].requires_grad for i in idx) or not is_grad_enabled():
             return args, None
         new = _backward_hook_function().apply(*(args[i] for i in idx))
-        register(new[0].grad_fn)
+        grad_fns = [t.grad_fn for t in new if t.grad_fn is not None and
+                    t.grad_fn.name() == "BackwardHookFunctionBackward"]
+        register(grad_fns[0])
         out = list(args)
         for i, t in zip(idx, new):
             out[i] = t
