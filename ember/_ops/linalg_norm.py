@@ -232,4 +232,4 @@ for _fn, _name in [(linalg_vector_norm, "vector_norm"), (linalg_matrix_norm, "ma
                    (linalg_cond, "cond"), (linalg_vecdot, "vecdot"), (linalg_vander, "vander"),
                    (linalg_diagonal, "diagonal")]:
     install(_fn, "linalg." + _name, method=False, function=False)
-install(norm, "norm")
+# torch.norm / Tensor.norm are installed by statistics.py (the reduction family owns them)

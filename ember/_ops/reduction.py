@@ -7,6 +7,7 @@ median ...) go through the two private ops Gather/PlaceAlong, which are each oth
 backward (see Note [Index routing]).
 """
 import builtins
+import functools
 
 import numpy as np
 
@@ -20,6 +21,19 @@ _bool = builtins.bool
 
 
 # ---- argument helpers -----------------------------------------------------------------
+
+def numpy_names(fn):
+    """torch's argument parser also takes NumPy's spellings axis= and keepdims= for dim= and keepdim=."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if "axis" in kwargs:
+            kwargs["dim"] = kwargs.pop("axis")
+        if "keepdims" in kwargs:
+            kwargs["keepdim"] = kwargs.pop("keepdims")
+        return fn(*args, **kwargs)
+    return wrapper
+
 
 def check_tensor(input, name):
     if not isinstance(input, Tensor):
@@ -197,6 +211,7 @@ class Sum(Op):
 
 
 @register()
+@numpy_names
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "sum")
     if isinstance(dim, D.dtype):
@@ -225,6 +240,7 @@ class NanSum(Op):
 
 
 @register()
+@numpy_names
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "nansum")
     dims = reduce_dims(dim, input._data.ndim)
@@ -267,6 +283,7 @@ class Mean(Op):
 
 
 @register()
+@numpy_names
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "mean")
     d = dtype if dtype is not None else input._dtype
@@ -282,6 +299,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 
 @register()
+@numpy_names
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "nanmean")
     require_float(input, "nanmean(): expected input to have floating point or complex dtype but got {}")
@@ -327,6 +345,7 @@ def prod_of_others(x, dim):
 
 
 @register()
+@numpy_names
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "prod")
     if isinstance(dim, D.dtype):
@@ -409,11 +428,13 @@ def _max_min(name, largest, input, dim, keepdim, other, out):
 
 
 @register()
+@numpy_names
 def max(input, dim=None, keepdim=False, *, other=None, out=None):
     return _max_min("max", True, input, dim, keepdim, other, out)
 
 
 @register()
+@numpy_names
 def min(input, dim=None, keepdim=False, *, other=None, out=None):
     return _max_min("min", False, input, dim, keepdim, other, out)
 
@@ -449,16 +470,19 @@ def _amax_amin(name, largest, input, dim, keepdim, out):
 
 
 @register()
+@numpy_names
 def amax(input, dim=(), keepdim=False, *, out=None):
     return _amax_amin("amax", True, input, dim, keepdim, out)
 
 
 @register()
+@numpy_names
 def amin(input, dim=(), keepdim=False, *, out=None):
     return _amax_amin("amin", False, input, dim, keepdim, out)
 
 
 @register()
+@numpy_names
 def aminmax(input, *, dim=None, keepdim=False, out=None):
     check_tensor(input, "aminmax")
     x = input._data
@@ -497,11 +521,13 @@ def _arg(name, largest, input, dim, keepdim, out):
 
 
 @register()
+@numpy_names
 def argmax(input, dim=None, keepdim=False, *, out=None):
     return _arg("argmax", True, input, dim, keepdim, out)
 
 
 @register()
+@numpy_names
 def argmin(input, dim=None, keepdim=False, *, out=None):
     return _arg("argmin", False, input, dim, keepdim, out)
 
@@ -518,16 +544,19 @@ def _logical_reduce(name, fn, input, dim, keepdim, out):
 
 
 @register()
+@numpy_names
 def all(input, dim=None, keepdim=False, *, out=None):
     return _logical_reduce("all", np.all, input, dim, keepdim, out)
 
 
 @register()
+@numpy_names
 def any(input, dim=None, keepdim=False, *, out=None):
     return _logical_reduce("any", np.any, input, dim, keepdim, out)
 
 
 @register()
+@numpy_names
 def count_nonzero(input, dim=None):
     check_tensor(input, "count_nonzero")
     x = input._data

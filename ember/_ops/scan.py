@@ -11,7 +11,7 @@ from .. import return_types
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ._registry import Op, assign_result, check_inplace, register
-from .reduction import _as_1d, _make, check_tensor, finish, index_grad, one_dim, sum_dtype
+from .reduction import _as_1d, _make, check_tensor, finish, index_grad, numpy_names, one_dim, sum_dtype
 
 
 def _scan(ufunc, x, dim, reverse, dtype=None):
@@ -46,6 +46,7 @@ def cumsum_dir(t, dim, reverse, dtype=None):
 
 
 @register(inplace=False)
+@numpy_names
 def cumsum(input, dim, *, dtype=None, out=None):
     check_tensor(input, "cumsum")
     d = one_dim(dim, input._data.ndim)
@@ -116,6 +117,7 @@ def cumprod_dir(t, dim, reverse, dtype=None):
 
 
 @register(inplace=False)
+@numpy_names
 def cumprod(input, dim, *, dtype=None, out=None):
     check_tensor(input, "cumprod")
     d = one_dim(dim, input._data.ndim)
@@ -174,11 +176,13 @@ def _cum_extreme(name, largest, input, dim, out):
 
 
 @register()
+@numpy_names
 def cummax(input, dim, *, out=None):
     return _cum_extreme("cummax", True, input, dim, out)
 
 
 @register()
+@numpy_names
 def cummin(input, dim, *, out=None):
     return _cum_extreme("cummin", False, input, dim, out)
 
@@ -215,6 +219,7 @@ def logcumsumexp_dir(t, dim, reverse):
 
 
 @register()
+@numpy_names
 def logcumsumexp(input, dim, *, out=None):
     check_tensor(input, "logcumsumexp")
     if input._dtype.category < D.FLOAT:
@@ -226,6 +231,7 @@ def logcumsumexp(input, dim, *, out=None):
 # ---- diff --------------------------------------------------------------------------------
 
 @register()
+@numpy_names
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     check_tensor(input, "diff")
     nd = input._data.ndim

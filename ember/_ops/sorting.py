@@ -13,7 +13,7 @@ from .. import return_types
 from .._tensor import Tensor
 from ._registry import Op, register
 from .reduction import (_as_1d, check_tensor, empty_dim_error, evenly_distribute, finish, gather, index_grad,
-                        keep_shape, one_dim)
+                        keep_shape, numpy_names, one_dim)
 
 _make = Tensor._make
 
@@ -59,6 +59,7 @@ class Sort(Op):
 
 
 @register()
+@numpy_names
 def sort(input, dim=-1, descending=False, *, stable=False, out=None):
     check_tensor(input, "sort")
     if input._dtype.category == D.COMPLEX:
@@ -69,6 +70,7 @@ def sort(input, dim=-1, descending=False, *, stable=False, out=None):
 
 
 @register()
+@numpy_names
 def argsort(input, dim=-1, descending=False, stable=False):
     check_tensor(input, "argsort")
     d = one_dim(dim, input._data.ndim)
@@ -111,6 +113,7 @@ class TopK(Op):
 
 
 @register()
+@numpy_names
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """Always returns sorted results (allowed by torch's sorted=False, whose order is unspecified)."""
     check_tensor(input, "topk")
@@ -183,6 +186,7 @@ def _select(which, input, dim, keepdim, k, out):
 
 
 @register()
+@numpy_names
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     check_tensor(input, "kthvalue")
     _no_bool("kthvalue", input)
@@ -228,11 +232,13 @@ def _median(which, input, dim, keepdim, out):
 
 
 @register()
+@numpy_names
 def median(input, dim=None, keepdim=False, *, out=None):
     return _median("median", input, dim, keepdim, out)
 
 
 @register()
+@numpy_names
 def nanmedian(input, dim=None, keepdim=False, *, out=None):
     return _median("nanmedian", input, dim, keepdim, out)
 
@@ -267,6 +273,7 @@ class Mode(Op):
 
 
 @register()
+@numpy_names
 def mode(input, dim=-1, keepdim=False, *, out=None):
     check_tensor(input, "mode")
     x = input._data
@@ -355,11 +362,13 @@ def _lerp(start, end, weight):
 
 
 @register()
+@numpy_names
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     return _quantile("quantile", input, q, dim, keepdim, interpolation, False, out)
 
 
 @register()
+@numpy_names
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True, out)
 
@@ -426,6 +435,7 @@ def _unique_result(values, inverse, counts, return_inverse, return_counts):
 
 
 @register()
+@numpy_names
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """Always sorted: torch's CPU kernel sorts for sorted=False too."""
     check_tensor(input, "unique")
@@ -437,6 +447,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 
 @register()
+@numpy_names
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     check_tensor(input, "unique_consecutive")
     d = None if dim is None else one_dim(dim, input._data.ndim)

@@ -13,7 +13,7 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor
 from ._registry import Op, register
-from .reduction import check_tensor, finish, keep, mean, numel_of, reduce_dims
+from .reduction import check_tensor, finish, keep, mean, numel_of, numpy_names, reduce_dims
 
 _bool = builtins.bool
 
@@ -67,6 +67,7 @@ def _var_args(name, input, dim, unbiased, keepdim, correction):
 
 
 @register()
+@numpy_names
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     dims, c = _var_args("var", input, dim, unbiased, keepdim, correction)
     r = Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=False)
@@ -74,6 +75,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
 
 
 @register()
+@numpy_names
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     dims, c = _var_args("std", input, dim, unbiased, keepdim, correction)
     r = Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=True)
@@ -83,6 +85,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
 
 
 @register(method=False)
+@numpy_names
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dims, c = _var_args("var_mean", input, dim, unbiased, keepdim, correction)
     v = Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=False)
@@ -90,6 +93,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 @register(method=False)
+@numpy_names
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dims, c = _var_args("std_mean", input, dim, unbiased, keepdim, correction)
     s = Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=True)
@@ -123,6 +127,7 @@ class LogSumExp(Op):
 
 
 @register()
+@numpy_names
 def logsumexp(input, dim, keepdim=False, *, out=None):
     check_tensor(input, "logsumexp")
     x = input if input._dtype.category >= D.FLOAT else input.to(D.get_default_dtype())
@@ -200,6 +205,7 @@ def vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lina
 
 
 @register()
+@numpy_names
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     check_tensor(input, "norm")
     if isinstance(dim, int):

@@ -146,6 +146,8 @@ CASES = [
     C("norm", [MIXED_INT], lambda t, x: x.norm(), dtypes=INT, error=RuntimeError, id="int-error"),
     C("norm", [(2, 2, 2)], lambda t, x: t.norm(x, "fro", dim=(0, 1, 2)), error=RuntimeError, id="fro-3-dims"),
     C("norm", [(0,)], lambda t, x: x.norm(float("inf")), error=RuntimeError, id="inf-empty-error"),
+    C("norm", [(3, 4)], lambda t, x: t.norm(x, "nuc"), id="nuc"),
+    C("norm", [(2, 3, 4)], lambda t, x: x.norm("nuc", dim=(0, 2), keepdim=True), id="nuc-dims"),
     C("dist", [(3, 4), (3, 4)], lambda t, x, y: t.dist(x, y)),
     C("dist", [(3, 4), (4,)], lambda t, x, y: t.dist(x, y, 1), id="p1-broadcast"),
     C("dist", [(3, 4), (3, 4)], lambda t, x, y: x.dist(y, float("inf")), id="inf"),
@@ -194,4 +196,10 @@ CASES = [
     C("diff", [(4,)], lambda t, x: x.diff(n=5), id="n-too-large"),
     C("diff", [()], lambda t, x: x.diff(), error=RuntimeError, id="0d-error"),
     C("sum_to_size", [(2, 3, 4)], lambda t, x: x.sum_to_size(3, 1), gradgrad=True),
+
+    # ---- NumPy spellings axis= / keepdims= (torch's argument parser accepts them) -------------
+    C("sum", [(2, 3)], lambda t, x: t.sum(x, axis=1, keepdims=True), id="axis-keepdims"),
+    C("max", [(2, 3)], lambda t, x: x.max(axis=0, keepdims=True), id="axis-keepdims"),
+    C("var", [(2, 3)], lambda t, x: x.var(axis=1), id="axis"),
+    C("cumsum", [(2, 3)], lambda t, x: x.cumsum(axis=0), id="axis"),
 ]

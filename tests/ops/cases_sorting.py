@@ -42,6 +42,7 @@ CASES = [
     C("argsort", [(3, 5)], lambda t, x: t.argsort(x, 1), grad=False),
     C("argsort", [TIES], lambda t, x: x.argsort(descending=True, stable=True), grad=False, id="stable-desc"),
     C("msort", [(4, 3)], lambda t, x: t.msort(x)),
+    C("sort", [(3, 5)], lambda t, x: x.sort(axis=0), id="axis"),
 
     # ---- topk ---------------------------------------------------------------------------------
     C("topk", [(3, 6)], lambda t, x: t.topk(x, 2)),
