@@ -254,6 +254,8 @@ def _array_from_data(data, dtype=None):
         d = dtype or data._dtype
         return np.array(data._data, dtype=d.np, order="C"), d
     if isinstance(data, np.ndarray):
+        if not data.dtype.isnative:
+            data = data.astype(data.dtype.newbyteorder("="))
         d = dtype or _np_dtype(data.dtype)
         return np.array(data, dtype=d.np, order="C"), d
     if isinstance(data, np.generic):
@@ -338,6 +340,9 @@ def from_numpy(ndarray):
     """Zero-copy: the tensor and the array share memory."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if not ndarray.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
+                         "between byte orders is currently not supported.")
     d = _np_dtype(ndarray.dtype)
     isz = ndarray.itemsize
     for s in ndarray.strides:
@@ -348,9 +353,6 @@ def from_numpy(ndarray):
         if s % isz:
             raise ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy "
                              "array to reallocate the memory.")
-    if not ndarray.dtype.isnative:
-        raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
-                         "between byte orders is currently not supported.")
     if not ndarray.flags.writeable:
         warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. "
                       "This means writing to this tensor will result in undefined behavior. You may want to copy "
