@@ -5,35 +5,26 @@ Note [Module attribute routing]: parameters, buffers and children live in the di
 _parameters, _buffers and _modules, not in __dict__, so __getattr__ (only called when
 normal lookup fails) finds them and __setattr__ files an assigned value by its type.
 """
-import itertools
 import warnings
-from collections import OrderedDict, namedtuple
-from collections.abc import Mapping
+from collections import OrderedDict
 
 from ... import _dtype as D
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
-from ...utils.hooks import BackwardHook, RemovableHandle, _WrappedHook
 from ..parameter import Buffer, Parameter
+from ._module_hooks import (_HooksMixin, _global_backward_hooks, _global_backward_pre_hooks,  # noqa: F401
+                            _global_buffer_registration_hooks, _global_forward_hooks, _global_forward_pre_hooks,
+                            _global_module_registration_hooks, _global_parameter_registration_hooks,
+                            register_module_buffer_registration_hook, register_module_forward_hook,
+                            register_module_forward_pre_hook, register_module_full_backward_hook,
+                            register_module_full_backward_pre_hook, register_module_module_registration_hook,
+                            register_module_parameter_registration_hook)
+from ._module_state import _EXTRA_STATE_KEY_SUFFIX, _IncompatibleKeys, _StateDictMixin  # noqa: F401
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
            "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
            "register_module_buffer_registration_hook", "register_module_module_registration_hook",
            "register_module_parameter_registration_hook"]
-
-_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
-
-
-class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
-    """load_state_dict's result; reads "<All keys matched successfully>" when both are empty."""
-    __slots__ = ()
-
-    def __repr__(self):
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return super().__repr__()
-
-    __str__ = __repr__
 
 
 def _addindent(s, num_spaces):
@@ -54,66 +45,12 @@ def _typename(obj):
     return name if module in ("builtins", None) else f"{module}.{name}"
 
 
-# ---- global hooks (torch.nn.modules.module.register_module_*) ---------------------------
-
-_global_buffer_registration_hooks = OrderedDict()
-_global_module_registration_hooks = OrderedDict()
-_global_parameter_registration_hooks = OrderedDict()
-_global_backward_pre_hooks = OrderedDict()
-_global_backward_hooks = OrderedDict()
-_global_forward_pre_hooks = OrderedDict()
-_global_forward_hooks = OrderedDict()
-_global_forward_hooks_always_called = OrderedDict()
-_global_forward_hooks_with_kwargs = OrderedDict()
-
-
-def _add_global(store, hook):
-    handle = RemovableHandle(store)
-    store[handle.id] = hook
-    return handle
-
-
-def register_module_buffer_registration_hook(hook):
-    return _add_global(_global_buffer_registration_hooks, hook)
-
-
-def register_module_module_registration_hook(hook):
-    return _add_global(_global_module_registration_hooks, hook)
-
-
-def register_module_parameter_registration_hook(hook):
-    return _add_global(_global_parameter_registration_hooks, hook)
-
-
-def register_module_forward_pre_hook(hook):
-    return _add_global(_global_forward_pre_hooks, hook)
-
-
-def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
-    handle = RemovableHandle(_global_forward_hooks,
-                             extra_dict=[_global_forward_hooks_always_called, _global_forward_hooks_with_kwargs])
-    _global_forward_hooks[handle.id] = hook
-    if with_kwargs:
-        _global_forward_hooks_with_kwargs[handle.id] = True
-    if always_call:
-        _global_forward_hooks_always_called[handle.id] = True
-    return handle
-
-
-def register_module_full_backward_pre_hook(hook):
-    return _add_global(_global_backward_pre_hooks, hook)
-
-
-def register_module_full_backward_hook(hook):
-    return _add_global(_global_backward_hooks, hook)
-
-
 def _forward_unimplemented(self, *input):
     """Module.forward until a subclass defines it."""
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
 
-class Module:
+class Module(_HooksMixin, _StateDictMixin):
     """Base class of all layers. Subclasses call super().__init__() and define forward()."""
 
     dump_patches = False
@@ -366,13 +303,6 @@ class Module:
             raise AttributeError("`" + name + "` is not a buffer")
         return getattr(mod, name)
 
-    def get_extra_state(self):
-        """Override (with set_extra_state) to save non-tensor state under '<prefix>_extra_state'."""
-        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called.")
-
-    def set_extra_state(self, state):
-        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called.")
-
     # ---- traversal ------------------------------------------------------------------
     def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
         """(dotted name, member) over self (and descendants); a shared member appears once."""
@@ -537,60 +467,6 @@ class Module:
         """Move tensors to shared memory, where Tensor.share_memory_ is available."""
         return self._apply(lambda t: t.share_memory_() if hasattr(t, "share_memory_") else t)
 
-    # ---- hooks ----------------------------------------------------------------------
-    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
-        """hook(module, args) -> None or new args; with_kwargs: hook(module, args, kwargs) -> None or (args, kwargs)."""
-        handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
-        self._forward_pre_hooks[handle.id] = hook
-        if with_kwargs:
-            self._forward_pre_hooks_with_kwargs[handle.id] = True
-        if prepend:
-            self._forward_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
-
-    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
-        """hook(module, args, output) -> None or new output (with_kwargs: hook(module, args, kwargs, output))."""
-        handle = RemovableHandle(self._forward_hooks,
-                                 extra_dict=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called])
-        self._forward_hooks[handle.id] = hook
-        if with_kwargs:
-            self._forward_hooks_with_kwargs[handle.id] = True
-        if always_call:
-            self._forward_hooks_always_called[handle.id] = True
-        if prepend:
-            self._forward_hooks.move_to_end(handle.id, last=False)
-        return handle
-
-    def register_full_backward_pre_hook(self, hook, prepend=False):
-        """hook(module, grad_output) -> None or new grad_output, before grad_input is computed."""
-        handle = RemovableHandle(self._backward_pre_hooks)
-        self._backward_pre_hooks[handle.id] = hook
-        if prepend:
-            self._backward_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
-
-    def register_full_backward_hook(self, hook, prepend=False):
-        """hook(module, grad_input, grad_output) -> None or new grad_input."""
-        if self._is_full_backward_hook is False:
-            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single "
-                               "Module. Please use only one of them.")
-        self._is_full_backward_hook = True
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        if prepend:
-            self._backward_hooks.move_to_end(handle.id, last=False)
-        return handle
-
-    def register_backward_hook(self, hook):
-        """Deprecated: hook(module, grad_input, grad_output) on the grad_fn of the output."""
-        if self._is_full_backward_hook is True:
-            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single "
-                               "Module. Please use only one of them.")
-        self._is_full_backward_hook = False
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        return handle
-
     # ---- calling --------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         # lean path: runs once per layer per step, so no hook machinery unless a hook exists
@@ -599,266 +475,6 @@ class Module:
                 or _global_backward_pre_hooks):
             return self._call_impl(*args, **kwargs)
         return self.forward(*args, **kwargs)
-
-    def _call_impl(self, *args, **kwargs):
-        """forward with forward pre-hooks, forward hooks and full backward (pre-)hooks."""
-        called_always = set()
-        result = None
-        try:
-            full_bw, non_full_bw = [], []
-            if self._backward_hooks or _global_backward_hooks:
-                full_bw = list(_global_backward_hooks.values())
-                if self._is_full_backward_hook is True:
-                    full_bw += self._backward_hooks.values()
-                elif self._is_full_backward_hook is False:
-                    non_full_bw = list(self._backward_hooks.values())
-            bw_pre = list(_global_backward_pre_hooks.values()) + list(self._backward_pre_hooks.values())
-            for hook_id, hook in itertools.chain(_global_forward_pre_hooks.items(), self._forward_pre_hooks.items()):
-                if hook_id in self._forward_pre_hooks_with_kwargs:
-                    res = hook(self, args, kwargs)
-                    if res is not None:
-                        if not (isinstance(res, tuple) and len(res) == 2):
-                            raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, "
-                                               f"new_kwargs), but got {res}.")
-                        args, kwargs = res
-                else:
-                    res = hook(self, args)
-                    if res is not None:
-                        args = res if isinstance(res, tuple) else (res,)
-            bw_hook = None
-            if full_bw or bw_pre:
-                bw_hook = BackwardHook(self, full_bw, bw_pre)
-                args = bw_hook.setup_input_hook(args)
-            result = self.forward(*args, **kwargs)
-            for hook_id, hook in itertools.chain(_global_forward_hooks.items(), self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called:
-                    called_always.add(hook_id)
-                if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
-                    res = hook(self, args, kwargs, result)
-                else:
-                    res = hook(self, args, result)
-                if res is not None:
-                    result = res
-            if bw_hook is not None:
-                if not isinstance(result, (Tensor, tuple)):
-                    warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple "
-                                  f"of Tensors but received {type(result)}", stacklevel=2)
-                result = bw_hook.setup_output_hook(result)
-            if non_full_bw:
-                var = result
-                while not isinstance(var, Tensor):
-                    var = next(v for v in var.values() if isinstance(v, Tensor)) if isinstance(var, dict) \
-                        else var[0]
-                if var.grad_fn is not None:
-                    for hook in non_full_bw:
-                        var.grad_fn.register_hook(_WrappedHook(hook, self))
-            return result
-        except Exception:
-            self._run_always_called_hooks(called_always, args, kwargs, result)
-            raise
-
-    def _run_always_called_hooks(self, already, args, kwargs, result):
-        """After forward raised: forward hooks registered with always_call=True still run."""
-        for hook_id, hook in itertools.chain(_global_forward_hooks.items(), self._forward_hooks.items()):
-            always = hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called
-            if not always or hook_id in already:
-                continue
-            try:
-                if hook_id in self._forward_hooks_with_kwargs:
-                    res = hook(self, args, kwargs, result)
-                else:
-                    res = hook(self, args, result)
-                if res is not None:
-                    result = res
-            except Exception as e:
-                warnings.warn("module forward hook with ``always_call=True`` raised an exception that was "
-                              f"silenced as another error was raised in forward: {e}", stacklevel=2)
-
-    # ---- state_dict ------------------------------------------------------------------
-    def _register_state_dict_hook(self, hook):
-        """hook(module, state_dict, prefix, local_metadata) -> None or a new state_dict."""
-        if getattr(hook, "_from_public_api", False):
-            raise RuntimeError("Cannot register the same function as the state dict post hook that was "
-                               "previously registered via register_state_dict_post_hook")
-        handle = RemovableHandle(self._state_dict_hooks)
-        self._state_dict_hooks[handle.id] = hook
-        return handle
-
-    def register_state_dict_post_hook(self, hook):
-        hook._from_public_api = True
-        handle = RemovableHandle(self._state_dict_hooks)
-        self._state_dict_hooks[handle.id] = hook
-        return handle
-
-    def register_state_dict_pre_hook(self, hook):
-        """hook(module, prefix, keep_vars), before the module's state is saved."""
-        handle = RemovableHandle(self._state_dict_pre_hooks)
-        self._state_dict_pre_hooks[handle.id] = hook
-        return handle
-
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        """Put this module's own parameters, persistent buffers and extra state in destination."""
-        for name, param in self._parameters.items():
-            if param is not None:
-                destination[prefix + name] = param if keep_vars else param.detach()
-        for name, buf in self._buffers.items():
-            if buf is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buf if keep_vars else buf.detach()
-        if type(self).get_extra_state is not Module.get_extra_state:
-            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
-
-    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
-        """An OrderedDict of every parameter and persistent buffer by dotted name (detached
-        unless keep_vars); its _metadata records each module's _version."""
-        if args:
-            warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
-                          "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict"
-                          " for details.", FutureWarning, stacklevel=2)
-            if destination is None:
-                destination = args[0]
-            if len(args) > 1 and prefix == "":
-                prefix = args[1]
-            if len(args) > 2 and keep_vars is False:
-                keep_vars = args[2]
-        if destination is None:
-            destination = OrderedDict()
-            destination._metadata = OrderedDict()
-        local_metadata = dict(version=self._version)
-        if hasattr(destination, "_metadata"):
-            destination._metadata[prefix[:-1]] = local_metadata
-        for hook in self._state_dict_pre_hooks.values():
-            hook(self, prefix, keep_vars)
-        self._save_to_state_dict(destination, prefix, keep_vars)
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
-        for hook in self._state_dict_hooks.values():
-            res = hook(self, destination, prefix, local_metadata)
-            if getattr(hook, "_from_public_api", False):
-                if res is not None:
-                    raise RuntimeError("state_dict post-hook must return None")
-            elif res is not None:
-                destination = res
-        return destination
-
-    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
-        """hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs),
-        with the module first when with_module."""
-        handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = _WrappedHook(hook, self if with_module else None)
-        return handle
-
-    def register_load_state_dict_pre_hook(self, hook):
-        return self._register_load_state_dict_pre_hook(hook, with_module=True)
-
-    def register_load_state_dict_post_hook(self, hook):
-        """hook(module, incompatible_keys) -> None; may edit the key lists in place."""
-        handle = RemovableHandle(self._load_state_dict_post_hooks)
-        self._load_state_dict_post_hooks[handle.id] = hook
-        return handle
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs):
-        """Copy this module's own entries from state_dict; record missing/unexpected keys and errors."""
-        for hook in self._load_state_dict_pre_hooks.values():
-            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
-        local_state = {k: v for k, v in self._parameters.items() if v is not None}
-        for k, v in self._buffers.items():
-            if v is not None and k not in self._non_persistent_buffers_set:
-                local_state[k] = v
-        assign = local_metadata.get("assign_to_params_buffers", False)
-        for name, param in local_state.items():
-            key = prefix + name
-            if key not in state_dict:
-                if strict:
-                    missing_keys.append(key)
-                continue
-            input_param = state_dict[key]
-            if not isinstance(input_param, Tensor):
-                error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
-                                  f"Tensor-like object from checkpoint but received {type(input_param)}")
-                continue
-            if param.dim() == 0 and input_param.dim() == 1 and input_param.shape[0] == 1:
-                input_param = input_param[0]  # a 0-d parameter saved as shape (1,) by older versions
-            if input_param.shape != param.shape:
-                error_msgs.append(f"size mismatch for {key}: copying a param with shape {input_param.shape} from "
-                                  f"checkpoint, the shape in current model is {param.shape}.")
-                continue
-            try:
-                with no_grad():
-                    if assign:
-                        if isinstance(param, Parameter):
-                            if not isinstance(input_param, Parameter):
-                                input_param = Parameter(input_param, requires_grad=param.requires_grad)
-                            else:
-                                input_param.requires_grad_(param.requires_grad)
-                        setattr(self, name, input_param)
-                    else:
-                        param.copy_(input_param)
-            except Exception as ex:
-                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
-                                  f"{param.size()} and whose dimensions in the checkpoint are {input_param.size()}, "
-                                  f"an exception occurred : {ex.args}.")
-        extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
-        if type(self).set_extra_state is not Module.set_extra_state:
-            if extra_key in state_dict:
-                self.set_extra_state(state_dict[extra_key])
-            elif strict:
-                missing_keys.append(extra_key)
-        elif strict and extra_key in state_dict:
-            unexpected_keys.append(extra_key)
-        if strict:
-            for key in state_dict:
-                if key.startswith(prefix) and key != extra_key:
-                    head = key[len(prefix):].split(".", 1)
-                    if len(head) > 1:
-                        if head[0] not in self._modules:
-                            unexpected_keys.append(key)
-                    elif head[0] not in local_state:
-                        unexpected_keys.append(key)
-
-    def load_state_dict(self, state_dict, strict=True, assign=False):
-        """Copy parameters and buffers from state_dict (or assign them when assign=True);
-        returns _IncompatibleKeys, raises RuntimeError listing every problem when strict."""
-        if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        missing_keys, unexpected_keys, error_msgs = [], [], []
-        metadata = getattr(state_dict, "_metadata", None)
-        state_dict = OrderedDict(state_dict)
-        if metadata is not None:
-            state_dict._metadata = metadata
-
-        def load(module, local, prefix=""):
-            """Load module's own state, then its children's, then run its post-hooks (as torch)."""
-            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
-            if assign:
-                local_metadata["assign_to_params_buffers"] = assign
-            module._load_from_state_dict(local, prefix, local_metadata, True, missing_keys, unexpected_keys,
-                                         error_msgs)
-            for name, child in module._modules.items():
-                if child is not None:
-                    child_prefix = prefix + name + "."
-                    load(child, {k: v for k, v in local.items() if k.startswith(child_prefix)}, child_prefix)
-            incompatible = _IncompatibleKeys(missing_keys, unexpected_keys)
-            for hook in module._load_state_dict_post_hooks.values():
-                if hook(module, incompatible) is not None:
-                    raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
-                                         "expected to return new values, if incompatible_keys need to be modified, "
-                                         "it should be done inplace.")
-
-        load(self, state_dict)
-        del load  # the closure refers to itself; break the cycle
-        if strict:
-            if unexpected_keys:
-                error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in unexpected_keys)))
-            if missing_keys:
-                error_msgs.insert(0, "Missing key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in missing_keys)))
-        if error_msgs:
-            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
-                self.__class__.__name__, "\n\t".join(error_msgs)))
-        return _IncompatibleKeys(missing_keys, unexpected_keys)
 
     # ---- repr -----------------------------------------------------------------------
     def extra_repr(self):

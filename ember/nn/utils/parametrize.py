@@ -12,7 +12,6 @@ from copy import deepcopy
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ..modules.container import ModuleDict, ModuleList
-from ..modules.module import Module
 from ..parameter import Parameter
 
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized",
