@@ -82,12 +82,13 @@ def collate(batch, *, collate_fn_map=None):
         return _rebuild_mapping(elem, {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map)
                                        for key in elem})
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return elem_type(*(collate(list(samples), collate_fn_map=collate_fn_map) for samples in zip(*batch)))
+        return elem_type(*(collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
         if any(len(e) != size for e in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        columns = [collate(list(samples), collate_fn_map=collate_fn_map) for samples in zip(*batch)]
+        # each column is a tuple (as zip gives it): string columns come back as tuples, as in torch
+        columns = [collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)]
         if isinstance(elem, tuple):
             return columns  # tuples become lists, as in torch
         return _rebuild_sequence(elem, columns)
