@@ -1,19 +1,13 @@
 """ember.autograd: reverse-mode automatic differentiation (torch.autograd)."""
+from . import grad_mode
+from . import grad_mode as anomaly_mode  # torch keeps anomaly mode in its own module
 from .engine import backward, grad
 from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
 from .grad_mode import (detect_anomaly, enable_grad, inference_mode, is_anomaly_check_nan_enabled,
                         is_anomaly_enabled, is_grad_enabled, is_inference_mode_enabled, no_grad,
                         set_detect_anomaly, set_grad_enabled)
 from . import graph
+from . import functional
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # as torch: the names are the functions
 
 Variable = None  # replaced by ember.Tensor in ember/__init__.py (torch.autograd.Variable is Tensor)
-
-
-def __getattr__(name):
-    if name in ("gradcheck", "gradgradcheck"):
-        from . import gradcheck as _gc
-        return getattr(_gc, name)
-    if name == "functional":
-        import importlib
-        return importlib.import_module(".functional", __name__)
-    raise AttributeError(f"module 'ember.autograd' has no attribute '{name}'")

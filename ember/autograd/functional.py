@@ -188,10 +188,11 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
             raise RuntimeError("The function given to hessian should return a single Tensor")
         if outputs[0]._data.size != 1:
             raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
-        return jacobian(lambda *a: func(*a).reshape(()), args, create_graph=True, strict=strict)
+        return jacobian(lambda *a: func(*a).reshape(()), args if in_tuple else args[0], create_graph=True,
+                        strict=strict)
 
-    return jacobian(gradient, _unpack(xs, in_tuple) if in_tuple else xs[0], create_graph=create_graph,
-                    strict=strict, vectorize=vectorize, strategy=outer_jacobian_strategy)
+    return jacobian(gradient, xs if in_tuple else xs[0], create_graph=create_graph, strict=strict,
+                    vectorize=vectorize, strategy=outer_jacobian_strategy)
 
 
 def _scalar_output(func, xs, fn_name):

@@ -160,6 +160,26 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                                               "grad_output multiple times gives different values, although analytical "
                                               "gradient matches numerical gradient.The tolerance for nondeterminism "
                                               f"was {nondet_tol}.")
+    return _check_linear_in_grad_output(func, inputs, diff_inputs, raise_exception)
+
+
+def _check_linear_in_grad_output(func, inputs, diff_inputs, raise_exception):
+    """Backward with zero grad_outputs must give zero gradients of the inputs' size and dtype."""
+    Tensor = _tensor_cls()
+    outs = [o for o in _outputs(func, inputs) if _is_float(o) and o._requires_grad]
+    if not outs:
+        return True
+    zeros = [Tensor._make(np.zeros(o._data.shape, dtype=o._data.dtype), o._dtype) for o in outs]
+    grads = _grad(outs, diff_inputs, zeros, allow_unused=True)
+    for g, x in zip(grads, diff_inputs):
+        if g is None:
+            continue
+        if g._dtype is not x._dtype:
+            return _fail(raise_exception, "grad is incorrect type")
+        if g._data.shape != x._data.shape:
+            return _fail(raise_exception, "grad is incorrect size")
+        if np.any(g._data != 0):
+            return _fail(raise_exception, "backward not multiplied by grad_output")
     return True
 
 
