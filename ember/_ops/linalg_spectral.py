@@ -30,6 +30,12 @@ def _needs_grad(*ts):
     return _state.enabled and any(t._requires_grad for t in ts)
 
 
+def _nonzero(g):
+    """g, or None when it is all zeros: the engine fills unused outputs' gradients with
+    zeros, and skipping them avoids 0 * inf in the eigenvector terms (repeated values)."""
+    return g if g is not None and np.any(g._data) else None
+
+
 def _off_diag_inverse(d):
     """F[..., i, j] = 1 / (d_j - d_i) off the diagonal, 0 on it (ember ops, differentiable)."""
     diff = d.unsqueeze(-2) - d.unsqueeze(-1)
@@ -117,18 +123,11 @@ class LinalgSvd(Op):
             return s
         u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
         ctx.save_for_backward(u, s, vh)
-        ctx.only_s = vectors == "for_grad"
-        if ctx.only_s:
-            return s
         return u, s, vh
 
-    def backward(ctx, *grads):
+    def backward(ctx, gU, gS, gVh):
         U, S, Vh = ctx.saved_tensors
-        if ctx.only_s:
-            gU, gS, gVh = None, grads[0], None
-        else:
-            gU, gS, gVh = grads
-        return svd_backward(gU, gS, gVh, U, S, Vh)
+        return svd_backward(_nonzero(gU), gS, _nonzero(gVh), U, S, Vh)
 
 
 def svd_backward(gU, gS, gVh, U, S, Vh):
@@ -178,8 +177,9 @@ def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
 
 def linalg_svdvals(A, *, driver=None, out=None):
     check_matrix(A, "linalg.svdvals", square=False)
-    vectors = "for_grad" if _needs_grad(A) else False
-    return _out(LinalgSvd.apply(A, full_matrices=False, vectors=vectors), out, "linalg.svdvals")
+    if _needs_grad(A):
+        return _out(LinalgSvd.apply(A, full_matrices=False, vectors="for_grad")[1], out, "linalg.svdvals")
+    return _out(LinalgSvd.apply(A, full_matrices=False, vectors=False), out, "linalg.svdvals")
 
 
 def svd(input, some=True, compute_uv=True, *, out=None):
@@ -209,12 +209,11 @@ class LinalgEigh(Op):
             return np.linalg.eigvalsh(x, UPLO=uplo)
         w, v = np.linalg.eigh(x, UPLO=uplo)
         ctx.save_for_backward(w, v)
-        ctx.only_values = vectors == "for_grad"
-        return w if ctx.only_values else (w, v)
+        return w, v
 
-    def backward(ctx, *grads):
+    def backward(ctx, gL, gV):
         L, V = ctx.saved_tensors
-        gL, gV = (grads[0], None) if ctx.only_values else grads
+        gV = _nonzero(gV)
         inner = diag_embed(gL.to(V._dtype)) if V._dtype.category == D.COMPLEX else diag_embed(gL)
         if gV is not None:
             inner = inner + _off_diag_inverse(L).to(V._dtype) * matmul(adj(V), gV)
@@ -236,13 +235,16 @@ def linalg_eigh(A, UPLO="L", *, out=None):
 def linalg_eigvalsh(A, UPLO="L", *, out=None):
     check_matrix(A, "linalg.eigvalsh")
     _check_uplo(UPLO)
-    vectors = "for_grad" if _needs_grad(A) else False
-    return _out(LinalgEigh.apply(A, uplo=UPLO, vectors=vectors), out, "linalg.eigvalsh")
+    if _needs_grad(A):
+        return _out(LinalgEigh.apply(A, uplo=UPLO, vectors="for_grad")[0], out, "linalg.eigvalsh")
+    return _out(LinalgEigh.apply(A, uplo=UPLO, vectors=False), out, "linalg.eigvalsh")
 
 
 class LinalgEig(Op):
-    """General eigendecomposition; always complex outputs. Forward only in ember: the
-    backward raises (the default Op.backward)."""
+    """A = V diag(L) V^-1 with unit-norm columns of V; outputs are always complex.
+    Backward (for losses independent of each eigenvector's phase):
+    gA = V^-H (diag(gL) + conj(F) * (V^H gV - V^H V diag(Re diag(V^H gV)))) V^H,
+    F_ij = 1 / (L_j - L_i); its real part for real input."""
     _name = "LinalgEigBackward0"
 
     @staticmethod
@@ -251,7 +253,25 @@ class LinalgEig(Op):
         if not vectors:
             return np.linalg.eigvals(x).astype(c, copy=False)
         w, v = np.linalg.eig(x)
-        return w.astype(c, copy=False), v.astype(c, copy=False)
+        w = w.astype(c, copy=False)
+        v = v.astype(c, copy=False)
+        ctx.real_input = x.dtype.kind != "c"
+        ctx.save_for_backward(w, v)
+        return w, v
+
+    def backward(ctx, gL, gV):
+        L, V = ctx.saved_tensors
+        Vh = adj(V)
+        G = diag_embed(gL)
+        gV = _nonzero(gV)
+        if gV is not None:
+            VhgV = matmul(Vh, gV)
+            d = VhgV.diagonal(0, -2, -1).real.to(V._dtype)
+            inner = VhgV - matmul(Vh, V) * d.unsqueeze(-2)
+            G = G + conj(_off_diag_inverse(L)) * inner
+        from .linalg_decomp import linalg_solve
+        gA = linalg_solve(Vh, matmul(G, Vh))
+        return gA.real if ctx.real_input else gA
 
 
 def linalg_eig(A, *, out=None):
@@ -263,6 +283,8 @@ def linalg_eig(A, *, out=None):
 def linalg_eigvals(A, *, out=None):
     check_matrix(A, "linalg.eigvals")
     _check_finite(A, "linalg.eigvals")
+    if _needs_grad(A):
+        return _out(LinalgEig.apply(A, vectors="for_grad")[0], out, "linalg.eigvals")
     return _out(LinalgEig.apply(A, vectors=False), out, "linalg.eigvals")
 
 
@@ -379,10 +401,9 @@ class LinalgLstsq(Op):
             x[i], _, ranks[i], svals[i] = np.linalg.lstsq(fa[i], fb[i], rcond=rcond)
         full_rank = bool(np.all(ranks == n))
         x = x.reshape(batch + x.shape[1:])
-        res_shape = batch + ((fb.shape[-1],) if not vector else ())
         if driver != "gelsy" and m > n and full_rank:
+            # squared residual norms per column (a vector B counts as one column, as in torch)
             res = np.sum(np.abs(np.matmul(a, x) - b) ** 2, axis=-2).astype(a.real.dtype)
-            res = res.reshape(res_shape) if not vector else res[..., 0]
         else:
             res = np.empty((0,), a.real.dtype)
         rank = ranks.reshape(batch) if driver != "gels" else np.empty((0,), np.int64)
@@ -405,8 +426,7 @@ class LinalgLstsq(Op):
         gB = matmul(adj(P), grad)
         gA = pinv_backward(matmul(grad, adj(B)), P, A) if need[0] else None
         if res._data.size:
-            gr = grad_res.unsqueeze(-1) if vector else grad_res
-            R = (matmul(A, X) - B) * gr.unsqueeze(-2)
+            R = (matmul(A, X) - B) * grad_res.unsqueeze(-2)
             gB = gB - 2 * R
             if need[0]:
                 gA = gA + 2 * matmul(R, adj(X))
