@@ -139,7 +139,7 @@ def _run(case, lib):
 
 @pytest.mark.parametrize("case", VIEWS, ids=[c[0] for c in VIEWS])
 def test_view_geometry_and_sharing(case):
-    (tb, tx, tout), (eb, ex, eout) = _run(case, torch), _run(case, ember)
+    (tb, _, tout), (eb, _, eout) = _run(case, torch), _run(case, ember)
     touts, eouts = _outs(tout), _outs(eout)
     assert len(touts) == len(eouts)
     for i, (t, e) in enumerate(zip(touts, eouts)):

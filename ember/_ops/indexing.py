@@ -13,10 +13,11 @@ import numpy as np
 
 from .. import _dtype as D
 from .._backend import numpy_cpu as B
-from .._tensor import Tensor, _wrap_dim
+from .._tensor import Tensor
 from ..autograd import grad_mode
-from ._registry import Op, assign_result, check_inplace, register, write_out
-from .shape import Slice, strides_of
+from ._registry import Op, assign_result, check_inplace, install, register
+from .geometry import strides_of
+from .shape import Slice
 
 _make = Tensor._make
 _state = grad_mode._state
@@ -507,7 +508,7 @@ def index_put_(self, indices, values, accumulate=False):
     return assign_result(self, r, "index_put_")
 
 
-Tensor.index_put_ = index_put_
+install(index_put_, "index_put_")
 
 
 # ---- backward helpers of view ops --------------------------------------------------------

@@ -8,7 +8,8 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Size, Tensor, _wrap_dim
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
-from .shape import diagonal_geometry, dims_arg, shape_args, strides_of
+from .geometry import diagonal_geometry, strides_of
+from .shape import dims_arg, shape_args
 from .._backend import numpy_cpu as B
 
 _make = Tensor._make

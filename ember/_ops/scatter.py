@@ -11,7 +11,6 @@ from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor, _wrap_dim
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
-from .shape import Slice, diagonal_geometry, strides_of
 
 _make = Tensor._make
 
@@ -69,8 +68,8 @@ def _check_dim_index(x, dim, index, name, src=None):
     n = x.shape[dim] if x.ndim else 1
     if index.size:
         lo, hi = index.min(), index.max()
-        if lo < -n or hi >= n:
-            bad = lo if lo < -n else hi
+        if lo < 0 or hi >= n:  # no wrapping of negative indices here (unlike index_select)
+            bad = lo if lo < 0 else hi
             raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
 
 
@@ -158,23 +157,16 @@ class Scatter(Op):
         (index,) = ctx.saved_tensors
         need = ctx.needs_input_grad
         gx = grad.scatter(ctx.dim, index, 0) if need[0] else None
-        gs = _pad_to(grad.gather(ctx.dim, index), ctx.src_shape) if need[2] else None
+        # index-shaped, like torch: a src larger than index fails the engine's shape check there too
+        gs = grad.gather(ctx.dim, index) if need[2] else None
         return gx, None, gs
-
-
-def _pad_to(g, shape):
-    """A gradient of index's shape placed at the front of a zero tensor of src's shape."""
-    if g._data.shape == tuple(shape):
-        return g
-    key = tuple(slice(0, n) for n in g._data.shape)
-    return Embed.apply(None, g, shape=tuple(shape), key=key)
 
 
 def _reduce_arg(reduce, name):
     if reduce is None:
         return None
     if reduce not in ("add", "multiply"):
-        raise RuntimeError(f"reduce argument must be either add or multiply.")
+        raise RuntimeError("reduce argument must be either add or multiply.")
     return reduce
 
 
@@ -188,7 +180,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
     d = _wrap_dim(dim, input._data.ndim)
     if src is not None:
         if src._dtype is not input._dtype:
-            raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype")
+            raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
         _check_dim_index(input._data, d, idx, "scatter", src._data)
     else:
         _check_dim_index(input._data, d, idx, "scatter")
@@ -208,6 +200,8 @@ class ScatterReduce(Op):
     @staticmethod
     def forward(ctx, x, index, src, dim, reduce, include_self):
         ctx.args = (dim, reduce, include_self)
+        # torch's forward still takes the old names max/min; its backward refuses them
+        reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)
         out = np.array(x, copy=True, order="C")
         if not include_self or reduce == "mean":
             identity = _identity(reduce, x.dtype)
@@ -227,6 +221,9 @@ class ScatterReduce(Op):
 
     def backward(ctx, grad):
         dim, reduce, include_self = ctx.args
+        if reduce in ("max", "min"):
+            raise RuntimeError(f"Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', 'amin' but got "
+                               f"{reduce}.")
         x, index, src, out = ctx.saved_tensors
         need = ctx.needs_input_grad
         gx = gs = None
@@ -246,8 +243,6 @@ class ScatterReduce(Op):
             gx, gs = _prod_grads(grad, x, index, _cut(src, index), out, dim, include_self, need)
         else:
             gx, gs = _minmax_grads(grad, x, index, _cut(src, index), out, dim, include_self, need)
-        if gs is not None:
-            gs = _pad_to(gs, src.shape)
         return gx, None, gs
 
 
@@ -322,11 +317,11 @@ def _minmax_grads(grad, x, index, src, out, dim, include_self, need):
 
 @register()
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
-    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+    if reduce not in ("sum", "prod", "mean", "amax", "amin", "max", "min"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     idx = _index_tensor(index, "scatter_reduce", (np.int64, np.int32))
     if src._dtype is not input._dtype:
-        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype")
+        raise RuntimeError("scatter_reduce(): Expected self.dtype to be equal to src.dtype")
     d = _wrap_dim(dim, input._data.ndim)
     _check_dim_index(input._data, d, idx, "scatter_reduce", src._data)
     r = ScatterReduce.apply(input, index, src, dim=d, reduce=reduce, include_self=bool(include_self))
@@ -344,7 +339,7 @@ class ScatterAdd(ScatterReduce):
 def scatter_add(input, dim, index, src, *, out=None):
     idx = _index_tensor(index, "scatter_add", (np.int64, np.int32))
     if src._dtype is not input._dtype:
-        raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype")
+        raise RuntimeError("scatter_add(): Expected self.dtype to be equal to src.dtype")
     d = _wrap_dim(dim, input._data.ndim)
     _check_dim_index(input._data, d, idx, "scatter_add", src._data)
     r = ScatterAdd.apply(input, index, src, dim=d, reduce="sum", include_self=True)
@@ -558,7 +553,11 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         b = list(indices._data.shape)
         a[d] = 1
         b[d] = 1
-        common = list(np.broadcast_shapes(tuple(a), tuple(b)))
+        try:
+            common = list(np.broadcast_shapes(tuple(a), tuple(b)))
+        except ValueError:
+            from ._registry import shapes_error
+            raise shapes_error("take_along_dim", np.broadcast_to(0, a), np.broadcast_to(0, b)) from None
         shape_in = common.copy()
         shape_in[d] = input._data.shape[d]
         shape_idx = common.copy()
@@ -567,121 +566,4 @@ def take_along_dim(input, indices, dim=None, *, out=None):
     return r if out is None else write_out(out, r, "take_along_dim")
 
 
-# ---- embedding one tensor in another: select/slice/diagonal_scatter ----------------------------
-
-class Embed(Op):
-    """out = copy of x (or zeros of `shape`) with the basic-index window `key` set to src."""
-    _name = "SliceScatterBackward0"
-
-    @staticmethod
-    def forward(ctx, x, src, key, shape=None, name=None):
-        ctx.key = key
-        if name is not None:
-            ctx._name = name
-        out = np.zeros(shape, dtype=src.dtype) if x is None else np.array(x, copy=True, order="C")
-        try:
-            out[key] = src
-        except ValueError:
-            raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
-                               f"{list(src.shape)}, slice size = {list(out[key].shape)}") from None
-        return out
-
-    def backward(ctx, grad):
-        need = ctx.needs_input_grad
-        gx = gs = None
-        if need[0]:
-            gx = Embed.apply(grad, grad.new_zeros(()), key=ctx.key)
-        if need[1]:
-            gs = Slice.apply(grad, key=ctx.key).clone()
-        return gx, gs
-
-
-def _same_dtype(name, input, src):
-    if src._dtype is not input._dtype:
-        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
-
-
-def _exact_src(name, window_shape, src):
-    if tuple(src._data.shape) != tuple(window_shape):
-        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
-                           f"{list(src._data.shape)}, slice size = {list(window_shape)}")
-
-
-@register()
-def select_scatter(input, src, dim, index):
-    window = input.select(dim, index)
-    _same_dtype("select_scatter", input, src)
-    _exact_src("select_scatter", window._data.shape, src)
-    d = _wrap_dim(dim, input._data.ndim)
-    n = input._data.shape[d]
-    key = (slice(None),) * d + (index + n if index < 0 else index,)
-    return Embed.apply(input, src, key=key, name="SelectScatterBackward0")
-
-
-@register()
-def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
-    nd = input._data.ndim
-    d = _wrap_dim(dim, nd)
-    if step <= 0:
-        raise RuntimeError("slice step must be positive")
-    n = input._data.shape[d]
-    s, e, st = slice(start, end, step).indices(n)
-    key = (slice(None),) * d + (slice(s, max(e, s), st),)
-    _same_dtype("slice_scatter", input, src)
-    _exact_src("slice_scatter", input._data[key].shape, src)
-    return Embed.apply(input, src, key=key, name="SliceScatterBackward0")
-
-
-class DiagonalScatter(Op):
-    _name = "DiagonalScatterBackward0"
-
-    @staticmethod
-    def forward(ctx, x, src, offset, dim1, dim2):
-        ctx.args = (offset, dim1, dim2)
-        out = np.array(x, copy=True, order="C")
-        B.restride(out, *diagonal_geometry(out.shape, strides_of(out), offset, dim1, dim2))[...] = src
-        return out
-
-    def backward(ctx, grad):
-        offset, dim1, dim2 = ctx.args
-        need = ctx.needs_input_grad
-        gx = gs = None
-        if need[0]:
-            window = grad.diagonal(offset, dim1, dim2)
-            gx = DiagonalScatter.apply(grad, window.new_zeros(window.shape), offset=offset, dim1=dim1, dim2=dim2)
-        if need[1]:
-            gs = grad.diagonal(offset, dim1, dim2).clone()
-        return gx, gs
-
-
-@register()
-def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
-    window = input.diagonal(offset, dim1, dim2)
-    _same_dtype("diagonal_scatter", input, src)
-    _exact_src("diagonal_scatter", window._data.shape, src)
-    nd = input._data.ndim
-    return DiagonalScatter.apply(input, src, offset=offset, dim1=_wrap_dim(dim1, nd), dim2=_wrap_dim(dim2, nd))
-
-
-class NarrowCopy(Op):
-    _name = "NarrowCopyBackward0"
-
-    @staticmethod
-    def forward(ctx, x, key):
-        ctx.args = (x.shape, key)
-        return np.array(x[key], copy=True, order="C")
-
-    def backward(ctx, grad):
-        from .indexing import slice_backward
-        shape, key = ctx.args
-        return slice_backward(grad, shape, key)
-
-
-@register()
-def narrow_copy(input, dim, start, length):
-    view = input.narrow(dim, start, length)
-    d = _wrap_dim(dim, input._data.ndim)
-    off = view._data.shape[d]
-    begin = int(start) + (input._data.shape[d] if int(start) < 0 else 0)
-    key = (slice(None),) * d + (slice(begin, begin + off),)
-    return NarrowCopy.apply(input, key=key)
+from . import window  # noqa: E402,F401  (select/slice/diagonal_scatter, narrow_copy)

@@ -322,7 +322,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     return t if out is None else write_out(out, t, "searchsorted")
 
 
-@register()
+@register(method=False)
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     if boundaries._data.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries._data.ndim})")

@@ -12,8 +12,10 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor, _is_contiguous, _wrap_dim
-from ..autograd.graph import init_node
-from ._registry import Op, register
+from ._registry import Op, check_inplace, install, register
+from .strided import as_strided, rebase_history, view_of_base  # noqa: F401  (others import them from here)
+from .geometry import (contiguous_strides, dense_strides_like, diagonal_geometry, expand_geometry,  # noqa: F401
+                       key_geometry, strides_of, view_strides)
 
 _make = Tensor._make
 
@@ -69,137 +71,6 @@ def dims_arg(dims, ndim):
 
 def _int(v):
     return int(v.__index__()) if not isinstance(v, int) else v
-
-
-# ---- torch's geometry rules (element strides) -------------------------------------------
-
-def strides_of(arr):
-    isz = arr.itemsize
-    return tuple(s // isz for s in arr.strides)
-
-
-def contiguous_strides(shape):
-    """Row-major strides, treating size-0 dims as size 1 (torch's rule)."""
-    strides = [1] * len(shape)
-    acc = 1
-    for i in range(len(shape) - 1, -1, -1):
-        strides[i] = acc
-        acc *= max(shape[i], 1)
-    return tuple(strides)
-
-
-def view_strides(old_shape, old_strides, new_shape):
-    """Strides of a view of (old_shape, old_strides) as new_shape, or None when no view exists
-    (torch's computeStride: old dims split into contiguous chunks that new dims must tile)."""
-    if not old_shape:
-        return (1,) * len(new_shape)
-    numel = 1
-    for s in old_shape:
-        numel *= s
-    if numel == 0:
-        return tuple(old_strides) if tuple(old_shape) == tuple(new_shape) else contiguous_strides(new_shape)
-    new_strides = [0] * len(new_shape)
-    view_d = len(new_shape) - 1
-    chunk_base = old_strides[-1]
-    tensor_numel = 1
-    view_numel = 1
-    for d in range(len(old_shape) - 1, -1, -1):
-        tensor_numel *= old_shape[d]
-        if d == 0 or (old_shape[d - 1] != 1 and old_strides[d - 1] != tensor_numel * chunk_base):
-            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
-                new_strides[view_d] = view_numel * chunk_base
-                view_numel *= new_shape[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if d > 0:
-                chunk_base = old_strides[d - 1]
-                tensor_numel = 1
-                view_numel = 1
-    if view_d != -1:
-        return None
-    return tuple(new_strides)
-
-
-def expand_geometry(shape, strides, sizes):
-    """(sizes, strides) of expand (torch's inferExpandGeometry), or raise torch's error."""
-    nd = len(sizes)
-    pad = nd - len(shape)
-    out_shape = [0] * nd
-    out_strides = [0] * nd
-    for i in range(nd - 1, -1, -1):
-        d = i - pad
-        size = shape[d] if d >= 0 else 1
-        if d >= 0:
-            stride = strides[d]
-        else:
-            stride = out_shape[i + 1] * out_strides[i + 1] if i + 1 < nd else 1
-        target = sizes[i]
-        if target == -1:
-            if d < 0:
-                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
-                                   f"non-existing dimension {i}")
-            target = size
-        if target < 0:
-            raise RuntimeError(f"The expanded size of the tensor ({target}) isn't allowed in a leading, "
-                               f"non-existing dimension {i}")
-        if size != target:
-            if size != 1:
-                raise RuntimeError(f"The expanded size of the tensor ({target}) must match the existing size "
-                                   f"({size}) at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  "
-                                   f"Tensor sizes: {list(shape)}")
-            size = target
-            stride = 0
-        out_shape[i] = size
-        out_strides[i] = stride
-    return tuple(out_shape), tuple(out_strides)
-
-
-def is_non_overlapping_and_dense(shape, strides):
-    if len(shape) == 1:
-        return shape[0] < 2 or strides[0] == 1
-    order = sorted(range(len(shape)), key=lambda d: (shape[d] < 2, strides[d]))
-    expected = 1
-    for d in order:
-        if shape[d] < 2:
-            return True
-        if strides[d] != expected:
-            return False
-        expected *= shape[d]
-    return True
-
-
-def dense_strides_like(shape, strides):
-    """Strides torch's preserve_format gives a copy: the input's own if it is non-overlapping
-    and dense, else dense strides in the input's stride order (infer_dense_strides)."""
-    if is_non_overlapping_and_dense(shape, strides):
-        return tuple(strides)
-    n = len(shape)
-    perm = list(range(n - 1, -1, -1))  # perm[0] is the innermost dim
-
-    def should_swap(a, b):
-        sa, sb = strides[a], strides[b]
-        if sa == 0 or sb == 0:
-            return 0
-        if sa != sb:
-            return -1 if sa < sb else 1
-        return 1 if shape[a] > shape[b] else 0
-
-    for i in range(1, n):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    out = [0] * n
-    acc = 1
-    for d in perm:
-        out[d] = acc
-        acc *= max(shape[d], 1)
-    return tuple(out)
 
 
 # ---- view / reshape ---------------------------------------------------------------
@@ -265,7 +136,7 @@ def _view_dtype(self, dtype):
     return t
 
 
-@register()
+@register(function=False)
 def view(self, *shape, dtype=None):
     if dtype is not None or (len(shape) == 1 and isinstance(shape[0], D.dtype)):
         return _view_dtype(self, dtype if dtype is not None else shape[0])
@@ -292,12 +163,12 @@ def reshape(input, *shape):
     return UnsafeView.apply(c, shape=shape, strides=contiguous_strides(shape))
 
 
-@register()
+@register(function=False)
 def view_as(self, other):
     return view(self, other._data.shape)
 
 
-@register()
+@register(function=False)
 def reshape_as(self, other):
     return reshape(self, other._data.shape)
 
@@ -462,7 +333,7 @@ class Expand(Op):
         return grad.sum_to_size(ctx.in_shape)
 
 
-@register()
+@register(function=False)
 def expand(input, *sizes, implicit=False):
     sizes = shape_args(sizes, "expand")
     x = input._data
@@ -474,12 +345,12 @@ def expand(input, *sizes, implicit=False):
     return Expand.apply(input, shape=shape, strides=strides)
 
 
-@register()
+@register(function=False)
 def expand_as(input, other):
     return expand(input, other._data.shape)
 
 
-@register(method=False)
+@register()
 def broadcast_to(input, size):
     return expand(input, tuple(size))
 
@@ -534,46 +405,6 @@ def unsqueeze(input, dim):
 
 
 # ---- slicing views: narrow, select, unfold, diagonal, as_strided ---------------------
-
-def key_geometry(shape, strides, key):
-    """(shape, strides, offset) of basic indexing with a normalized key (ints in range, slices
-    with positive steps, None, Ellipsis), by torch's rules (slices clamp, None unsqueezes)."""
-    shape = list(shape)
-    strides = list(strides)
-    offset = 0
-    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
-    dim = 0
-    for k in key:
-        if k is Ellipsis:
-            dim += len(shape) - dim - (consumed - _consumed_before(key, k))
-        elif k is None:
-            stride = shape[dim] * strides[dim] if dim < len(shape) else 1
-            shape.insert(dim, 1)
-            strides.insert(dim, stride)
-            dim += 1
-        elif isinstance(k, slice):
-            start, stop, step = k.indices(shape[dim])
-            length = max(0, (stop - start + step - 1) // step)
-            offset += start * strides[dim]
-            shape[dim] = length
-            strides[dim] *= step
-            dim += 1
-        else:
-            offset += (k + shape[dim] if k < 0 else k) * strides[dim]
-            del shape[dim]
-            del strides[dim]
-    return tuple(shape), tuple(strides), offset
-
-
-def _consumed_before(key, ellipsis):
-    n = 0
-    for k in key:
-        if k is ellipsis:
-            return n
-        if k is not None:
-            n += 1
-    return n
-
 
 def basic_view(x, key):
     """x[key] as a view with torch's geometry. NumPy's own indexing is exact except that it
@@ -662,7 +493,7 @@ class Unfold(Op):
         return unfold_backward(grad, *ctx.args)
 
 
-@register()
+@register(function=False)
 def unfold(input, dimension, size, step):
     nd = input._data.ndim
     d = _wrap_dim(dimension, nd)
@@ -672,23 +503,6 @@ def unfold(input, dimension, size, step):
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     return Unfold.apply(input, dim=d, size=size, step=step)
-
-
-def diagonal_geometry(shape, strides, offset, dim1, dim2):
-    """(shape, strides, element offset) of torch's diagonal view; the diagonal is the last dim."""
-    n1, n2 = shape[dim1], shape[dim2]
-    if offset >= 0:
-        length = max(0, min(n1, n2 - offset))
-        start = offset * strides[dim2]
-    else:
-        length = max(0, min(n1 + offset, n2))
-        start = -offset * strides[dim1]
-    if length == 0:
-        start = 0
-    keep = [i for i in range(len(shape)) if i not in (dim1, dim2)]
-    new_shape = tuple(shape[i] for i in keep) + (length,)
-    new_strides = tuple(strides[i] for i in keep) + (strides[dim1] + strides[dim2],)
-    return new_shape, new_strides, start
 
 
 class Diagonal(Op):
@@ -713,245 +527,6 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     return Diagonal.apply(input, offset=offset, dim1=d1, dim2=d2)
-
-
-def storage_index(shape, strides, offset):
-    """Storage positions of every element of a (shape, strides, offset) geometry, as an int array."""
-    idx = np.full((), offset, dtype=np.int64)
-    for i, (n, s) in enumerate(zip(shape, strides)):
-        r = np.arange(n, dtype=np.int64) * s
-        idx = idx[..., None] + r if i else idx + r
-    return idx.reshape(shape)
-
-
-class AsStrided(Op):
-    """torch.as_strided: a view of the input's storage with explicit geometry."""
-    view = True
-    _name = "AsStridedBackward0"
-
-    @staticmethod
-    def forward(ctx, x, size, stride, storage_offset):
-        root = B.storage_root(x)
-        ctx.geoms = ((x.shape, strides_of(x), B.storage_offset(x)), (size, stride, storage_offset))
-        ctx.storage = root.nbytes // x.itemsize
-        return B.restride(x, size, stride, storage_offset - B.storage_offset(x))
-
-    def backward(ctx, grad):
-        in_geom, out_geom = ctx.geoms
-        return StorageMove.apply(grad, src=out_geom, dst=in_geom, storage=ctx.storage)
-
-
-class StorageMove(Op):
-    """Gradient of as_strided: add the elements of geometry `src` into a zero storage (overlaps
-    accumulate), then read geometry `dst` from it. Its own gradient is the reverse move."""
-    _name = "AsStridedBackward0"
-
-    @staticmethod
-    def forward(ctx, g, src, dst, storage):
-        ctx.args = (src, dst, storage)
-        buf = np.zeros(storage, dtype=g.dtype)
-        np.add.at(buf, storage_index(*src).reshape(-1), g.reshape(-1))
-        return buf[storage_index(*dst)]
-
-    def backward(ctx, grad):
-        src, dst, storage = ctx.args
-        return StorageMove.apply(grad, src=dst, dst=src, storage=storage)
-
-
-@register()
-def as_strided(input, size, stride, storage_offset=None):
-    size = tuple(_int(s) for s in size)
-    stride = tuple(_int(s) for s in stride)
-    if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape")
-    if any(s < 0 for s in stride):
-        raise RuntimeError("as_strided: Negative strides are not supported at the moment, got strides: "
-                           f"{list(stride)}")
-    x = input._data
-    off = B.storage_offset(x) if storage_offset is None else _int(storage_offset)
-    if off < 0:
-        raise RuntimeError(f"Tensor: invalid storage offset {off}")
-    need = off + sum((n - 1) * s for n, s in zip(size, stride)) + 1 if all(size) else 0
-    avail = B.storage_root(x).nbytes
-    if need * x.itemsize > avail:
-        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
-                           f"{off}, and itemsize {x.itemsize} requiring a storage size of "
-                           f"{need * x.itemsize} are out of bounds for storage of size {avail}")
-    return AsStrided.apply(input, size=size, stride=stride, storage_offset=off)
-
-
-# ---- split / chunk / unbind (multi-output views) ------------------------------------
-
-class SplitWithSizes(Op):
-    view = True
-    _name = "SplitWithSizesBackward0"
-
-    @staticmethod
-    def forward(ctx, x, sizes, dim):
-        ctx.dim = dim
-        outs = []
-        start = 0
-        pre = (slice(None),) * dim
-        for s in sizes:
-            outs.append(basic_view(x, pre + (slice(start, start + s),)))
-            start += s
-        return tuple(outs)
-
-    def backward(ctx, *grads):
-        from .joining import cat
-        return cat(grads, ctx.dim)
-
-
-class Split(SplitWithSizes):
-    _name = "SplitBackward0"
-
-
-class Unbind(Op):
-    view = True
-    _name = "UnbindBackward0"
-
-    @staticmethod
-    def forward(ctx, x, dim):
-        ctx.dim = dim
-        pre = (slice(None),) * dim
-        return tuple(basic_view(x, pre + (i,)) for i in range(x.shape[dim]))
-
-    def backward(ctx, *grads):
-        from .joining import stack
-        return stack(grads, ctx.dim)
-
-
-def _multi_views(outs):
-    """Mark outputs of a multi-view op: torch forbids in-place changes through them or their
-    base once they carry history (checked in check_inplace and view_of_base)."""
-    for o in outs:
-        if o._grad_fn is not None:
-            o._multi_view = o._grad_fn.name()
-    return outs
-
-
-def _split_dim(tensor, dim):
-    if tensor._data.ndim == 0:
-        raise RuntimeError("split expects at least a 1-dimensional tensor")
-    d = _wrap_dim(dim, tensor._data.ndim)
-    return d, tensor._data.shape[d]
-
-
-@register()
-def split(tensor, split_size_or_sections, dim=0):
-    if isinstance(split_size_or_sections, (list, tuple)):
-        return split_with_sizes(tensor, split_size_or_sections, dim)
-    d, n = _split_dim(tensor, dim)
-    s = _int(split_size_or_sections)
-    if s < 0:
-        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
-    if s == 0 and n != 0:
-        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
-    pieces = max(-(-n // s), 1) if s else 1
-    sizes = [s] * (pieces - 1) + [n - s * (pieces - 1)]
-    return _multi_views(Split.apply(tensor, sizes=tuple(sizes), dim=d))
-
-
-@register()
-def split_with_sizes(input, split_sizes, dim=0):
-    d, n = _split_dim(input, dim)
-    sizes = tuple(_int(s) for s in split_sizes)
-    for s in sizes:
-        if s < 0:
-            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
-                               f"split_sizes={list(sizes)}")
-    if sum(sizes) != n:
-        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
-                           f"dimension {d}), but got split_sizes={list(sizes)}")
-    return _multi_views(SplitWithSizes.apply(input, sizes=sizes, dim=d))
-
-
-@register()
-def chunk(input, chunks, dim=0):
-    if input._data.ndim == 0:
-        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
-    if chunks <= 0:
-        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    d = _wrap_dim(dim, input._data.ndim)
-    n = input._data.shape[d]
-    size = -(-n // chunks)
-    if size == 0 and n == 0:
-        return _multi_views(SplitWithSizes.apply(input, sizes=(0,) * chunks, dim=d))
-    return split(input, size, d)
-
-
-def _sections(indices_or_sections):
-    """int sections or a list of split indices (tensors allowed, as torch)."""
-    v = indices_or_sections
-    if isinstance(v, Tensor):
-        if v._dtype.category != D.INT:
-            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have an integral type, but "
-                               f"got {v._dtype}")
-        if v._data.ndim > 1:
-            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
-                               f"one-dimensional tensor, but got a tensor with {v._data.ndim} dims")
-        return int(v._data) if v._data.ndim == 0 else [int(i) for i in v._data]
-    if isinstance(v, (list, tuple)):
-        return [_int(i) for i in v]
-    return _int(v)
-
-
-@register()
-def tensor_split(input, indices_or_sections, dim=0):
-    nd = input._data.ndim
-    if nd == 0:
-        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
-    d = _wrap_dim(dim, nd)
-    n = input._data.shape[d]
-    spec = _sections(indices_or_sections)
-    if isinstance(spec, int):
-        if spec <= 0:
-            raise RuntimeError(f"number of sections must be larger than 0, got {spec}")
-        q, r = divmod(n, spec)
-        bounds = [0]
-        for i in range(spec):
-            bounds.append(bounds[-1] + q + (1 if i < r else 0))
-    else:
-        bounds = [0] + spec + [n]
-    pre = (slice(None),) * d
-    return tuple(Slice.apply(input, key=pre + (slice(a, b),), name="SliceBackward0")
-                 for a, b in zip(bounds[:-1], bounds[1:]))
-
-
-def _dir_split(input, sections, dim, name, min_dims):
-    nd = input._data.ndim
-    if nd < min_dims:
-        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor "
-                           f"with {nd} dimensions!")
-    spec = _sections(sections)
-    if isinstance(spec, int):
-        n = input._data.shape[dim]
-        if spec == 0 or n % spec:
-            raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the "
-                               f"dimension {n} is not divisible by the split_size {spec}!")
-    return tensor_split(input, spec, dim)
-
-
-@register()
-def hsplit(input, indices_or_sections):
-    return _dir_split(input, indices_or_sections, 1 if input._data.ndim > 1 else 0, "hsplit", 1)
-
-
-@register()
-def vsplit(input, indices_or_sections):
-    return _dir_split(input, indices_or_sections, 0, "vsplit", 2)
-
-
-@register()
-def dsplit(input, indices_or_sections):
-    return _dir_split(input, indices_or_sections, 2, "dsplit", 3)
-
-
-@register()
-def unbind(input, dim=0):
-    if input._data.ndim == 0:
-        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    return _multi_views(Unbind.apply(input, dim=_wrap_dim(dim, input._data.ndim)))
 
 
 # ---- contiguous / clone -------------------------------------------------------------
@@ -988,111 +563,50 @@ def clone(input, *, memory_format=None):
     return Clone.apply(input, strides=dense_strides_like(x.shape, strides_of(x)))
 
 
-@register()
+@register(function=False)
 def contiguous(input, memory_format=None):
     if _is_contiguous(input._data):
         return input
     return Clone.apply(input, strides=None)
 
 
-# ---- Note [In-place on views] ------------------------------------------------------
-# An in-place op on a view v of base b (with autograd) is recorded as an out-of-place
-# op on the base: b_new = StridedScatter(b_old, r) where r = op(v_old, ...), named
-# CopySlices like torch; v's history becomes StridedGather(b_new) ("AsStridedBackward0").
-# Other views of b notice the version change and regenerate their grad_fn from b.
+# ---- in-place view ops: new geometry for self ---------------------------------------------
 
-class StridedScatter(Op):
-    """out = x (or zeros) in the base layout, with the window `size/stride/offset` set to src."""
-    _name = "torch::autograd::CopySlices"  # torch's name(); repr shows CopySlices
-
-    @staticmethod
-    def forward(ctx, x, src, base_shape, base_strides, size, stride, offset):
-        ctx.geom = (base_shape, base_strides, size, stride, offset)
-        dtype = src.dtype if x is None else np.result_type(x, src)
-        buf, bview = B.layout_buffer(base_shape, base_strides, dtype)
-        if x is not None:
-            bview[...] = x
-        if src.size:
-            B.window(buf, size, stride, offset)[...] = src
-        return np.ascontiguousarray(bview)
-
-    def backward(ctx, grad):
-        base_shape, base_strides, size, stride, offset = ctx.geom
-        need = ctx.needs_input_grad
-        gx = gsrc = None
-        if need[0]:
-            zeros = grad.new_zeros(size)
-            gx = StridedScatter.apply(grad, zeros, base_shape=base_shape, base_strides=base_strides,
-                                      size=size, stride=stride, offset=offset)
-        if need[1]:
-            gsrc = StridedGather.apply(grad, base_shape=base_shape, base_strides=base_strides, size=size,
-                                       stride=stride, offset=offset)
-        return gx, gsrc
+def _meta_inplace(name, fn, node_name):
+    """name_: self takes the geometry of fn(self) (a view of its own storage); the version is
+    bumped and, with a graph, fn's node (under torch's in-place name) becomes self's history."""
+    def inplace(self, *args, **kwargs):
+        check_inplace(self)
+        r = fn(self, *args, **kwargs)
+        self._data = r._data
+        self._version.value += 1
+        node = r._grad_fn
+        if node is not None:
+            node._name = node_name(args, kwargs) if callable(node_name) else node_name
+            self._grad_fn = node
+            self._output_nr = 0
+            self._requires_grad = True
+        if self._base is not None:
+            self._view_version = self._version.value
+        return self
+    inplace.__name__ = inplace.__qualname__ = name
+    install(inplace, name, function=False)
+    return inplace
 
 
-class StridedGather(Op):
-    """A copy of the window `size/stride/offset` of x laid out as the base."""
-    _name = "AsStridedBackward0"
-
-    @staticmethod
-    def forward(ctx, x, base_shape, base_strides, size, stride, offset):
-        ctx.geom = (base_shape, base_strides, size, stride, offset)
-        buf, bview = B.layout_buffer(base_shape, base_strides, x.dtype)
-        bview[...] = x
-        return np.array(B.window(buf, size, stride, offset), copy=True)
-
-    def backward(ctx, grad):
-        base_shape, base_strides, size, stride, offset = ctx.geom
-        return StridedScatter.apply(None, grad, base_shape=base_shape, base_strides=base_strides, size=size,
-                                    stride=stride, offset=offset)
+def _squeeze_name(args, kwargs):
+    dim = args[0] if args else kwargs.get("dim")
+    if dim is None:
+        return "SqueezeBackward3"
+    return "SqueezeBackward5" if isinstance(dim, (list, tuple)) else "SqueezeBackward4"
 
 
-def _view_node(view, base):
-    """Give `view` the history 'a window of base' (StridedGather of base)."""
-    base_shape, base_strides = B.layout_of(base._data)
-    size, stride, offset = B.geometry(base._data, view._data)
-    node = object.__new__(StridedGather)
-    init_node(node, (base,))
-    node._saved = ()
-    node.geom = (base_shape, base_strides, size, stride, offset)
-    node._out_meta = ((view._data.shape, view._dtype),)
-    view._grad_fn = node
-    view._output_nr = 0
-    view._requires_grad = True
-    view._view_version = view._version.value
-    return node
+_meta_inplace("unsqueeze_", unsqueeze, "UnsqueezeBackward1")
+_meta_inplace("squeeze_", squeeze, _squeeze_name)
+_meta_inplace("t_", t, "TBackward1")
+for _n in ("transpose_", "swapaxes_", "swapdims_"):
+    _meta_inplace(_n, transpose, "TransposeBackward1")
+_meta_inplace("as_strided_", as_strided, "AsStridedBackward1")
 
 
-def view_of_base(t):
-    """Regenerate the grad_fn of view t from its base's current history."""
-    base = t._base
-    if t.__dict__ and "_multi_view" in t.__dict__:
-        raise RuntimeError(f"Output {t._output_nr} of {t._multi_view} is a view and its base or another view of "
-                           "its base has been modified inplace. This view is the output of a function that returns "
-                           "multiple views. Such functions do not allow the output views to be modified inplace. "
-                           "You should replace the inplace operation by an out-of-place one.")
-    if not base._requires_grad:
-        t._view_version = t._version.value
-        return t._grad_fn
-    return _view_node(t, base)
-
-
-def rebase_history(self, r):
-    """After an in-place op wrote r into self: make r's history self's (see Note above)."""
-    if self._base is None:
-        self._grad_fn = r._grad_fn
-        self._output_nr = r._output_nr
-        self._requires_grad = True
-        return
-    base = self._base
-    base_shape, base_strides = B.layout_of(base._data)
-    size, stride, offset = B.geometry(base._data, self._data)
-    node = object.__new__(StridedScatter)
-    init_node(node, (base, r))
-    node._saved = ()
-    node.geom = (base_shape, base_strides, size, stride, offset)
-    node._out_meta = ((base._data.shape, base._dtype),)
-    base._grad_fn = node
-    base._output_nr = 0
-    base._requires_grad = True
-    _view_node(self, base)
+from . import splitting  # noqa: E402,F401  (split/chunk/unbind/tensor_split install their ops)

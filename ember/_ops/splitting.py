@@ -1,0 +1,178 @@
+"""Multi-output views: split/chunk/unbind (one node, several views), and tensor_split with
+hsplit/vsplit/dsplit (one SliceBackward0 view per piece, as torch)."""
+from .. import _dtype as D
+from .._tensor import Tensor, _wrap_dim
+from ._registry import Op, register
+from .shape import Slice, _int, basic_view
+
+
+class SplitWithSizes(Op):
+    view = True
+    _name = "SplitWithSizesBackward0"
+
+    @staticmethod
+    def forward(ctx, x, sizes, dim):
+        ctx.dim = dim
+        outs = []
+        start = 0
+        pre = (slice(None),) * dim
+        for s in sizes:
+            outs.append(basic_view(x, pre + (slice(start, start + s),)))
+            start += s
+        return tuple(outs)
+
+    def backward(ctx, *grads):
+        from .joining import cat
+        return cat(grads, ctx.dim)
+
+
+class Split(SplitWithSizes):
+    _name = "SplitBackward0"
+
+
+class Unbind(Op):
+    view = True
+    _name = "UnbindBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        pre = (slice(None),) * dim
+        return tuple(basic_view(x, pre + (i,)) for i in range(x.shape[dim]))
+
+    def backward(ctx, *grads):
+        from .joining import stack
+        return stack(grads, ctx.dim)
+
+
+def _multi_views(outs):
+    """Mark outputs of a multi-view op: torch forbids in-place changes through them or their
+    base once they carry history (checked in check_inplace and view_of_base)."""
+    for o in outs:
+        if o._grad_fn is not None:
+            o._multi_view = o._grad_fn.name()
+    return outs
+
+
+def _split_dim(tensor, dim):
+    if tensor._data.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = _wrap_dim(dim, tensor._data.ndim)
+    return d, tensor._data.shape[d]
+
+
+@register()
+def split(tensor, split_size_or_sections, dim=0):
+    if isinstance(split_size_or_sections, (list, tuple)):
+        return split_with_sizes(tensor, split_size_or_sections, dim)
+    d, n = _split_dim(tensor, dim)
+    s = _int(split_size_or_sections)
+    if s < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
+    if s == 0 and n != 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+    pieces = max(-(-n // s), 1) if s else 1
+    sizes = [s] * (pieces - 1) + [n - s * (pieces - 1)]
+    return _multi_views(Split.apply(tensor, sizes=tuple(sizes), dim=d))
+
+
+@register()
+def split_with_sizes(input, split_sizes, dim=0):
+    d, n = _split_dim(input, dim)
+    sizes = tuple(_int(s) for s in split_sizes)
+    for s in sizes:
+        if s < 0:
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                               f"split_sizes={list(sizes)}")
+    if sum(sizes) != n:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                           f"dimension {d}), but got split_sizes={list(sizes)}")
+    return _multi_views(SplitWithSizes.apply(input, sizes=sizes, dim=d))
+
+
+@register()
+def chunk(input, chunks, dim=0):
+    if input._data.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = _wrap_dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    size = -(-n // chunks)
+    if size == 0 and n == 0:
+        return _multi_views(SplitWithSizes.apply(input, sizes=(0,) * chunks, dim=d))
+    return split(input, size, d)
+
+
+def _sections(indices_or_sections):
+    """int sections or a list of split indices (tensors allowed, as torch)."""
+    v = indices_or_sections
+    if isinstance(v, Tensor):
+        if v._dtype.category != D.INT:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have an integral type, but "
+                               f"got {v._dtype}")
+        if v._data.ndim > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                               f"one-dimensional tensor, but got a tensor with {v._data.ndim} dims")
+        return int(v._data) if v._data.ndim == 0 else [int(i) for i in v._data]
+    if isinstance(v, (list, tuple)):
+        return [_int(i) for i in v]
+    return _int(v)
+
+
+@register()
+def tensor_split(input, indices_or_sections, dim=0):
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    d = _wrap_dim(dim, nd)
+    n = input._data.shape[d]
+    spec = _sections(indices_or_sections)
+    if isinstance(spec, int):
+        if spec <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {spec}")
+        q, r = divmod(n, spec)
+        bounds = [0]
+        for i in range(spec):
+            bounds.append(bounds[-1] + q + (1 if i < r else 0))
+    else:
+        bounds = [0] + spec + [n]
+    pre = (slice(None),) * d
+    return tuple(Slice.apply(input, key=pre + (slice(a, b),), name="SliceBackward0")
+                 for a, b in zip(bounds[:-1], bounds[1:]))
+
+
+def _dir_split(input, sections, dim, name, min_dims):
+    nd = input._data.ndim
+    if nd < min_dims:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor "
+                           f"with {nd} dimensions!")
+    spec = _sections(sections)
+    if isinstance(spec, int):
+        n = input._data.shape[dim]
+        if spec == 0 or n % spec:
+            raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the "
+                               f"dimension {n} is not divisible by the split_size {spec}!")
+    return tensor_split(input, spec, dim)
+
+
+@register()
+def hsplit(input, indices_or_sections):
+    return _dir_split(input, indices_or_sections, 1 if input._data.ndim > 1 else 0, "hsplit", 1)
+
+
+@register()
+def vsplit(input, indices_or_sections):
+    return _dir_split(input, indices_or_sections, 0, "vsplit", 2)
+
+
+@register()
+def dsplit(input, indices_or_sections):
+    return _dir_split(input, indices_or_sections, 2, "dsplit", 3)
+
+
+@register()
+def unbind(input, dim=0):
+    if input._data.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    return _multi_views(Unbind.apply(input, dim=_wrap_dim(dim, input._data.ndim)))
