@@ -927,3 +927,11 @@ def test_training_loop_matches_torch():
         out.append(N(m.fc1.weight).copy())
     np.testing.assert_allclose(losses[torch][:-1], losses[ember][:-1], rtol=1e-10)
     np.testing.assert_allclose(losses[torch][-1], losses[ember][-1], rtol=1e-10)
+
+
+def test_functional_reexports_activations():
+    from ember._ops import activation
+    for name in activation.FUNCTIONAL:
+        assert getattr(EF, name) is getattr(activation, name)
+    x = torch.randn(3, 4)
+    close(torch.nn.functional.relu(x), EF.relu(E(x)))

@@ -6,7 +6,16 @@ add a new family as a new banner section (or import its functions from ember/_op
 import numpy as np
 
 from .._tensor import Tensor
+from .._ops import activation as _activation
 from .._ops._registry import Op
+
+# ======================================================================================
+# activation functions: declared (with F's signatures) in ember/_ops/activation.py
+# ======================================================================================
+
+for _name in _activation.FUNCTIONAL:
+    globals()[_name] = getattr(_activation, _name)
+del _name
 
 # ======================================================================================
 # linear functions
