@@ -78,3 +78,5 @@ from . import serialization  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import random  # noqa: E402  (torch.random: generators, seeding, fork_rng)
 from . import linalg  # noqa: E402  (torch.linalg namespace)
+from . import optim  # noqa: E402
+from . import utils  # noqa: E402
