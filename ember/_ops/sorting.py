@@ -140,16 +140,18 @@ class SelectSorted(Op):
     def forward(ctx, x, dim, keepdim, which, k):
         xs = _as_1d(x)
         n = xs.shape[dim]
-        order = np.argsort(xs, axis=dim, kind="stable")
+        nans = _nan_count(xs, dim)
         if which == "kth":
-            pos = np.full(keep_shape(xs.shape, (dim,)), k - 1, np.int64)
-        elif which == "median":
-            nans = _nan_count(xs, dim)
-            pos = np.where(nans > 0, n - nans, (n - 1) // 2)
+            idx = _kth_index(xs, dim, k - 1)
+        elif which == "median" or not nans.any():
+            idx = _kth_index(xs, dim, (n - 1) // 2)
+            if nans.any():
+                idx = np.where(nans > 0, np.argmax(np.isnan(xs), axis=dim, keepdims=True), idx)
         else:
-            valid = n - _nan_count(xs, dim)
+            # a different position per slice: read it from the full stable order
+            valid = n - nans
             pos = np.where(valid > 0, (valid - 1) // 2, 0)
-        idx = np.take_along_axis(order, pos, axis=dim)
+            idx = np.take_along_axis(np.argsort(xs, axis=dim, kind="stable"), pos, axis=dim)
         values = np.take_along_axis(xs, idx, axis=dim)
         ctx.args = (x.shape, dim, idx)
         return _drop_dim(values, x, dim, keepdim), _drop_dim(idx, x, dim, keepdim)
@@ -157,6 +159,24 @@ class SelectSorted(Op):
     def backward(ctx, grad, grad_indices=None):
         shape, dim, idx = ctx.args
         return index_grad(grad.reshape(idx.shape) if len(shape) else grad, idx, dim, shape)
+
+
+def _kth_index(x, dim, k):
+    """Index (keepdim shape) of the element at position k of the stable sorted order, in O(n):
+    np.partition finds the value v; it is the (k - #{x < v})-th occurrence of v in input order
+    (NaN, sorting last, counts as larger than every number)."""
+    v = np.take(np.partition(x, k, axis=dim), [k], axis=dim)
+    if x.dtype.kind in "fc":
+        v_nan = np.isnan(v)
+        x_nan = np.isnan(x)
+        below = np.where(v_nan, np.count_nonzero(~x_nan, axis=dim, keepdims=True),
+                         np.count_nonzero(x < v, axis=dim, keepdims=True))
+        equal = (x == v) | (x_nan & v_nan)
+    else:
+        below = np.count_nonzero(x < v, axis=dim, keepdims=True)
+        equal = x == v
+    seen = np.cumsum(equal, axis=dim)
+    return np.argmax(seen > k - below, axis=dim, keepdims=True)
 
 
 def _drop_dim(a, x, dim, keepdim):
@@ -245,7 +265,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
 
 class Mode(Op):
     """Most frequent value along dim (the smallest among equally frequent ones) and the index of
-    its last occurrence: runs of equal values in the stable sorted order are counted."""
+    its last occurrence: runs of equal values are counted in the sorted order."""
     _name = "ModeBackward0"
     nondiff = (1,)
 
@@ -253,8 +273,7 @@ class Mode(Op):
     def forward(ctx, x, dim, keepdim):
         xs = np.moveaxis(_as_1d(x), dim, -1)
         n = xs.shape[-1]
-        order = np.argsort(xs, axis=-1, kind="stable")
-        s = np.take_along_axis(xs, order, axis=-1)
+        s = np.sort(xs, axis=-1)
         starts = np.ones(s.shape, bool)
         starts[..., 1:] = s[..., 1:] != s[..., :-1]
         pos = np.arange(n)
@@ -262,8 +281,10 @@ class Mode(Op):
         # a run of length m reaches count m only at its last element, so the first maximum
         # marks the end of the first longest run: the smallest most-frequent value
         best = np.argmax(pos - run_start, axis=-1)[..., None]
-        values = np.moveaxis(np.take_along_axis(s, best, axis=-1), -1, dim)
-        idx = np.moveaxis(np.take_along_axis(order, best, axis=-1), -1, dim)
+        value = np.take_along_axis(s, best, axis=-1)
+        last = n - 1 - np.argmax((xs == value)[..., ::-1], axis=-1)[..., None]
+        values = np.moveaxis(value, -1, dim)
+        idx = np.moveaxis(last, -1, dim)
         ctx.args = (x.shape, dim, idx)
         return _drop_dim(values, x, dim, keepdim), _drop_dim(idx, x, dim, keepdim)
 
@@ -382,17 +403,26 @@ class Unique(Op):
     nondiff = (1, 2)
 
     @staticmethod
-    def forward(ctx, x, dim, consecutive):
+    def forward(ctx, x, dim, consecutive, want_inverse, want_counts):
         if consecutive:
             return _unique_consecutive(x, dim)
-        if dim is None:
-            values, inverse, counts = np.unique(x.reshape(-1), return_inverse=True, return_counts=True,
-                                                equal_nan=False)
-            inverse = inverse.reshape(x.shape)
-        else:
+        if dim is not None:
             values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True, axis=dim)
-            inverse = inverse.reshape(-1)
-        return values, inverse.astype(np.int64), counts.astype(np.int64)
+            return values, inverse.reshape(-1).astype(np.int64), counts.astype(np.int64)
+        flat = x.reshape(-1)
+        order = np.argsort(flat) if want_inverse else None
+        ordered = flat[order] if want_inverse else np.sort(flat)
+        starts = np.ones(ordered.shape, bool)
+        starts[1:] = ordered[1:] != ordered[:-1]  # NaN != NaN: every NaN is its own value
+        values = ordered[starts]
+        inverse = counts = np.zeros(0, np.int64)
+        if want_inverse:
+            inverse = np.empty(flat.shape, np.int64)
+            inverse[order] = np.cumsum(starts) - 1
+            inverse = inverse.reshape(x.shape)
+        if want_counts:
+            counts = np.diff(np.append(np.flatnonzero(starts), flat.size)).astype(np.int64)
+        return values, inverse, counts
 
     def backward(ctx, *grads):
         raise NotImplementedError(f"the derivative for '{_UNIQUE_ATEN[ctx.name()]}' is not implemented.")
@@ -440,7 +470,8 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     """Always sorted: torch's CPU kernel sorts for sorted=False too."""
     check_tensor(input, "unique")
     d = None if dim is None else one_dim(dim, input._data.ndim)
-    values, inverse, counts = Unique.apply(input, dim=d, consecutive=False)
+    values, inverse, counts = Unique.apply(input, dim=d, consecutive=False, want_inverse=return_inverse,
+                                           want_counts=return_counts)
     if d is not None and values._grad_fn is not None:
         values._grad_fn._name = "UniqueDimBackward0"
     return _unique_result(values, inverse, counts, return_inverse, return_counts)
@@ -451,7 +482,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     check_tensor(input, "unique_consecutive")
     d = None if dim is None else one_dim(dim, input._data.ndim)
-    values, inverse, counts = Unique.apply(input, dim=d, consecutive=True)
+    values, inverse, counts = Unique.apply(input, dim=d, consecutive=True, want_inverse=True, want_counts=True)
     if values._grad_fn is not None:
         values._grad_fn._name = "UniqueConsecutiveBackward0"
     return _unique_result(values, inverse, counts, return_inverse, return_counts)
