@@ -935,3 +935,19 @@ def test_functional_reexports_activations():
         assert getattr(EF, name) is getattr(activation, name)
     x = torch.randn(3, 4)
     close(torch.nn.functional.relu(x), EF.relu(E(x)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_linear_half_precision_matches_torch(dtype):
+    """Half types accumulate in float32 like torch, so results agree to the output's rounding."""
+    tm = torch.nn.Linear(256, 8).to(getattr(torch, dtype))
+    em = enn.Linear(256, 8).to(getattr(ember, dtype))
+    em.load_state_dict(OrderedDict((k, ember.tensor(v.float().numpy()).to(getattr(ember, dtype)))
+                                   for k, v in tm.state_dict().items()))
+    x = torch.randn(16, 256).to(getattr(torch, dtype))
+    ty = tm(x)
+    ey = em(ember.tensor(x.float().numpy()).to(getattr(ember, dtype)))
+    assert ey.dtype is getattr(ember, dtype)
+    ulp = 2.0 ** -10 if dtype == "float16" else 2.0 ** -7
+    t32, e32 = ty.float().detach().numpy(), ey.float().detach().numpy()
+    assert np.all(np.abs(t32 - e32) <= ulp * np.maximum(np.abs(t32), 1.0))

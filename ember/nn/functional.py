@@ -30,6 +30,12 @@ class _Linear(Op):
     @staticmethod
     def forward(ctx, x, w, b):
         ctx.save_for_backward(x, w)
+        dtype = x.dtype
+        if dtype.itemsize == 2 and dtype.kind in "fV":
+            # float16/bfloat16 accumulate in float32 (torch's opmath; also BLAS-fast)
+            x = x.astype(np.float32)
+            w = w.astype(np.float32)
+            b = None if b is None else b.astype(np.float32)
         if x.ndim > 2:
             # one 2-D GEMM over all leading dims (NumPy's batched matmul would loop)
             x2 = x.reshape(-1, x.shape[-1])
@@ -38,7 +44,7 @@ class _Linear(Op):
             out = np.matmul(x, w.T)
         if b is not None:
             out += b  # out is a fresh array, so adding in place is safe
-        return out
+        return out if out.dtype == dtype else out.astype(dtype)
 
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
