@@ -1,1 +1,744 @@
-"""activation ops (see CONTRIBUTING.md)."""
+"""Activations: torch's top-level ops (relu, selu, celu, rrelu, prelu, threshold, hardshrink,
+softmax, log_softmax) and the torch.nn.functional forms, listed in FUNCTIONAL for
+ember/nn/functional.py to re-export with exactly F's signatures.
+
+Piecewise-linear activations share one backward op, _MaskGrad (grad where a mask holds,
+else grad * slope): it is linear in grad, so it is its own derivative and double backward
+works without building a comparison graph. Smooth ones write their backward with ember
+ops on the saved input. softmax/log_softmax have their own stable kernels.
+"""
+import math
+import warnings
+
+import numpy as np
+
+from .. import _dtype as D
+from .._backend import special as S
+from .._tensor import Tensor, _wrap_dim
+from ..autograd import grad_mode
+from ._registry import Op, assign_result, check_inplace, install
+
+_state = grad_mode._state
+_make = Tensor._make
+_NAMES = D.SCALAR_NAMES
+_SQRT1_2 = math.sqrt(0.5)
+_SQRT_2_PI = math.sqrt(2 / math.pi)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+FUNCTIONAL = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_", "celu",
+              "celu_", "gelu", "silu", "mish", "hardtanh", "hardtanh_", "hardswish", "hardsigmoid", "softplus",
+              "softsign", "softshrink", "hardshrink", "tanhshrink", "threshold", "threshold_", "logsigmoid", "glu",
+              "softmax", "log_softmax", "softmin", "prelu", "rrelu", "rrelu_", "sigmoid", "tanh"]
+
+
+# ---- shared pieces ------------------------------------------------------------------------
+
+def _float_only(input, kernel):
+    """torch's NotImplementedError for activations that have float kernels only."""
+    if input._dtype.category != D.FLOAT:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_NAMES[input._dtype]}'")
+
+
+def _opmath(x):
+    """Half-precision arrays are computed in float32 (torch's opmath), others as they are."""
+    return x.astype(np.float32) if x.dtype.itemsize == 2 and x.dtype.kind == "f" or x.dtype.name == "bfloat16" else x
+
+
+def _no_grad_needed(t):
+    return not (_state.enabled and t._requires_grad)
+
+
+class _MaskGrad(Op):
+    """grad where keep, else grad * slope (0 by default): the backward of every piecewise-linear
+    activation. keep is a constant mask computed from src (the saved input or output); src is
+    an input only so that the result requires grad exactly when torch's does (its derivative
+    is zero). slope is a number, a constant array, or a Tensor (prelu's weight, differentiable)."""
+    _name = "ThresholdBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, grad, src, slope_t, keep, slope):
+        ctx.keep = keep
+        ctx.slope = slope
+        if slope_t is not None:
+            ctx.save_for_backward(grad, slope_t)
+            slope = slope_t
+        if type(slope) is not np.ndarray and slope == 0:
+            return np.where(keep, grad, np.zeros((), grad.dtype))
+        return np.where(keep, grad, grad * slope).astype(grad.dtype, copy=False)
+
+    def backward(ctx, gg):
+        need = ctx.needs_input_grad
+        if not ctx._saved:
+            return _MaskGrad.apply(gg, None, None, keep=ctx.keep, slope=ctx.slope), None, None
+        grad, slope_t = ctx.saved_tensors
+        ggrad = _MaskGrad.apply(gg, None, slope_t, keep=ctx.keep, slope=None) if need[0] else None
+        gslope = _MaskGrad.apply(gg * grad, None, None, keep=~ctx.keep, slope=0) if need[2] else None
+        return ggrad, None, gslope
+
+
+def _mask_grad(grad, src, keep, slope=0):
+    return _MaskGrad.apply(grad, src, None, keep=keep, slope=slope)
+
+
+def _inplace(fn, name):
+    """`name_` variant: writes fn's result into input (a fast path when no graph is needed)."""
+    def inplace(input, *args, **kwargs):
+        check_inplace(input)
+        return assign_result(input, fn(input, *args, **kwargs), name + "_")
+    inplace.__name__ = inplace.__qualname__ = name + "_"
+    return inplace
+
+
+# ---- relu, threshold, hardtanh, leaky_relu -------------------------------------------------
+
+class Relu(Op):
+    _name = "ReluBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        out = np.maximum(np.zeros((), x.dtype), x)  # NaN stays NaN; -0.0 stays -0.0 (ties give x)
+        ctx.save_for_backward(out)
+        return out
+
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return _mask_grad(grad, out, ~(out._data <= 0))  # as torch: the gradient passes where result > 0 or NaN
+
+
+def _check_relu(input, name="relu"):
+    d = input._dtype
+    if d is D.bool:
+        raise RuntimeError(f"Boolean inputs not supported for {name}")
+    if d.category == D.COMPLEX:
+        raise NotImplementedError("clamp is not supported for complex types")
+
+
+def _relu(input):
+    _check_relu(input)
+    return Relu.apply(input)
+
+
+def _relu_(input):
+    _check_relu(input)
+    check_inplace(input)
+    if _no_grad_needed(input):
+        np.maximum(np.zeros((), input._data.dtype), input._data, out=input._data)
+        input._version.value += 1
+        return input
+    return assign_result(input, Relu.apply(input), "relu_")
+
+
+def relu(input, inplace=False):
+    return _relu_(input) if inplace else _relu(input)
+
+
+def relu_(input):
+    return _relu_(input)
+
+
+class Threshold(Op):
+    _name = "ThresholdBackward0"
+
+    @staticmethod
+    def forward(ctx, x, threshold, value):
+        ctx.save_for_backward(x)
+        ctx.threshold = threshold
+        return np.where(x <= threshold, np.array(value).astype(x.dtype), x)
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return _mask_grad(grad, x, ~(x._data <= ctx.threshold))
+
+
+def _check_threshold(input):
+    d = input._dtype
+    if d is D.bool or d.category == D.COMPLEX:
+        raise NotImplementedError(f"\"threshold_cpu\" not implemented for '{_NAMES[d]}'")
+
+
+def _threshold(input, threshold, value):
+    _check_threshold(input)
+    return Threshold.apply(input, threshold=threshold, value=value)
+
+
+_threshold_ = _inplace(_threshold, "threshold")
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _threshold_(input, threshold, value) if inplace else _threshold(input, threshold, value)
+
+
+def threshold_(input, threshold, value):
+    return _threshold_(input, threshold, value)
+
+
+class Hardtanh(Op):
+    _name = "HardtanhBackward0"
+
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        ctx.save_for_backward(x)
+        ctx.bounds = (lo, hi)
+        # bound first, so ties return x itself (-0.0 stays -0.0, as torch)
+        return np.minimum(np.array(hi).astype(x.dtype), np.maximum(np.array(lo).astype(x.dtype), x))
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        lo, hi = ctx.bounds
+        a = x._data
+        return _mask_grad(grad, x, ~((a <= lo) | (a >= hi)))
+
+
+def _check_hardtanh(input, min_val):
+    d = input._dtype
+    if d is D.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if d is D.uint8 and math.trunc(min_val) < 0:
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative lower bound.")
+    if d.category == D.COMPLEX:
+        raise NotImplementedError("clamp is not supported for complex types")
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    _check_hardtanh(input, min_val)
+    if inplace:
+        check_inplace(input)
+        return assign_result(input, Hardtanh.apply(input, lo=min_val, hi=max_val), "hardtanh_")
+    return Hardtanh.apply(input, lo=min_val, hi=max_val)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+class LeakyRelu(Op):
+    _name = "LeakyReluBackward0"
+
+    @staticmethod
+    def forward(ctx, x, slope):
+        ctx.save_for_backward(x)
+        ctx.slope = slope
+        return np.where(x > 0, x, x * np.array(slope).astype(x.dtype))
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return _mask_grad(grad, x, x._data > 0, ctx.slope)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _float_only(input, "leaky_relu_cpu")
+    r = LeakyRelu.apply(input, slope=negative_slope)
+    if inplace:
+        check_inplace(input)
+        return assign_result(input, r, "leaky_relu_")
+    return r
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+# ---- shrinkage ------------------------------------------------------------------------------
+
+class Hardshrink(Op):
+    _name = "HardshrinkBackward0"
+
+    @staticmethod
+    def forward(ctx, x, lambd):
+        ctx.save_for_backward(x)
+        ctx.lambd = lambd
+        inner = (x >= -lambd) & (x <= lambd)
+        return np.where(inner, np.zeros((), x.dtype), x)
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        a = x._data
+        return _mask_grad(grad, x, ~((a >= -ctx.lambd) & (a <= ctx.lambd)))
+
+
+class Softshrink(Hardshrink):
+    _name = "SoftshrinkBackward0"
+
+    @staticmethod
+    def forward(ctx, x, lambd):
+        ctx.save_for_backward(x)
+        ctx.lambd = lambd
+        lam = np.array(lambd).astype(x.dtype)
+        return np.where(x > lam, x - lam, np.where(x < -lam, x + lam, x * 0))  # NaN stays NaN
+
+
+def hardshrink(input, lambd=0.5):
+    _float_only(input, "hardshrink_cpu")
+    return Hardshrink.apply(input, lambd=lambd)
+
+
+def softshrink(input, lambd=0.5):
+    _float_only(input, "softshrink_check")
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be in range [0, {D.finfo(input._dtype).max:g}] for input dtype "
+                           f"{_NAMES[input._dtype]}, but found {lambd}")
+    return Softshrink.apply(input, lambd=lambd)
+
+
+def tanhshrink(input):
+    return input - input.tanh()
+
+
+def softsign(input):
+    return input / (input.abs() + 1)
+
+
+# ---- exponential-linear family --------------------------------------------------------------
+
+class Elu(Op):
+    """scale * x for x > 0, else scale * alpha * (exp(x * input_scale) - 1) (elu, selu, celu)."""
+    _name = "EluBackward0"
+
+    @staticmethod
+    def forward(ctx, x, alpha, scale, input_scale):
+        ctx.save_for_backward(x)
+        ctx.coef = (alpha, scale, input_scale)
+        w = _opmath(x)
+        neg = (alpha * scale) * np.expm1(w * input_scale)
+        return np.where(w > 0, w * scale, neg).astype(x.dtype, copy=False)
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        alpha, scale, input_scale = ctx.coef
+        # torch's elu_backward takes the exp branch for x <= 0, but its double backward masks
+        # with x < 0: at exactly 0 the gradient is a constant multiple of grad
+        slope0 = grad * (alpha * scale * input_scale)
+        neg = slope0 * (x * input_scale).exp()
+        return neg.where(x < 0, slope0.where(x == 0, grad * scale))
+
+
+def elu(input, alpha=1.0, inplace=False):
+    _float_only(input, "elu_cpu")
+    r = Elu.apply(input, alpha=alpha, scale=1.0, input_scale=1.0)
+    if inplace:
+        check_inplace(input)
+        return assign_result(input, r, "elu_")
+    return r
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def _selu(input):
+    _float_only(input, "elu_cpu")
+    return Elu.apply(input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
+
+
+_selu_ = _inplace(_selu, "selu")
+
+
+def selu(input, inplace=False):
+    return _selu_(input) if inplace else _selu(input)
+
+
+def selu_(input):
+    return _selu_(input)
+
+
+def _celu(input, alpha=1.0):
+    _float_only(input, "elu_cpu")
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return Elu.apply(input, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
+
+
+_celu_ = _inplace(_celu, "celu")
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return _celu_(input, alpha) if inplace else _celu(input, alpha)
+
+
+def celu_(input, alpha=1.0):
+    return _celu_(input, alpha)
+
+
+# ---- smooth gates -----------------------------------------------------------------------------
+
+def _sigmoid(w):
+    e = np.exp(-np.abs(w))
+    return np.where(w >= 0, 1 / (1 + e), e / (1 + e))
+
+
+class Gelu(Op):
+    _name = "GeluBackward0"
+
+    @staticmethod
+    def forward(ctx, x, approximate):
+        ctx.save_for_backward(x)
+        ctx.tanh = approximate == "tanh"
+        w = _opmath(x)
+        if ctx.tanh:
+            inner = _SQRT_2_PI * (w + 0.044715 * w * w * w)
+            out = 0.5 * w * (1 + np.tanh(inner))
+        else:
+            out = 0.5 * w * S.erfc(w * -_SQRT1_2)  # erfc, not 1 + erf: no cancellation for x < 0
+        return out.astype(x.dtype, copy=False)
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        if ctx.tanh:
+            x2 = x * x
+            t = (_SQRT_2_PI * (x + 0.044715 * x2 * x)).tanh()
+            right = 0.5 * x * (1 - t * t) * (_SQRT_2_PI * (1 + 3 * 0.044715 * x2))
+            return grad * (0.5 * (1 + t) + right)
+        cdf = 0.5 * (1 + (x * _SQRT1_2).erf())
+        pdf = (-0.5 * x * x).exp() * _INV_SQRT_2PI
+        return grad * (cdf + x * pdf)
+
+
+def gelu(input, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    _float_only(input, "GeluKernelImpl")
+    return Gelu.apply(input, approximate=approximate)
+
+
+class Silu(Op):
+    _name = "SiluBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        w = _opmath(x)
+        return (w * _sigmoid(w)).astype(x.dtype, copy=False)
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        s = x.sigmoid()
+        return grad * s * (1 + x * (1 - s))
+
+
+def silu(input, inplace=False):
+    if input._dtype.category == D.COMPLEX:
+        r = input * input.sigmoid()  # torch's silu takes complex inputs (forward only here)
+    else:
+        _float_only(input, "silu_cpu")
+        r = Silu.apply(input)
+    if inplace:
+        check_inplace(input)
+        return assign_result(input, r, "silu_")
+    return r
+
+
+class Mish(Op):
+    _name = "MishBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        w = _opmath(x)
+        return (w * np.tanh(np.logaddexp(0, w))).astype(x.dtype, copy=False)
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        t = softplus(x).tanh()
+        return grad * (t + x * x.sigmoid() * (1 - t * t))
+
+
+def mish(input, inplace=False):
+    _float_only(input, "mish_cpu")
+    r = Mish.apply(input)
+    if inplace:
+        check_inplace(input)
+        return assign_result(input, r, "mish_")
+    return r
+
+
+class Hardswish(Op):
+    _name = "HardswishBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        w = _opmath(x)
+        return (w * np.clip(w + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        mid = (grad * (x / 3 + 0.5)).where(x < 3, grad)
+        return mid.where(~(x <= -3), 0.0)
+
+
+def hardswish(input, inplace=False):
+    _float_only(input, "hardswish_cpu")
+    r = Hardswish.apply(input)
+    if inplace:
+        check_inplace(input)
+        return assign_result(input, r, "hardswish_")
+    return r
+
+
+class Hardsigmoid(Op):
+    _name = "HardsigmoidBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        w = _opmath(x)
+        return (np.minimum(np.maximum(w + 3, 0), 6) / 6).astype(x.dtype, copy=False)
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        a = x._data
+        return _mask_grad(grad / 6, x, (a > -3) & (a < 3))
+
+
+def hardsigmoid(input, inplace=False):
+    _float_only(input, "hardsigmoid_cpu")
+    r = Hardsigmoid.apply(input)
+    if inplace:
+        check_inplace(input)
+        return assign_result(input, r, "hardsigmoid_")
+    return r
+
+
+class Softplus(Op):
+    _name = "SoftplusBackward0"
+
+    @staticmethod
+    def forward(ctx, x, beta, threshold):
+        ctx.save_for_backward(x)
+        ctx.args = (beta, threshold)
+        w = _opmath(x)
+        xb = w * beta
+        return np.where(xb > threshold, w, np.log1p(np.exp(xb)) / beta).astype(x.dtype, copy=False)
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        beta, threshold = ctx.args
+        xb = x * beta
+        return (grad * xb.sigmoid()).where(~(xb > threshold), grad)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    _float_only(input, "softplus_cpu")
+    return Softplus.apply(input, beta=beta, threshold=threshold)
+
+
+class LogSigmoid(Op):
+    _name = "LogSigmoidBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        w = _opmath(x)
+        return (np.minimum(w, 0) - np.log1p(np.exp(-np.abs(w)))).astype(x.dtype, copy=False)
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (-x).sigmoid()
+
+
+def logsigmoid(input):
+    _float_only(input, "log_sigmoid_cpu")
+    return LogSigmoid.apply(input)
+
+
+def glu(input, dim=-1):
+    _float_only(input, "glu_cpu")
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = _wrap_dim(dim, input.dim())
+    n = input.shape[d]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
+    h = n // 2
+    return input.narrow(d, 0, h) * input.narrow(d, h, h).sigmoid()
+
+
+# ---- softmax family -----------------------------------------------------------------------------
+
+class Softmax(Op):
+    """exp(x - max) / sum, along one dim (own kernel: stable, and saves only the output)."""
+    _name = "SoftmaxBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        w = _opmath(x)
+        if w.size:
+            e = np.exp(w - np.max(w, axis=dim, keepdims=True))
+            e /= np.sum(e, axis=dim, keepdims=True)
+        else:
+            e = w.copy()
+        out = e.astype(x.dtype, copy=False)
+        ctx.save_for_backward(out)
+        return out
+
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return out * (grad - (grad * out).sum(ctx.dim, keepdim=True))
+
+
+class LogSoftmax(Op):
+    _name = "LogSoftmaxBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        w = _opmath(x)
+        if w.size:
+            shifted = w - np.max(w, axis=dim, keepdims=True)
+            shifted -= np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
+        else:
+            shifted = w.copy()
+        out = shifted.astype(x.dtype, copy=False)
+        ctx.save_for_backward(out)
+        return out
+
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad - out.exp() * grad.sum(ctx.dim, keepdim=True)
+
+
+def _softmax_call(op, kernel, input, dim, dtype):
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"{kernel.split('_lastdim')[0]}(): argument 'dim' (position 2) must be int, not "
+                        f"{type(dim).__name__}")
+    x = input if dtype is None or dtype is input._dtype else input.to(dtype)
+    if x._dtype.category != D.FLOAT:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_NAMES[x._dtype]}'")
+    d = _wrap_dim(dim, x._data.ndim)
+    return op.apply(x, dim=d)
+
+
+def _softmax(input, dim, dtype=None):
+    return _softmax_call(Softmax, "softmax_lastdim_kernel_impl", input, dim, dtype)
+
+
+def _log_softmax(input, dim, dtype=None):
+    return _softmax_call(LogSoftmax, "log_softmax_lastdim_kernel_impl", input, dim, dtype)
+
+
+def _implicit_dim(name, ndim, stacklevel):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
+                  "dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _implicit_dim("softmax", input.dim(), _stacklevel)
+    return _softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _implicit_dim("log_softmax", input.dim(), _stacklevel)
+    return _log_softmax(input, dim, dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _implicit_dim("softmin", input.dim(), _stacklevel)
+    x = input if dtype is None else input.to(dtype)
+    return _softmax(-x, dim)
+
+
+# ---- parametric and randomized ------------------------------------------------------------------
+
+class Prelu(Op):
+    _name = "PreluKernelBackward0"
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return np.where(x > 0, x, w * x).astype(x.dtype, copy=False)
+
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        keep = x._data > 0
+        gx = _MaskGrad.apply(grad, x, w, keep=keep, slope=None) if need[0] else None
+        gw = _MaskGrad.apply(grad * x, x, None, keep=~keep, slope=0) if need[1] else None
+        return gx, gw
+
+
+def prelu(input, weight):
+    """x where x > 0, else weight * x, with weight's entries along the channel dim (dim 1)."""
+    _float_only(input, "prelu_cpu")
+    n = weight.numel()
+    channels = input.shape[1] if input.dim() >= 2 else 1
+    if n != 1 and n != channels:
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {n} "
+                           f"and channel size = {channels}.")
+    if n == 1 or input.dim() < 2:
+        w = weight.reshape(())
+    else:
+        w = weight.reshape((channels,) + (1,) * (input.dim() - 2))
+    return Prelu.apply(input, w)
+
+
+class _Rrelu(Op):
+    _name = "RreluWithNoiseBackward0"
+
+    @staticmethod
+    def forward(ctx, x, noise):
+        ctx.noise = noise
+        ctx.save_for_backward(x)
+        return np.where(x > 0, x, x * noise).astype(x.dtype, copy=False)
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return _mask_grad(grad, x, x._data > 0, ctx.noise)
+
+
+def _rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    _float_only(input, "leaky_relu_cpu")
+    if not training:
+        return LeakyRelu.apply(input, slope=(lower + upper) / 2)
+    noise = _make(np.empty(input._data.shape, input._data.dtype), input._dtype)
+    noise.uniform_(lower, upper, generator=generator)
+    return _Rrelu.apply(input, noise=noise._data)
+
+
+def _rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    check_inplace(input)
+    return assign_result(input, _rrelu(input, lower, upper, training, generator), "rrelu_")
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    return _rrelu_(input, lower, upper, training) if inplace else _rrelu(input, lower, upper, training)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return _rrelu_(input, lower, upper, training)
+
+
+def sigmoid(input):
+    return input.sigmoid()
+
+
+def tanh(input):
+    return input.tanh()
+
+
+# ---- installation: torch.* names and Tensor methods ---------------------------------------------
+
+def _named(fn, name):
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+install(_named(_relu, "relu"), "relu", inplace=_named(_relu_, "relu_"))
+install(_named(_selu, "selu"), "selu", method=False, inplace=_named(_selu_, "selu_"))
+install(_named(_celu, "celu"), "celu", method=False, inplace=_named(_celu_, "celu_"))
+install(_named(_threshold, "threshold"), "threshold", method=False, inplace=_named(_threshold_, "threshold_"))
+install(_named(_rrelu, "rrelu"), "rrelu", method=False, inplace=_named(_rrelu_, "rrelu_"))
+install(prelu, "prelu")
+install(hardshrink, "hardshrink")
+install(_named(_softmax, "softmax"), "softmax")
+install(_named(_log_softmax, "log_softmax"), "log_softmax")
