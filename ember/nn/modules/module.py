@@ -318,24 +318,30 @@ class Module(_HooksMixin, _StateDictMixin):
                 yield module_prefix + ("." if module_prefix else "") + k, v
 
     def parameters(self, recurse=True):
+        """The parameters of self (and of every submodule if recurse), each once."""
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        """(dotted name, parameter) pairs, e.g. ("layers.0.weight", p)."""
         yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse=True):
+        """The buffers of self (and of every submodule if recurse), each once."""
         for _, buf in self.named_buffers(recurse=recurse):
             yield buf
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        """(dotted name, buffer) pairs."""
         yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
 
     def children(self):
+        """The direct submodules, each once."""
         for _, module in self.named_children():
             yield module
 
     def named_children(self):
+        """(name, module) for the direct submodules, each once."""
         memo = set()
         for name, module in self._modules.items():
             if module is not None and module not in memo:
@@ -343,6 +349,7 @@ class Module(_HooksMixin, _StateDictMixin):
                 yield name, module
 
     def modules(self, remove_duplicate=True):
+        """self and every submodule, pre-order."""
         for _, module in self.named_modules(remove_duplicate=remove_duplicate):
             yield module
 
@@ -363,6 +370,7 @@ class Module(_HooksMixin, _StateDictMixin):
 
     # ---- modes and gradients --------------------------------------------------------
     def train(self, mode=True):
+        """Set training mode on self and every submodule (affects Dropout, BatchNorm ...)."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
@@ -371,14 +379,17 @@ class Module(_HooksMixin, _StateDictMixin):
         return self
 
     def eval(self):
+        """train(False)."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad=True):
+        """Set requires_grad on every parameter (e.g. to freeze a model)."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none=True):
+        """Reset the gradients of all parameters: to None (default) or to zeros in place."""
         for p in self.parameters():
             if p.grad is not None:
                 if set_to_none:
@@ -466,6 +477,11 @@ class Module(_HooksMixin, _StateDictMixin):
     def share_memory(self):
         """Move tensors to shared memory, where Tensor.share_memory_ is available."""
         return self._apply(lambda t: t.share_memory_() if hasattr(t, "share_memory_") else t)
+
+    def compile(self, *args, **kwargs):
+        """Module.compile: ember runs eagerly (ember.compile is the identity), so calls are unchanged."""
+        from ... import compile as _compile
+        _compile(self, *args, **kwargs)
 
     # ---- calling --------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
