@@ -586,6 +586,9 @@ _new = object.__new__
 
 def _element_strides(arr):
     isz = arr.itemsize
+    if arr.size == 0 and not any(arr.strides):
+        from ._ops.geometry import contiguous_strides  # NumPy allocates empty arrays with 0 strides
+        return contiguous_strides(arr.shape)
     return tuple(s // isz for s in arr.strides)
 
 

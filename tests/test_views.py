@@ -419,3 +419,35 @@ def test_leaf_view_inplace_errors():
         with lib.no_grad():
             x[0] = 5.0
         assert ver(x) == 1 and float(x[0]) == 5.0
+
+
+def test_zero_size_strides_and_views():
+    for shape in [(0, 3), (2, 0, 3), (3, 0)]:
+        t, e = torch.zeros(*shape), ember.zeros(*shape)
+        assert t.stride() == e.stride()
+        assert t.t().stride() == e.t().stride() if len(shape) == 2 else True
+        assert t.unsqueeze(1).stride() == e.unsqueeze(1).stride()
+        assert t.reshape(-1).stride() == e.reshape(-1).stride()
+
+
+def test_inplace_view_ops():
+    """unsqueeze_/squeeze_/t_/transpose_/swapaxes_/as_strided_ change self's geometry in place."""
+    ops = [("unsqueeze_", (0,)), ("squeeze_", ()), ("squeeze_", (0,)), ("squeeze_", ((0,),)), ("t_", ()),
+           ("transpose_", (0, 1)), ("swapaxes_", (1, 0)), ("swapdims_", (0, 1)), ("as_strided_", ((2,), (2,)))]
+    for name, args in ops:
+        res = []
+        for lib in LIBS:
+            leaf = lib.ones(1, 3, requires_grad=True)
+            with pytest.raises(RuntimeError):
+                getattr(leaf, name)(*args)
+            y = leaf * lib.arange(3.0)
+            v0 = ver(y)
+            r = getattr(y, name)(*args)
+            assert r is y
+            g, = lib.autograd.grad(y.sum() * 2, leaf)
+            z = lib.zeros(2, 1, 3)[0]
+            getattr(z, name)(*args)
+            z.fill_(1.0)
+            res.append((tuple(y.shape), y.stride(), ver(y) - v0, y.grad_fn.name(), g.tolist(),
+                        tuple(z.shape), z.stride(), z._base is not None, float(z._base.sum())))
+        assert res[0] == res[1], f"{name}{args}: torch {res[0]} ember {res[1]}"

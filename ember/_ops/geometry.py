@@ -4,10 +4,7 @@ diagonal geometry, preserve_format's strides. The view ops (shape.py) build NumP
 from these with B.restride, so stride()/storage_offset()/is_contiguous() match torch."""
 import numpy as np
 
-
-def strides_of(arr):
-    isz = arr.itemsize
-    return tuple(s // isz for s in arr.strides)
+from .._tensor import _element_strides as strides_of  # noqa: F401  (element strides as Tensor.stride())
 
 
 def contiguous_strides(shape):

@@ -227,6 +227,9 @@ class Permute(Op):
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
+        if x.size == 0:  # NumPy keeps no strides for empty arrays; permute torch's
+            st = strides_of(x)
+            return B.restride(x, tuple(x.shape[d] for d in dims), tuple(st[d] for d in dims))
         return np.transpose(x, dims)
 
     def backward(ctx, grad):
@@ -245,6 +248,12 @@ class Transpose(Op):
         ctx.dims = (dim0, dim1)
         if x.ndim == 0:
             return x[...]
+        if x.size == 0:
+            shape = list(x.shape)
+            st = list(strides_of(x))
+            shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
+            st[dim0], st[dim1] = st[dim1], st[dim0]
+            return B.restride(x, tuple(shape), tuple(st))
         return np.swapaxes(x, dim0, dim1)
 
     def backward(ctx, grad):
@@ -363,6 +372,10 @@ class Squeeze(Op):
     def forward(ctx, x, dims, name):
         ctx.in_shape = x.shape
         ctx._name = name
+        if x.size == 0:
+            st = strides_of(x)
+            keep = [i for i in range(x.ndim) if i not in dims]
+            return B.restride(x, tuple(x.shape[i] for i in keep), tuple(st[i] for i in keep))
         return np.squeeze(x, axis=dims)
 
     def backward(ctx, grad):
