@@ -2,15 +2,16 @@
 
 The functions are declared in ember/_ops/linalg*.py; this module only names them.
 """
-from ._ops.linalg import linalg_cross as cross, linalg_multi_dot as multi_dot, matmul
+from ._ops.linalg import matmul
+from ._ops.linalg_contract import linalg_cross as cross, linalg_multi_dot as multi_dot
 from ._ops.linalg_common import LinAlgError
 from ._ops.linalg_decomp import (linalg_cholesky as cholesky, linalg_cholesky_ex as cholesky_ex,
                                  linalg_det as det, linalg_inv as inv, linalg_inv_ex as inv_ex,
-                                 linalg_lu as lu, linalg_lu_factor as lu_factor,
-                                 linalg_lu_factor_ex as lu_factor_ex, linalg_lu_solve as lu_solve,
                                  linalg_matrix_power as matrix_power, linalg_slogdet as slogdet,
                                  linalg_solve as solve, linalg_solve_ex as solve_ex,
                                  linalg_solve_triangular as solve_triangular)
+from ._ops.linalg_lu import (linalg_lu as lu, linalg_lu_factor as lu_factor, linalg_lu_factor_ex as lu_factor_ex,
+                             linalg_lu_solve as lu_solve)
 from ._ops.linalg_norm import (linalg_cond as cond, linalg_diagonal as diagonal, linalg_matrix_norm as matrix_norm,
                                linalg_norm as norm, linalg_vander as vander, linalg_vecdot as vecdot,
                                linalg_vector_norm as vector_norm)
