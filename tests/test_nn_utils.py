@@ -352,3 +352,24 @@ def test_parametrized_module_deepcopy_and_pickle():
     import pickle
     with pytest.raises(RuntimeError, match="Serialization of parametrized modules"):
         pickle.dumps(m)
+
+
+def test_spectral_norm_hook_form_loads_version0_state_dict():
+    """Old state dicts stored `weight` and no `weight_v`; v is solved for on load (as torch)."""
+    import copy as _copy
+    tm = torch.nn.utils.spectral_norm(torch.nn.Linear(5, 4))
+    tm(torch.randn(2, 5))
+    sd = tm.state_dict()
+    sd["weight"] = tm.weight.detach().clone()
+    del sd["weight_v"]
+    sd._metadata[""]["spectral_norm"]["weight.version"] = 0
+    t2 = torch.nn.utils.spectral_norm(torch.nn.Linear(5, 4))
+    t2.load_state_dict(_copy.copy(sd))
+    em = enn.utils.spectral_norm(enn.Linear(5, 4))
+    esd = OrderedDict((k, E(v)) for k, v in sd.items())
+    esd._metadata = _copy.deepcopy(sd._metadata)
+    assert repr(em.load_state_dict(esd)) == "<All keys matched successfully>"
+    t2.eval()
+    em.eval()
+    x = torch.randn(3, 5)
+    close(t2(x), em(E(x)), rtol=1e-4, atol=1e-5)
