@@ -165,19 +165,19 @@ def _not_implemented(kernel, t):
     return NotImplementedError(f'"{kernel}" not implemented for \'{_sname(t)}\'')
 
 
-def _dot_check(x, y, name="dot"):
+def _dot_check(x, y):
     a = x._data.shape
     b = y._data.shape
     if len(a) != 1 or len(b) != 1:
         raise RuntimeError(f"1D tensors expected, but got {len(a)}D and {len(b)}D tensors")
     if x._dtype is not y._dtype:
-        raise RuntimeError(f"{name} : expected both vectors to have same dtype, but found {_sname(x)} and "
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {_sname(x)} and "
                            f"{_sname(y)}")
     if a[0] != b[0]:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have the "
                            f"same number of elements, but got {a[0]} and {b[0]} elements respectively")
     if x._dtype is D.bool:
-        raise _not_implemented(name, x)
+        raise _not_implemented("dot", x)
 
 
 def _mm_shapes_error(a, b):
@@ -327,7 +327,7 @@ def dot(input, tensor, *, out=None):
 @register()
 def vdot(input, other, *, out=None):
     check_tensor(other, "vdot", "other", 2)
-    _dot_check(input, other, "vdot")
+    _dot_check(input, other)
     return _finish(Dot.apply(conj(input), other), out, "vdot")
 
 

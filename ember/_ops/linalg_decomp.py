@@ -469,7 +469,7 @@ class _Identity(Op):
 def linalg_matrix_power(A, n, *, out=None):
     check_matrix(A, "linalg.matrix_power", allow_int=True)
     if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+        raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
     if n == 0:
         r = _Identity.apply(A)
     elif n == 1:

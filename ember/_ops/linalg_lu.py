@@ -2,6 +2,7 @@
 is linalg_common.getrf (partial pivoting, LAPACK's pivot and info conventions)."""
 import numpy as np
 
+from .. import _dtype as D
 from .._tensor import Tensor
 from ._registry import Op, install
 from .linalg import adj, matmul
@@ -89,15 +90,26 @@ def _lu_backward(gL, gU, P, L, U):
     return matmul(P, X)
 
 
+def _check_lu(A, name):
+    if not isinstance(A, Tensor):
+        raise TypeError(f"{name}(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
+    if A._data.ndim < 2:
+        raise RuntimeError(f"{name}: Expected tensor with 2 or more dimensions. Got size: {list(A._data.shape)} "
+                           "instead")
+    if A._dtype.category < D.FLOAT:
+        raise NotImplementedError(f'"lu_cpu" not implemented for \'{D.SCALAR_NAMES[A._dtype]}\'')
+    check_matrix(A, name, square=False)
+
+
 def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
-    check_matrix(A, "linalg.lu_factor_ex", square=False)
+    _check_lu(A, "torch.lu_factor")
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     return _out(lu_factor_ex_t(*LinalgLuFactorEx.apply(A, check=check_errors)), out, "linalg.lu_factor_ex")
 
 
 def linalg_lu_factor(A, *, pivot=True, out=None):
-    check_matrix(A, "linalg.lu_factor", square=False)
+    _check_lu(A, "torch.lu_factor")
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     lu, piv, _ = LinalgLuFactorEx.apply(A, check=True)
@@ -105,7 +117,7 @@ def linalg_lu_factor(A, *, pivot=True, out=None):
 
 
 def linalg_lu(A, *, pivot=True, out=None):
-    check_matrix(A, "linalg.lu", square=False)
+    _check_lu(A, "linalg.lu")
     if not pivot:
         raise RuntimeError("linalg.lu: LU without pivoting is not implemented on the CPU")
     return _out(lu_t(*LinalgLu.apply(A)), out, "linalg.lu")

@@ -91,8 +91,9 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=Non
     if ord < 0 or ord == _INF:
         for i in dims:
             if shape[i] == 0:
-                raise RuntimeError(f"{name} cannot compute the {ord} norm on an empty tensor because the operation "
-                                   "does not have an identity")
+                where = "an empty tensor " if dim is None else f"the dimension {i}because this dimension is empty and "
+                raise RuntimeError(f"{name} cannot compute the {float(ord):g} norm on {where}"
+                                   f"{'because ' if dim is None else ''}the operation does not have an identity")
     if x._data.ndim == 0:
         dims = ()
     r = LinalgVectorNorm.apply(x, ord=float(ord), dims=dims, keepdim=keepdim)
@@ -210,14 +211,12 @@ def linalg_vecdot(x, y, *, dim=-1, out=None):
 
 def linalg_vander(x, *, N=None):
     check_tensor(x, "linalg.vander", "x", 1)
-    if x._data.ndim < 1:
-        raise RuntimeError("linalg.vander: x must have at least one dimension")
-    n = x._data.shape[-1] if N is None else N
-    if n < 0:
-        raise RuntimeError("N must be non-negative.")
+    if x._dtype is D.bool:
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+    n = (x._data.shape[-1] if x._data.ndim else 1) if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
     from .indexing import stack
-    if n == 0:
-        return _make(np.empty(x._data.shape + (0,), x._data.dtype), x._dtype)
     cols = [x.new_ones(x._data.shape)]
     for _ in range(1, n):
         cols.append(cols[-1] * x)

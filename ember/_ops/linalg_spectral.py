@@ -290,7 +290,7 @@ def linalg_eigvals(A, *, out=None):
 
 def _check_finite(A, name):
     if not np.all(np.isfinite(A._data)):
-        raise RuntimeError(f"{name}: input tensor should not contain infs or NaNs.")
+        raise RuntimeError(f"torch.{name}: input tensor should not contain infs or NaNs.")
 
 
 # ---- pinv, matrix_rank ----------------------------------------------------------------
@@ -351,6 +351,10 @@ def pinv_backward(g, P, A):
 
 
 def linalg_pinv(A, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
+    check_tensor(A, "linalg.pinv", "input", 1)
+    if A._data.ndim < 2 or A._dtype.category < D.FLOAT:
+        raise RuntimeError(f"linalg.pinv({D.SCALAR_NAMES[A._dtype]}{{{list(A._data.shape)}}}): expected a tensor with "
+                           "2 or more dimensions of float, double, cfloat or cdouble types")
     check_matrix(A, "linalg.pinv", square=False)
     if rcond is not None:
         rtol = rcond
