@@ -396,7 +396,8 @@ def test_loader_iterable_dataset_len_warning_and_errors():
 
 
 @pytest.mark.parametrize("bad", [
-    dict(sampler=[0, 1], shuffle=True), dict(batch_sampler=[[0]], batch_size=2), dict(batch_sampler=[[0]], shuffle=True),
+    dict(sampler=[0, 1], shuffle=True), dict(batch_sampler=[[0]], batch_size=2),
+    dict(batch_sampler=[[0]], shuffle=True),
     dict(batch_sampler=[[0]], drop_last=True), dict(batch_sampler=[[0]], sampler=[0]),
     dict(batch_size=None, drop_last=True), dict(num_workers=-1), dict(timeout=-1), dict(prefetch_factor=2),
     dict(persistent_workers=True), dict(multiprocessing_context="spawn"),

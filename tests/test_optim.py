@@ -472,6 +472,45 @@ def test_step_hooks_and_closure():
     assert calls[-2:] == [("closure", True), ("post",)]
 
 
+def test_subclass_calling_super_step_runs_hooks_once():
+    class Logged(ember.optim.SGD):
+        def step(self, closure=None):
+            self.calls = getattr(self, "calls", 0) + 1
+            return super().step(closure)
+    p = ember.ones(2, requires_grad=True)
+    opt = Logged([p], lr=0.5)
+    seen = []
+    opt.register_step_pre_hook(lambda o, a, k: seen.append("pre"))
+    p.grad = ember.ones(2)
+    opt.step()
+    assert seen == ["pre"] and opt.calls == 1 and p.tolist() == [0.5, 0.5]
+
+
+def test_nn_module_parameters_match_torch():
+    """Training nn.Linear layers through named_parameters(): the same trajectory and state_dict as torch."""
+    import ember.nn  # noqa: F401
+    rng = np.random.default_rng(1)
+    w1, b1 = rng.standard_normal((5, 3)), rng.standard_normal(5)
+    w2, b2 = rng.standard_normal((2, 5)), rng.standard_normal(2)
+    results = []
+    for lib in (torch, ember):
+        model = lib.nn.Sequential(lib.nn.Linear(3, 5), lib.nn.Linear(5, 2)).double()
+        with lib.no_grad():
+            for p, v in zip(model.parameters(), (w1, b1, w2, b2)):
+                p.copy_(lib.tensor(v, dtype=lib.float64))
+        opt = lib.optim.AdamW(model.named_parameters(), lr=0.05, amsgrad=True)
+        x, y = data(lib)
+        for _ in range(STEPS):
+            opt.zero_grad()
+            ((model(x).tanh() - y) ** 2).mean().backward()
+            opt.step()
+        results.append(([to_numpy(p) for p in model.parameters()], opt.state_dict()))
+    for e, t in zip(results[1][0], results[0][0]):
+        np.testing.assert_allclose(e, t, rtol=ATOL, atol=ATOL)
+    assert _structure(results[1][1], ember.Tensor) == _structure(results[0][1], torch.Tensor)
+    assert results[1][1]["param_groups"][0]["param_names"] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+
+
 def test_step_runs_without_grad_recording():
     p = ember.ones(2, requires_grad=True)
     opt = ember.optim.Adam([p], lr=0.1)

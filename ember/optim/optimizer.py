@@ -57,6 +57,8 @@ def _wrap_step(step):
 
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
+        if self.__dict__.get("_in_step"):  # a subclass's step calling super().step(): hooks run once
+            return step(self, *args, **kwargs)
         for hook in (*_global_step_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()):
             result = hook(self, args, kwargs)
             if result is not None:
@@ -66,10 +68,12 @@ def _wrap_step(step):
                 args, kwargs = result
         prev = _grad_state.enabled
         _grad_state.enabled = False
+        self._in_step = True
         try:
             out = step(self, *args, **kwargs)
         finally:
             _grad_state.enabled = prev
+            self._in_step = False
         self._opt_called = True
         for hook in (*self._optimizer_step_post_hooks.values(), *_global_step_post_hooks.values()):
             hook(self, args, kwargs)
