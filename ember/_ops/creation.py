@@ -71,34 +71,60 @@ _C_TYPE = {D.uint8: "uint8_t", D.int8: "int8_t", D.int16: "int16_t", D.int32: "i
 
 
 def checked_scalar(value, d):
-    """value as a NumPy scalar of dtype d, with torch's overflow checks (uint8 wraps negatives
-    down to -255; finite floats must fit; complex with an imaginary part only into complex)."""
+    """value as a Python scalar ready for dtype d, with torch's overflow checks: floats must lie
+    in [min, max] of an integer dtype, integers may wrap into unsigned types down to -max,
+    finite floats must fit a float dtype, complex values with an imaginary part need a
+    complex dtype."""
     if isinstance(value, Tensor):
         value = value.item()
+    elif isinstance(value, (np.generic, np.ndarray)):
+        value = value.item()
+    cat = d.category
     if d is D.bool:
-        return np.bool_(value != 0)
-    if isinstance(value, (complex, np.complexfloating)) and d.category != D.COMPLEX:
+        return bool(value != 0)
+    if type(value) is complex and cat != D.COMPLEX:
         if value.imag != 0:
             raise _overflow(d)
         value = value.real
-    if d.category == D.INT:
-        info = np.iinfo(d.np)
-        if isinstance(value, (float, np.floating)):
+    if cat == D.FLOAT:
+        if type(value) is float and not math.isfinite(value):
+            return value
+        if abs(value) > _limits(d)[1]:
+            raise _overflow(d)
+        return value
+    if cat == D.INT:
+        lo, hi = _limits(d)
+        if type(value) is float:
             # floats must lie in [min, max] before truncation (no wrapping)
-            if not (math.isfinite(value) and int(info.min) <= value <= int(info.max)):
+            if not (math.isfinite(value) and lo <= value <= hi):
                 raise _overflow(d)
-            return np.array(int(value)).astype(d.np)[()]
+            return int(value)
         value = int(value)
-        lo = -int(info.max) if info.min == 0 else int(info.min)
-        if not lo <= value <= int(info.max):
+        if lo == 0:
+            if not -hi <= value <= hi:
+                raise _overflow(d)
+            return value & hi  # unsigned types take negatives modulo 2**bits
+        if not lo <= value <= hi:
             raise _overflow(d)
-        return np.array(value).astype(d.np)[()]
-    if d.category == D.FLOAT:
-        v = float(value)
-        if math.isfinite(v) and abs(v) > float(D.finfo(d).max):
-            raise _overflow(d)
-        return np.array(v).astype(d.np)[()]
-    return np.array(value).astype(d.np)[()]
+        return value
+    return value
+
+
+_LIMITS = {}
+
+
+def _limits(d):
+    """(min, max) of dtype d as Python numbers (cached: np.iinfo/finfo are slow)."""
+    r = _LIMITS.get(d)
+    if r is None:
+        if d.category == D.INT:
+            info = np.iinfo(d.np)
+            r = (int(info.min), int(info.max))
+        else:
+            mx = float(D.finfo(d).max)
+            r = (-mx, mx)
+        _LIMITS[d] = r
+    return r
 
 
 # ---- tensor(data): torch's inference of shape and dtype from nested data ---------------
@@ -611,10 +637,10 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
         if xst == 0:
             raise ValueError("step must be nonzero")
         n = max(-((xs - xe) // xst), 0)
+        arr = np.arange(xs, xs + n * xst, xst, dtype=np.int64) if n else np.empty(0, np.int64)
     else:
         n = max(math.ceil((end - start) / step), 0)
-        xs, xst = acc(start), acc(step)
-    arr = (xs + np.arange(n, dtype=acc) * xst).astype(d.np)
+        arr = (acc(start) + np.arange(n, dtype=acc) * acc(step)).astype(d.np, copy=False)
     if out is not None:
         if out._data.size != n:
             warnings.warn(f"The number of elements in the out tensor of shape {list(out._data.shape)} is "

@@ -17,7 +17,7 @@ from ..random import (Generator, default_generator, get_rng_state, initial_seed,
                       set_rng_state)
 from ..autograd import grad_mode
 from ._registry import Op, assign_result, check_inplace, install, namespace, shapes_error
-from .creation import checked_scalar, finish, into_out, size_args
+from .creation import _limits, checked_scalar, finish, into_out, size_args
 
 _state = grad_mode._state
 _make = Tensor._make
@@ -191,8 +191,7 @@ def _int_range(d):
     if d is D.bool:
         return 0, 1
     if d.category == D.INT:
-        info = np.iinfo(d.np)
-        return int(info.min), int(info.max)
+        return _limits(d)
     return -(1 << _DIGITS[d.to_real()]), 1 << _DIGITS[d.to_real()]
 
 
