@@ -126,6 +126,16 @@ META = {
     "zero_-graph": lambda t: (_rg(t, 3) * 2).zero_(),
     "copy_-graph": lambda t: t.zeros(2, 3).copy_(_rg(t, 3)),
     "copy_-int-dst": lambda t: t.zeros(3, dtype=t.int64).copy_(_rg(t, 3)),
+    "0d-randint": lambda t: t.randint(0, 5, ()),
+    "0d-random_-int64": lambda t: t.empty((), dtype=t.int64).random_(generator=lib_gen(t)),
+    "0d-normal-floats": lambda t: t.normal(0.0, 1.0, ()),
+    "0d-poisson": lambda t: t.poisson(t.tensor(2.0)),
+    "0d-bernoulli": lambda t: t.bernoulli(t.tensor(0.5)),
+    "0d-exponential_": lambda t: t.tensor(1.0).exponential_(),
+    "0d-geometric_": lambda t: t.tensor(1.0).geometric_(0.5),
+    "0d-cauchy_": lambda t: t.tensor(1.0).cauchy_(),
+    "0d-randn-complex": lambda t: t.randn((), dtype=t.complex64),
+    "0d-multinomial": lambda t: t.multinomial(t.tensor([1.0, 2.0]), 1),
 }
 
 

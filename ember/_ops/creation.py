@@ -3,7 +3,6 @@ new_), arange, range, linspace, logspace, eye, empty_strided, scalar_tensor, and
 legacy Tensor(...) / FloatTensor(...) constructors."""
 import collections.abc
 import math
-import numbers
 import warnings
 
 import numpy as np

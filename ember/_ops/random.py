@@ -486,7 +486,7 @@ def poisson(input, generator=None):
     lam = input._data
     if lam.size and not (lam >= 0).all():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    arr = _np_gen(generator).poisson(lam.astype(np.float64)).astype(input._dtype.np)
+    arr = _np_gen(generator).poisson(lam.astype(np.float64), size=lam.shape).astype(input._dtype.np)
     return _sampled(PoissonBackward0, arr, input._dtype, (input,))
 
 
