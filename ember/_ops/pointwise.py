@@ -401,6 +401,25 @@ gcd = binary("gcd", np.gcd, tensors=_T2, check=_nyi("gcd_cpu", _not_int))
 lcm = binary("lcm", np.lcm, tensors=_T2, check=_nyi("lcm_cpu", _not_int))
 
 
+class Ldexp(Op):
+    """input * scale with scale = 2**other precomputed (see ldexp)."""
+    _name = "LdexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x, other, scale):
+        ctx.save_for_backward(x, other, scale)
+        return x * scale
+
+    def backward(ctx, grad):
+        x, other, scale = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        # torch's formula grad * pow(2, other) stays integral for an integral other, so negative
+        # exponents give 0 there; reproduced as is
+        gx = grad * _pow(2, other) if need[0] else None
+        gother = grad * x * scale * math.log(2) if need[1] else None
+        return gx, gother, None
+
+
 def ldexp(input, other, *, out=None):
     """input * 2**other, with 2**other computed in other's dtype when it is floating (else in the
     result's dtype), which is where torch rounds it."""
@@ -410,13 +429,13 @@ def ldexp(input, other, *, out=None):
     if other._dtype is D.bool and input._dtype.category == D.FLOAT:
         raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
     if other._dtype.category == D.COMPLEX:
-        scale = (other * math.log(2)).exp()
+        scale = (other.detach() * math.log(2)).exp()
     elif other._dtype.category == D.FLOAT:
-        scale = other.exp2()
+        scale = other.detach().exp2()
     else:
         d = D.result_type_of((input, other))
         scale = other.to(D.get_default_dtype() if d.category < D.FLOAT else d).exp2()
-    r = input * scale
+    r = Ldexp.apply(input, other, scale)
     return r if out is None else write_out(out, r, "ldexp")
 
 
@@ -461,6 +480,13 @@ def _eq_dunder(fn):
     return dunder
 
 
+def _invert(self):
+    if self._dtype.category > D.INT:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(self)
+
+
+Tensor.__invert__ = _invert
 Tensor.__eq__ = _eq_dunder(eq)
 Tensor.__ne__ = _eq_dunder(ne)
 
