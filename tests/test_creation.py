@@ -329,6 +329,14 @@ def test_copy_and_overlap():
         t[1:].copy_(t[:-1])
     with pytest.raises(RuntimeError, match="single memory location"):
         ember.zeros(1).expand(3).copy_(ember.ones(3))
+    m = ember.arange(4.0).reshape(2, 2)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        m.copy_(m.t())  # both dense, same memory, different layout: torch refuses
+    m[0].copy_(m[1])  # disjoint rows of one storage are fine
+    assert m.tolist() == [[2.0, 3.0], [2.0, 3.0]]
+    b = ember.arange(8.0)
+    b[:6:2].copy_(b[2::2])  # overlapping but not dense: torch cannot tell and copies (NumPy buffers)
+    assert b.tolist() == [2.0, 1.0, 4.0, 3.0, 6.0, 5.0, 6.0, 7.0]
 
 
 def test_fill_checks_value():

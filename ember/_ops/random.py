@@ -17,7 +17,7 @@ from ..random import (Generator, default_generator, get_rng_state, initial_seed,
                       set_rng_state)
 from ..autograd import grad_mode
 from ._registry import Op, assign_result, check_inplace, install, namespace, shapes_error
-from .creation import _limits, checked_scalar, finish, into_out, size_args
+from .creation import _is_dense, _limits, checked_scalar, finish, into_out, size_args
 
 _state = grad_mode._state
 _make = Tensor._make
@@ -758,7 +758,7 @@ def _check_partial_overlap(dst, s):
     """torch refuses src/dst that overlap without being the same elements (when it can tell)."""
     same = dst.__array_interface__["data"][0] == s.__array_interface__["data"][0] and dst.strides == s.strides \
         and dst.shape == s.shape
-    if not same and dst.flags.c_contiguous and s.flags.c_contiguous:
+    if not same and _is_dense(dst) and _is_dense(s):
         raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
                            "refer to a single memory location. Please clone() the tensor before performing the "
                            "operation.")
