@@ -489,9 +489,11 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
     dims = reduce_dims(dim, x.ndim) if dim is not None else tuple(range(x.ndim))
     if dim is not None and isinstance(dim, (list, tuple)):
         raise TypeError("aminmax(): argument 'dim' must be int, not tuple")
-    if x.size == 0 and (dim is None or x.ndim and x.shape[dims[0]] == 0):
+    if x.size == 0 and dim is None:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has "
                            "no identity.")
+    if dim is not None and x.ndim and x.shape[dims[0]] == 0:
+        raise IndexError(f"aminmax: Expected reduction dim {dims[0]} to have non-zero size.")
     lo = Amax.apply(input, dims=dims, keepdim=keepdim, largest=False)
     hi = Amax.apply(input, dims=dims, keepdim=keepdim, largest=True)
     for r in (lo, hi):

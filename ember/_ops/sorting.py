@@ -227,7 +227,9 @@ class MedianAll(Op):
             elif nan.any():
                 flat = flat[nan]
         if flat.size == 0:
-            out = np.array(np.nan, x.dtype) if x.dtype.kind in "fc" else np.zeros((), x.dtype)
+            # torch gives NaN for floats, the lowest value for int32/int64 and 0 for smaller integers
+            wide = x.dtype.kind == "i" and x.dtype.itemsize >= 4
+            out = np.array(np.nan if x.dtype.kind in "fc" else np.iinfo(x.dtype).min if wide else 0, x.dtype)
         else:
             k = (flat.size - 1) // 2
             out = np.partition(flat, k)[k]
@@ -368,7 +370,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, skip_nan, out):
         above = gather(ordered, np.ceil(ranks).astype(np.int64), -1)
         r = _lerp(r, above, weight)
     r = r.movedim(-1, 0)
-    if keepdim:
+    if keepdim and nd:
         r = r.reshape((r.shape[0],) + (1,) * nd) if dim is None else r.unsqueeze(d + 1)
     if scalar_q:
         r = r.squeeze(0)
