@@ -384,6 +384,19 @@ def test_loader_iterable_dataset_matches_torch(kwargs, length):
     assert results[0][0] == length
 
 
+def test_iterable_dataset_iterator_is_made_when_the_epoch_starts():
+    for data, base in ((tdata, tdata.IterableDataset), (edata, edata.IterableDataset)):
+        started = []
+
+        class Stream(base):
+            def __iter__(self):
+                started.append(True)
+                return iter(range(3))
+        it = iter(data.DataLoader(Stream(), batch_size=2))
+        assert started == [True]
+        assert [b.tolist() for b in it] == [[0, 1], [2]]
+
+
 def test_loader_iterable_dataset_len_warning_and_errors():
     loader = edata.DataLoader(Count(10, length=2), batch_size=3)
     assert len(loader) == 1

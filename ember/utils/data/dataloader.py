@@ -52,7 +52,8 @@ class _Fetcher:
         self.auto_collation = auto_collation
         self.collate_fn = collate_fn
         self.drop_last = drop_last
-        self.dataset_iter = None
+        # an iterable dataset's iterator is made when the epoch starts (iter(loader)), as in torch
+        self.dataset_iter = iter(dataset) if kind == _DatasetKind.Iterable else None
         self.ended = False
 
     def fetch(self, index):
@@ -73,8 +74,6 @@ class _Fetcher:
     def _fetch_iterable(self, index):
         if self.ended:
             raise StopIteration
-        if self.dataset_iter is None:
-            self.dataset_iter = iter(self.dataset)
         if not self.auto_collation:
             return next(self.dataset_iter)
         data = []
