@@ -543,4 +543,4 @@ Tensor.__matmul__ = _matmul_dunder
 Tensor.__rmatmul__ = _rmatmul
 
 # the rest of the family
-from . import linalg_contract, linalg_decomp, linalg_lu, linalg_spectral, linalg_norm  # noqa: E402,F401
+from . import linalg_contract, linalg_decomp, linalg_lu, linalg_spectral, linalg_norm, linalg_func  # noqa: E402,F401

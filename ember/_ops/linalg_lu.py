@@ -6,8 +6,8 @@ from .. import _dtype as D
 from .._tensor import Tensor
 from ._registry import Op, install
 from .linalg import adj, matmul
-from .linalg_common import (LinAlgError, batch_prefix, check_matrix, eye_like, first_failure, getrf, pivots_to_perm,
-                            return_type, tril, triu)
+from .linalg_common import (LinAlgError, batch_prefix, check_matrix, first_failure, getrf, pivots_to_perm, return_type,
+                            tril, triu)
 from .linalg_decomp import _out, linalg_solve_triangular
 
 _make = Tensor._make
@@ -39,7 +39,8 @@ class LinalgLuFactorEx(Op):
     def backward(ctx, grad, grad_piv, grad_info):
         lu, piv = ctx.saved_tensors
         P, L, U = _unpack(lu, piv)
-        return _lu_backward(tril(grad, -1), triu(grad), P, L, U)
+        k = min(lu._data.shape[-2:])
+        return _lu_backward(tril(grad[..., :, :k], -1), triu(grad[..., :k, :]), P, L, U)
 
 
 class LinalgLu(Op):
@@ -73,21 +74,41 @@ def _unpack_arrays(lu, piv):
 
 
 def _unpack(lu, piv):
-    P, L, U = _unpack_arrays(lu._data, piv._data)
-    return _make(P, lu._dtype), tril(lu[..., :, :L.shape[-1]], -1) + eye_like(lu, L.shape[-1]), \
-        triu(lu[..., :U.shape[-2], :])
+    """(P, L, U) from a packed LU tensor; L and U stay differentiable functions of it."""
+    m, n = lu._data.shape[-2:]
+    k = min(m, n)
+    P = _make(_unpack_arrays(lu._data, piv._data)[0], lu._dtype)
+    unit = _make(np.eye(m, k, dtype=lu._data.dtype), lu._dtype)
+    return P, tril(lu[..., :, :k], -1) + unit, triu(lu[..., :k, :])
 
 
 def _lu_backward(gL, gU, P, L, U):
-    """Square A = P L U: gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H."""
+    """A = P L U. Square: gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H. Wide and tall
+    matrices split into the square factorization plus the extra columns of U (wide) or
+    rows of L (tall), whose dependence on A is a triangular solve."""
+    from .indexing import cat
     m, n = L._data.shape[-2], U._data.shape[-1]
-    if m != n:
-        raise NotImplementedError("ember: the derivative of the LU decomposition is implemented for square "
-                                  f"matrices only (got {m} by {n})")
+    if m == n:
+        X = _lu_core(gL, gU, L, U)
+    elif m < n:
+        U1 = U[..., :, :m]
+        U2 = U[..., :, m:]
+        LgU2 = linalg_solve_triangular(adj(L), gU[..., :, m:], upper=True, unitriangular=True)
+        X1 = _lu_core(gL - matmul(LgU2, adj(U2)), gU[..., :, :m], L, U1)
+        X = cat([X1, LgU2], -1)
+    else:
+        L1 = L[..., :n, :]
+        L2 = L[..., n:, :]
+        gL2U = linalg_solve_triangular(adj(U), gL[..., n:, :], upper=False, left=False)
+        X1 = _lu_core(gL[..., :n, :], gU - matmul(adj(L2), gL2U), L1, U)
+        X = cat([X1, gL2U], -2)
+    return matmul(P, X)
+
+
+def _lu_core(gL, gU, L, U):
     M = tril(matmul(adj(L), gL), -1) + triu(matmul(gU, adj(U)))
     X = linalg_solve_triangular(adj(L), M, upper=True, unitriangular=True)
-    X = linalg_solve_triangular(adj(U), X, upper=False, left=False)
-    return matmul(P, X)
+    return linalg_solve_triangular(adj(U), X, upper=False, left=False)
 
 
 def _check_lu(A, name):
