@@ -11,7 +11,8 @@ from ._tensor import Size, Tensor
 from ._tensor_str import get_printoptions, set_printoptions
 from . import autograd
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
-from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
+from .autograd.grad_mode import (is_anomaly_check_nan_enabled, is_anomaly_enabled, is_grad_enabled,
+                                 is_inference_mode_enabled, set_anomaly_enabled)
 from ._ops import _registry
 from . import _ops  # noqa: F401  (installs every op into _registry.namespace)
 
@@ -78,5 +79,7 @@ from . import serialization  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import random  # noqa: E402  (torch.random: generators, seeding, fork_rng)
 from . import linalg  # noqa: E402  (torch.linalg namespace)
+from . import return_types  # noqa: E402  (torch.return_types: max, sort, topk ... named tuples)
+from . import nn  # noqa: E402
 from . import optim  # noqa: E402
 from . import utils  # noqa: E402
