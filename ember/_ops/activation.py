@@ -568,13 +568,13 @@ class Softmax(Op):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        w = _opmath(x)
+        w = _opmath(x).reshape(x.shape or (1,))  # a 0-d input is a row of one
         if w.size:
             e = np.exp(w - np.max(w, axis=dim, keepdims=True))
             e /= np.sum(e, axis=dim, keepdims=True)
         else:
             e = w.copy()
-        out = e.astype(x.dtype, copy=False)
+        out = e.astype(x.dtype, copy=False).reshape(x.shape)
         ctx.save_for_backward(out)
         return out
 
@@ -589,13 +589,13 @@ class LogSoftmax(Op):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        w = _opmath(x)
+        w = _opmath(x).reshape(x.shape or (1,))
         if w.size:
             shifted = w - np.max(w, axis=dim, keepdims=True)
             shifted -= np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
         else:
             shifted = w.copy()
-        out = shifted.astype(x.dtype, copy=False)
+        out = shifted.astype(x.dtype, copy=False).reshape(x.shape)
         ctx.save_for_backward(out)
         return out
 
