@@ -445,11 +445,14 @@ empty = _filled("empty", None)
 
 
 def _fill_value(fill_value, name):
+    """(Python number, dtype it implies or None) for a fill value; 0-d tensors count as numbers."""
     if isinstance(fill_value, Tensor):
         if fill_value._data.ndim:
             raise TypeError(f"{name}(): argument 'fill_value' (position 2) must be Number, not Tensor")
-        return fill_value._data.reshape(()).item(), fill_value._dtype
-    if not isinstance(fill_value, (_PY_SCALARS, np.number, np.bool_)):
+        return fill_value.item(), None
+    if isinstance(fill_value, np.bool_):
+        return bool(fill_value), D.get_default_dtype()  # torch's parser reads NumPy bools as numbers
+    if not isinstance(fill_value, (_PY_SCALARS, np.number)):
         raise TypeError(f"{name}(): argument 'fill_value' (position 2) must be Number, not "
                         f"{type(fill_value).__name__}")
     return fill_value, None
