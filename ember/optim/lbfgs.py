@@ -259,7 +259,7 @@ class LBFGS(Optimizer):
                 prev_flat_grad.copy_(flat_grad)
             prev_loss = loss
 
-            # first iteration: a step no longer than 1 in the 1-norm of the gradient
+            # the first step is scaled so that it moves the parameters at most lr in the 1-norm
             if state["n_iter"] == 1:
                 t = min(1.0, flat_grad.abs().sum().reciprocal()) * lr
             else:
