@@ -30,6 +30,13 @@ def _needs_grad(*ts):
     return _state.enabled and any(t._requires_grad for t in ts)
 
 
+def _check_gauge(imag_diag, what, name):
+    """torch's check that a loss does not depend on the arbitrary phase of complex vectors."""
+    if not np.allclose(imag_diag, 0, rtol=1e-2, atol=1e-2):
+        raise RuntimeError(f"{name}: The {what} in the complex case are specified up to multiplication by e^{{i phi}}. "
+                           "The specified loss function depends on this phase term, making it ill-defined.")
+
+
 def _nonzero(g):
     """g, or None when it is all zeros: the engine fills unused outputs' gradients with
     zeros, and skipping them avoids 0 * inf in the eigenvector terms (repeated values)."""
@@ -131,9 +138,8 @@ class LinalgSvd(Op):
 
 
 def svd_backward(gU, gS, gVh, U, S, Vh):
-    if U._dtype.category == D.COMPLEX and (gU is not None or gVh is not None):
-        raise NotImplementedError("ember: the derivative of linalg.svd with respect to the singular vectors is "
-                                  "implemented for real input only")
+    """Townsend's formula; for complex input one more diagonal term, i Im(diag(U^H gU)) / S,
+    which is what remains of the phase gauge once the loss is phase-invariant."""
     k = S._data.shape[-1]
     if U._data.shape[-1] != k:
         U = U[..., :, :k]
@@ -153,6 +159,13 @@ def svd_backward(gU, gS, gVh, U, S, Vh):
         UtgU = matmul(adj(U), gU)
         J = F * UtgU
         term = (J + adj(J)) * S.unsqueeze(-2)
+        if U._dtype.category == D.COMPLEX:
+            d = UtgU.diagonal(0, -2, -1)
+            phase = np.imag(d._data)
+            if gVh is not None:
+                phase = phase + np.imag(np.sum(Vh._data * np.conj(gVh._data), axis=-1))  # diag(V^H gV)
+            _check_gauge(phase, "singular vectors", "svd_backward")
+            term = term + diag_embed((d - d.conj()) / (2 * S))
         inner = term if inner is None else inner + term
         if m > k:
             extra = matmul((gU - matmul(U, UtgU)) / S.unsqueeze(-2), Vh)
@@ -216,7 +229,10 @@ class LinalgEigh(Op):
         gV = _nonzero(gV)
         inner = diag_embed(gL.to(V._dtype)) if V._dtype.category == D.COMPLEX else diag_embed(gL)
         if gV is not None:
-            inner = inner + _off_diag_inverse(L).to(V._dtype) * matmul(adj(V), gV)
+            VhgV = matmul(adj(V), gV)
+            if V._dtype.category == D.COMPLEX:
+                _check_gauge(np.imag(np.diagonal(VhgV._data, 0, -2, -1)), "eigenvectors", "linalg_eigh_backward")
+            inner = inner + _off_diag_inverse(L).to(V._dtype) * VhgV
         G = matmul(matmul(V, inner), adj(V))
         return 0.5 * (G + adj(G))
 
@@ -266,6 +282,7 @@ class LinalgEig(Op):
         gV = _nonzero(gV)
         if gV is not None:
             VhgV = matmul(Vh, gV)
+            _check_gauge(np.imag(np.diagonal(VhgV._data, 0, -2, -1)), "eigenvectors", "linalg_eig_backward")
             d = VhgV.diagonal(0, -2, -1).real.to(V._dtype)
             inner = VhgV - matmul(Vh, V) * d.unsqueeze(-2)
             G = G + conj(_off_diag_inverse(L)) * inner
