@@ -155,19 +155,40 @@ class PlaceAlong(Op):
     @staticmethod
     def forward(ctx, src, shape, index, dim, accumulate):
         ctx.args = (index, dim, src.shape)
-        out = np.zeros(shape if shape else (1,), dtype=src.dtype)
+        out_shape = shape if shape else (1,)
         idx = _as_1d(index)
+        values = _as_1d(src)
+        if accumulate and values.dtype.kind == "f":
+            # np.bincount over flat positions sums repeats in one pass (float64, then cast back)
+            flat = _flat_positions(out_shape, idx, dim)
+            size = int(np.prod(out_shape))
+            out = np.bincount(flat.ravel(), weights=values.ravel(), minlength=size).astype(values.dtype)
+            return out.reshape(shape)
+        out = np.zeros(out_shape, dtype=src.dtype)
         if accumulate:
             where = list(np.indices(idx.shape, sparse=True))
             where[dim] = idx
-            np.add.at(out, tuple(where), _as_1d(src))
+            np.add.at(out, tuple(where), values)
         else:
-            np.put_along_axis(out, idx, _as_1d(src), axis=dim)
+            np.put_along_axis(out, idx, values, axis=dim)
         return out.reshape(shape)
 
     def backward(ctx, grad):
         index, dim, src_shape = ctx.args
         return Gather.apply(grad, index=index, dim=dim, shape=src_shape)
+
+
+def _flat_positions(shape, index, dim):
+    """C-order flat position in an array of `shape` of each element of index (read along dim)."""
+    dim = dim % index.ndim
+    strides = np.cumprod((1,) + tuple(shape[:0:-1]))[::-1]
+    flat = index * strides[dim]
+    for axis, n in enumerate(index.shape):
+        if axis != dim:
+            view = [1] * index.ndim
+            view[axis] = n
+            flat = flat + np.arange(n).reshape(view) * strides[axis]
+    return flat
 
 
 def gather(t, index, dim):
