@@ -23,16 +23,31 @@ def storage_root(arr):
 
 def restride(arr, shape, strides_elems, offset_elems=0):
     """A writeable view of arr's storage with torch's geometry: element strides, first element
-    offset_elems after arr's first element. np.ndarray(buffer=root) is ~10x faster than
-    as_strided and bounds-checked; roots that cannot export a buffer take as_strided."""
+    offset_elems after arr's first element. np.ndarray(buffer=...) is several times faster than
+    as_strided and bounds-checked; a C-contiguous arr is its own buffer (no data pointers needed),
+    otherwise the storage root is, and anything that cannot export a buffer takes as_strided."""
     isz = arr.itemsize
+    strides = tuple(s * isz for s in strides_elems)
+    if arr.flags.c_contiguous:
+        try:
+            return np.ndarray(shape, arr.dtype, arr, offset_elems * isz, strides)
+        except (TypeError, ValueError, BufferError):
+            pass
     root = storage_root(arr)
     start = data_ptr(arr) - data_ptr(root) + offset_elems * isz
-    strides = tuple(s * isz for s in strides_elems)
     try:
         return np.ndarray(shape, arr.dtype, root, start, strides)
     except (TypeError, ValueError, BufferError):
         return strided_from(arr, shape, strides_elems, offset_elems)
+
+
+def exact_or_restride(native, arr, shape, strides_elems, offset_elems=0):
+    """`native` (a NumPy view of arr) when it already has torch's geometry, the common case;
+    else arr restrided. NumPy differs from torch on strides of size-1 dims."""
+    isz = arr.itemsize
+    if native.strides == tuple(s * isz for s in strides_elems):
+        return native
+    return restride(arr, shape, strides_elems, offset_elems)
 
 
 def data_ptr(arr):
@@ -154,13 +169,16 @@ def diagonal_view(arr, offset, dim1, dim2):
 
 # ---- scatter-add -------------------------------------------------------------------
 
-def index_add_rows(out, index, src):
+def index_add_rows(out, index, src, light=8):
     """out[index[i]] += src[i] along axis 0, summing duplicates (index_add_, embedding and
-    advanced-index backward). np.add.at walks one index at a time and is ~6x slower on wide
-    rows; instead sort the indices and sum each run of equal ones with reduceat."""
+    advanced-index backward). np.add.at walks one index at a time and is slow on wide rows;
+    reduceat pays per group and column. So: sort the indices, add the k-th occurrence of every
+    lightly repeated index in one fancy-indexed pass per k (no duplicates within a pass), and
+    sum heavily repeated ones (> `light` times) with reduceat. Measured on 8192 rows of 512
+    into 50000: ~1.5-2.5x faster than np.add.at for uniform, Zipf and small-vocabulary indices."""
+    index = index.reshape(-1)
     if index.size == 0:
         return out
-    index = index.reshape(-1)
     if out.ndim == 1 or src.dtype.kind not in "fc":
         np.add.at(out, index, src)  # one element per index: NumPy's fast 1-d path
         return out
@@ -170,8 +188,20 @@ def index_add_rows(out, index, src):
     starts[0] = True
     np.not_equal(sorted_index[1:], sorted_index[:-1], out=starts[1:])
     first = np.flatnonzero(starts)
-    sums = np.add.reduceat(src[order], first, axis=0)
-    out[sorted_index[first]] += sums.astype(out.dtype, copy=False)
+    counts = np.diff(np.append(first, sorted_index.size))
+    is_light = counts <= light
+    row_light = np.repeat(is_light, counts)
+    rank = np.arange(sorted_index.size) - np.repeat(first, counts)
+    rounds = int(counts[is_light].max()) if is_light.any() else 0
+    for k in range(rounds):
+        sel = np.flatnonzero(row_light & (rank == k))
+        out[sorted_index[sel]] += src[order[sel]].astype(out.dtype, copy=False)
+    if not is_light.all():
+        heavy_rows = order[~row_light]
+        heavy_counts = counts[~is_light]
+        heavy_starts = np.concatenate(([0], np.cumsum(heavy_counts)[:-1]))
+        sums = np.add.reduceat(src[heavy_rows], heavy_starts, axis=0)
+        out[sorted_index[first[~is_light]]] += sums.astype(out.dtype, copy=False)
     return out
 
 

@@ -299,10 +299,13 @@ class IndexPut(Op):
     _name = "IndexPutBackward0"
 
     @staticmethod
-    def forward(ctx, x, v, key, accumulate, shape=None):
+    def forward(ctx, x, v, key, accumulate, shape=None, into=False):
         ctx.key = key
         ctx.accumulate = accumulate
-        out = np.zeros(shape, dtype=v.dtype) if x is None else x.copy()
+        if x is None:
+            out = np.zeros(shape, dtype=v.dtype)
+        else:
+            out = x if into else x.copy()
         v = v.astype(out.dtype, copy=False)
         try:
             if accumulate:
@@ -402,6 +405,8 @@ def setitem(self, key, value):
                            f"{D.SCALAR_NAMES[self._dtype]} for the destination and {D.SCALAR_NAMES[v._dtype]} "
                            f"for the source.")
     check_inplace(self)
+    if v is not None:
+        _check_partial_overlap(_view_array(x, p), v._data)
     if not (_state.enabled and (self._requires_grad or (v is not None and v._requires_grad))):
         _setitem_nograd(self, p, value if v is None else v._data)
         return
@@ -425,6 +430,18 @@ def setitem(self, key, value):
     else:
         r = Fill.apply(target, value=value)
     assign_result(target, r, "copy_")
+
+
+def _check_partial_overlap(target, value):
+    """torch's copy_/index_put_ refuse a value that overlaps the written window, unless it is
+    that very window (`y[:, 1] += w` writes a view back onto itself)."""
+    if not np.may_share_memory(target, value):
+        return
+    if (target.shape == value.shape and target.strides == value.strides
+            and B.data_ptr(target) == B.data_ptr(value)):
+        return
+    from .scatter import OVERLAP
+    raise RuntimeError(OVERLAP)
 
 
 def _copy_shape_error(v, target):
@@ -490,8 +507,7 @@ def _indices_key(self, indices, name):
     return adv_key(adv)
 
 
-@register(inplace=False)
-def index_put(input, indices, values, accumulate=False):
+def _index_put_plan(input, indices, values, accumulate=False):
     if not isinstance(values, Tensor):
         raise TypeError(f"index_put(): argument 'values' must be Tensor, not {type(values).__name__}")
     if values._dtype is not input._dtype:
@@ -499,16 +515,13 @@ def index_put(input, indices, values, accumulate=False):
                            f"{D.SCALAR_NAMES[input._dtype]} for the destination and {D.SCALAR_NAMES[values._dtype]} "
                            f"for the source.")
     key = _indices_key(input, indices, "index_put")
-    return IndexPut.apply(input, values, key=key, accumulate=bool(accumulate))
+    return IndexPut, (values,), dict(key=key, accumulate=bool(accumulate))
 
 
-def index_put_(self, indices, values, accumulate=False):
-    check_inplace(self)
-    r = index_put(self, indices, values, accumulate)
-    return assign_result(self, r, "index_put_")
-
-
-install(index_put_, "index_put_")
+@register()
+def index_put(input, indices, values, accumulate=False):
+    from .scatter import apply_plan
+    return apply_plan(input, _index_put_plan(input, indices, values, accumulate))
 
 
 # ---- backward helpers of view ops --------------------------------------------------------
@@ -577,3 +590,7 @@ def diagonal_backward(grad, in_shape, offset, dim1, dim2):
 
 from . import joining, scatter, selection  # noqa: E402,F401  (the rest of the family installs its ops)
 from .joining import cat, stack  # noqa: E402,F401  (other families import them from here)
+from .scatter import inplace_variant  # noqa: E402
+
+inplace_variant(index_put, "index_put_", _index_put_plan)
+install(Tensor.index_put_, "index_put_", method=False)  # torch.index_put_ exists as a function too

@@ -10,19 +10,72 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor, _wrap_dim
+from ..autograd import grad_mode
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
 
 _make = Tensor._make
+_state = grad_mode._state
 
 
-def _inplace(fn, name):
-    """name_: compute out of place, write into self (torch's in-place semantics and checks)."""
+# ---- Note [In-place without copies] ----------------------------------------------------------
+# An op here is planned once: plan(input, *args) validates the arguments and returns
+# (op class, tensor inputs, params). The out-of-place function applies the op (its forward
+# copies the input first); the in-place variant, when no graph is needed, runs the same
+# forward with into=True straight on self's array: index_add_ on a 100 MB weight must not
+# copy it twice. With a graph, it computes out of place and assign_result records history.
+
+def apply_plan(input, plan):
+    cls, tensors, params = plan
+    return cls.apply(input, *tensors, **params)
+
+
+def _direct_ok(self, args, kwargs):
+    x = self._data
+    if not (x.flags.c_contiguous and x.flags.writeable):
+        return False
+    root = B.storage_root(x)
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, Tensor):
+            if _state.enabled and a._requires_grad:
+                return False
+            if B.storage_root(a._data) is root:  # the op would read what it writes
+                return False
+    return not (_state.enabled and self._requires_grad)
+
+
+OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+           "memory location. Please clone() the tensor before performing the operation.")
+
+
+def check_no_overlap(self, args, kwargs):
+    """torch refuses in-place index/scatter writes whose inputs share memory with self."""
+    x = self._data
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, Tensor) and np.may_share_memory(x, a._data):
+            raise RuntimeError(OVERLAP)
+
+
+def inplace_variant(fn, name, plan=None, no_overlap=True):
+    """name_ for an out-of-place op fn (see Note [In-place without copies])."""
     def inplace(self, *args, **kwargs):
         check_inplace(self)
+        if no_overlap:
+            check_no_overlap(self, args, kwargs)
+        if plan is not None and _direct_ok(self, args, kwargs):
+            cls, tensors, params = plan(self, *args, **kwargs)
+            arrays = [t._data if isinstance(t, Tensor) else t for t in tensors]
+            cls.forward(object.__new__(cls), self._data, *arrays, into=True, **params)
+            self._version.value += 1
+            return self
         return assign_result(self, fn(self, *args, **kwargs), name)
     inplace.__name__ = inplace.__qualname__ = name
     install(inplace, name, function=False)
     return inplace
+
+
+def _start(x, into):
+    """The array a kernel writes: x itself for the in-place path, else a C-ordered copy."""
+    return x if into else np.array(x, copy=True, order="C")
 
 
 # ---- index along a dim --------------------------------------------------------------------
@@ -138,14 +191,13 @@ class Scatter(Op):
     _name = "ScatterBackward0"
 
     @staticmethod
-    def forward(ctx, x, index, src, dim, value=None, reduce=None):
+    def forward(ctx, x, index, src, dim, value=None, reduce=None, into=False):
         ctx.save_for_backward(index)
         ctx.dim = dim
-        ctx.src_shape = None if src is None else src.shape
         if src is None:
             ctx._name = "ScatterBackward1"
             src = np.full(index.shape, value, dtype=x.dtype)
-        out = np.array(x, copy=True, order="C")
+        out = _start(x, into)
         _scatter_into(out, index, src, dim, None if reduce is None else
                       {"add": "sum", "multiply": "prod"}[reduce])
         ctx.reduce = reduce
@@ -170,8 +222,7 @@ def _reduce_arg(reduce, name):
     return reduce
 
 
-@register()
-def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
+def _scatter_plan(input, dim, index, src=None, value=None, *, reduce=None):
     if src is not None and not isinstance(src, Tensor):
         src, value = None, src
     if src is None and value is None:
@@ -186,11 +237,16 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
         _check_dim_index(input._data, d, idx, "scatter")
         if isinstance(value, Tensor):
             value = value.item()
-    r = Scatter.apply(input, index, src, dim=d, value=value, reduce=_reduce_arg(reduce, "scatter"))
+    return Scatter, (index, src), dict(dim=d, value=value, reduce=_reduce_arg(reduce, "scatter"))
+
+
+@register()
+def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
+    r = apply_plan(input, _scatter_plan(input, dim, index, src, value, reduce=reduce))
     return r if out is None else write_out(out, r, "scatter")
 
 
-_inplace(scatter, "scatter_")
+inplace_variant(scatter, "scatter_", _scatter_plan)
 
 
 class ScatterReduce(Op):
@@ -198,11 +254,11 @@ class ScatterReduce(Op):
     _name = "ScatterReduceBackward0"
 
     @staticmethod
-    def forward(ctx, x, index, src, dim, reduce, include_self):
+    def forward(ctx, x, index, src, dim, reduce, include_self, into=False):
         ctx.args = (dim, reduce, include_self)
         # torch's forward still takes the old names max/min; its backward refuses them
         reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)
-        out = np.array(x, copy=True, order="C")
+        out = _start(x, into)
         if not include_self or reduce == "mean":
             identity = _identity(reduce, x.dtype)
             if not include_self:
@@ -212,9 +268,9 @@ class ScatterReduce(Op):
         if reduce == "mean":
             count = _counts(x, index, dim, include_self)
             if out.dtype.kind in "fc":
-                out = out / count.astype(out.dtype)
+                np.divide(out, count.astype(out.dtype), out=out)
             else:
-                out = np.floor_divide(out, count.astype(out.dtype))
+                np.floor_divide(out, count.astype(out.dtype), out=out)
             ctx.count = count
         ctx.save_for_backward(x, index, src, out)
         return out
@@ -315,8 +371,7 @@ def _minmax_grads(grad, x, index, src, out, dim, include_self, need):
     return gx, gs
 
 
-@register()
-def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
+def _scatter_reduce_plan(input, dim, index, src, reduce, *, include_self=True):
     if reduce not in ("sum", "prod", "mean", "amax", "amin", "max", "min"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     idx = _index_tensor(index, "scatter_reduce", (np.int64, np.int32))
@@ -324,29 +379,38 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
         raise RuntimeError("scatter_reduce(): Expected self.dtype to be equal to src.dtype")
     d = _wrap_dim(dim, input._data.ndim)
     _check_dim_index(input._data, d, idx, "scatter_reduce", src._data)
-    r = ScatterReduce.apply(input, index, src, dim=d, reduce=reduce, include_self=bool(include_self))
+    return ScatterReduce, (index, src), dict(dim=d, reduce=reduce, include_self=bool(include_self))
+
+
+@register()
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
+    r = apply_plan(input, _scatter_reduce_plan(input, dim, index, src, reduce, include_self=include_self))
     return r if out is None else write_out(out, r, "scatter_reduce")
 
 
-_inplace(scatter_reduce, "scatter_reduce_")
+inplace_variant(scatter_reduce, "scatter_reduce_", _scatter_reduce_plan)
 
 
 class ScatterAdd(ScatterReduce):
     _name = "ScatterAddBackward0"
 
 
-@register()
-def scatter_add(input, dim, index, src, *, out=None):
+def _scatter_add_plan(input, dim, index, src):
     idx = _index_tensor(index, "scatter_add", (np.int64, np.int32))
     if src._dtype is not input._dtype:
         raise RuntimeError("scatter_add(): Expected self.dtype to be equal to src.dtype")
     d = _wrap_dim(dim, input._data.ndim)
     _check_dim_index(input._data, d, idx, "scatter_add", src._data)
-    r = ScatterAdd.apply(input, index, src, dim=d, reduce="sum", include_self=True)
+    return ScatterAdd, (index, src), dict(dim=d, reduce="sum", include_self=True)
+
+
+@register()
+def scatter_add(input, dim, index, src, *, out=None):
+    r = apply_plan(input, _scatter_add_plan(input, dim, index, src))
     return r if out is None else write_out(out, r, "scatter_add")
 
 
-_inplace(scatter_add, "scatter_add_")
+inplace_variant(scatter_add, "scatter_add_", _scatter_add_plan)
 
 
 # ---- index_select / index_add / index_copy / index_fill -------------------------------------
@@ -415,10 +479,10 @@ class IndexAdd(Op):
     _name = "IndexAddBackward0"
 
     @staticmethod
-    def forward(ctx, x, index, source, dim, alpha):
+    def forward(ctx, x, index, source, dim, alpha, into=False):
         ctx.save_for_backward(index)
         ctx.args = (dim, alpha, source.shape)
-        out = np.array(x, copy=True, order="C")
+        out = _start(x, into)
         idx = _wrap(index.reshape(-1), x.shape[dim] if x.ndim else 1)
         src = source.astype(out.dtype, copy=False)
         if alpha != 1:
@@ -440,29 +504,33 @@ class IndexAdd(Op):
         return gx, None, gs
 
 
-@register()
-def index_add(input, dim, index, source, *, alpha=1, out=None):
+def _index_add_plan(input, dim, index, source, *, alpha=1):
     d = _wrap_dim(dim, input._data.ndim)
     idx = _vector_index(index, "index_add", input._data, d)
     if source._dtype is not input._dtype:
         raise RuntimeError(f"index_add_(): self ({D.SCALAR_NAMES[input._dtype]}) and source "
                            f"({D.SCALAR_NAMES[source._dtype]}) must have the same scalar type")
     _check_index_source("index_add_", input._data, d, idx, source._data)
-    r = IndexAdd.apply(input, index, source, dim=d, alpha=alpha)
+    return IndexAdd, (index, source), dict(dim=d, alpha=alpha)
+
+
+@register()
+def index_add(input, dim, index, source, *, alpha=1, out=None):
+    r = apply_plan(input, _index_add_plan(input, dim, index, source, alpha=alpha))
     return r if out is None else write_out(out, r, "index_add")
 
 
-_inplace(index_add, "index_add_")
+inplace_variant(index_add, "index_add_", _index_add_plan)
 
 
 class IndexCopy(Op):
     _name = "IndexCopyBackward0"
 
     @staticmethod
-    def forward(ctx, x, index, source, dim):
+    def forward(ctx, x, index, source, dim, into=False):
         ctx.save_for_backward(index)
         ctx.args = (dim, source.shape)
-        out = np.array(x, copy=True, order="C")
+        out = _start(x, into)
         idx = _wrap(index.reshape(-1), x.shape[dim] if x.ndim else 1)
         o = np.moveaxis(out, dim, 0) if out.ndim else out.reshape(1)
         o[idx] = _source_rows(source.astype(out.dtype, copy=False), x, dim, idx.size)
@@ -477,19 +545,23 @@ class IndexCopy(Op):
         return gx, None, gs
 
 
-@register()
-def index_copy(input, dim, index, source, *, out=None):
+def _index_copy_plan(input, dim, index, source):
     d = _wrap_dim(dim, input._data.ndim)
     idx = _vector_index(index, "index_copy", input._data, d)
     if source._dtype is not input._dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
                            f"{D.SCALAR_NAMES[input._dtype]} and (source) {D.SCALAR_NAMES[source._dtype]}")
     _check_index_source("index_copy_", input._data, d, idx, source._data)
-    r = IndexCopy.apply(input, index, source, dim=d)
+    return IndexCopy, (index, source), dict(dim=d)
+
+
+@register()
+def index_copy(input, dim, index, source, *, out=None):
+    r = apply_plan(input, _index_copy_plan(input, dim, index, source))
     return r if out is None else write_out(out, r, "index_copy")
 
 
-_inplace(index_copy, "index_copy_")
+inplace_variant(index_copy, "index_copy_", _index_copy_plan)
 
 
 class IndexFill(Op):
@@ -497,12 +569,12 @@ class IndexFill(Op):
     _name = "IndexFillBackward0"
 
     @staticmethod
-    def forward(ctx, x, index, value, dim, number):
+    def forward(ctx, x, index, value, dim, number, into=False):
         ctx.save_for_backward(index)
         ctx.dim = dim
         if value is not None:
             ctx._name = "IndexFillBackward1"
-        out = np.array(x, copy=True, order="C")
+        out = _start(x, into)
         idx = _wrap(index.reshape(-1), x.shape[dim] if x.ndim else 1)
         o = np.moveaxis(out, dim, 0) if out.ndim else out.reshape(1)
         from .._backend import scalar_array
@@ -517,19 +589,23 @@ class IndexFill(Op):
         return gx, None, gv
 
 
-@register()
-def index_fill(input, dim, index, value):
+def _index_fill_plan(input, dim, index, value):
     d = _wrap_dim(dim, input._data.ndim)
     _vector_index(index, "index_fill", input._data, d)
     if isinstance(value, Tensor):
         if value._data.ndim != 0:
             raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                                f"{value._data.ndim} dimension(s).")
-        return IndexFill.apply(input, index, value, dim=d, number=None)
-    return IndexFill.apply(input, index, None, dim=d, number=value)
+        return IndexFill, (index, value), dict(dim=d, number=None)
+    return IndexFill, (index, None), dict(dim=d, number=value)
 
 
-_inplace(index_fill, "index_fill_")
+@register()
+def index_fill(input, dim, index, value):
+    return apply_plan(input, _index_fill_plan(input, dim, index, value))
+
+
+inplace_variant(index_fill, "index_fill_", _index_fill_plan, no_overlap=False)
 
 
 # ---- take_along_dim ---------------------------------------------------------------------------

@@ -4,7 +4,8 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor
-from ._registry import Op, assign_result, check_inplace, install, register, shapes_error, write_out
+from ._registry import Op, register, shapes_error, write_out
+from .scatter import apply_plan, inplace_variant
 
 _make = Tensor._make
 
@@ -30,8 +31,11 @@ class MaskedFill(Op):
     _name = "MaskedFillBackward0"
 
     @staticmethod
-    def forward(ctx, x, mask, value):
+    def forward(ctx, x, mask, value, into=False):
         ctx.save_for_backward(mask)
+        if into:
+            np.copyto(x, value.astype(x.dtype), where=mask)
+            return x
         return np.where(mask, value.astype(x.dtype), x)
 
     def backward(ctx, grad):
@@ -46,8 +50,7 @@ class MaskedFill1(MaskedFill):
     _name = "MaskedFillBackward1"
 
 
-@register()
-def masked_fill(input, mask, value):
+def _masked_fill_plan(input, mask, value):
     if not isinstance(mask, Tensor) or mask._dtype is not D.bool:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{D.SCALAR_NAMES[mask._dtype] if isinstance(mask, Tensor) else type(mask).__name__}")
@@ -62,18 +65,24 @@ def masked_fill(input, mask, value):
         from .._backend import scalar_array
         v = _make(scalar_array(value, input._data.dtype), input._dtype)
     _broadcast_shape("masked_fill", input._data, mask._data)
-    return op.apply(input, mask, v)
+    return op, (mask, v), {}
 
 
-def masked_fill_(self, mask, value):
-    check_inplace(self)
-    if isinstance(mask, Tensor) and np.broadcast_shapes(self._data.shape, mask._data.shape) != self._data.shape:
+@register()
+def masked_fill(input, mask, value):
+    return apply_plan(input, _masked_fill_plan(input, mask, value))
+
+
+def _masked_fill_inplace_plan(self, mask, value):
+    plan = _masked_fill_plan(self, mask, value)
+    shape = np.broadcast_shapes(self._data.shape, mask._data.shape)
+    if shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
-                           f"{list(np.broadcast_shapes(self._data.shape, mask._data.shape))}")
-    return assign_result(self, masked_fill(self, mask, value), "masked_fill_")
+                           f"{list(shape)}")
+    return plan
 
 
-install(masked_fill_, "masked_fill_", function=False)
+inplace_variant(masked_fill, "masked_fill_", _masked_fill_inplace_plan, no_overlap=False)
 
 
 # ---- masked_select / masked_scatter ---------------------------------------------------------
@@ -106,7 +115,7 @@ class MaskedScatter(Op):
     _name = "MaskedScatterBackward0"
 
     @staticmethod
-    def forward(ctx, x, mask, source):
+    def forward(ctx, x, mask, source, into=False):
         shape = np.broadcast_shapes(x.shape, mask.shape)
         m = np.broadcast_to(mask, shape)
         n = int(np.count_nonzero(m))
@@ -115,7 +124,7 @@ class MaskedScatter(Op):
                                "mask")
         ctx.save_for_backward(mask)
         ctx.args = (shape, source.shape, n)
-        out = np.array(np.broadcast_to(x, shape), dtype=x.dtype)
+        out = x if into else np.array(np.broadcast_to(x, shape), dtype=x.dtype)
         out[m] = source.reshape(-1)[:n]
         return out
 
@@ -135,22 +144,30 @@ class MaskedScatter(Op):
         return gx, None, gs
 
 
-@register()
-def masked_scatter(input, mask, source):
+def _masked_scatter_plan(input, mask, source):
     _bool_mask(mask, "masked_scatter_")
     if source._dtype is not input._dtype:
         raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but got "
                            f"{D.SCALAR_NAMES[input._dtype]} and {D.SCALAR_NAMES[source._dtype]}")
     _broadcast_shape("masked_scatter", input._data, mask._data)
-    return MaskedScatter.apply(input, mask, source)
+    return MaskedScatter, (mask, source), {}
 
 
-def masked_scatter_(self, mask, source):
-    check_inplace(self)
-    return assign_result(self, masked_scatter(self, mask, source), "masked_scatter_")
+@register()
+def masked_scatter(input, mask, source):
+    return apply_plan(input, _masked_scatter_plan(input, mask, source))
 
 
-install(masked_scatter_, "masked_scatter_", function=False)
+def _masked_scatter_inplace_plan(self, mask, source):
+    plan = _masked_scatter_plan(self, mask, source)
+    shape = np.broadcast_shapes(self._data.shape, mask._data.shape)
+    if shape != self._data.shape:
+        raise RuntimeError(f"masked_scatter_: expected mask to be broadcastable to self {list(self._data.shape)}, "
+                           f"got {list(mask._data.shape)}")
+    return plan
+
+
+inplace_variant(masked_scatter, "masked_scatter_", _masked_scatter_inplace_plan, no_overlap=False)
 
 
 # ---- take / put ------------------------------------------------------------------------------
@@ -199,7 +216,7 @@ class Put(Op):
     _name = "PutBackward0"
 
     @staticmethod
-    def forward(ctx, x, index, source, accumulate):
+    def forward(ctx, x, index, source, accumulate, into=False):
         if index.size != source.size:
             raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
                                f"source.numel() = {source.size}, index.numel() = {index.size}")
@@ -207,7 +224,7 @@ class Put(Op):
         ctx.save_for_backward(index)
         ctx.accumulate = accumulate
         ctx.source_shape = source.shape
-        out = np.array(x, copy=True, order="C")
+        out = x if into else np.array(x, copy=True, order="C")
         src = source.reshape(-1).astype(x.dtype, copy=False)
         if accumulate:
             B.flat_add_at(out, idx, src)
@@ -226,21 +243,20 @@ class Put(Op):
         return gx, None, gs
 
 
-@register()
-def put(input, index, source, accumulate=False):
+def _put_plan(input, index, source, accumulate=False):
     _long_index(index, "put_")
     if source._dtype is not input._dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
                            f"{D.SCALAR_NAMES[input._dtype]} and source.dtype = {D.SCALAR_NAMES[source._dtype]}")
-    return Put.apply(input, index, source, accumulate=bool(accumulate))
+    return Put, (index, source), dict(accumulate=bool(accumulate))
 
 
-def put_(self, index, source, accumulate=False):
-    check_inplace(self)
-    return assign_result(self, put(self, index, source, accumulate), "put_")
+@register()
+def put(input, index, source, accumulate=False):
+    return apply_plan(input, _put_plan(input, index, source, accumulate))
 
 
-install(put_, "put_", function=False)
+inplace_variant(put, "put_", _put_plan)
 
 
 # ---- nonzero / argwhere ---------------------------------------------------------------------

@@ -82,7 +82,11 @@ class View(Op):
     @staticmethod
     def forward(ctx, x, shape, strides):
         ctx.in_shape = x.shape
-        return B.restride(x, shape, strides)
+        try:
+            native = np.reshape(x, shape, copy=False)
+        except ValueError:
+            return B.restride(x, shape, strides)
+        return B.exact_or_restride(native, x, shape, strides)
 
     def backward(ctx, grad):
         return grad.reshape(ctx.in_shape)
@@ -406,7 +410,8 @@ class Unsqueeze(Op):
         stride = shape[dim] * strides[dim] if dim < x.ndim else 1
         shape.insert(dim, 1)
         strides.insert(dim, stride)
-        return B.restride(x, tuple(shape), tuple(strides))
+        shape = tuple(shape)
+        return B.exact_or_restride(np.reshape(x, shape, copy=False), x, shape, tuple(strides))
 
     def backward(ctx, grad):
         return grad.squeeze(ctx.dim)
@@ -441,7 +446,14 @@ class Slice(Op):
         ctx._name = name
         if geom is None:
             return basic_view(x, key)
-        return B.restride(x, *geom)
+        # None dims: NumPy gives them stride 0; add them by reshape, which usually agrees with torch
+        shape, strides, offset = geom
+        r = basic_view(x, tuple(k for k in key if k is not None))
+        try:
+            native = np.reshape(r, shape, copy=False)
+        except ValueError:
+            return B.restride(x, shape, strides, offset)
+        return B.exact_or_restride(native, x, shape, strides, offset)
 
     def backward(ctx, grad):
         from .indexing import slice_backward
