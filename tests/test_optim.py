@@ -215,6 +215,26 @@ def test_load_state_dict_saved_by_torch(name, options):
     assert_same_params(eparams, tparams)
 
 
+@pytest.mark.parametrize("name,options", [("Adam", dict(lr=0.05, amsgrad=True)), ("SGD", dict(lr=0.1, momentum=0.9)),
+                                          ("Adagrad", dict(lr=0.1, lr_decay=0.01)), ("Rprop", dict(lr=0.01))])
+def test_checkpoints_cross_between_libraries(name, options, tmp_path):
+    """An optimizer state_dict saved by ember.save resumes in torch, and one saved by torch.save resumes in
+    ember: both continue exactly as the uninterrupted runs."""
+    make = _opt_factory(name, options)
+    for src, dst in ((ember, torch), (torch, ember)):
+        params, opt, _ = run(src, make, 10)
+        path = str(tmp_path / f"{src.__name__}.pt")
+        src.save({"opt": opt.state_dict(), "params": [p.detach() for p in params]}, path)
+        ckpt = dst.load(path)
+        resumed = [p.clone().requires_grad_(True) for p in ckpt["params"]]
+        opt2 = make(dst, resumed)
+        opt2.load_state_dict(ckpt["opt"])
+        run(dst, make, STEPS - 10, params=resumed, opt=opt2)
+        run(src, make, STEPS - 10, params=params, opt=opt)
+        ember_params, torch_params = (resumed, params) if dst is ember else (params, resumed)
+        assert_same_params(ember_params, torch_params)
+
+
 def _two_groups(params):
     return [{"params": params[:2]}, {"params": params[2:], "lr": 0.01, "weight_decay": 0.2}]
 
