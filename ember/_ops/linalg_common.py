@@ -84,7 +84,7 @@ def getrf(a):
     shape = a.shape
     m, n = shape[-2], shape[-1]
     k = min(m, n)
-    lu = np.array(a.reshape((-1, m, n)), copy=True)
+    lu = np.array(flat_batch(a), copy=True)
     nb = lu.shape[0]
     piv = np.empty((nb, k), np.int32)
     info = np.zeros(nb, np.int32)
@@ -105,11 +105,17 @@ def getrf(a):
     return lu.reshape(shape), piv.reshape(shape[:-2] + (k,)), info.reshape(shape[:-2])
 
 
+def flat_batch(a, core=2):
+    """a with its batch dims flattened into one (reshape((-1, ...)) fails for empty matrices)."""
+    shape = a.shape
+    return a.reshape((int(np.prod(shape[:-core])),) + shape[len(shape) - core:])
+
+
 def pivots_to_perm(piv, m):
     """LAPACK row interchanges (1-based, applied in order) -> permutation array perm with
     A[perm] = L @ U, for a batch (..., k)."""
     batch = piv.shape[:-1]
-    flat = piv.reshape(-1, piv.shape[-1]) - 1
+    flat = piv.reshape((int(np.prod(batch)), piv.shape[-1])) - 1
     perm = np.tile(np.arange(m), (flat.shape[0], 1))
     rows = np.arange(flat.shape[0])
     for j in range(flat.shape[1]):

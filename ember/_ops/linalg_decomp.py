@@ -14,7 +14,7 @@ from ..autograd import grad_mode
 from ._registry import Op, install, write_out
 from .linalg import adj, check_tensor, conj, matmul
 from .linalg_common import (LinAlgError, batch_prefix, check_matrix, check_same_dtype, eye_like, first_failure,
-                            getrf, return_type, tril, triu)
+                            flat_batch, getrf, return_type, tril, triu)
 
 _make = Tensor._make
 _state = grad_mode._state
@@ -72,7 +72,7 @@ class LinalgInvEx(Op):
 
 def _inv_each(x, info):
     """Inverse matrix by matrix; singular ones become nan (LAPACK leaves garbage there)."""
-    flat = x.reshape((-1,) + x.shape[-2:])
+    flat = flat_batch(x)
     bad = np.asarray(info).reshape(-1)
     r = np.full(flat.shape, np.nan, dtype=x.dtype)
     for i in range(flat.shape[0]):
@@ -221,8 +221,8 @@ def _solve_each(a, b, vector):
     shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-1 if vector else -2])
     a = np.broadcast_to(a, shape + a.shape[-2:])
     b = np.broadcast_to(b, shape + b.shape[-1 if vector else -2:])
-    fa = a.reshape((-1,) + a.shape[-2:])
-    fb = b.reshape((-1,) + b.shape[len(shape):])
+    fa = flat_batch(a)
+    fb = flat_batch(b, 1 if vector else 2)
     r = np.full(fb.shape, np.nan, dtype=np.result_type(a, b))
     for i in range(fa.shape[0]):
         try:
@@ -315,7 +315,7 @@ class Cholesky(LinalgCholeskyEx):
 def _potf2(a):
     """Column-by-column Cholesky of each matrix (LAPACK potf2's semantics on failure: the
     factored columns, the failing pivot's value on the diagonal, info = its order)."""
-    flat = a.reshape((-1,) + a.shape[-2:])
+    flat = flat_batch(a)
     n = a.shape[-1]
     L = np.zeros_like(flat)
     info = np.zeros(flat.shape[0], np.int32)

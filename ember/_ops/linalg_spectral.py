@@ -11,7 +11,7 @@ from .._tensor import Tensor
 from ..autograd import grad_mode
 from ._registry import Op, install
 from .linalg import adj, check_tensor, conj, matmul
-from .linalg_common import check_float, check_matrix, diag_embed, eye_like, return_type, triu
+from .linalg_common import check_float, check_matrix, diag_embed, eye_like, flat_batch, return_type, triu
 from .linalg_decomp import _out, linalg_solve_triangular
 
 _make = Tensor._make
@@ -412,13 +412,16 @@ class LinalgLstsq(Op):
         if vector:
             b = b[..., None]
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        fa = np.broadcast_to(a, batch + a.shape[-2:]).reshape((-1, m, n))
-        fb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((-1, m, b.shape[-1]))
+        fa = flat_batch(np.broadcast_to(a, batch + a.shape[-2:]))
+        fb = flat_batch(np.broadcast_to(b, batch + b.shape[-2:]))
         dtype = np.result_type(a, b)
         x = np.empty((fa.shape[0], n, fb.shape[-1]), dtype)
         ranks = np.empty(fa.shape[0], np.int64)
         svals = np.empty((fa.shape[0], min(m, n)), a.real.dtype)
         for i in range(fa.shape[0]):
+            if m == 0 or n == 0:  # nothing to fit: the minimum-norm solution is 0
+                x[i], ranks[i] = 0, 0
+                continue
             x[i], _, ranks[i], svals[i] = np.linalg.lstsq(fa[i], fb[i], rcond=rcond)
         full_rank = bool(np.all(ranks == n))
         x = x.reshape(batch + x.shape[1:])
@@ -481,7 +484,7 @@ def linalg_lstsq(A, B, rcond=None, *, driver=None, out=None):
         r = LinalgLstsq.apply(A, B, rcond=rc, driver=driver, vector=vector)
     except ValueError:
         from ._registry import shapes_error
-        raise shapes_error(name, A._data[..., 0, 0], B._data[..., 0] if vector else B._data[..., 0, 0]) from None
+        raise shapes_error(name, np.empty(a[:-2]), np.empty(b[:-1] if vector else b[:-2])) from None
     return _out(lstsq_t(*r), out, "linalg.lstsq")
 
 

@@ -408,6 +408,18 @@ CASES = [
     C("linalg.eigh", [(3, 3)], lambda t, x: t.linalg.eigvalsh(x + x.mH), dtypes=CPLX, id="complex"),
     C("linalg.pinv", [(4, 3)], lambda t, x: t.linalg.pinv(x), dtypes=CPLX, id="complex"),
     C("linalg.vector_norm", [(3, 4)], lambda t, x: t.linalg.vector_norm(x, 3, dim=1), dtypes=CPLX, id="complex-p"),
+    # ---- zero-size matrices ----
+    C("linalg.svd", [(0, 3)], lambda t, x: t.linalg.svd(x), grad=False, id="empty"),
+    C("linalg.svdvals", [(2, 0, 0)], lambda t, x: t.linalg.svdvals(x), grad=False, id="empty"),
+    C("linalg.cholesky", [(0, 3, 3)], lambda t, x: t.linalg.cholesky(x), grad=False, id="empty-batch"),
+    C("linalg.qr", [(3, 0)], lambda t, x: t.linalg.qr(x), grad=False, id="empty"),
+    C("linalg.eigh", [(0, 0)], lambda t, x: t.linalg.eigh(x), grad=False, id="empty"),
+    C("linalg.solve", [(0, 2, 2), (0, 2)], lambda t, a, b: t.linalg.solve(a, b), grad=False, id="empty-batch"),
+    C("linalg.lstsq", [(0, 3), (0, 2)], lambda t, a, b: t.linalg.lstsq(a, b), grad=False, id="empty"),
+    C("linalg.lu", [(0, 3)], lambda t, x: t.linalg.lu(x), grad=False, id="empty"),
+    C("linalg.matrix_norm", [(0, 3)], lambda t, x: t.linalg.matrix_norm(x, 2), grad=False, id="empty-spectral"),
+    C("linalg.matrix_norm", [(0, 3)], lambda t, x: t.linalg.matrix_norm(x, -2), error=RuntimeError,
+      id="err-empty-min"),
     # ---- norms ----
     C("linalg.vector_norm", [(3, 4)], lambda t, x: t.linalg.vector_norm(x), gradgrad=True),
     C("linalg.vector_norm", [(3, 4)], lambda t, x: t.linalg.vector_norm(x, 1, dim=1), id="l1"),
