@@ -131,7 +131,7 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None,
     if A._data.size == 0 and ord not in ("fro", "nuc"):
         if ord > 0:  # a max over nothing: torch returns 0 here
             return _out(linalg_vector_norm(A, 2, (d0, d1), keepdim), out, name)
-        raise RuntimeError("amin(): Expected reduction dim -1 to have non-zero size.")
+        raise IndexError("amin(): Expected reduction dim -1 to have non-zero size.")
     if ord == "fro":
         r = linalg_vector_norm(A, 2, (d0, d1), keepdim)
     elif ord in ("nuc", 2, -2):
