@@ -132,20 +132,24 @@ def linalg_det(A, *, out=None):
 
 
 class LinalgSlogdet(Op):
-    """(sign, log|det|). The gradient flows through logabsdet (sign is piecewise constant
-    for real input; for complex input ember leaves out the gradient through sign)."""
+    """(sign, log|det|). d log det = tr(A^-1 dA) = d log|det| + i d(arg det), so
+    gA = c A^-H with c = g_logabsdet - i Im(conj(g_sign) sign); for real input the sign is
+    piecewise constant and c = g_logabsdet."""
     _name = "LinalgSlogdetBackward0"
 
     @staticmethod
     def forward(ctx, x):
         sign, logabs = np.linalg.slogdet(x)
-        ctx.save_for_backward(x)
-        return np.asarray(sign), np.asarray(logabs)
+        sign = np.asarray(sign)
+        ctx.save_for_backward(x, sign)
+        return sign, np.asarray(logabs)
 
     def backward(ctx, grad_sign, grad_logabs):
-        (x,) = ctx.saved_tensors
-        g = grad_logabs.unsqueeze(-1).unsqueeze(-1)
-        return g * adj(linalg_inv(x))
+        x, sign = ctx.saved_tensors
+        c = grad_logabs
+        if x._dtype.category == D.COMPLEX:
+            c = c - 1j * (grad_sign.conj() * sign).imag
+        return c.unsqueeze(-1).unsqueeze(-1) * adj(linalg_inv(x))
 
 
 def linalg_slogdet(A, *, out=None):

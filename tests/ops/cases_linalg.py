@@ -279,6 +279,7 @@ CASES = [
       id="gradgrad"),
     C("linalg.slogdet", [(3, 3)], lambda t, x: t.linalg.slogdet(well(t, x))[1].reshape(1), dtypes=CPLX,
       id="complex"),
+    C("linalg.slogdet", [(2, 3, 3)], lambda t, x: t.linalg.slogdet(x), dtypes=CPLX, id="complex-sign-grad"),
     C("linalg.det", [T((3, 3), values=[[1, 2, 3], [2, 4, 6], [1, 0, 1]])], lambda t, x: t.linalg.det(x),
       dtypes=("float64",), id="singular-grad"),
     C("linalg.solve_triangular", [(4, 4), (3, 4)],
