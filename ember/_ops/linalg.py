@@ -197,7 +197,10 @@ def _matmul_error(x, y):
         except RuntimeError as e:
             return e
     if x._dtype is not y._dtype:
-        if xd <= 2 and yd <= 2 or yd <= 2:
+        if yd == 1:
+            return RuntimeError(f"addmv input tensors must have the same dtype, but got {_sname(y)}, {_sname(x)}, and "
+                                f"{_sname(y)}")
+        if yd == 2:
             return _dtype_error(x, y)
         return RuntimeError(f"expected scalar type {_sname(x)} but found {_sname(y)}")
     if xd == 2 and yd == 1 or xd > 2 and yd == 1:
@@ -224,7 +227,7 @@ def _matmul_error(x, y):
 
 def matmul(input, other, *, out=None):
     """torch.matmul: https://pytorch.org/docs/stable/generated/torch.matmul.html"""
-    if not isinstance(other, Tensor):
+    if not (isinstance(other, Tensor) and isinstance(input, Tensor)):
         check_tensor(input, "matmul", "input", 1)
         check_tensor(other, "matmul", "other", 2)
     x = input._data
@@ -397,6 +400,9 @@ class AddProduct(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         beta, alpha = ctx.scalars
+        if isinstance(beta, complex) or isinstance(alpha, complex):
+            beta = complex(beta).conjugate()
+            alpha = complex(alpha).conjugate()
         need = ctx.needs_input_grad
         gi = None
         if need[0]:
