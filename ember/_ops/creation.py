@@ -30,9 +30,6 @@ def finish(arr, dtype, requires_grad, device=None):
     return t
 
 
-_finish = finish
-
-
 def into_out(out, arr, dtype):
     """A factory's out=: out takes arr's values (resized silently if needed, as torch factories)."""
     if not isinstance(out, Tensor):
