@@ -73,13 +73,15 @@ def eps_of(dtype):
 
 # ---- LU with partial pivoting (LAPACK getrf semantics) ----------------------------------
 
-def getrf(a):
+def getrf(a, block=32):
     """LU factorization with partial pivoting of a batch (..., m, n) of arrays.
 
     Returns (LU packed as L - I + U, pivots 1-based int32, info int32), with LAPACK's
     conventions: the pivot is the first entry of largest magnitude, info = j > 0 names
-    the first exactly-zero pivot U[j-1, j-1]. NumPy has no LU, so this is the classic
-    right-looking elimination vectorized over the batch (one Python step per column).
+    the first exactly-zero pivot U[j-1, j-1]. NumPy has no LU, so this is LAPACK's blocked
+    right-looking algorithm written with NumPy: each panel of `block` columns is eliminated
+    column by column (vectorized over the batch), then the trailing matrix is updated with
+    one triangular solve and one GEMM.
     """
     shape = a.shape
     m, n = shape[-2], shape[-1]
@@ -89,19 +91,25 @@ def getrf(a):
     piv = np.empty((nb, k), np.int32)
     info = np.zeros(nb, np.int32)
     rows = np.arange(nb)
-    for j in range(k):
-        p = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)
-        piv[:, j] = p + 1
-        if np.any(p != j):
-            top = lu[rows, j].copy()
-            lu[rows, j] = lu[rows, p]
-            lu[rows, p] = top
-        pivot = lu[:, j, j]
-        zero = pivot == 0
-        info[(info == 0) & zero] = j + 1
-        scale = np.where(zero, np.ones((), lu.dtype), pivot)  # LAPACK skips the scaling for a zero pivot
-        lu[:, j + 1:, j] /= scale[:, None]
-        lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:]
+    for j0 in range(0, k, block):
+        j1 = min(j0 + block, k)
+        for j in range(j0, j1):
+            p = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)
+            piv[:, j] = p + 1
+            if np.any(p != j):
+                top = lu[rows, j].copy()
+                lu[rows, j] = lu[rows, p]
+                lu[rows, p] = top
+            pivot = lu[:, j, j]
+            zero = pivot == 0
+            info[(info == 0) & zero] = j + 1
+            scale = np.where(zero, np.ones((), lu.dtype), pivot)  # LAPACK skips the scaling for a zero pivot
+            lu[:, j + 1:, j] /= scale[:, None]
+            lu[:, j + 1:, j + 1:j1] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:j1]
+        if j1 < n:
+            unit_lower = np.tril(lu[:, j0:j1, j0:j1], -1) + np.eye(j1 - j0, dtype=lu.dtype)
+            lu[:, j0:j1, j1:] = np.linalg.solve(unit_lower, lu[:, j0:j1, j1:])
+            lu[:, j1:, j1:] -= lu[:, j1:, j0:j1] @ lu[:, j0:j1, j1:]
     return lu.reshape(shape), piv.reshape(shape[:-2] + (k,)), info.reshape(shape[:-2])
 
 
