@@ -11,6 +11,7 @@ import numpy as np
 from . import _dtype as D
 from ._device import CPU, as_device
 from ._backend import as_array
+from .autograd import engine as _engine
 from .autograd import grad_mode as _gm
 
 _state = _gm._state
@@ -358,9 +359,8 @@ class Tensor:
         self._dtype = value._dtype
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from .autograd.engine import backward
-        backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph,
-                 inputs=inputs)
+        _engine.backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph,
+                         inputs=inputs)
 
     # ---- conversion -----------------------------------------------------------------
     def item(self):

@@ -265,6 +265,18 @@ def test_backward_inputs_accumulates_only_into_inputs():
     same_error(lambda lib: lib.tensor([1.0], requires_grad=True).sum().backward(inputs=[lib.ones(1)]))
 
 
+def test_roots_unrelated_to_inputs_are_ignored():
+    def fn(lib, x, w):
+        log = []
+        other = x.exp()
+        other.register_hook(lambda g: log.append("hook on an unrelated root"))
+        g, = lib.autograd.grad([(w * 2).sum(), other], [w], [None, lib.ones_like(other)])
+        lib.autograd.backward([x, (w * 3).sum()], [lib.ones_like(x), None], inputs=[w])
+        return g, w.grad, x.grad, log
+    (t, _), (e, _) = run_both(fn, rand(3, seed=1), rand(3, seed=2))
+    assert_same(t, e)
+
+
 def test_backward_inputs_releases_the_graph():
     def fn(lib):
         x = lib.tensor([1.0, 2.0], requires_grad=True)

@@ -160,7 +160,9 @@ def _root_gradients(tensors, grads):
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             if t._dtype.category != 2:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {t._dtype}")
-            g = Tensor._make(np.ones(t._data.shape, dtype=t._data.dtype), t._dtype)
+            shape = t._data.shape
+            ones = np.array(1, dtype=t._data.dtype) if shape == () else np.ones(shape, dtype=t._data.dtype)
+            g = Tensor._make(ones, t._dtype)
         else:
             if not isinstance(g, Tensor):
                 raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
@@ -243,6 +245,8 @@ def _execute(roots, retain_graph, create_graph, user_arrays, captures=None, resu
         needed, live, deps = _prune(deps, wanted)
     buffers = {}
     for (node, nr), g in roots:
+        if live is not None and node not in live:
+            continue  # leads to no input: nothing to do (and no hooks to run)
         buf = buffers.get(node)
         if buf is None:
             buf = buffers[node] = [None] * len(node._out_meta)

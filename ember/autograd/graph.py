@@ -172,7 +172,13 @@ def init_node(node, inputs):
             continue
         meta.append((t._data.shape, t._dtype))
         if t._requires_grad:
-            edges.append(gradient_edge(t))
+            fn = t._grad_fn  # gradient_edge(t), inlined: this runs for every input of every op
+            if fn is None:
+                edges.append((grad_accumulator(t), 0))
+            elif t._base is not None and t._view_version != t._version.value:
+                edges.append((regenerate_view_grad_fn(t), t._output_nr))
+            else:
+                edges.append((fn, t._output_nr))
             needs.append(True)
         else:
             edges.append(_NO_EDGE)
@@ -210,7 +216,14 @@ class AccumulateGrad(Node):
     _name = "torch::autograd::AccumulateGrad"
 
     def __init__(self, variable):
-        init_node(self, ())
+        self.next_functions = ()
+        self.needs_input_grad = ()
+        self._input_meta = ()
+        self._pre_hooks = None
+        self._hooks = None
+        self._seq = _next_seq()
+        self.materialize_grads = True
+        self._trace = None
         self.variable = variable
         self._saved = ()
         self._out_meta = ((variable._data.shape, variable._dtype),)
