@@ -1,1 +1,466 @@
-"""norm ops (see CONTRIBUTING.md)."""
+"""Normalization: batch_norm (and instance_norm on top of it), layer_norm (and group_norm on
+top of it), rms_norm, local_response_norm, with torch.nn.functional's signatures.
+
+batch_norm and layer_norm are fused kernels (the hottest normalization ops: a composite
+records ~8 nodes and keeps as many full-size temporaries). Each saves only the input and
+the per-channel/per-row mean and 1/std, as torch does. Their backward has two paths
+(Note [Fused norm backward]):
+- first order (no create_graph): one NumPy kernel from the saved statistics;
+- create_graph: the same formula written with ember ops, recomputing the statistics from
+  the saved input, so double backward differentiates through them.
+"""
+import numbers
+
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor
+from ..autograd import grad_mode
+from ._registry import Op, install
+
+_state = grad_mode._state
+_make = Tensor._make
+_NAMES = D.SCALAR_NAMES
+
+# Note [Fused norm backward]: backward runs with grad mode equal to create_graph. When it
+# is off, nothing will differentiate the gradient, so the kernel works on arrays from the
+# saved mean/invstd. When it is on, the gradient is built from ember ops on the saved input
+# (statistics recomputed differentiably), so higher derivatives see how mean and variance
+# depend on the input.
+
+
+def _opmath(x):
+    """float16/bfloat16 arrays compute in float32 (torch's opmath type); others as they are."""
+    if x is not None and x.dtype.itemsize == 2:
+        return x.astype(np.float32)
+    return x
+
+
+def _float_only(input, kernel):
+    if input._dtype.category != D.FLOAT:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_NAMES[input._dtype]}'")
+
+
+# ---- batch_norm ----------------------------------------------------------------------------
+
+class BatchNorm(Op):
+    """y = (x - mean) * invstd * weight + bias per channel (dim 1), statistics over the other
+    dims (training) or from the running buffers (eval). Training also updates the running
+    buffers in place (momentum average; the variance enters unbiased)."""
+    _name = "NativeBatchNormBackward0"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
+        shape = x.shape
+        n, c = shape[0], shape[1]
+        x3 = _opmath(x).reshape(n, c, -1)
+        count = x3.shape[0] * x3.shape[2]
+        if training:
+            mean = np.einsum("ncl->c", x3) / count
+            xc = x3 - mean[:, None]
+            var = np.einsum("ncl,ncl->c", xc, xc) / count
+            invstd = 1.0 / np.sqrt(var + eps)
+            if running_mean is not None:
+                _update_running(running_mean, mean, momentum)
+            if running_var is not None:
+                unbiased = var * (count / (count - 1)) if count > 1 else np.full_like(var, np.nan)
+                _update_running(running_var, unbiased, momentum)
+        else:
+            mean = running_mean.astype(np.float32 if x.dtype.itemsize == 2 else x.dtype)  # a copy: the
+            invstd = 1.0 / np.sqrt(_opmath(running_var) + eps)  # buffers may change before backward
+            xc = x3 - mean[:, None]
+        scale = invstd if weight is None else invstd * _opmath(weight)
+        np.multiply(xc, scale[:, None], out=xc)  # xc is a fresh array: it becomes the output
+        if bias is not None:
+            xc += _opmath(bias)[:, None]
+        ctx.save_for_backward(x, weight, mean, invstd)
+        ctx.args = (training, shape, eps)
+        return xc.astype(x.dtype, copy=False).reshape(shape)
+
+    def backward(ctx, grad):
+        x, weight, mean, invstd = ctx.saved_tensors
+        training, shape, eps = ctx.args
+        need = ctx.needs_input_grad
+        if _state.enabled:
+            return _batch_norm_grads_composite(grad, x, weight, mean, invstd, training, eps, need)
+        g3 = _opmath(grad._data).reshape(shape[0], shape[1], -1)
+        x3 = _opmath(x._data).reshape(g3.shape)
+        m = mean._data
+        s = invstd._data
+        count = g3.shape[0] * g3.shape[2]
+        xc = x3 - m[:, None]
+        sum_g = np.einsum("ncl->c", g3)
+        sum_gxc = np.einsum("ncl,ncl->c", g3, xc)
+        gw = _cast(sum_gxc * s, weight) if weight is not None and need[1] else None
+        gb = _make(sum_g) if len(need) > 2 and need[2] else None  # the engine casts to bias's dtype
+        gx = None
+        if need[0]:
+            scale = s if weight is None else s * _opmath(weight._data)
+            if training:
+                # gx = (g - mean(g) - xhat * mean(g * xhat)) * invstd * w, built in xc's buffer
+                np.multiply(xc, (s * s * sum_gxc / count)[:, None], out=xc)
+                np.subtract(g3, xc, out=xc)
+                xc -= (sum_g / count)[:, None]
+                xc *= scale[:, None]
+                gx = xc
+            else:
+                gx = g3 * scale[:, None]
+            gx = _make(gx.astype(x._data.dtype, copy=False).reshape(shape), x._dtype)
+        return gx, gw, gb
+
+
+def _cast(arr, like):
+    return _make(arr.astype(like._data.dtype, copy=False), like._dtype)
+
+
+def _update_running(buf, stat, momentum):
+    """buf = (1 - momentum) * buf + momentum * stat, in place."""
+    buf *= 1 - momentum
+    buf += (momentum * stat).astype(buf.dtype, copy=False)
+
+
+def _channel_view(t, ndim):
+    """A per-channel (C,) tensor shaped to broadcast against (N, C, *) of ndim dims."""
+    return t.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def _batch_norm_grads_composite(grad, x, weight, mean, invstd, training, eps, need):
+    """The gradients of BatchNorm with ember ops (see Note [Fused norm backward])."""
+    nd = x.dim()
+    dims = (0,) + tuple(range(2, nd))
+    if training:
+        mean_b = x.mean(dims, keepdim=True)
+        xc = x - mean_b
+        invstd_b = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    else:
+        xc = x - _channel_view(mean, nd)
+        invstd_b = _channel_view(invstd, nd)
+    xhat = xc * invstd_b
+    gx = gw = gb = None
+    if need[0]:
+        gy = grad if weight is None else grad * _channel_view(weight, nd)
+        if training:
+            gx = (gy - gy.mean(dims, keepdim=True) - xhat * (gy * xhat).mean(dims, keepdim=True)) * invstd_b
+        else:
+            gx = gy * invstd_b
+    if weight is not None and need[1]:
+        gw = (grad * xhat).sum(dims)
+    if len(need) > 2 and need[2]:
+        gb = grad.sum(dims)
+    return gx, gw, gb
+
+
+def _check_channels(name, t, c):
+    if t is not None and t._data.size != c:
+        raise RuntimeError(f"{name} should contain {c} elements not {t._data.size}")
+
+
+def _check_param_dtype(input, tensors):
+    """torch's CPU kernel: parameters share the input's dtype (float32 ones with half input)."""
+    d = input._dtype
+    for t in tensors:
+        if t is None or t._dtype is d:
+            continue
+        if d.itemsize == 2 and t._dtype is D.float32:
+            continue
+        if d is D.float32 or d.itemsize == 2:
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+
+
+def _verify_batch_size(size):
+    n = size[0]
+    for s in size[2:]:
+        n *= s
+    if n == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+               eps=1e-5):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.batch_norm.html"""
+    if training:
+        _verify_batch_size(input.size())
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    _float_only(input, "batch_norm")
+    c = input.size(1)
+    _check_channels("weight", weight, c)
+    _check_channels("bias", bias, c)
+    if not training and running_mean is None:
+        raise RuntimeError("running_mean must be defined in evaluation mode")
+    if not training and running_var is None:
+        raise RuntimeError("running_var must be defined in evaluation mode")
+    _check_channels("running_mean", running_mean, c)
+    _check_channels("running_var", running_var, c)
+    _check_param_dtype(input, (weight, bias, running_mean, running_var))
+    rm = None if running_mean is None else running_mean._data.reshape(-1)
+    rv = None if running_var is None else running_var._data.reshape(-1)
+    out = BatchNorm.apply(input, _flat(weight), _flat(bias), running_mean=rm, running_var=rv,
+                          training=bool(training), momentum=momentum, eps=eps)
+    if training:
+        for buf in (running_mean, running_var):
+            if buf is not None:
+                buf._version.value += 1
+    return out
+
+
+def _flat(t):
+    return t if t is None or t.dim() == 1 else t.reshape(-1)
+
+
+# ---- instance_norm: batch_norm over (1, N*C, *) ---------------------------------------------
+
+def _verify_spatial_size(size):
+    n = 1
+    for s in size[2:]:
+        n *= s
+    if n == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Each (sample, channel) plane normalized by its own statistics: batch_norm on the input
+    seen as one sample of N*C channels; running buffers get the average over the batch.
+    See https://pytorch.org/docs/stable/generated/torch.nn.functional.instance_norm.html"""
+    if use_input_stats:
+        _verify_spatial_size(input.size())
+    shape = tuple(input.shape)
+    n, c = shape[0], shape[1]
+    folded = input.reshape((1, n * c) + shape[2:])
+    w = None if weight is None else weight.repeat(n)
+    b = None if bias is None else bias.repeat(n)
+    rm = None if running_mean is None else running_mean.repeat(n)
+    rv = None if running_var is None else running_var.repeat(n)
+    out = batch_norm(folded, rm, rv, w, b, use_input_stats, momentum, eps)
+    if use_input_stats:
+        for buf, rep in ((running_mean, rm), (running_var, rv)):
+            if buf is not None:
+                buf._data[...] = rep._data.reshape(n, c).mean(0).astype(buf._data.dtype)
+                buf._version.value += 1
+    return out.reshape(shape)
+
+
+# ---- layer_norm ----------------------------------------------------------------------------
+
+class LayerNorm(Op):
+    """y = (x - mean) * invstd * weight + bias, statistics over the last k dims of x."""
+    _name = "NativeLayerNormBackward0"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, k, eps):
+        shape = x.shape
+        inner = int(np.prod(shape[x.ndim - k:]))
+        x2 = _opmath(x).reshape(-1, inner)
+        mean = np.einsum("mk->m", x2) / inner if inner else np.full(x2.shape[0], np.nan, x2.dtype)
+        xc = x2 - mean[:, None]
+        var = np.einsum("mk,mk->m", xc, xc) / inner if inner else mean
+        invstd = 1.0 / np.sqrt(var + eps)
+        np.multiply(xc, invstd[:, None], out=xc)  # xc is a fresh array: it becomes the output
+        if weight is not None:
+            xc *= _opmath(weight).reshape(-1)
+        if bias is not None:
+            xc += _opmath(bias).reshape(-1)
+        ctx.save_for_backward(x, weight, mean, invstd)
+        ctx.args = (k, shape, eps)
+        return xc.astype(x.dtype, copy=False).reshape(shape)
+
+    def backward(ctx, grad):
+        x, weight, mean, invstd = ctx.saved_tensors
+        k, shape, eps = ctx.args
+        need = ctx.needs_input_grad
+        if _state.enabled:
+            return _layer_norm_grads_composite(grad, x, weight, k, eps, need)
+        inner = int(np.prod(shape[len(shape) - k:]))
+        g2 = _opmath(grad._data).reshape(-1, inner)
+        s = invstd._data[:, None]
+        xhat = _opmath(x._data).reshape(g2.shape) - mean._data[:, None]
+        xhat *= s
+        gw = gb = gx = None
+        if weight is not None and need[1]:
+            gw = _cast(np.einsum("mk,mk->k", g2, xhat).reshape(weight.shape), weight)
+        if bias_needed(need):
+            gb = _make(np.einsum("mk->k", g2).astype(grad._data.dtype, copy=False).reshape(shape[len(shape) - k:]))
+        if need[0]:
+            gy = g2 if weight is None else g2 * _opmath(weight._data).reshape(-1)
+            c1 = np.einsum("mk,mk->m", gy, xhat) / inner
+            c0 = np.einsum("mk->m", gy) / inner
+            # gx = (gy - mean(gy) - xhat * mean(gy * xhat)) * invstd, built in xhat's buffer
+            np.multiply(xhat, c1[:, None], out=xhat)
+            np.subtract(gy, xhat, out=xhat)
+            xhat -= c0[:, None]
+            xhat *= s
+            gx = _make(xhat.astype(x._data.dtype, copy=False).reshape(shape), x._dtype)
+        return gx, gw, gb
+
+
+def bias_needed(need):
+    return len(need) > 2 and need[2]
+
+
+def _layer_norm_grads_composite(grad, x, weight, k, eps, need):
+    """The gradients of LayerNorm with ember ops (see Note [Fused norm backward])."""
+    dims = tuple(range(x.dim() - k, x.dim()))
+    lead = x.dim() - k
+    xc = x - x.mean(dims, keepdim=True)
+    var = (xc * xc).mean(dims, keepdim=True)
+    invstd_b = (var + eps).rsqrt()
+    xhat = xc * invstd_b
+    gx = gw = gb = None
+    if need[0]:
+        gy = grad if weight is None else grad * weight
+        gx = (gy - gy.mean(dims, keepdim=True) - xhat * (gy * xhat).mean(dims, keepdim=True)) * invstd_b
+    if weight is not None and need[1]:
+        gw = (grad * xhat).sum(tuple(range(lead))) if lead else grad * xhat
+    if bias_needed(need):
+        gb = grad.sum(tuple(range(lead))) if lead else grad
+    return gx, gw, gb
+
+
+def _shape_list(shape):
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _normalized_shape(normalized_shape, name):
+    if isinstance(normalized_shape, numbers.Integral) or not isinstance(normalized_shape, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'normalized_shape' (position 2) must be tuple of ints, not "
+                        f"{type(normalized_shape).__name__}")
+    return tuple(int(s) for s in normalized_shape)
+
+
+def _check_normalized(input, ns, sep=", "):
+    k = len(ns)
+    if k == 0:
+        raise RuntimeError(f"Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           f"element, but got normalized_shape = {_shape_list(ns)}")
+    if input.dim() < k or tuple(input.shape[input.dim() - k:]) != ns:
+        raise RuntimeError(f"Given normalized_shape={_shape_list(ns)}, expected input with shape "
+                           f"[*{sep}{', '.join(str(s) for s in ns)}], but got input of size{_shape_list(input.shape)}")
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.layer_norm.html"""
+    ns = _normalized_shape(normalized_shape, "layer_norm")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != ns:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{_shape_list(t.shape)} and normalized_shape = {_shape_list(ns)}")
+    _check_normalized(input, ns)
+    _float_only(input, "LayerNormKernelImpl")
+    _check_param_dtype(input, (weight, bias))
+    return LayerNorm.apply(input, weight, bias, k=len(ns), eps=eps)
+
+
+# ---- group_norm: layer_norm over (N, G, C/G * spatial) ---------------------------------------
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.group_norm.html"""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    shape = tuple(input.shape)
+    n, c = shape[0], shape[1]
+    _verify_batch_size([n * c // num_groups, num_groups] + list(shape[2:]))
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {_shape_list(shape)} and num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.dim() != 1 or t.numel() != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
+                               f"but got {name} of shape {_shape_list(t.shape)} and input of shape "
+                               f"{_shape_list(shape)}")
+    _float_only(input, "group_norm")
+    y = LayerNorm.apply(input.reshape(n, num_groups, -1), None, None, k=1, eps=eps).reshape(shape)
+    if weight is not None:
+        y = y * _channel_view(weight, len(shape))
+    if bias is not None:
+        y = y + _channel_view(bias, len(shape))
+    return y
+
+
+# ---- rms_norm, local_response_norm (composites) ----------------------------------------------
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) * weight over the last dims (eps: the dtype's machine epsilon).
+    See https://pytorch.org/docs/stable/generated/torch.nn.functional.rms_norm.html"""
+    ns = _normalized_shape(normalized_shape, "rms_norm")
+    _check_normalized(input, ns, sep="")
+    if weight is not None and tuple(weight.shape) != ns:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{_shape_list(weight.shape)} and normalized_shape = {_shape_list(ns)}")
+    _float_only(input, "rms_norm")
+    if eps is None:
+        eps = D.finfo(input._dtype).eps
+    dims = tuple(range(input.dim() - len(ns), input.dim()))
+    y = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return y if weight is None else y * weight
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha * mean of x^2 over a window of `size` channels) ** beta, the window zero-padded
+    (size // 2 before, (size - 1) // 2 after). See torch.nn.functional.local_response_norm."""
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          input (got {dim} "
+                         "dimensions)")
+    if input.numel() == 0:
+        return input
+    sq = input * input
+    c = input.shape[1]
+    before, after = size // 2, (size - 1) // 2
+    window = None
+    for shift in range(-before, after + 1):
+        lo = max(0, -shift)
+        hi = min(c, c - shift)
+        if hi <= lo:
+            continue
+        part = sq.narrow(1, lo + shift, hi - lo)
+        part = _pad_channels(part, lo, c - hi)
+        window = part if window is None else window + part
+    if window is None:
+        window = sq * 0
+    div = (window * (alpha / size) + k) ** beta
+    return input / div
+
+
+def _pad_channels(t, before, after):
+    """t zero-padded along dim 1 (differentiable: a cat with constant zeros)."""
+    if not before and not after:
+        return t
+    from .joining import cat
+    from .creation import zeros
+    parts = []
+    shape = list(t.shape)
+    if before:
+        shape[1] = before
+        parts.append(zeros(shape, dtype=t.dtype))
+    parts.append(t)
+    if after:
+        shape[1] = after
+        parts.append(zeros(shape, dtype=t.dtype))
+    return cat(parts, 1)
+
+
+FUNCTIONAL = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm", "local_response_norm"]
+
+
+# ---- torch.* names ---------------------------------------------------------------------------
+
+def _torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+    return layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def _torch_group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    return group_norm(input, num_groups, weight, bias, eps)
+
+
+def _torch_rms_norm(input, normalized_shape, weight=None, eps=None):
+    return rms_norm(input, normalized_shape, weight, eps)
+
+
+for _fn, _n in ((_torch_layer_norm, "layer_norm"), (_torch_group_norm, "group_norm"), (_torch_rms_norm, "rms_norm")):
+    _fn.__name__ = _fn.__qualname__ = _n
+    install(_fn, _n, method=False)
+del _fn, _n
