@@ -55,6 +55,32 @@ def _ratio(p, q, x):
     return _polyval(p, x) / _polyval(q, x)
 
 
+# Note [Blocks]: each function below makes 20-60 passes over float64 temporaries. On big
+# arrays those temporaries fall out of the CPU cache (and are fresh pages each time), so the
+# public functions run on blocks of _BLOCK elements; that is about 3x faster from ~100k
+# elements on and changes no value (the functions are elementwise).
+_BLOCK = 32768
+
+
+def _blockwise(f):
+    """Apply the elementwise array function f(x, *args) block by block on large inputs."""
+    def run(x, *args):
+        x = np.asarray(x)
+        if x.size <= _BLOCK:
+            return f(x, *args)
+        flat = x.reshape(-1)
+        out = None
+        for start in range(0, flat.size, _BLOCK):
+            part = f(flat[start:start + _BLOCK], *args)
+            if out is None:
+                out = np.empty(flat.shape, part.dtype)
+            out[start:start + _BLOCK] = part
+        return out.reshape(x.shape)
+    run.__name__ = f.__name__
+    run.__doc__ = f.__doc__
+    return run
+
+
 def _float64(x):
     return np.asarray(x, dtype=_f64)
 
@@ -89,6 +115,7 @@ def _erfc_pos(a):
     return np.exp(-a * a) * _erfcx_pos(a)
 
 
+@_blockwise
 def erf(x):
     v = _float64(x)
     a = np.abs(v)
@@ -96,6 +123,7 @@ def erf(x):
     return _back(np.where(a < 0.5, _erf_small(np.clip(v, -0.5, 0.5)), tail), x)
 
 
+@_blockwise
 def erfc(x):
     """Complementary error function, accurate relative to its (tiny) value in the right tail."""
     v = _float64(x)
@@ -105,6 +133,7 @@ def erfc(x):
     return _back(np.where(a < 0.5, 1 - _erf_small(np.clip(v, -0.5, 0.5)), tail), x)
 
 
+@_blockwise
 def erfinv(x):
     """Inverse of erf: Winitzki's closed-form first guess, then Halley steps on erf.
 
@@ -163,6 +192,7 @@ def _lgamma_pos(v):
     return np.where(v >= 8, stirling, res)
 
 
+@_blockwise
 def lgamma(x):
     """log|Gamma(x)|; +inf at the poles 0, -1, -2, ... and at -inf (as torch)."""
     v = _float64(x)
@@ -185,6 +215,7 @@ def _digamma_pos(v):
     return np.log(z) - 0.5 / z - w * _polyval(_DIGAMMA_SERIES, w) - acc
 
 
+@_blockwise
 def digamma(x):
     """psi(x); -inf at +0, +inf at -0 and NaN at negative integers (as torch)."""
     v = _float64(x)
@@ -228,6 +259,12 @@ def _cot_derivative_poly(n):
 
 
 def polygamma(n, x):
+    """psi^(n)(x), blockwise over x (see Note [Blocks])."""
+    return _polygamma(x, n)
+
+
+@_blockwise
+def _polygamma(x, n):
     """psi^(n)(x); for x < 0 the reflection of psi differentiated n times:
     psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi^(n+1) P_n(cot(pi x))."""
     if n == 0:
@@ -254,6 +291,7 @@ def i0(x):
     return _back(np.i0(v) if v.size else v.copy(), x)
 
 
+@_blockwise
 def i1(x):
     """Modified Bessel function of the first kind, order 1: the power series (all terms
     positive) up to |x| = 30, then 16 terms of the asymptotic expansion."""

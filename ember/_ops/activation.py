@@ -42,8 +42,9 @@ def _float_only(input, kernel):
 
 
 def _opmath(x):
-    """Half-precision arrays are computed in float32 (torch's opmath), others as they are."""
-    return x.astype(np.float32) if x.dtype.itemsize == 2 and x.dtype.kind == "f" or x.dtype.name == "bfloat16" else x
+    """Half-precision arrays (float16, bfloat16: the only 2-byte floats) are computed in float32,
+    as torch's opmath does; float32/float64 as they are."""
+    return x.astype(np.float32) if x.dtype.itemsize == 2 else x
 
 
 def _no_grad_needed(t):
@@ -65,7 +66,10 @@ class _MaskGrad(Op):
             ctx.save_for_backward(grad, slope_t)
             slope = slope_t
         if type(slope) is not np.ndarray and slope == 0:
-            return np.where(keep, grad, np.zeros((), grad.dtype))
+            r = grad * keep  # ~10x faster than where(); but a masked NaN/inf grad would give NaN,
+            if np.isnan(r).any():  # where torch gives 0, so redo those rare cases exactly
+                r = np.where(keep, grad, np.zeros((), grad.dtype))
+            return r
         return np.where(keep, grad, grad * slope).astype(grad.dtype, copy=False)
 
     def backward(ctx, gg):
@@ -367,11 +371,6 @@ def celu_(input, alpha=1.0):
 
 # ---- smooth gates -----------------------------------------------------------------------------
 
-def _sigmoid(w):
-    e = np.exp(-np.abs(w))
-    return np.where(w >= 0, 1 / (1 + e), e / (1 + e))
-
-
 class Gelu(Op):
     _name = "GeluBackward0"
 
@@ -413,7 +412,10 @@ class Silu(Op):
     def forward(ctx, x):
         ctx.save_for_backward(x)
         w = _opmath(x)
-        return (w * _sigmoid(w)).astype(x.dtype, copy=False)
+        t = np.negative(w)
+        np.exp(t, out=t)
+        t += 1
+        return np.divide(w, t, out=t).astype(x.dtype, copy=False)  # x / (1 + exp(-x)), as torch
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors

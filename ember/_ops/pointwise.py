@@ -513,11 +513,12 @@ def _sgn_kernel(x):
 
 
 def _sigmoid_kernel(x):
-    if x.dtype.kind == "c":
-        return 1 / (1 + np.exp(-x))
-    # exp(-|x|) never overflows; the two branches agree at 0
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    """1 / (1 + exp(-x)) as torch computes it: exp overflowing to inf gives exactly 0, and the
+    result keeps its relative accuracy for negative x. One buffer, updated in place."""
+    t = np.negative(x)
+    np.exp(t, out=t)
+    t += 1
+    return np.reciprocal(t, out=t)
 
 
 def _sinc_dx(g, x):
