@@ -66,8 +66,8 @@ class _MaskGrad(Op):
             ctx.save_for_backward(grad, slope_t)
             slope = slope_t
         if type(slope) is not np.ndarray and slope == 0:
-            r = grad * keep  # ~10x faster than where(); but a masked NaN/inf grad would give NaN,
-            if np.isnan(r).any():  # where torch gives 0, so redo those rare cases exactly
+            r = grad * keep  # ~10x faster than where(); but a masked NaN/inf grad would give NaN
+            if np.isnan(r.sum()):  # where torch gives 0, so those rare cases are redone exactly
                 r = np.where(keep, grad, np.zeros((), grad.dtype))
             return r
         return np.where(keep, grad, grad * slope).astype(grad.dtype, copy=False)
@@ -108,7 +108,9 @@ class Relu(Op):
 
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        return _mask_grad(grad, out, ~(out._data <= 0))  # as torch: the gradient passes where result > 0 or NaN
+        keep = out._data <= 0
+        np.logical_not(keep, out=keep)  # as torch: the gradient passes where result > 0 or NaN
+        return _mask_grad(grad, out, keep)
 
 
 def _check_relu(input, name="relu"):
@@ -572,8 +574,8 @@ class Softmax(Op):
         ctx.dim = dim
         w = _opmath(x).reshape(x.shape or (1,))  # a 0-d input is a row of one
         if w.size:
-            e = np.exp(w - np.max(w, axis=dim, keepdims=True))
-            e /= np.sum(e, axis=dim, keepdims=True)
+            e = np.exp(w - w.max(axis=dim, keepdims=True))
+            e /= e.sum(axis=dim, keepdims=True)
         else:
             e = w.copy()
         out = e.astype(x.dtype, copy=False).reshape(x.shape)
@@ -593,8 +595,8 @@ class LogSoftmax(Op):
         ctx.dim = dim
         w = _opmath(x).reshape(x.shape or (1,))
         if w.size:
-            shifted = w - np.max(w, axis=dim, keepdims=True)
-            shifted -= np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
+            shifted = w - w.max(axis=dim, keepdims=True)
+            shifted -= np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
         else:
             shifted = w.copy()
         out = shifted.astype(x.dtype, copy=False).reshape(x.shape)
