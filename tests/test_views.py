@@ -451,3 +451,89 @@ def test_inplace_view_ops():
             res.append((tuple(y.shape), y.stride(), ver(y) - v0, y.grad_fn.name(), g.tolist(),
                         tuple(z.shape), z.stride(), z._base is not None, float(z._base.sum())))
         assert res[0] == res[1], f"{name}{args}: torch {res[0]} ember {res[1]}"
+
+
+# ---- randomized keys against torch ---------------------------------------------------------------
+
+def _random_item(rnd, n):
+    r = rnd.random()
+    if r < 0.25:
+        return rnd.randint(-n - 1, n) if n else 0
+    if r < 0.55:
+        return slice(rnd.choice([None, rnd.randint(-n - 2, n + 2)]), rnd.choice([None, rnd.randint(-n - 2, n + 2)]),
+                     rnd.choice([None, 1, 2, 3]))
+    if r < 0.65:
+        return None
+    if r < 0.7:
+        return Ellipsis
+    if r < 0.8:
+        return [rnd.randint(-n, max(n - 1, 0)) for _ in range(rnd.randint(0, 3))] if n else []
+    if r < 0.87:
+        return ("long", [rnd.randint(-n, max(n - 1, 0)) for _ in range(rnd.randint(1, 3))] if n else [])
+    if r < 0.93:
+        return ("mask", [rnd.random() < 0.5 for _ in range(n)])
+    return rnd.choice([True, False, ("scalar", rnd.randint(0, max(n - 1, 0))), ("scalar", rnd.random() < 0.5)])
+
+
+def _key(lib, key):
+    out = []
+    for k in key:
+        if isinstance(k, tuple):
+            kind, v = k
+            out.append(lib.tensor(v, dtype=lib.int64) if kind == "long" else
+                       lib.tensor(v, dtype=lib.bool) if kind == "mask" else lib.tensor(v))
+        else:
+            out.append(k)
+    return tuple(out)
+
+
+def _index_outcome(lib, arr, key, mode, value, grad_out):
+    x = lib.from_numpy(arr.copy())
+    if grad_out is not None:
+        x.requires_grad_()
+    try:
+        y = x * 1 if grad_out is not None else x
+        if mode == "get":
+            r = y[_key(lib, key)]
+            res = [tuple(r.shape), r.detach().numpy().copy(), r._base is not None]
+            if r._base is not None and r.numel() and grad_out is None:
+                res.append(r.stride())
+            if grad_out is not None and r.numel():
+                g = np.random.default_rng(0).standard_normal(tuple(r.shape))
+                res += [lib.autograd.grad(r, x, lib.from_numpy(g))[0].numpy().copy(), r.grad_fn.name()]
+            return res
+        v = lib.from_numpy(value.copy()) if isinstance(value, np.ndarray) else value
+        if grad_out is not None and isinstance(v, lib.Tensor):
+            v = v.requires_grad_() * 2
+        y[_key(lib, key)] = v
+        res = [y.detach().numpy().copy(), ver(y)]
+        if grad_out is not None:
+            g = lib.autograd.grad(y, x, lib.from_numpy(grad_out))[0]
+            res += [g.numpy().copy(), y.grad_fn.name()]
+        return res
+    except Exception as e:
+        return ["error", type(e).__name__]
+
+
+@pytest.mark.parametrize("with_grad", [False, True])
+def test_random_keys_match_torch(with_grad):
+    """getitem/setitem with random mixes of ints, slices, None, Ellipsis, lists, long tensors, masks
+    and bools: values, shapes, strides of views, versions, errors (and gradients, grad_fn names)."""
+    import random
+    rnd = random.Random(1234 + with_grad)
+    for trial in range(700):
+        nd = rnd.randint(1 if with_grad else 0, 3)
+        shape = tuple(rnd.randint(1 if with_grad else 0, 4) for _ in range(nd))
+        arr = np.random.default_rng(trial).standard_normal(shape)
+        key = tuple(_random_item(rnd, shape[min(i, nd - 1)] if nd else 1) for i in range(rnd.randint(1, 3)))
+        mode = rnd.choice(["get", "set"])
+        value = rnd.choice([1.5, np.array(7.0), np.array([1.0, 2.0])])
+        grad_out = np.random.default_rng(trial + 1).standard_normal(shape) if with_grad else None
+        a = _index_outcome(torch, arr, key, mode, value, grad_out)
+        b = _index_outcome(ember, arr, key, mode, value, grad_out)
+        assert len(a) == len(b), f"{mode} {shape} {key}: torch {a} ember {b}"
+        for p, q in zip(a, b):
+            if isinstance(p, np.ndarray):
+                np.testing.assert_allclose(q, p, rtol=1e-12, err_msg=f"{mode} {shape} {key}")
+            else:
+                assert p == q, f"{mode} {shape} {key}: torch {a} ember {b}"

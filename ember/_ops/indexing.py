@@ -104,11 +104,12 @@ def _classify(item):
 class Parsed:
     """A key applied torch's way: the geometry of the basic-indexing view and the advanced
     indices left for it (see Note [torch's indexing order])."""
-    __slots__ = ("shape", "strides", "offset", "np_key", "has_none", "identity", "adv", "last", "noop")
+    __slots__ = ("shape", "strides", "offset", "np_key", "has_none", "identity", "adv", "last")
 
 
-def parse_key(x, key, setitem=False):
-    items = key if _treat_as_tuple(key) else (key,)
+def parse_key(x, key):
+    in_tuple = _treat_as_tuple(key)
+    items = key if in_tuple else (key,)
     kinds = [_classify(item) for item in items]
     ndim = x.ndim
     specified = 0
@@ -132,18 +133,19 @@ def parse_key(x, key, setitem=False):
     adv = []
     p.has_none = False
     p.identity = True
-    p.noop = False
     p.last = None
     for kind, v in kinds:
-        if kind == "ellipsis":
+        if kind == "ellipsis":  # torch allows several; each skips the unspecified dims
             skip = ndim - specified
+            np_key.extend([slice(None)] * max(0, min(skip, ndim - real)))
             dim += skip
             real += skip
-            np_key.append(Ellipsis)
             continue
         if kind == "none" or kind == "bool":
-            if kind == "bool" and setitem and not v:
-                p.noop = True
+            if dim > len(shape):
+                n = len(shape)
+                raise IndexError(f"Dimension out of range (expected to be in range of [{-n - 1}, {n}], but got "
+                                 f"{dim})")
             stride = shape[dim] * strides[dim] if dim < len(shape) else 1
             shape.insert(dim, 1)
             strides.insert(dim, stride)
@@ -151,10 +153,14 @@ def parse_key(x, key, setitem=False):
             p.has_none = True
             p.identity = False
             p.last = "UnsqueezeBackward0"
-            if kind == "bool" and not setitem:
+            if kind == "bool":  # unsqueeze, then index it with [0] (True) or [] (False)
                 adv.append((dim, np.zeros(1 if v else 0, dtype=np.int64)))
             dim += 1
             continue
+        if dim >= len(shape):
+            if kind == "slice" and v.start in (None, 0) and v.stop is None and v.step in (None, 1):
+                continue  # a full slice is skipped before its dim is looked at (several Ellipsis)
+            raise IndexError(f"too many indices for tensor of dimension {ndim}")
         if kind == "int":
             n = shape[dim]
             if not -n <= v < n:
@@ -171,19 +177,24 @@ def parse_key(x, key, setitem=False):
             continue
         if kind == "slice":
             n = shape[dim]
+            full = False
             if v.step is not None and _idx(v.step) <= 0:
                 if _idx(v.step) == 0:
                     raise ValueError("slice step cannot be zero")
                 raise ValueError("step must be greater than zero")
             start, stop, step = slice(_idx(v.start), _idx(v.stop), _idx(v.step)).indices(n)
             length = max(0, (stop - start + step - 1) // step)
-            if start or length != n or step != 1:
+            # torch skips (no op, no grad_fn) a slice written as full: start 0/None, stop >= size
+            raw_start, raw_stop = _idx(v.start), _idx(v.stop)
+            full = (raw_start in (None, 0) and step == 1 and (raw_stop is None or raw_stop >= n))
+            if not full:
                 p.identity = False
             offset += start * strides[dim]
             shape[dim] = length
             strides[dim] *= step
             np_key.append(slice(start, start + (length - 1) * step + 1 if length else start, step))
-            p.last = "SliceBackward0"
+            if not (full and in_tuple):  # torch skips full slices inside a tuple key
+                p.last = "SliceBackward0"
             dim += 1
             real += 1
             continue
@@ -247,17 +258,92 @@ def _index_error(e):
 
 # ---- advanced indexing ops ----------------------------------------------------------------
 
+def result_shape(shape, key):
+    """Shape of x[key] for an advanced key (full slices and index arrays), without indexing:
+    index results go where the first index sits if the indexed dims are adjacent, else first."""
+    parts = []
+    index_shapes = []
+    d = 0
+    for k in key:
+        if isinstance(k, slice):
+            parts.append(shape[d])
+            d += 1
+            continue
+        if k.dtype == bool:
+            index_shapes.append((int(np.count_nonzero(k)),))
+            d += k.ndim
+        else:
+            index_shapes.append(k.shape)
+            d += 1
+        parts.append(None)
+    try:
+        b = np.broadcast_shapes(*index_shapes)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                         + ", ".join(str(list(s)) for s in index_shapes)) from None
+    where = [i for i, p in enumerate(parts) if p is None]
+    dims = [p for p in parts if p is not None]
+    if where[-1] - where[0] == len(where) - 1:
+        out = tuple(parts[:where[0]]) + b + tuple(p for p in parts[where[0]:] if p is not None)
+    else:
+        out = b + tuple(dims)
+    return out + tuple(shape[d:])
+
+
+def _empty_result(x, key):
+    """torch checks index bounds per written/read element, so an empty result never fails;
+    NumPy checks them anyway. The shape of an empty result, or None."""
+    _check_empty_dims(x.shape, key)
+    shape = result_shape(x.shape, key)
+    return shape if 0 in shape else None
+
+
+def _check_empty_dims(shape, key):
+    """An index into a size-0 dim fails even when the result is empty (as torch)."""
+    d = 0
+    for k in key:
+        if isinstance(k, np.ndarray) and k.dtype != bool and shape[d] == 0 and k.size:
+            raise IndexError("index is out of bounds for dimension with size 0")
+        d += k.ndim if isinstance(k, np.ndarray) and k.dtype == bool else 1
+
+
+def put_at(out, key, v, accumulate):
+    """out[key] = v (or += v), with torch's checks: the value must broadcast to the result, and
+    index bounds are only checked when something is written."""
+    _check_empty_dims(out.shape, key)
+    shape = result_shape(out.shape, key)
+    vshape = v.shape
+    while len(vshape) > len(shape) and vshape[0] == 1:
+        vshape = vshape[1:]
+    try:
+        ok = np.broadcast_shapes(vshape, shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast to indexing "
+                           f"result of shape {list(shape)}")
+    if 0 in shape:
+        return out
+    try:
+        if accumulate:
+            accumulate_at(out, key, v.reshape(vshape))
+        else:
+            out[key] = v
+    except IndexError as e:
+        raise _index_error(e) from None
+    return out
+
+
 def accumulate_at(out, key, v):
     """out[key] += v with duplicates summed. A single integer index (the common case: x[idx],
     embedding) goes to the sorted-rows helper; other keys use np.add.at."""
     arrays = [(i, k) for i, k in enumerate(key) if isinstance(k, np.ndarray)]
-    result_shape = out[key].shape if v.shape != () else None
     if len(arrays) == 1 and arrays[0][1].dtype != bool and out.dtype.kind in "fc":
         d, idx = arrays[0]
         n = out.shape[d]
         idx = _wrap_index(idx, n, d)
         rows = B.index_add_rows
-        vb = np.broadcast_to(v, result_shape or out[key].shape)
+        vb = np.broadcast_to(v, result_shape(out.shape, key))
         vb = vb.reshape(out.shape[:d] + (idx.size,) + out.shape[d + 1:])
         rows(np.moveaxis(out, d, 0), idx.reshape(-1), np.moveaxis(vb, d, 0))
         return out
@@ -288,6 +374,9 @@ class Index(Op):
         try:
             return x[key]
         except IndexError as e:
+            empty = _empty_result(x, key)
+            if empty is not None:
+                return np.empty(empty, dtype=x.dtype)
             raise _index_error(e) from None
 
     def backward(ctx, grad):
@@ -306,17 +395,7 @@ class IndexPut(Op):
             out = np.zeros(shape, dtype=v.dtype)
         else:
             out = x if into else x.copy()
-        v = v.astype(out.dtype, copy=False)
-        try:
-            if accumulate:
-                accumulate_at(out, key, v)
-            else:
-                out[key] = v
-        except IndexError as e:
-            raise _index_error(e) from None
-        except ValueError:
-            raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast to "
-                               f"indexing result of shape {list(out[key].shape)}") from None
+        put_at(out, key, v.astype(out.dtype, copy=False), accumulate)
         return out
 
     def backward(ctx, grad):
@@ -354,7 +433,8 @@ def getitem(self, key):
 # ---- __setitem__ ---------------------------------------------------------------------------
 
 class Fill(Op):
-    """The overwritten values get no gradient (fill_ with a number)."""
+    """self.fill_(value) for a number or a 0-d tensor: the overwritten values get zero
+    gradient, the value gets the sum."""
     _name = "FillBackward3"
 
     @staticmethod
@@ -362,12 +442,14 @@ class Fill(Op):
         return np.full(x.shape, value, dtype=x.dtype)
 
     def backward(ctx, grad):
-        return None
+        need = ctx.needs_input_grad
+        gx = grad.new_zeros(grad.shape) if need[0] else None  # torch: zeros_like(grad)
+        return gx, grad.sum() if need[1] else None
 
 
 class CopyFrom(Op):
     """self.copy_(src): src broadcast and cast to self's shape and dtype."""
-    _name = "CopyBackwards"
+    _name = "torch::autograd::CopyBackwards"  # torch's name(); its type is CopyBackwards
 
     @staticmethod
     def forward(ctx, x, src):
@@ -376,7 +458,7 @@ class CopyFrom(Op):
         return out
 
     def backward(ctx, grad):
-        return None, grad
+        return grad.new_zeros(grad.shape) if ctx.needs_input_grad[0] else None, grad
 
 
 def _strip_leading_ones(v):
@@ -397,9 +479,9 @@ def setitem(self, key, value):
         from ..autograd.graph import _type_name
         raise TypeError(f"can't assign a {type(value).__name__} to a torch.{_type_name(self)}")
     x = self._data
-    p = parse_key(x, key, setitem=True)
-    if p.noop:
+    if key is False:  # torch's one shortcut: a lone False writes nothing (and bumps no version)
         return
+    p = parse_key(x, key)
     if p.adv and v is not None and v._dtype is not self._dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{D.SCALAR_NAMES[self._dtype]} for the destination and {D.SCALAR_NAMES[v._dtype]} "
@@ -415,20 +497,21 @@ def setitem(self, key, value):
         geom = (p.shape, p.strides, p.offset) if p.has_none else None
         target = Slice.apply(self, key=p.np_key, name=p.last, geom=geom)
     if v is None:
-        v = _make(np.array(value, dtype=x.dtype), self._dtype)
+        from .._backend import scalar_array
+        v = _make(scalar_array(value, x.dtype), self._dtype)
     elif v._data.ndim:
         v = _strip_leading_ones(v)
     if p.adv:
         r = IndexPut.apply(target, v, key=adv_key(p.adv), accumulate=False)
         assign_result(target, r, "index_put_")
         return
-    if isinstance(value, Tensor):
+    if v._data.ndim == 0:
+        r = Fill.apply(target, v)  # torch fills with numbers and 0-d tensors
+    else:
         try:
             r = CopyFrom.apply(target, v)
         except ValueError:
             raise RuntimeError(_copy_shape_error(v, target)) from None
-    else:
-        r = Fill.apply(target, value=value)
     assign_result(target, r, "copy_")
 
 
@@ -462,19 +545,13 @@ def _setitem_nograd(self, p, value):
     else:
         from .._backend import scalar_array
         value = scalar_array(value, x.dtype)
-    try:
-        if p.adv:
-            view[adv_key(p.adv)] = value
-        else:
+    if p.adv:
+        put_at(view, adv_key(p.adv), value, False)
+    else:
+        try:
             view[...] = value
-    except IndexError as e:
-        raise _index_error(e) from None
-    except ValueError:
-        shape = view[adv_key(p.adv)].shape if p.adv else view.shape
-        if p.adv:
-            raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to "
-                               f"indexing result of shape {list(shape)}") from None
-        raise RuntimeError(_copy_shape_error(_make(value), _make(view))) from None
+        except ValueError:
+            raise RuntimeError(_copy_shape_error(_make(value), _make(view))) from None
     self._version.value += 1
 
 

@@ -177,4 +177,14 @@ CASES = [
       id="bad"),
     C("broadcast_shapes", [], lambda t: t.broadcast_shapes((2, 1), (3, 1, 4), 4), grad=False),
     C("broadcast_shapes", [], lambda t: t.broadcast_shapes((2, 3), (4,)), error=RuntimeError, id="bad"),
+    # ---- in-place view ops (self takes the new geometry)
+    C("Tensor.unsqueeze_", [(3, 4)], lambda t, x: (x * 1).unsqueeze_(1) * 2),
+    C("Tensor.squeeze_", [(1, 3, 1)], lambda t, x: (x * 1).squeeze_() * 2),
+    C("Tensor.squeeze_", [(1, 3, 1)], lambda t, x: (x * 1).squeeze_((0, 2)), id="dims"),
+    C("Tensor.t_", [(3, 4)], lambda t, x: (x * 1).t_()),
+    C("Tensor.transpose_", [(2, 3, 4)], lambda t, x: (x * 1).transpose_(0, 2)),
+    C("Tensor.swapaxes_", [(2, 3, 4)], lambda t, x: (x * 1).swapaxes_(-1, 1)),
+    C("Tensor.swapdims_", [(2, 3)], lambda t, x: (x * 1).swapdims_(0, 1)),
+    C("Tensor.as_strided_", [(3, 4)], lambda t, x: (x * 1).as_strided_((2, 3), (1, 2), 1)),
+    C("Tensor.unsqueeze_", [(3, 4)], lambda t, x: x.unsqueeze_(0), error=RuntimeError, id="leaf"),
 ]
