@@ -659,8 +659,9 @@ install(sub, "sub", inplace=make_inplace(sub, "sub"), aliases=("subtract",))
 install(div, "div", inplace=make_inplace(div, "div"), aliases=("divide",))
 install(_true_div, "true_divide", inplace=make_inplace(_true_div, "true_divide"))
 install(rsub, "rsub", method=False)
-install(pow, "pow", method=False)
+install(pow, "pow", method=False, inplace=make_inplace(pow, "pow"))
 Tensor.pow = Tensor.__pow__ = _pow_method
+Tensor.__ipow__ = Tensor.pow_
 Tensor.__rpow__ = _rpow
 install(float_power, "float_power", inplace=_float_power_)
 install(square, "square", inplace=make_inplace(square, "square"))

@@ -215,6 +215,8 @@ CASES = [
     C("pow", [POS], lambda t, x: x.clone().pow_(2), id="inplace"),
     C("pow", [T((4,), dtype="int64")], lambda t, x: x.pow_(0.5), dtypes=INT, error=RuntimeError,
       id="inplace-cast"),
+    C("pow", [T((4,), dtype="int64")], lambda t, x: x.pow_(-1), dtypes=INT, error=RuntimeError,
+      id="inplace-negative"),
     C("float_power", [POS, (3, 4)], lambda t, x, y: (t.float_power(x, y), x.float_power(2)), dtypes=F32,
       gradgrad=True),
     C("float_power", [T((3,), dtype="int64")], lambda t, x: (t.float_power(x, 2), t.float_power(2, x)),
