@@ -674,6 +674,9 @@ class Prelu(Op):
 def prelu(input, weight):
     """x where x > 0, else weight * x, with weight's entries along the channel dim (dim 1)."""
     _float_only(input, "prelu_cpu")
+    if weight._dtype is not input._dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {_NAMES[input._dtype]} and "
+                           f"{_NAMES[weight._dtype]}")
     n = weight.numel()
     channels = input.shape[1] if input.dim() >= 2 else 1
     if n != 1 and n != channels:

@@ -406,9 +406,9 @@ class Ldexp(Op):
     _name = "LdexpBackward0"
 
     @staticmethod
-    def forward(ctx, x, other, scale):
+    def forward(ctx, x, other, scale, d):
         ctx.save_for_backward(x, other, scale)
-        return x * scale
+        return x.astype(d.np, copy=False) * scale.astype(d.np, copy=False)  # torch's promotion, not NumPy's
 
     def backward(ctx, grad):
         x, other, scale = ctx.saved_tensors
@@ -435,7 +435,7 @@ def ldexp(input, other, *, out=None):
     else:
         d = D.result_type_of((input, other))
         scale = other.to(D.get_default_dtype() if d.category < D.FLOAT else d).exp2()
-    r = Ldexp.apply(input, other, scale)
+    r = Ldexp.apply(input, other, scale, d=D.result_type_of((input, scale)))
     return r if out is None else write_out(out, r, "ldexp")
 
 

@@ -173,6 +173,8 @@ CASES = [
     C("prelu", [(2, 3), T((1,), low=0.0, high=0.5)], lambda t, x, w: x.prelu(w), gradgrad=True, id="shared"),
     C("prelu", [(5,), T((1,), low=0.0, high=0.5)], lambda t, x, w: t.prelu(x, w), id="1d"),
     C("prelu", [(2, 4), (3,)], lambda t, x, w: t.prelu(x, w), error=RuntimeError, id="mismatch"),
+    C("prelu", [(2, 3), T((3,), dtype="float64")], lambda t, x, w: t.prelu(x, w), dtypes=F32, error=RuntimeError,
+      id="dtype-mismatch"),
     C("rrelu", [WIDE], lambda t, x: (t.rrelu(x), F(t).rrelu(x, 0.1, 0.3)), gradgrad=True),
     C("rrelu", [WIDE], lambda t, x: (t.rrelu_(x.clone()), F(t).rrelu(x.clone(), inplace=True)), id="inplace"),
     C("rrelu", [T((3, 4), low=-4, high=-0.5)], lambda t, x: t.rrelu(x, 0.1, 0.3, training=True),
