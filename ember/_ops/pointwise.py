@@ -17,7 +17,7 @@ from .._backend import special as S
 from .._tensor import Tensor
 from ._registry import (COMPARE, INTEGRAL, LOGICAL, SAME, TO_FLOAT, Op, binary, install, make_inplace,
                         unary, write_out)
-from .creation import zeros_like
+from .creation import ones_like, zeros_like
 
 _make = Tensor._make
 _NAMES = D.SCALAR_NAMES
@@ -109,8 +109,7 @@ _sub = binary("_sub", np.subtract, dx=lambda g: g, dy=lambda g: -g, method=False
 mul = binary("mul", np.multiply, dx=lambda g, y: g * y, dy=lambda g, x: g * x, dunder="mul", rdunder=True,
              aliases=("multiply",))
 _true_div = binary("true_divide", np.true_divide, TO_FLOAT, dx=lambda g, y: g / y,
-                   dy=lambda g, x, y: -g * x / (y * y), node_name="DivBackward0", inplace=False,
-                   )
+                   dy=lambda g, x, y: -g * x / (y * y), node_name="DivBackward0", inplace=False)
 
 
 def _trunc_div_kernel(x, y):
@@ -121,9 +120,8 @@ def _trunc_div_kernel(x, y):
     return np.trunc(np.true_divide(x, y))
 
 
-_DIV_CHECK = _nyi("div_trunc_cpu", _bool_or_complex)
 _div_trunc = binary("_div_trunc", _int_div(_trunc_div_kernel), dx=_zeros, dy=_zeros, method=False,
-                    inplace=False, node_name="DivBackward2", check=_DIV_CHECK)
+                    inplace=False, node_name="DivBackward2", check=_nyi("div_trunc_cpu", _bool_or_complex))
 _div_floor = binary("_div_floor", _int_div(np.floor_divide), dx=_zeros, dy=_zeros, method=False,
                     inplace=False, node_name="DivBackward2", check=_nyi("div_floor_cpu", _bool_or_complex))
 floor_divide = binary("floor_divide", _int_div(np.floor_divide), dx=_not_differentiable("floor_divide"),
@@ -238,17 +236,12 @@ def _pow_dy(g, x, y, out):
     """d x**y / dy = out * log(x), defined as 0 where x == 0 and y >= 0 (as torch)."""
     if not isinstance(x, Tensor):
         if x == 0:
-            return (g * 0).where(y >= 0, g * out * float("-inf"))
+            return zeros_like(g).where(y >= 0, g * out * float("-inf"))
         return g * out * math.log(x) if x > 0 else g * out * float("nan")
     return (g * out * x.log()).where((x != 0) | (y < 0), 0.0)
 
 
-def _pow_check(d):
-    if d is D.bool:
-        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
-
-
-_pow = binary("pow", _pow_kernel, dx=_pow_dx, dy=_pow_dy, dunder="pow", rdunder=True, check=_pow_check)
+_pow = binary("pow", _pow_kernel, dx=_pow_dx, dy=_pow_dy, dunder="pow", rdunder=True, check=_nyi("pow", _is_bool))
 
 
 def _negative_int_exponent(input, exponent):
@@ -259,7 +252,7 @@ def _negative_int_exponent(input, exponent):
 
 def _bool_pow(input, exponent):
     """bool ** True is a copy and bool ** False is all True (torch short-cuts these exponents)."""
-    return input.clone() if exponent else input.logical_or(input.logical_not())
+    return input.clone() if exponent else ones_like(input)
 
 
 def pow(input, exponent, *, out=None):
