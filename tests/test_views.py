@@ -537,3 +537,82 @@ def test_random_keys_match_torch(with_grad):
                 np.testing.assert_allclose(q, p, rtol=1e-12, err_msg=f"{mode} {shape} {key}")
             else:
                 assert p == q, f"{mode} {shape} {key}: torch {a} ember {b}"
+
+
+def _random_view_op(rnd, shape):
+    nd = len(shape)
+    if nd == 0:
+        return rnd.choice([("unsqueeze", (0,)), ("reshape", (1, 1)), ("view", (1,)), ("expand", (3,))])
+    d = rnd.randrange(nd)
+    n = int(np.prod(shape))
+    choice = rnd.randrange(16)
+    if choice == 0:
+        return "transpose", (d, rnd.randrange(nd))
+    if choice == 1:
+        return "unsqueeze", (rnd.randint(-nd - 1, nd),)
+    if choice == 2:
+        return "squeeze", (d,)
+    if choice == 3:
+        start = rnd.randint(0, shape[d])
+        return "narrow", (d, start, rnd.randint(0, shape[d] - start))
+    if choice == 4:
+        return "select", (d, rnd.randint(-shape[d], shape[d] - 1)) if shape[d] else ("squeeze", ())
+    if choice == 5:
+        return "movedim", (d, rnd.randrange(nd))
+    if choice in (6, 7):
+        sizes = [(n,), (-1,), (1, n), (n, 1), tuple(reversed(shape)), shape + (1,)] + ([(2, n // 2)] if n % 2 == 0 else [])
+        return rnd.choice(["reshape", "view"]), rnd.choice(sizes)
+    if choice == 8:
+        a = rnd.randrange(nd)
+        return "flatten", (a, rnd.randrange(a, nd))
+    if choice == 9:
+        return "expand", tuple(rnd.choice([s, -1]) if s != 1 else rnd.choice([1, 3]) for s in shape)
+    if choice == 10 and nd >= 2:
+        d1, d2 = rnd.sample(range(nd), 2)
+        return "diagonal", (rnd.randint(-2, 2), d1, d2)
+    if choice == 11:
+        return "unfold", (d, rnd.randint(0, shape[d]), rnd.randint(1, 3))
+    if choice == 12:
+        return "permute", tuple(rnd.sample(range(nd), nd))
+    if choice == 13:
+        return "clone", ()
+    if choice == 14:
+        return "contiguous", ()
+    return "__getitem__", (tuple(rnd.choice([slice(None), slice(1, None), slice(None, None, 2), None, 0 if s else None])
+                                 for s in shape[:2]),)
+
+
+def test_random_view_chains_geometry():
+    """Chains of random view ops: shape, stride, storage_offset, is_contiguous, _base and values
+    agree with torch at every step (errors must agree in type)."""
+    import random
+    rnd = random.Random(99)
+    for trial in range(600):
+        shape = tuple(rnd.randint(0, 4) for _ in range(rnd.randint(0, 3)))
+        t, e = torch.zeros(shape), ember.zeros(shape)
+        t += torch.arange(t.numel(), dtype=t.dtype).reshape(shape)
+        e += ember.arange(e.numel(), dtype=e.dtype).reshape(shape)
+        history = []
+        for _ in range(rnd.randint(1, 5)):
+            name, args = _random_view_op(rnd, tuple(t.shape))
+            history.append((name, args))
+            outcome = []
+            for lib_t in (t, e):
+                try:
+                    outcome.append(getattr(lib_t, name)(*args))
+                except Exception as exc:
+                    outcome.append(type(exc).__name__)
+            if isinstance(outcome[0], str) or isinstance(outcome[1], str):
+                assert outcome[0] == outcome[1], f"{shape} {history}: torch {outcome[0]} ember {outcome[1]}"
+                break
+            t, e = outcome
+            where = f"{shape} {history}"
+            assert tuple(t.shape) == tuple(e.shape), where
+            # Known limit: a zero-size view of an expanded (all-zero-stride) tensor reports contiguous
+            # strides in ember, since NumPy gives freshly made empty arrays zero strides as well.
+            if not (t.numel() == 0 and not any(t.stride())):
+                assert t.stride() == e.stride(), f"{where}: torch {t.stride()} ember {e.stride()}"
+            assert t.storage_offset() == e.storage_offset(), where
+            assert t.is_contiguous() == e.is_contiguous(), where
+            assert (t._base is None) == (e._base is None), where
+            np.testing.assert_array_equal(e.numpy(), t.numpy(), err_msg=where)

@@ -84,7 +84,22 @@ def expand_geometry(shape, strides, sizes):
     return tuple(out_shape), tuple(out_strides)
 
 
+def is_contiguous(shape, strides):
+    """torch's flag: row-major strides on every dim of size != 1, or no elements at all."""
+    if 0 in shape:
+        return True
+    expected = 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1:
+            if st != expected:
+                return False
+            expected *= n
+    return True
+
+
 def is_non_overlapping_and_dense(shape, strides):
+    if is_contiguous(shape, strides):
+        return True
     if len(shape) == 1:
         return shape[0] < 2 or strides[0] == 1
     order = sorted(range(len(shape)), key=lambda d: (shape[d] < 2, strides[d]))

@@ -24,6 +24,8 @@ _make = Tensor._make
 
 def shape_args(args, name="view"):
     """Accept f(2, 3), f((2, 3)), f([2, 3]), f(torch.Size) and 0-d integer tensors."""
+    if not args and name in ("view", "reshape"):
+        raise TypeError(f"{name}() missing 1 required positional arguments: \"shape\"")
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
     try:
