@@ -236,7 +236,7 @@ def _pow_dy(g, x, y, out):
     """d x**y / dy = out * log(x), defined as 0 where x == 0 and y >= 0 (as torch)."""
     if not isinstance(x, Tensor):
         if x == 0:
-            return zeros_like(g).where(y >= 0, g * out * float("-inf"))
+            return (g * 0).where(y >= 0, g * out * float("-inf"))  # g * 0 keeps torch's NaNs in double backward
         return g * out * math.log(x) if x > 0 else g * out * float("nan")
     return (g * out * x.log()).where((x != 0) | (y < 0), 0.0)
 
