@@ -181,3 +181,35 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
         return input / denom
     from .._ops.pointwise import div
     return div(input, denom, out=out)
+
+
+# ======================================================================================
+# normalization layers: batch_norm, instance_norm, layer_norm, group_norm, rms_norm,
+# local_response_norm (declared in ember/_ops/norm.py)
+# ======================================================================================
+
+from .._ops import norm as _norm  # noqa: E402
+
+for _name in _norm.FUNCTIONAL:
+    globals()[_name] = getattr(_norm, _name)
+del _name
+
+# ======================================================================================
+# dropout functions (declared in ember/_ops/dropout.py)
+# ======================================================================================
+
+from .._ops import dropout as _dropout  # noqa: E402
+
+for _name in _dropout.FUNCTIONAL:
+    globals()[_name] = getattr(_dropout, _name)
+del _name
+
+# ======================================================================================
+# sparse functions: embedding, embedding_bag, one_hot (declared in ember/_ops/embedding.py)
+# ======================================================================================
+
+from .._ops import embedding as _embedding  # noqa: E402
+
+for _name in _embedding.FUNCTIONAL:
+    globals()[_name] = getattr(_embedding, _name)
+del _name
