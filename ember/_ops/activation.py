@@ -86,6 +86,14 @@ def _mask_grad(grad, src, keep, slope=0):
     return _MaskGrad.apply(grad, src, None, keep=keep, slope=slope)
 
 
+def _finish(input, r, inplace, name):
+    """F's inplace=True: write r into input (torch's `name_`) and return input."""
+    if not inplace:
+        return r
+    check_inplace(input)
+    return assign_result(input, r, name + "_")
+
+
 def _inplace(fn, name):
     """`name_` variant: writes fn's result into input (a fast path when no graph is needed)."""
     def inplace(input, *args, **kwargs):
@@ -209,10 +217,7 @@ def _check_hardtanh(input, min_val):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     _check_hardtanh(input, min_val)
-    if inplace:
-        check_inplace(input)
-        return assign_result(input, Hardtanh.apply(input, lo=min_val, hi=max_val), "hardtanh_")
-    return Hardtanh.apply(input, lo=min_val, hi=max_val)
+    return _finish(input, Hardtanh.apply(input, lo=min_val, hi=max_val), inplace, "hardtanh")
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
@@ -239,11 +244,7 @@ class LeakyRelu(Op):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     _float_only(input, "leaky_relu_cpu")
-    r = LeakyRelu.apply(input, slope=negative_slope)
-    if inplace:
-        check_inplace(input)
-        return assign_result(input, r, "leaky_relu_")
-    return r
+    return _finish(input, LeakyRelu.apply(input, slope=negative_slope), inplace, "leaky_relu")
 
 
 def leaky_relu_(input, negative_slope=0.01):
@@ -326,11 +327,7 @@ class Elu(Op):
 
 def elu(input, alpha=1.0, inplace=False):
     _float_only(input, "elu_cpu")
-    r = Elu.apply(input, alpha=alpha, scale=1.0, input_scale=1.0)
-    if inplace:
-        check_inplace(input)
-        return assign_result(input, r, "elu_")
-    return r
+    return _finish(input, Elu.apply(input, alpha=alpha, scale=1.0, input_scale=1.0), inplace, "elu")
 
 
 def elu_(input, alpha=1.0):
@@ -431,10 +428,7 @@ def silu(input, inplace=False):
     else:
         _float_only(input, "silu_cpu")
         r = Silu.apply(input)
-    if inplace:
-        check_inplace(input)
-        return assign_result(input, r, "silu_")
-    return r
+    return _finish(input, r, inplace, "silu")
 
 
 class Mish(Op):
@@ -454,11 +448,7 @@ class Mish(Op):
 
 def mish(input, inplace=False):
     _float_only(input, "mish_cpu")
-    r = Mish.apply(input)
-    if inplace:
-        check_inplace(input)
-        return assign_result(input, r, "mish_")
-    return r
+    return _finish(input, Mish.apply(input), inplace, "mish")
 
 
 class Hardswish(Op):
@@ -478,11 +468,7 @@ class Hardswish(Op):
 
 def hardswish(input, inplace=False):
     _float_only(input, "hardswish_cpu")
-    r = Hardswish.apply(input)
-    if inplace:
-        check_inplace(input)
-        return assign_result(input, r, "hardswish_")
-    return r
+    return _finish(input, Hardswish.apply(input), inplace, "hardswish")
 
 
 class Hardsigmoid(Op):
@@ -502,11 +488,7 @@ class Hardsigmoid(Op):
 
 def hardsigmoid(input, inplace=False):
     _float_only(input, "hardsigmoid_cpu")
-    r = Hardsigmoid.apply(input)
-    if inplace:
-        check_inplace(input)
-        return assign_result(input, r, "hardsigmoid_")
-    return r
+    return _finish(input, Hardsigmoid.apply(input), inplace, "hardsigmoid")
 
 
 class Softplus(Op):
