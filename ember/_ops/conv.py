@@ -1,1 +1,499 @@
-"""conv ops (see CONTRIBUTING.md)."""
+"""Convolution: conv1d/2d/3d and conv_transpose1d/2d/3d (torch.nn.functional and torch.*).
+
+Three kernels share one geometry (stride, dilation, padding, groups) and are the three faces
+of the trilinear form T(x, w, y) = <conv(x, w), y>:
+    conv(x, w)         -> y-shaped (the forward)
+    conv_input(y, w)   -> x-shaped = dT/dx (conv's input gradient, and conv_transpose's forward)
+    conv_weight(x, y)  -> w-shaped = dT/dw (conv's weight gradient)
+Each is an Op whose backward is written with the other two, so gradients of every order work.
+The GEMM layout is described in Note [Convolution layout] (ember/_backend/conv_numpy.py);
+depthwise convolutions (one input channel per group) take a per-tap multiply-accumulate path.
+"""
+import warnings
+
+import numpy as np
+
+from .. import _dtype as D
+from .._backend import conv_numpy as K
+from .._tensor import Tensor
+from ._registry import Op, install
+
+
+class Geometry:
+    """Per spatial dim stride, dilation and padding (lo, hi), and the number of groups."""
+    __slots__ = ("stride", "dilation", "lo", "hi", "groups")
+
+    def __init__(self, stride, dilation, lo, hi, groups):
+        self.stride = tuple(stride)
+        self.dilation = tuple(dilation)
+        self.lo = tuple(lo)
+        self.hi = tuple(hi)
+        self.groups = groups
+
+    def out_size(self, spatial, kernel):
+        return tuple(K.conv_out_size(s, k, st, d, a, b) for s, k, st, d, a, b in
+                     zip(spatial, kernel, self.stride, self.dilation, self.lo, self.hi))
+
+
+# ---- kernels (arrays in, arrays out) -----------------------------------------------------
+
+def _opmath(*arrays):
+    """Half-precision inputs compute in float32 (torch's opmath); others as they are."""
+    return tuple(None if a is None else (a.astype(np.float32) if a.dtype.itemsize == 2 and a.dtype.kind in "fV"
+                                         else a) for a in arrays)
+
+
+def _is_depthwise(w, geo):
+    return geo.groups > 1 and w.shape[1] == 1
+
+
+def conv_forward(x, w, b, geo):
+    """y[n, o] = sum over the group's channels and taps of w * x-windows, plus b[o]."""
+    dtype = x.dtype
+    x, w, b = _opmath(x, w, b)
+    kernel = w.shape[2:]
+    out = geo.out_size(x.shape[2:], kernel)
+    if _is_depthwise(w, geo):
+        y = _depthwise_forward(x, w, b, geo, out)
+    else:
+        n = x.shape[0]
+        g = geo.groups
+        cols = K.im2col(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g)
+        y = np.matmul(w.reshape(g, w.shape[0] // g, -1), cols)
+        y = K.from_channel_major(y.reshape(w.shape[0], -1), n, out, b)
+    return y if y.dtype == dtype else y.astype(dtype)
+
+
+def conv_input(y, w, geo, x_shape):
+    """dT/dx: the gradient y (N, O, *out) carried back to an (N, C, *x_spatial) input."""
+    dtype = y.dtype
+    y, w = _opmath(y, w)
+    kernel = w.shape[2:]
+    out = y.shape[2:]
+    if _is_depthwise(w, geo):
+        x = _depthwise_input(y, w, geo, x_shape)
+    else:
+        g = geo.groups
+        wt = w.reshape(g, w.shape[0] // g, -1).transpose(0, 2, 1)
+        cols = np.matmul(wt, K.to_channel_major(y, g))
+        x = K.col2im(cols, x_shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out)
+    return x if x.dtype == dtype else x.astype(dtype)
+
+
+def conv_weight(x, y, geo, w_shape):
+    """dT/dw: sum over batch and positions of y times the input windows, shaped like the weight."""
+    dtype = y.dtype
+    x, y = _opmath(x, y)
+    kernel = w_shape[2:]
+    out = y.shape[2:]
+    if geo.groups > 1 and w_shape[1] == 1:
+        w = _depthwise_weight(x, y, geo, w_shape)
+    else:
+        g = geo.groups
+        cols = K.im2col(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g)
+        w = np.matmul(K.to_channel_major(y, g), cols.transpose(0, 2, 1)).reshape(w_shape)
+    return w if w.dtype == dtype else w.astype(dtype)
+
+
+# depthwise: each input channel c feeds `mult` output channels c*mult .. c*mult+mult-1
+
+def _depthwise_forward(x, w, b, geo, out):
+    n, c = x.shape[:2]
+    mult = w.shape[0] // c
+    xp = K.padded(x, geo.lo, geo.hi)
+    taps = w.reshape(c, mult, -1)
+    ones = (1,) * len(out)
+    acc = np.zeros((n, c, mult) + out, dtype=x.dtype)
+    tmp = np.empty_like(acc)
+    for i, (tap, sl) in enumerate(K.tap_slices(w.shape[2:], geo.stride, geo.dilation, out)):
+        np.multiply(xp[sl][:, :, None], taps[:, :, i].reshape((c, mult) + ones), out=tmp)
+        acc += tmp
+    acc = acc.reshape((n, c * mult) + out)
+    if b is not None:
+        acc += b.reshape((c * mult,) + ones)
+    return acc
+
+
+def _depthwise_input(y, w, geo, x_shape):
+    n, c = x_shape[:2]
+    mult = w.shape[0] // c
+    out = y.shape[2:]
+    ones = (1,) * len(out)
+    full = tuple(s + a + b for s, a, b in zip(x_shape[2:], geo.lo, geo.hi))
+    gx = np.zeros((n, c) + full, dtype=y.dtype)
+    yg = y.reshape((n, c, mult) + out)
+    taps = w.reshape(c, mult, -1)
+    tmp = np.empty((n, c) + out, dtype=y.dtype)
+    for i, (tap, sl) in enumerate(K.tap_slices(w.shape[2:], geo.stride, geo.dilation, out)):
+        if mult == 1:
+            np.multiply(yg[:, :, 0], taps[:, 0, i].reshape((c,) + ones), out=tmp)
+        else:
+            np.einsum("ncm...,cm->nc...", yg, taps[:, :, i], out=tmp)
+        gx[sl] += tmp
+    inner = tuple(slice(a, a + s) for a, s in zip(geo.lo, x_shape[2:]))
+    return gx[(slice(None), slice(None)) + inner].copy()
+
+
+def _depthwise_weight(x, y, geo, w_shape):
+    n, c = x.shape[:2]
+    mult = w_shape[0] // c
+    out = y.shape[2:]
+    xp = K.padded(x, geo.lo, geo.hi)
+    yg = y.reshape((n, c, mult) + out)
+    gw = np.empty((c, mult, int(np.prod(w_shape[2:]))), dtype=y.dtype)
+    sp = "xyz"[:len(out)]  # einsum sums only named dims
+    for i, (tap, sl) in enumerate(K.tap_slices(w_shape[2:], geo.stride, geo.dilation, out)):
+        if mult == 1:
+            gw[:, 0, i] = np.einsum(f"nc{sp},nc{sp}->c", yg[:, :, 0], xp[sl])
+        else:
+            gw[:, :, i] = np.einsum(f"ncm{sp},nc{sp}->cm", yg, xp[sl])
+    return gw.reshape(w_shape)
+
+
+# ---- ops -------------------------------------------------------------------------------
+
+def _conj(saved):
+    """Complex gradients pair with the conjugate of the other factor (torch's convention); real
+    tensors are returned as they are."""
+    return tuple(t.conj() for t in saved)
+
+
+def _sum_bias(grad):
+    return grad.sum((0,) + tuple(range(2, grad.dim())))
+
+
+class Convolution(Op):
+    """y = conv(x, w) + b."""
+    _name = "ConvolutionBackward0"
+
+    @staticmethod
+    def forward(ctx, x, w, b, geo):
+        ctx.save_for_backward(x, w)
+        ctx.geo = geo
+        return conv_forward(x, w, b, geo)
+
+    def backward(ctx, grad):
+        x, w = _conj(ctx.saved_tensors)
+        need = ctx.needs_input_grad
+        geo = ctx.geo
+        gx = ConvInputGrad.apply(grad, w, geo=geo, x_shape=x._data.shape) if need[0] else None
+        gw = ConvWeightGrad.apply(x, grad, geo=geo, w_shape=w._data.shape) if need[1] else None
+        gb = _sum_bias(grad) if need[2] else None
+        return gx, gw, gb
+
+
+class ConvInputGrad(Op):
+    """x' = conv_input(y, w): linear in y (adjoint of conv in x) and in w."""
+    _name = "ConvolutionBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, y, w, geo, x_shape):
+        ctx.save_for_backward(y, w)
+        ctx.geo = geo
+        return conv_input(y, w, geo, x_shape)
+
+    def backward(ctx, grad):
+        y, w = _conj(ctx.saved_tensors)
+        need = ctx.needs_input_grad
+        geo = ctx.geo
+        gy = Convolution.apply(grad, w, None, geo=geo) if need[0] else None
+        gw = ConvWeightGrad.apply(grad, y, geo=geo, w_shape=w._data.shape) if need[1] else None
+        return gy, gw
+
+
+class ConvWeightGrad(Op):
+    """w' = conv_weight(x, y): linear in x and in y."""
+    _name = "ConvolutionBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, x, y, geo, w_shape):
+        ctx.save_for_backward(x, y)
+        ctx.geo = geo
+        return conv_weight(x, y, geo, w_shape)
+
+    def backward(ctx, grad):
+        x, y = _conj(ctx.saved_tensors)
+        need = ctx.needs_input_grad
+        geo = ctx.geo
+        gx = ConvInputGrad.apply(y, grad, geo=geo, x_shape=x._data.shape) if need[0] else None
+        gy = Convolution.apply(x, grad, None, geo=geo) if need[1] else None
+        return gx, gy
+
+
+class ConvTranspose(Op):
+    """x = conv_input(y, w) + b: the transposed convolution."""
+    _name = "ConvolutionBackward0"
+
+    @staticmethod
+    def forward(ctx, y, w, b, geo, x_shape):
+        ctx.save_for_backward(y, w)
+        ctx.geo = geo
+        x = conv_input(y, w, geo, x_shape)
+        if b is not None:
+            x += b.reshape((-1,) + (1,) * (x.ndim - 2)).astype(x.dtype, copy=False)
+        return x
+
+    def backward(ctx, grad):
+        y, w = _conj(ctx.saved_tensors)
+        need = ctx.needs_input_grad
+        geo = ctx.geo
+        gy = Convolution.apply(grad, w, None, geo=geo) if need[0] else None
+        gw = ConvWeightGrad.apply(grad, y, geo=geo, w_shape=w._data.shape) if need[1] else None
+        gb = _sum_bias(grad) if need[2] else None
+        return gy, gw, gb
+
+
+# ---- argument checking (torch's messages) ------------------------------------------------
+
+_TENSOR_TYPE = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
+                "bfloat16": "torch.BFloat16Tensor", "int64": "torch.LongTensor", "int32": "torch.IntTensor",
+                "int16": "torch.ShortTensor", "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
+                "complex64": "torch.ComplexFloatTensor", "complex128": "torch.ComplexDoubleTensor",
+                "bool": "torch.BoolTensor"}
+_C_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+           "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+           "complex64": "c10::complex<float>", "complex128": "c10::complex<double>", "bool": "bool"}
+_SCALAR = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+           "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "complex64": "ComplexFloat",
+           "complex128": "ComplexDouble", "bool": "Bool"}
+
+
+def _ints(value, n, what, fname):
+    """An int or a sequence of ints expanded to n ints (a one-element sequence is repeated)."""
+    if isinstance(value, bool) or not isinstance(value, (int, tuple, list, np.integer)):
+        raise TypeError(f"{fname}(): argument '{what}' must be tuple of ints, not {type(value).__name__}")
+    if isinstance(value, (int, np.integer)):
+        return (int(value),) * n
+    items = tuple(value)
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{fname}(): argument '{what}' must be tuple of ints, but found element of type "
+                            f"{type(v).__name__} at pos {items.index(v)}")
+    items = tuple(int(v) for v in items)
+    return items * n if len(items) == 1 else items
+
+
+def _check_len(values, n, what):
+    if len(values) != n:
+        raise RuntimeError(f"expected {what} to be a single integer value or a list of {n} values to match the "
+                           f"convolution dimensions, but got {what}={list(values)}")
+
+
+def _size(shape):
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _check_tensors(fname, input, weight, bias):
+    for name, t in (("input", input), ("weight", weight)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{fname}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if bias is not None and not isinstance(bias, Tensor):
+        raise TypeError(f"{fname}(): argument 'bias' must be Tensor, not {type(bias).__name__}")
+
+
+def _check_dtypes(input, weight, bias):
+    di = input.dtype.name
+    dw = weight.dtype.name
+    if di == "bool":
+        raise NotImplementedError(f"\"slow_conv2d_cpu\" not implemented for 'Bool'")
+    if di != dw:
+        if input._dtype.itemsize < weight._dtype.itemsize or input._dtype.category < weight._dtype.category:
+            raise RuntimeError(f"Input type ({_TENSOR_TYPE[di]}) and weight type ({_TENSOR_TYPE[dw]}) should be the "
+                               "same or input should be a MKLDNN tensor and weight is a dense tensor")
+        raise RuntimeError(f"expected scalar type {_SCALAR[di]} but found {_SCALAR[dw]}")
+    if bias is not None and bias.dtype is not input.dtype:
+        raise RuntimeError(f"Input type ({_C_TYPE[di]}) and bias type ({_C_TYPE[bias.dtype.name]}) should be the same")
+
+
+def _check_params(stride, padding, dilation, groups, output_padding=None):
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if output_padding is not None and any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d < 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(d == 0 for d in dilation):
+        raise RuntimeError("non-positive dilation is not supported")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+
+
+def _check_weight_groups(weight, groups):
+    ws = weight.shape
+    if ws[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
+                           f"weight of size {_size(ws)} instead")
+    if ws[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{_size(ws)}] instead")
+
+
+def _prepare(fname, nd, input, weight, bias):
+    """Type/rank checks shared by conv and conv_transpose; returns (input, batched)."""
+    _check_tensors(fname, input, weight, bias)
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {fname}, but got input "
+                           f"of size: {_size(input.shape)}")
+    batched = input.dim() == nd + 2
+    if weight.dim() < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    return (input if batched else input.unsqueeze(0)), batched
+
+
+def _check_rank(input, weight):
+    if weight.dim() != input.dim():
+        wd = weight.dim()
+        raise RuntimeError(f"Expected {wd}-dimensional input for {wd}-dimensional weight {_size(weight.shape)}, but "
+                           f"got {input.dim()}-dimensional input of size {_size(input.shape)} instead")
+
+
+def _same_padding(kernel, dilation, fname):
+    """(lo, hi) of padding='same': the total d*(k-1) split with the extra element on the right."""
+    lo, hi = [], []
+    for k, d in zip(kernel, dilation):
+        total = d * (k - 1)
+        lo.append(total // 2)
+        hi.append(total - total // 2)
+    if lo != hi:
+        warnings.warn("Using padding='same' with even kernel lengths and odd dilation may require a zero-padded "
+                      "copy of the input be created", UserWarning, stacklevel=4)
+    return tuple(lo), tuple(hi)
+
+
+# ---- public functions ------------------------------------------------------------------
+
+def _convnd(fname, nd, input, weight, bias, stride, padding, dilation, groups):
+    x, batched = _prepare(fname, nd, input, weight, bias)
+    stride = _ints(stride, nd, "stride", fname)
+    dilation = _ints(dilation, nd, "dilation", fname)
+    kd = weight.dim() - 2
+    _check_len(stride, kd, "stride")
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0,) * kd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        padding = _ints(padding, nd, "padding", fname)
+        _check_len(padding, kd, "padding")
+    _check_len(dilation, kd, "dilation")
+    _check_params(stride, padding if not isinstance(padding, str) else (0,), dilation, groups)
+    _check_rank(x, weight)
+    _check_weight_groups(weight, groups)
+    ws = tuple(weight.shape)
+    if x.shape[1] != ws[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {_size(ws)}, expected input{_size(x.shape)} to "
+                           f"have {ws[1] * groups} channels, but got {x.shape[1]} channels instead")
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != ws[0]):
+        raise RuntimeError(f"Given weight of size {_size(ws)}, expected bias to be 1-dimensional with {ws[0]} "
+                           f"elements, but got bias of size {_size(bias.shape)} instead")
+    kernel = ws[2:]
+    if isinstance(padding, str):
+        lo, hi = _same_padding(kernel, dilation, fname)
+    else:
+        lo = hi = padding
+    spatial = x.shape[2:]
+    padded = [s + a + b for s, a, b in zip(spatial, lo, hi)]
+    extent = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
+    if any(p < e for p, e in zip(padded, extent)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
+                           f"size: ({' x '.join(map(str, extent))}). Kernel size can't be greater than actual input "
+                           "size")
+    _check_dtypes(x, weight, bias)
+    out = Convolution.apply(x, weight, bias, geo=Geometry(stride, dilation, lo, hi, groups))
+    return out if batched else out.squeeze(0)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.conv1d.html"""
+    return _convnd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.conv2d.html"""
+    return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.conv3d.html"""
+    return _convnd("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+_DIM_NAMES = {1: ("height", "width"), 2: ("height", "width"), 3: ("depth", "height", "width")}
+
+
+def _check_output_padding(output_padding, stride, dilation):
+    if all(p < s or p < d for p, s, d in zip(output_padding, stride, dilation)):
+        return
+    names = _DIM_NAMES[len(stride)]
+    op, st, dl = list(output_padding), list(stride), list(dilation)
+    if len(st) == 1:  # torch runs 1-d transposed convolutions as 2-d ones of height 1
+        op, st, dl = [0] + op, [1] + st, [1] + dl
+    parts = [f"output_padding_{n}: {v}" for n, v in zip(names, op)]
+    parts += [f"stride_{n}: {v}" for n, v in zip(names, st)]
+    parts += [f"dilation_{n}: {v}" for n, v in zip(names, dl)]
+    raise RuntimeError("output padding must be smaller than either stride or dilation, but got " + " ".join(parts))
+
+
+def _conv_transposend(fname, nd, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    x, batched = _prepare(fname, nd, input, weight, bias)
+    stride = _ints(stride, nd, "stride", fname)
+    padding = _ints(padding, nd, "padding", fname)
+    output_padding = _ints(output_padding, nd, "output_padding", fname)
+    dilation = _ints(dilation, nd, "dilation", fname)
+    kd = weight.dim() - 2
+    for name, v in (("stride", stride), ("padding", padding), ("output_padding", output_padding),
+                    ("dilation", dilation)):
+        _check_len(v, kd, name)
+    _check_params(stride, padding, dilation, groups, output_padding)
+    _check_output_padding(output_padding, stride, dilation)
+    _check_rank(x, weight)
+    _check_weight_groups(weight, groups)
+    ws = tuple(weight.shape)
+    if x.shape[1] != ws[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {_size(ws)}, expected input{_size(x.shape)} to have "
+                           f"{ws[0]} channels, but got {x.shape[1]} channels instead")
+    out_channels = ws[1] * groups
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != out_channels):
+        raise RuntimeError(f"Given transposed=1, weight of size {_size(ws)}, expected bias to be 1-dimensional with "
+                           f"{out_channels} elements, but got bias of size {_size(bias.shape)} instead")
+    kernel = ws[2:]
+    spatial = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in
+                    zip(x.shape[2:], stride, padding, dilation, kernel, output_padding))
+    if any(s < 0 for s in spatial):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, x.shape[2:]))}). Calculated output "
+                           f"size per channel: ({' x '.join(map(str, spatial))}). Output size is too small")
+    _check_dtypes(x, weight, bias)
+    geo = Geometry(stride, dilation, padding, padding, groups)
+    out = ConvTranspose.apply(x, weight, bias, geo=geo, x_shape=(x.shape[0], out_channels) + spatial)
+    return out if batched else out.squeeze(0)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.conv_transpose1d.html"""
+    return _conv_transposend("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
+                             dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.conv_transpose2d.html"""
+    return _conv_transposend("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                             dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.conv_transpose3d.html"""
+    return _conv_transposend("conv_transpose3d", 3, input, weight, bias, stride, padding, output_padding, groups,
+                             dilation)
+
+
+FUNCTIONAL = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
+
+for _fn in (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d):
+    install(_fn, _fn.__name__, method=False)
+del _fn
