@@ -213,3 +213,15 @@ from .._ops import embedding as _embedding  # noqa: E402
 for _name in _embedding.FUNCTIONAL:
     globals()[_name] = getattr(_embedding, _name)
 del _name
+
+
+# ======================================================================================
+# convolution, pooling, resampling and padding functions: declared (with F's signatures)
+# in ember/_ops/conv.py, pool.py and sampling.py
+# ======================================================================================
+
+from .._ops import conv as _conv
+
+for _name in _conv.FUNCTIONAL:
+    globals()[_name] = getattr(_conv, _name)
+del _name
