@@ -13,7 +13,7 @@ import numpy as np
 from .. import _dtype as D
 from .._backend.numpy_cpu import strided_view
 from .._tensor import Tensor
-from ._registry import TO_FLOAT, Op, install, unary
+from ._registry import TO_FLOAT, Op, install, unary, write_out
 from .creation import zeros_like
 
 _make = Tensor._make
@@ -147,20 +147,14 @@ class Complex(Op):
 def complex(real, imag, *, out=None):
     _float_pair(real, imag)
     r = Complex.apply(real, imag)
-    if out is not None:
-        from ._registry import write_out
-        return write_out(out, r, "complex")
-    return r
+    return r if out is None else write_out(out, r, "complex")
 
 
 def polar(abs, angle, *, out=None):
     """abs * (cos(angle) + i sin(angle)), composed from differentiable real ops."""
     _float_pair(abs, angle)
     r = complex(abs * angle.cos(), abs * angle.sin())
-    if out is not None:
-        from ._registry import write_out
-        return write_out(out, r, "polar")
-    return r
+    return r if out is None else write_out(out, r, "polar")
 
 
 class ConjPhysical(Op):
@@ -183,10 +177,7 @@ def conj(input):
 
 def conj_physical(input, *, out=None):
     r = conj(input)
-    if out is not None:
-        from ._registry import write_out
-        return write_out(out, r, "conj_physical")
-    return r
+    return r if out is None else write_out(out, r, "conj_physical")
 
 
 def _identity(input):

@@ -121,6 +121,7 @@ CASES = [
     _fn("silu", T((3, 4), low=-30, high=30), gradgrad=True),
     _fn("silu", EDGE, id="edge"),
     _inplace("silu"),
+    _fn("silu", (3, 4), dtypes=("complex64",), grad=False, id="complex"),
     _fn("mish", T((3, 4), low=-30, high=30), gradgrad=True),
     _fn("mish", EDGE, id="edge"),
     _inplace("mish"),
