@@ -693,6 +693,23 @@ def test_no_grad_enter_returns_none_and_in_place_on_leaf_allowed():
         assert w.requires_grad and w.is_leaf and w.tolist() == [2.0, 4.0]
 
 
+def test_grad_mode_is_per_thread():
+    import threading
+    for lib in LIBS:
+        seen = {}
+
+        def worker():
+            seen["start"] = lib.is_grad_enabled()
+            lib.set_grad_enabled(False)
+            seen["set"] = lib.is_grad_enabled()
+        with lib.no_grad():
+            t = threading.Thread(target=worker)
+            t.start()
+            t.join()
+        assert seen == {"start": True, "set": False}
+        assert lib.is_grad_enabled(), "a thread's mode does not leak into the main thread"
+
+
 def test_inference_mode_nesting():
     for lib in LIBS:
         x = lib.tensor([1.0], requires_grad=True)

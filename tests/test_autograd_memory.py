@@ -207,11 +207,11 @@ def test_training_loop_memory_is_flat(no_gc):
     # collector back on: CPython 3.11's generator expressions leave short-lived cycles
     # that tracemalloc would otherwise count; ember's own objects were checked above.
     gc.enable()
-    gc.collect(0)
+    gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     losses += [step() for _ in range(200)]
-    gc.collect(0)
+    gc.collect()
     grown = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
     assert losses[-1] < losses[0], "the loop trains"

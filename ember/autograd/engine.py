@@ -15,6 +15,7 @@ from . import grad_mode
 from .graph import AccumulateGrad, FREED_SLOT, gradient_edge
 
 _state = grad_mode._state
+_anomaly = grad_mode._anomaly
 Tensor = None  # ember.Tensor, bound on first use (the tensor module imports this package)
 _warned_create_graph = False
 
@@ -344,10 +345,10 @@ def _call(node, grads):
                 r = fn(out, tuple(grads))
                 if r is not None:
                     out = tuple(r)
-        if _state.anomaly and _state.anomaly_check_nan:
+        if _anomaly.enabled and _anomaly.check_nan:
             _check_nan(node, out)
     except Exception:
-        if node._trace is not None and _state.anomaly:
+        if node._trace is not None and _anomaly.enabled:
             warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
                           f"{node._trace}", UserWarning, stacklevel=2)
         raise

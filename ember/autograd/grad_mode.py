@@ -1,24 +1,34 @@
 """Grad modes: no_grad, enable_grad, set_grad_enabled, inference_mode; anomaly mode.
 
-The state is one module-level object read on every op (`_state.enabled`), so the
+The grad mode is one thread-local object read on every op (`_state.enabled`), so the
 check costs an attribute load.
 """
 import functools
 import inspect
 import sys
+import threading
 import traceback
 import warnings
 
 
-class _State:
-    __slots__ = ("enabled", "inference", "anomaly", "anomaly_check_nan")
+class _GradState(threading.local):
+    """Grad mode and inference mode, per thread as in torch (a new thread starts with
+    grad recording on)."""
+
+    def __init__(self):
+        self.enabled = True
+        self.inference = False
 
 
-_state = _State()
-_state.enabled = True
-_state.inference = False
-_state.anomaly = False
-_state.anomaly_check_nan = True
+class _AnomalyState:
+    """Anomaly mode is process-wide in torch."""
+    __slots__ = ("enabled", "check_nan")
+
+
+_state = _GradState()
+_anomaly = _AnomalyState()
+_anomaly.enabled = False
+_anomaly.check_nan = True
 
 
 def is_grad_enabled():
@@ -166,23 +176,23 @@ class inference_mode(_DecoratorContextManager):
 
 def anomaly_trace():
     """The forward call stack, recorded on each node while anomaly mode is on."""
-    if not _state.anomaly:
+    if not _anomaly.enabled:
         return None
     return "".join(traceback.format_stack()[:-3])
 
 
 def is_anomaly_enabled():
-    return _state.anomaly
+    return _anomaly.enabled
 
 
 def is_anomaly_check_nan_enabled():
-    return _state.anomaly_check_nan
+    return _anomaly.check_nan
 
 
 def set_anomaly_enabled(enabled, check_nan=True):
     """torch.set_anomaly_enabled: switch anomaly mode on or off globally."""
-    _state.anomaly = bool(enabled)
-    _state.anomaly_check_nan = bool(check_nan)
+    _anomaly.enabled = bool(enabled)
+    _anomaly.check_nan = bool(check_nan)
 
 
 class detect_anomaly:
@@ -191,29 +201,29 @@ class detect_anomaly:
 
     def __init__(self, check_nan=True):
         self.check_nan = check_nan
-        self.prev = (_state.anomaly, _state.anomaly_check_nan)
+        self.prev = (_anomaly.enabled, _anomaly.check_nan)
         warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
                       "enabled for debugging.", UserWarning, stacklevel=2)
 
     def __enter__(self):
-        self.prev = (_state.anomaly, _state.anomaly_check_nan)
-        _state.anomaly = True
-        _state.anomaly_check_nan = self.check_nan
+        self.prev = (_anomaly.enabled, _anomaly.check_nan)
+        _anomaly.enabled = True
+        _anomaly.check_nan = self.check_nan
 
     def __exit__(self, *exc):
-        _state.anomaly, _state.anomaly_check_nan = self.prev
+        _anomaly.enabled, _anomaly.check_nan = self.prev
 
 
 class set_detect_anomaly:
     """Turn anomaly detection on or off now; as a context manager, restore on exit."""
 
     def __init__(self, mode, check_nan=True):
-        self.prev = (_state.anomaly, _state.anomaly_check_nan)
+        self.prev = (_anomaly.enabled, _anomaly.check_nan)
         self.mode, self.check_nan = bool(mode), bool(check_nan)
-        _state.anomaly, _state.anomaly_check_nan = self.mode, self.check_nan
+        _anomaly.enabled, _anomaly.check_nan = self.mode, self.check_nan
 
     def __enter__(self):
         pass
 
     def __exit__(self, *exc):
-        _state.anomaly, _state.anomaly_check_nan = self.prev
+        _anomaly.enabled, _anomaly.check_nan = self.prev

@@ -11,6 +11,7 @@ import weakref
 from . import grad_mode
 
 _state = grad_mode._state
+_anomaly = grad_mode._anomaly
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after "
           "they have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -23,7 +24,7 @@ def _version_error(shape, dtype, producer, output_nr, version, saved_version):
     dims = "[" + ", ".join(str(n) for n in shape) + "]"
     where = f", which is output {output_nr} of {_short_name(producer)}," if producer is not None else ""
     hint = ("Hint: the backtrace further above shows the operation that failed to compute its gradient. The "
-            "variable in question was changed in there or anywhere later. Good luck!" if grad_mode._state.anomaly
+            "variable in question was changed in there or anywhere later. Good luck!" if grad_mode._anomaly.enabled
             else "Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
             "torch.autograd.set_detect_anomaly(True, check_nan=False).")
     return RuntimeError(f"one of the variables needed for gradient computation has been modified by an inplace "
@@ -190,7 +191,7 @@ def init_node(node, inputs):
     node._hooks = None
     node._seq = _next_seq()
     node.materialize_grads = True
-    node._trace = grad_mode.anomaly_trace() if _state.anomaly else None
+    node._trace = grad_mode.anomaly_trace() if _anomaly.enabled else None
 
 
 def gradient_edge(t):
