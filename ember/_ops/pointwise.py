@@ -15,7 +15,7 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import special as S
 from .._tensor import Tensor
-from ._registry import (COMPARE, INTEGRAL, LOGICAL, SAME, TO_FLOAT, Op, binary, install, make_inplace,
+from ._registry import (COMPARE, INTEGRAL, LOGICAL, TO_FLOAT, Op, binary, install, make_inplace,
                         unary, write_out)
 from .creation import ones_like, zeros_like
 
