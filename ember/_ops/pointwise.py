@@ -19,7 +19,6 @@ from ._registry import (COMPARE, INTEGRAL, LOGICAL, TO_FLOAT, Op, binary, instal
                         unary, write_out)
 from .creation import ones_like, zeros_like
 
-_make = Tensor._make
 _NAMES = D.SCALAR_NAMES
 
 
