@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._device import CPU, as_device
+from ._layout import strided as _strided
 from ._backend import as_array
 from .autograd import engine as _engine
 from .autograd import grad_mode as _gm
@@ -151,7 +152,7 @@ class Tensor:
     is_meta = False
     is_mps = False
     is_nested = False
-    layout = "torch.strided"
+    layout = _strided
 
     def get_device(self):
         return -1

@@ -230,6 +230,9 @@ def matmul(input, other, *, out=None):
     if not (isinstance(other, Tensor) and isinstance(input, Tensor)):
         check_tensor(input, "matmul", "input", 1)
         check_tensor(other, "matmul", "other", 2)
+    if input.is_sparse:  # a sparse COO left operand (ember/_ops/sparse.py)
+        from .sparse import sparse_matmul
+        return _finish(sparse_matmul(input, other), out, "matmul")
     x = input._data
     y = other._data
     xd = x.ndim
@@ -260,6 +263,9 @@ def _matmul_dunder(self, other):
 
 @register()
 def mm(input, mat2, *, out=None):
+    if input.is_sparse:  # a sparse COO left operand (ember/_ops/sparse.py)
+        from .sparse import sparse_dense_mm
+        return _finish(sparse_dense_mm(input, mat2), out, "mm")
     check_tensor(mat2, "mm", "mat2", 2)
     x = input._data
     y = mat2._data
