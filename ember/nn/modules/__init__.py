@@ -8,6 +8,7 @@ from .container import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .flatten import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
 
 # everything public that is a Module class is re-exported as ember.nn.<Name>
 __all__ = [name for name, obj in list(globals().items())
