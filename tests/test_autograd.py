@@ -771,6 +771,12 @@ def test_gradient_penalty():
     lambda lib, x, y: lib.maximum(x, y) * x.t().t(),
     lambda lib, x, y: (x[:, 1:] * y[:, :2]).mean(),
     lambda lib, x, y: lib.cat([x, y], 1).unsqueeze(0).exp().sum(2),
+    lambda lib, x, y: (x @ y.t()).relu() * (x @ y.t()),
+    lambda lib, x, y: x.softmax(1) * y,
+    lambda lib, x, y: x.log_softmax(0) * y.exp(),
+    lambda lib, x, y: x.var(1) * y.mean(1) + x.norm(),
+    lambda lib, x, y: (x * y).cumsum(1).prod(1),
+    lambda lib, x, y: x.max(1).values * y.clamp(0.3, 0.7).sum(1),
 ])
 def test_double_backward(expr):
     (_, t_in, t_g), (_, e_in, e_g) = check_grads(expr, rand(2, 3, seed=1, low=0.2), rand(2, 3, seed=2, low=0.2),

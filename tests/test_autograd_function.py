@@ -253,6 +253,22 @@ def functions(lib):
         def backward(ctx, g):
             return g
 
+    class Checkpointed(F):
+        """Recomputes its forward inside backward: a reentrant call of the engine."""
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return (x * w).tanh().exp()
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = ctx.saved_tensors
+            with lib.enable_grad():
+                xd = x.detach().requires_grad_(True)
+                wd = w.detach().requires_grad_(True)
+                y = (xd * wd).tanh().exp()
+                return lib.autograd.grad(y, (xd, wd), g)
+
     return {k: v for k, v in locals().items() if isinstance(v, type)}
 
 
@@ -442,6 +458,16 @@ def test_backward_result_errors(name):
         args = (x, x * 2) if name == "TooFew" else (x, 3.0) if name == "GradForNumber" else (x,)
         F.apply(*args).sum().backward()
     same_error(fn)
+
+
+def test_reentrant_backward_checkpoint_style():
+    def fn(lib, F, x, w):
+        h = x * 2
+        y = F["Checkpointed"].apply(h, w)
+        (y * y).sum().backward()
+        return y, x.grad, w.grad, lib.is_grad_enabled()
+    t, e = both(fn, rand(4, seed=1), rand(4, seed=2))
+    assert_same(t, e)
 
 
 def test_trailing_none_grads_are_accepted():
