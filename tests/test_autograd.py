@@ -612,6 +612,8 @@ def test_set_grad_enabled_forms():
             return (x * 2).requires_grad
         assert lib.is_grad_enabled(), "decorating must not change the current mode"
         assert f() is False and lib.is_grad_enabled()
+    same_error(lambda lib: lib.set_grad_enabled(1))
+    same_error(lambda lib: lib.set_grad_enabled(lambda: 0))
 
 
 def test_grad_mode_decorators():

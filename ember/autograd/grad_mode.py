@@ -125,9 +125,12 @@ class set_grad_enabled(_DecoratorContextManager):
     """Set grad mode on or off; takes effect immediately, restores on exit."""
 
     def __init__(self, mode):
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
+                            f"{type(mode).__name__}")
         self.prev = _state.enabled
-        self.mode = bool(mode)
-        _state.enabled = self.mode
+        self.mode = mode
+        _state.enabled = mode
 
     def __call__(self, func):
         _state.enabled = self.prev  # used as a decorator: the mode applies inside func only
