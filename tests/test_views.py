@@ -224,7 +224,32 @@ COPIES = [
     ("diag", (3, 4), lambda lib, x: lib.diag(x)),
     ("tril", (3, 4), lambda lib, x: x.tril()),
     ("take", (3, 4), lambda lib, x: x.take(lib.tensor([0, 5]))),
+    ("expand_copy", (3, 1), lambda lib, x: lib.expand_copy(x, (2, 3, 4))),
+    ("permute_copy", (2, 3), lambda lib, x: lib.permute_copy(x, (1, 0))),
+    ("slice_copy", (4, 3), lambda lib, x: lib.slice_copy(x, 1, 1)),
 ]
+
+
+def test_copy_variants_grad_fn_names():
+    for name, fn in [("expand_copy", lambda lib, x: lib.expand_copy(x[:, :1], (2, 3, 4))),
+                     ("squeeze_copy", lambda lib, x: lib.squeeze_copy(x[None], 0)),
+                     ("unbind_copy", lambda lib, x: lib.unbind_copy(x)[1]),
+                     ("alias_copy", lambda lib, x: lib.alias_copy(x))]:
+        names = [fn(lib, lib.ones(3, 4, requires_grad=True) * 1).grad_fn.name() for lib in LIBS]
+        assert names[0] == names[1], name
+
+
+def test_unsafe_split_shares_memory_without_view_tracking():
+    for lib in LIBS:
+        x = lib.zeros(4, 3)
+        a, b = x.unsafe_split(2)
+        assert a._base is None and b.stride() == (3, 1)
+        b.fill_(1.0)
+        assert float(x.sum()) == 6.0 and ver(x) == 0
+        y = lib.ones(4, 3, requires_grad=True) * 1
+        c, d = y.unsafe_chunk(2)
+        c.mul_(2)  # allowed, unlike chunk
+        assert c.grad_fn.name() == "MulBackward0"
 
 
 @pytest.mark.parametrize("case", COPIES, ids=[c[0] for c in COPIES])

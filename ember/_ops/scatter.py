@@ -413,6 +413,35 @@ def scatter_add(input, dim, index, src, *, out=None):
 inplace_variant(scatter_add, "scatter_add_", _scatter_add_plan)
 
 
+def _index_reduce_plan(input, dim, index, source, reduce, *, include_self=True):
+    """index_reduce as scatter_reduce with index broadcast along source's other dims."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    d = _wrap_dim(dim, input._data.ndim)
+    idx = _vector_index(index, "index_reduce", input._data, d)
+    if source._dtype is not input._dtype:
+        raise RuntimeError(f"index_reduce_(): self ({D.SCALAR_NAMES[input._dtype]}) and source "
+                           f"({D.SCALAR_NAMES[source._dtype]}) must have the same scalar type")
+    _check_index_source("index_reduce_", input._data, d, idx, source._data)
+    shape = [1] * max(source._data.ndim, 1)
+    shape[d] = -1
+    full = _make(np.ascontiguousarray(np.broadcast_to(idx.reshape(shape), source._data.shape or (1,))))
+    return IndexReduce, (full, source), dict(dim=d, reduce=reduce, include_self=bool(include_self))
+
+
+class IndexReduce(ScatterReduce):
+    _name = "IndexReduceBackward0"
+
+
+@register()
+def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
+    r = apply_plan(input, _index_reduce_plan(input, dim, index, source, reduce, include_self=include_self))
+    return r if out is None else write_out(out, r, "index_reduce")
+
+
+inplace_variant(index_reduce, "index_reduce_", _index_reduce_plan)
+
+
 # ---- index_select / index_add / index_copy / index_fill -------------------------------------
 
 def _vector_index(index, name, x, dim):

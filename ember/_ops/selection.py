@@ -276,6 +276,21 @@ def nonzero(input, *, out=None, as_tuple=False):
 
 
 @register()
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero padded with fill_value (or cut) to exactly `size` rows."""
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got size: {size}")
+    x = input._data
+    idx = np.argwhere(x.reshape(1) if x.ndim == 0 else x).astype(np.int64, copy=False)
+    if x.ndim == 0:
+        idx = idx[:, :0]
+    out = np.full((size, idx.shape[1]), fill_value, dtype=np.int64)
+    n = min(size, idx.shape[0])
+    out[:n] = idx[:n]
+    return _make(out)
+
+
+@register()
 def argwhere(input):
     return nonzero(input)
 

@@ -633,7 +633,7 @@ _meta_inplace("squeeze_", squeeze, _squeeze_name)
 _meta_inplace("t_", t, "TBackward1")
 for _n in ("transpose_", "swapaxes_", "swapdims_"):
     _meta_inplace(_n, transpose, "TransposeBackward1")
-_meta_inplace("as_strided_", as_strided, "AsStridedBackward1")
+install(_meta_inplace("as_strided_", as_strided, "AsStridedBackward1"), "as_strided_", method=False)
 
 
-from . import splitting  # noqa: E402,F401  (split/chunk/unbind/tensor_split install their ops)
+from . import splitting, view_copies  # noqa: E402,F401  (split/chunk/unbind/tensor_split, *_copy ops)

@@ -30,6 +30,17 @@ class Split(SplitWithSizes):
     _name = "SplitBackward0"
 
 
+class UnsafeSplitWithSizes(SplitWithSizes):
+    """unsafe_split*: the pieces share memory but are not tracked as views (no _base, own
+    version counters, in-place allowed), as torch."""
+    view = False
+    _name = "UnsafeSplitWithSizesBackward0"
+
+
+class UnsafeSplit(UnsafeSplitWithSizes):
+    _name = "UnsafeSplitBackward0"
+
+
 class Unbind(Op):
     view = True
     _name = "UnbindBackward0"
@@ -61,23 +72,32 @@ def _split_dim(tensor, dim):
     return d, tensor._data.shape[d]
 
 
-@register()
-def split(tensor, split_size_or_sections, dim=0):
-    if isinstance(split_size_or_sections, (list, tuple)):
-        return split_with_sizes(tensor, split_size_or_sections, dim)
+def _equal_sizes(tensor, split_size, dim):
     d, n = _split_dim(tensor, dim)
-    s = _int(split_size_or_sections)
+    s = _int(split_size)
     if s < 0:
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
     if s == 0 and n != 0:
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
     pieces = max(-(-n // s), 1) if s else 1
-    sizes = [s] * (pieces - 1) + [n - s * (pieces - 1)]
-    return _multi_views(Split.apply(tensor, sizes=tuple(sizes), dim=d))
+    return d, tuple([s] * (pieces - 1) + [n - s * (pieces - 1)])
 
 
 @register()
-def split_with_sizes(input, split_sizes, dim=0):
+def split(tensor, split_size_or_sections, dim=0):
+    if isinstance(split_size_or_sections, (list, tuple)):
+        return split_with_sizes(tensor, split_size_or_sections, dim)
+    d, sizes = _equal_sizes(tensor, split_size_or_sections, dim)
+    return _multi_views(Split.apply(tensor, sizes=sizes, dim=d))
+
+
+@register()
+def unsafe_split(tensor, split_size, dim=0):
+    d, sizes = _equal_sizes(tensor, split_size, dim)
+    return UnsafeSplit.apply(tensor, sizes=sizes, dim=d)
+
+
+def _given_sizes(input, split_sizes, dim):
     d, n = _split_dim(input, dim)
     sizes = tuple(_int(s) for s in split_sizes)
     for s in sizes:
@@ -87,11 +107,22 @@ def split_with_sizes(input, split_sizes, dim=0):
     if sum(sizes) != n:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
                            f"dimension {d}), but got split_sizes={list(sizes)}")
+    return d, sizes
+
+
+@register()
+def split_with_sizes(input, split_sizes, dim=0):
+    d, sizes = _given_sizes(input, split_sizes, dim)
     return _multi_views(SplitWithSizes.apply(input, sizes=sizes, dim=d))
 
 
 @register()
-def chunk(input, chunks, dim=0):
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    d, sizes = _given_sizes(input, split_sizes, dim)
+    return UnsafeSplitWithSizes.apply(input, sizes=sizes, dim=d)
+
+
+def _chunk(input, chunks, dim, unsafe):
     if input._data.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
@@ -100,8 +131,20 @@ def chunk(input, chunks, dim=0):
     n = input._data.shape[d]
     size = -(-n // chunks)
     if size == 0 and n == 0:
+        if unsafe:
+            return UnsafeSplitWithSizes.apply(input, sizes=(0,) * chunks, dim=d)
         return _multi_views(SplitWithSizes.apply(input, sizes=(0,) * chunks, dim=d))
-    return split(input, size, d)
+    return unsafe_split(input, size, d) if unsafe else split(input, size, d)
+
+
+@register()
+def chunk(input, chunks, dim=0):
+    return _chunk(input, chunks, dim, False)
+
+
+@register()
+def unsafe_chunk(input, chunks, dim=0):
+    return _chunk(input, chunks, dim, True)
 
 
 def _sections(indices_or_sections):
