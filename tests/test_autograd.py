@@ -168,6 +168,13 @@ def test_grad_accumulates_in_place_across_backward_calls():
     assert_same(res[0], res[1])
 
 
+def test_grad_setter_errors():
+    same_error(lambda lib: setattr(lib.ones(2, requires_grad=True), "grad", lib.ones(3)))
+    same_error(lambda lib: setattr(lib.ones(2, requires_grad=True), "grad", lib.ones(2, dtype=lib.float64)))
+    same_error(lambda lib: setattr(lib.ones(2, dtype=lib.float64, requires_grad=True), "grad", lib.ones(2)))
+    same_error(lambda lib: setattr(lib.ones(2, requires_grad=True), "grad", 3))
+
+
 def test_grad_set_by_user_then_accumulated():
     res = []
     for lib in LIBS:
