@@ -83,3 +83,7 @@ from . import return_types  # noqa: E402  (torch.return_types: max, sort, topk .
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402
 from . import utils  # noqa: E402
+from ._ops.sparse import sparse_coo_tensor, spmm  # noqa: E402  (sparse COO tensors)
+from . import sparse  # noqa: E402  (torch.sparse)
+from ._layout import *  # noqa: E402,F401,F403  (torch.layout, torch.memory_format and their values)
+from ._globals import *  # noqa: E402,F401,F403  (default device, determinism flags, matmul precision, typename)

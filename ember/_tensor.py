@@ -486,6 +486,10 @@ class Tensor:
     # ---- device and dtype moves -----------------------------------------------------
     def to(self, *args, **kwargs):
         """to(dtype) / to(device) / to(device, dtype) / to(other); copies only when needed."""
+        fmt = kwargs.get("memory_format")
+        if fmt is not None and str(fmt) != "torch.preserve_format":
+            kwargs.pop("memory_format")
+            return self.to(*args, **kwargs).contiguous(memory_format=fmt)
         from ._ops.creation import parse_to_args
         device, dtype, copy = parse_to_args(args, kwargs)
         as_device(device)

@@ -424,6 +424,10 @@ def _filled(name, fill):
         d = _out_dtype(dtype, out)
         if fill is None:
             arr = np.empty(shape, dtype=d.np)
+            if memory_format is not None and str(memory_format) != "torch.preserve_format":
+                from .._layout import format_strides  # channels_last strides, as torch.empty
+                from .._backend.numpy_cpu import layout_buffer
+                arr = layout_buffer(shape, format_strides(shape, memory_format), d.np)[1]
         elif fill == 0:
             arr = np.zeros(shape, dtype=d.np)
         else:

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._backend import numpy_cpu as B
+from .._layout import contiguous_format, format_strides
 from .._tensor import Tensor, _is_contiguous, _wrap_dim
 from ._registry import Op, check_inplace, install, register
 from .strided import as_strided, rebase_history, view_of_base  # noqa: F401  (others import them from here)
@@ -585,6 +586,8 @@ def clone(input, *, memory_format=None):
     x = input._data
     if fmt == "contiguous_format":
         return Clone.apply(input, strides=None)
+    if fmt in ("channels_last", "channels_last_3d"):  # C innermost (ember/_layout.py)
+        return Clone.apply(input, strides=format_strides(x.shape, memory_format))
     if fmt != "preserve_format" and fmt != "preserve":
         raise RuntimeError(f"clone(): memory_format {fmt} is not supported by ember")
     return Clone.apply(input, strides=dense_strides_like(x.shape, strides_of(x)))
@@ -592,6 +595,10 @@ def clone(input, *, memory_format=None):
 
 @register(function=False)
 def contiguous(input, memory_format=None):
+    strides = format_strides(input._data.shape, memory_format) if memory_format is not None else None
+    if strides is not None and memory_format is not contiguous_format:  # channels_last formats
+        same = all(n == 1 or s == t for n, s, t in zip(input._data.shape, input.stride(), strides))
+        return input if same else Clone.apply(input, strides=strides)
     if _is_contiguous(input._data):
         return input
     return Clone.apply(input, strides=None)

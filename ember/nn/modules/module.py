@@ -445,7 +445,11 @@ class Module(_HooksMixin, _StateDictMixin):
                               "change, and some modules might not work as expected when using complex tensors "
                               "as parameters or buffers.", stacklevel=2)
 
+        fmt = kwargs.get("memory_format")
+
         def convert(t):
+            if fmt is not None and t.dim() in (4, 5):  # torch converts only 4-d/5-d tensors
+                return t.to(device, dtype if t._dtype.category >= D.FLOAT else None, memory_format=fmt)
             return t.to(device, dtype if t._dtype.category >= D.FLOAT else None)
         return self._apply(convert)
 
