@@ -225,3 +225,13 @@ from .._ops import conv as _conv
 for _name in _conv.FUNCTIONAL:
     globals()[_name] = getattr(_conv, _name)
 del _name
+
+# ======================================================================================
+# loss functions and distances (declared in ember/_ops/loss.py; ctc_loss in ember/_ops/ctc.py)
+# ======================================================================================
+
+from .._ops import loss as _loss  # noqa: E402
+
+for _name in _loss.FUNCTIONAL:
+    globals()[_name] = getattr(_loss, _name)
+del _name
