@@ -1022,7 +1022,56 @@ def _scenario_in_place_sigmoid_saved_output(lib, a, b):
     return y * 2
 
 
+def _scenario_clamp_on_column(lib, a, b):
+    y = a * b
+    y[:, 2].clamp_(-0.1, 0.1)
+    return y.exp()
+
+
+def _scenario_diagonal_view(lib, a, b):
+    y = a[:4, :4] * 1
+    y.diagonal().mul_(b[0, :4])
+    return y
+
+
+def _scenario_masked_fill_on_view(lib, a, b):
+    y = b * 1
+    y[1:].masked_fill_(a[1:] > 0, 0.5)
+    return y * a
+
+
+def _scenario_index_put_with_grad(lib, a, b):
+    y = a * 1
+    y[lib.tensor([0, 2])] = b[1:3] * 3
+    return y.sin()
+
+
+def _scenario_narrow_of_transpose(lib, a, b):
+    y = a * 1
+    y.t().narrow(0, 1, 2).sub_(b.t()[:2])
+    return y * y
+
+
+def _scenario_view_modified_then_base_read(lib, a, b):
+    y = a.tanh()
+    z = y * 1
+    r = z.view(2, 10)
+    r[0].add_(b.view(20)[:10])
+    return z.sum(1) * r.sum()
+
+
+def _scenario_two_views_same_window(lib, a, b):
+    y = a * 1
+    v1 = y[1]
+    v2 = y[1]
+    v1.mul_(b[1])
+    return v2 * 2 + y
+
+
 @pytest.mark.parametrize("scenario", [
+    _scenario_clamp_on_column, _scenario_diagonal_view, _scenario_masked_fill_on_view,
+    _scenario_index_put_with_grad, _scenario_narrow_of_transpose, _scenario_view_modified_then_base_read,
+    _scenario_two_views_same_window,
     _scenario_slice_mul, _scenario_setitem_grad_value, _scenario_chain, _scenario_view_of_view,
     _scenario_base_changed_then_view_used, _scenario_transposed_view, _scenario_setitem_columns,
     _scenario_select_of_transpose, _scenario_overlapping_views, _scenario_flat_view, _scenario_into_constant,
