@@ -199,6 +199,18 @@ def test_backward_does_not_alias_the_users_gradient():
         assert x.grad.tolist() == [2.0, 2.0]
 
 
+def test_gradient_kept_by_a_hook_is_not_reused_as_grad():
+    for lib in LIBS:
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        kept = []
+        y = x + 0
+        y.register_hook(lambda g: kept.append(g))
+        (y * 2).sum().backward()
+        (x * 3).sum().backward()
+        assert kept[0].tolist() == [2.0, 2.0], "accumulating into x.grad changed the tensor a hook kept"
+        assert x.grad.tolist() == [5.0, 5.0]
+
+
 def test_backward_gradient_argument():
     def fn(lib, x):
         y = x.exp() * 2

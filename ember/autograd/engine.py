@@ -275,6 +275,7 @@ def _execute(roots, retain_graph, create_graph, user_arrays, captures=None, resu
             if captures is not None and node in leaves.capture_nodes:
                 _capture(node, grads, captures, results)  # before hooks, as torch does for needed nodes
             if node._pre_hooks:
+                leaves.may_steal = False  # a hook may keep a gradient that flows on into a .grad
                 grads = _node_pre_hooks(node, _tensor_pre_hooks(node, grads))
             out = _call(node, grads)
             if not retain_graph and node._saved:
