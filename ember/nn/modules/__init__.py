@@ -9,6 +9,14 @@ from .linear import *  # noqa: F401,F403
 from .flatten import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
+from .activation import *  # noqa: F401,F403
+from .batchnorm import *  # noqa: F401,F403
+from .instancenorm import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
+from .dropout import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
 
 # everything public that is a Module class is re-exported as ember.nn.<Name>
 __all__ = [name for name, obj in list(globals().items())

@@ -1,0 +1,121 @@
+"""BatchNorm1d/2d/3d. See https://pytorch.org/docs/stable/nn.html#normalization-layers
+
+_NormBase (shared with InstanceNorm) owns the affine parameters and the running buffers:
+running_mean, running_var and num_batches_tracked (int64; state_dict version 2 added it,
+so loading an older state_dict fills it in, as torch does).
+"""
+from ... import _dtype as D
+from ..._ops.creation import empty, ones, tensor, zeros
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+
+
+class _NormBase(Module):
+    """Common base of _InstanceNorm and _BatchNorm."""
+    _version = 2
+    __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
+                 dtype=None, *, bias=True):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if self.affine:
+            self.weight = Parameter(empty(num_features, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(empty(num_features, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if self.track_running_stats:
+            self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
+            self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=D.int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        """Running stats to (0, 1, 0); weight to ones, bias to zeros."""
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def _check_input_dim(self, input):
+        raise NotImplementedError
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            # version 2 added num_batches_tracked; older state_dicts start it at 0
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+                                   else tensor(0, dtype=D.int64))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
+
+class _BatchNorm(_NormBase):
+    def forward(self, input):
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average
+                factor = 1.0 / float(self.num_batches_tracked)
+        # batch statistics in training, and in eval when there are no buffers to use
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        # buffers are passed when they are updated (training and tracked) or used (eval)
+        use_buffers = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if use_buffers else None,
+                            self.running_var if use_buffers else None, self.weight, self.bias, bn_training, factor,
+                            self.eps)
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization over (N, C) or (N, C, L) inputs."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 2 and input.dim() != 3:
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization over (N, C, H, W) inputs."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization over (N, C, D, H, W) inputs."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")

@@ -1,0 +1,135 @@
+"""LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm.
+See https://pytorch.org/docs/stable/nn.html#normalization-layers"""
+import numbers
+
+from ..._ops.creation import empty
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["LocalResponseNorm", "LayerNorm", "GroupNorm", "RMSNorm"]
+
+
+class LocalResponseNorm(Module):
+    """Normalization over a window of neighbouring channels."""
+    __constants__ = ["size", "alpha", "beta", "k"]
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+def _as_shape(normalized_shape):
+    if isinstance(normalized_shape, numbers.Integral):
+        return (normalized_shape,)
+    return tuple(normalized_shape)
+
+
+class LayerNorm(Module):
+    """Normalization over the last len(normalized_shape) dims, with elementwise weight and bias."""
+    __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.normalized_shape = _as_shape(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if self.elementwise_affine:
+            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """weight to ones, bias to zeros."""
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
+
+
+class GroupNorm(Module):
+    """Normalization over groups of channels, with per-channel weight and bias."""
+    __constants__ = ["num_groups", "num_channels", "eps", "affine"]
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if self.affine:
+            self.weight = Parameter(empty(num_channels, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(empty(num_channels, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """weight to ones, bias to zeros."""
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalization over the last dims, with an elementwise weight."""
+    __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        self.normalized_shape = _as_shape(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if self.elementwise_affine:
+            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """weight to ones."""
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
