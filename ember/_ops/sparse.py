@@ -410,11 +410,14 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
         idx_t = idx_t.to(D.int64)  # torch casts float indices (used by some legacy loaders)
     vals = _as_tensor(values, dtype)
     idx = np.ascontiguousarray(idx_t._data, dtype=np.int64)
+    if vals._data.ndim == 0:
+        raise RuntimeError("values must have at least 1 dimension (nnz x dense dims)")
+    if size is not None and idx.ndim >= 1 and len(size) != idx.shape[0] + vals._data.ndim - 1:
+        raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: len(size) = {len(size)}, "
+                           f"sparse_dim = {idx.shape[0]}, dense_dim = {vals._data.ndim - 1}")
     if idx.ndim != 2:
         raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(idx.shape)}")
     sparse_dim, nnz = idx.shape
-    if vals._data.ndim == 0:
-        raise RuntimeError("values must have at least 1 dimension (nnz x dense dims)")
     if vals._data.shape[0] != nnz:
         raise RuntimeError(f"indices and values must have same nnz, but got nnz from indices: {nnz}, nnz from values: "
                            f"{vals._data.shape[0]}")
@@ -595,16 +598,49 @@ def _same_size(a, b, op):
                            f"ops only support same-size operands)")
 
 
+def _merge_positions(a, b):
+    """torch's sparse add: walk both index lists, taking the smaller head (equal heads share one
+    result entry). Returns each entry's slot in the result and the result's flat indices."""
+    na, nb = a.size, b.size
+    if np.all(a[1:] > a[:-1]) and np.all(b[1:] > b[:-1]):  # both strictly sorted: one vectorized union
+        union = np.union1d(a, b)
+        return np.searchsorted(union, a), np.searchsorted(union, b), union
+    la, lb = a.tolist(), b.tolist()
+    pa, pb, out = [], [], []
+    i = j = 0
+    while i < na or j < nb:
+        if j >= nb or (i < na and la[i] < lb[j]):
+            pa.append(len(out))
+            out.append(la[i])
+            i += 1
+        elif i >= na or lb[j] < la[i]:
+            pb.append(len(out))
+            out.append(lb[j])
+            j += 1
+        else:
+            pa.append(len(out))
+            pb.append(len(out))
+            out.append(la[i])
+            i += 1
+            j += 1
+    return np.array(pa, dtype=np.int64), np.array(pb, dtype=np.int64), np.array(out, dtype=np.int64)
+
+
 def _add(self, other, alpha=1):
     if isinstance(other, SparseTensor):
         _same_size(self, other, "add")
         ov = other._sp_values if alpha == 1 else other._sp_values * alpha
-        from .joining import cat
-        values = cat([self._sp_values, ov.to(self._dtype) if ov._dtype is not self._dtype else ov])
+        if ov._dtype is not self._dtype:
+            ov = ov.to(self._dtype)
+        sizes = self._sp_size[:self.sparse_dim()]
+        pa, pb, flat = _merge_positions(_flat(self._sp_indices, sizes), _flat(other._sp_indices, sizes))
+        sv = self._sp_values
+        values = sv.new_zeros((flat.size,) + tuple(sv.shape[1:])).index_add(0, _long(pa), sv)
+        values = values.index_add(0, _long(pb), ov)
         if values._grad_fn is not None:
             values._grad_fn._name = "AddBackward0"
-        indices = np.concatenate([self._sp_indices, other._sp_indices], axis=1)
-        return _make_sparse(indices, values, self._sp_size, False)
+        coalesced = self._sp_coalesced and other._sp_coalesced
+        return _make_sparse(_unflat(flat, sizes), values, self._sp_size, coalesced)
     if isinstance(other, Tensor):
         raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
     raise TypeError(f"add(): sparse tensors add only tensors, not {type(other).__name__}")
@@ -661,7 +697,8 @@ def _div(self, other):
 def _pow(self, exponent):
     if not _is_number(exponent) or not exponent > 0:
         raise RuntimeError("pow of a sparse tensor needs a positive number exponent (0 ** p must stay 0)")
-    return _with_values(self, self._sp_values ** exponent)
+    s = self.coalesce()
+    return _with_values(s, s._sp_values ** exponent)
 
 
 def _unary(name):

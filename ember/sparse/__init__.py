@@ -2,6 +2,8 @@
 
 The tensor and its ops live in ember/_ops/sparse.py (see Note [Sparse COO storage] there).
 """
+import warnings
+
 from .. import _dtype as D
 from .._ops.sparse import SparseAddmm, SparseTensor, sparse_coo_tensor, sparse_dense_mm, sparse_sum
 from .._tensor import Tensor
@@ -40,6 +42,9 @@ def _legacy(dtype, name):
 
     def make(*args, size=None):
         if len(args) >= 2 and isinstance(args[0], Tensor):
+            warnings.warn("torch.sparse.SparseTensor(indices, values, shape, *, device=) is deprecated.  Please use "
+                          "torch.sparse_coo_tensor(indices, values, shape, dtype=, device=).", UserWarning,
+                          stacklevel=2)
             shape = args[2] if len(args) > 2 else size
             return sparse_coo_tensor(args[0], args[1].to(dtype), shape)
         sizes = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else tuple(args)
