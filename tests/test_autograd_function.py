@@ -269,6 +269,18 @@ def functions(lib):
                 y = (xd * wd).tanh().exp()
                 return lib.autograd.grad(y, (xd, wd), g)
 
+    class ConstantGrad(F):
+        """Its backward returns a tensor it keeps: that tensor must not become x.grad."""
+        const = lib.tensor([1.0, 2.0])
+
+        @staticmethod
+        def forward(ctx, x):
+            return x.sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            return ConstantGrad.const
+
     return {k: v for k, v in locals().items() if isinstance(v, type)}
 
 
@@ -468,6 +480,15 @@ def test_reentrant_backward_checkpoint_style():
         return y, x.grad, w.grad, lib.is_grad_enabled()
     t, e = both(fn, rand(4, seed=1), rand(4, seed=2))
     assert_same(t, e)
+
+
+def test_returned_tensor_is_not_aliased_into_grad():
+    for lib in LIBS:
+        F = FNS[lib]["ConstantGrad"]
+        x = lib.tensor([0.0, 0.0], requires_grad=True)
+        F.apply(x).backward()
+        F.apply(x).backward()
+        assert F.const.tolist() == [1.0, 2.0] and x.grad.tolist() == [2.0, 4.0]
 
 
 def test_trailing_none_grads_are_accepted():

@@ -278,6 +278,8 @@ def _execute(roots, retain_graph, create_graph, user_arrays, captures=None, resu
                 leaves.may_steal = False  # a hook may keep a gradient that flows on into a .grad
                 grads = _node_pre_hooks(node, _tensor_pre_hooks(node, grads))
             out = _call(node, grads)
+            if not node._fresh_grads:
+                leaves.may_steal = False
             if not retain_graph and node._saved:
                 node._saved = (FREED_SLOT,) * len(node._saved)
             meta = node._input_meta

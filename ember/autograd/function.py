@@ -45,6 +45,7 @@ class FunctionCtx:
 class BackwardCFunction(FunctionCtx, Node):
     """The node (and ctx) of one autograd.Function call."""
     _forward_cls = None
+    _fresh_grads = False  # the user's backward may return a tensor it keeps
 
     def backward(self, *grads):
         """The user's backward returns one gradient per forward argument; the engine

@@ -108,6 +108,10 @@ class Node:
     __slots__ = ("next_functions", "needs_input_grad", "_input_meta", "_saved", "_out_meta",
                  "_pre_hooks", "_hooks", "_seq", "_trace", "materialize_grads", "__dict__", "__weakref__")
     _name = None
+    # Built-in formulas compute new gradient tensors (or pass on the ones they got), so
+    # the engine may move such a buffer into a leaf's .grad; a user's backward may return
+    # a tensor it keeps (autograd.Function sets this False).
+    _fresh_grads = True
 
     def name(self):
         return self._name or type(self).__name__
