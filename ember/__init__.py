@@ -47,14 +47,19 @@ def is_storage(obj):
 
 from . import cuda, accelerator, backends  # noqa: E402
 
+import builtins  # noqa: E402  (int, float ... are dtypes in this namespace)
+
 _num_threads = [2]
 
 
 def set_num_threads(n):
     """Recorded for get_num_threads; NumPy's BLAS pool is sized at process start (OMP_NUM_THREADS)."""
-    if int(n) <= 0:
+    if isinstance(n, (builtins.bool, builtins.float, builtins.str)) or not hasattr(n, "__index__"):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
+    n = n.__index__()  # not int(n): `int` is ember.int (the dtype) in this namespace
+    if n <= 0:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {n}")
-    _num_threads[0] = int(n)
+    _num_threads[0] = n
 
 
 def get_num_threads():
@@ -83,6 +88,7 @@ from . import return_types  # noqa: E402  (torch.return_types: max, sort, topk .
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402
 from . import utils  # noqa: E402
+from . import multiprocessing  # noqa: E402  (torch.multiprocessing: registers the shared-memory tensor reducers)
 from ._ops.sparse import sparse_coo_tensor, spmm  # noqa: E402  (sparse COO tensors)
 from . import sparse  # noqa: E402  (torch.sparse)
 from ._layout import *  # noqa: E402,F401,F403  (torch.layout, torch.memory_format and their values)

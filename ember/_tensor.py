@@ -510,6 +510,15 @@ class Tensor:
     def is_pinned(self):
         return False
 
+    def share_memory_(self):
+        """Move the storage into shared memory, in place (see Note [Shared segments])."""
+        from ._shared_memory import share_
+        return share_(self)
+
+    def is_shared(self):
+        from ._shared_memory import segment_of
+        return segment_of(self._data) is not None
+
     def type(self, dtype=None, non_blocking=False):
         if dtype is None:
             from .autograd.graph import _type_name

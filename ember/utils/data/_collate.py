@@ -12,7 +12,9 @@ import numpy as np
 
 from ... import _dtype as D
 from ... import as_tensor, stack, tensor
+from ..._shared_memory import stack_shared
 from ..._tensor import Tensor
+from ._worker import get_worker_info
 
 __all__ = ["collate", "default_collate", "default_convert", "default_collate_fn_map"]
 
@@ -96,7 +98,11 @@ def collate(batch, *, collate_fn_map=None):
 
 
 def collate_tensor_fn(batch, *, collate_fn_map=None):
-    # a worker pool will stack into shared memory here (torch checks get_worker_info())
+    if get_worker_info() is not None:
+        # in a DataLoader worker: stack straight into shared memory, so the batch reaches the main process uncopied
+        out = stack_shared(batch)
+        if out is not None:
+            return out
     return stack(batch, 0)
 
 

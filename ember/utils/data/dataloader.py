@@ -1,15 +1,29 @@
 """DataLoader: batches from a dataset through a sampler and a collate function.
 
-See https://pytorch.org/docs/stable/data.html. Loading runs in the main process. The path
-from indices to a batch is `_Fetcher.fetch` alone, so a worker pool can run the same fetcher
-in each worker process and feed it index batches from `_BaseDataLoaderIter._next_index`;
-`get_worker_info()` is where a worker will describe itself (None in the main process).
+See https://pytorch.org/docs/stable/data.html. The path from indices to a batch is
+`_Fetcher.fetch` alone: the main process runs it when num_workers == 0, and each worker process
+runs it (ember/utils/data/_worker.py) on index batches the main process draws from the sampler
+with `_BaseDataLoaderIter._next_index` and sends round-robin; `_MultiProcessingDataLoaderIter`
+hands the results back in sampler order. Batches come back in shared memory (Note [Shared
+segments] in ember/_shared_memory.py).
 """
+import atexit
+import itertools
 import math
+import multiprocessing as python_multiprocessing
+import os
+import queue
+import secrets
+import signal
+import threading
+import time
 import warnings
+import weakref
 
 from ... import _dtype as D
-from . import _collate
+from ... import _shared_memory as shm
+from . import _collate, _worker
+from ._worker import ExceptionWrapper, get_worker_info
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -18,12 +32,10 @@ __all__ = ["DataLoader", "get_worker_info", "default_collate", "default_convert"
 default_collate = _collate.default_collate
 default_convert = _collate.default_convert
 
-_worker_info = None  # set by a worker process to its WorkerInfo; the main process has none
-
-
-def get_worker_info():
-    """Information about the current DataLoader worker process; None in the main process."""
-    return _worker_info
+# How long (seconds) the main process waits on the result queue before checking its workers are alive.
+MP_STATUS_CHECK_INTERVAL = 0.5
+# How long shutdown waits for a worker to exit before terminating it.
+WORKER_JOIN_TIMEOUT = 5.0
 
 
 class _DatasetKind:
@@ -91,8 +103,7 @@ class _Fetcher:
 class DataLoader:
     """https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader
 
-    ember differs in one way: num_workers > 0 is accepted but loading still runs in the main
-    process (with a warning); worker processes are not implemented yet.
+    pin_memory is accepted and has no effect (ember has no accelerator to pin for).
     """
     __initialized = False
 
@@ -114,9 +125,6 @@ class DataLoader:
             raise ValueError("prefetch_factor option should be non-negative")
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
-        if multiprocessing_context is not None and num_workers == 0:
-            raise ValueError("multiprocessing_context can only be used with multi-process loading (num_workers > 0), "
-                             f"but got num_workers={num_workers}")
         self.dataset = dataset
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
@@ -124,6 +132,7 @@ class DataLoader:
         self.pin_memory_device = pin_memory_device
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
+        self.__multiprocessing_context = None
         self.multiprocessing_context = multiprocessing_context
         self.in_order = in_order
 
@@ -175,9 +184,29 @@ class DataLoader:
         self.__initialized = True
         self._IterableDataset_len_called = None  # the len() reported to the user, to warn if exceeded
         self._iterator = None
-        if num_workers > 0:
-            warnings.warn(f"ember's DataLoader has no worker processes yet: num_workers={num_workers} loads in the "
-                          "main process.", UserWarning, stacklevel=2)
+
+    @property
+    def multiprocessing_context(self):
+        return self.__multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, multiprocessing_context):
+        """A start method name or a multiprocessing context, for num_workers > 0 only."""
+        if multiprocessing_context is not None:
+            if self.num_workers == 0:
+                raise ValueError("multiprocessing_context can only be used with multi-process loading (num_workers "
+                                 f"> 0), but got num_workers={self.num_workers}")
+            if isinstance(multiprocessing_context, str):
+                valid_start_methods = python_multiprocessing.get_all_start_methods()
+                if multiprocessing_context not in valid_start_methods:
+                    raise ValueError(f"multiprocessing_context option should specify a valid start method in "
+                                     f"{valid_start_methods!r}, but got "
+                                     f"multiprocessing_context={multiprocessing_context!r}")
+                multiprocessing_context = python_multiprocessing.get_context(multiprocessing_context)
+            if not isinstance(multiprocessing_context, python_multiprocessing.context.BaseContext):
+                raise TypeError("multiprocessing_context option should be a valid context object or a string "
+                                f"specifying the start method, but got multiprocessing_context={multiprocessing_context}")
+        self.__multiprocessing_context = multiprocessing_context
 
     def __setattr__(self, attr, val):
         if self.__initialized and attr in ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset",
@@ -195,10 +224,34 @@ class DataLoader:
         return self.batch_sampler if self._auto_collation else self.sampler
 
     def _get_iterator(self):
-        return _SingleProcessDataLoaderIter(self)
+        if self.num_workers == 0:
+            return _SingleProcessDataLoaderIter(self)
+        self.check_worker_number_rationality()
+        return _MultiProcessingDataLoaderIter(self)
 
     def __iter__(self):
+        """A new iterator per epoch; persistent workers keep one iterator (and its processes) for
+        the loader's lifetime and reset it each epoch."""
+        if self.persistent_workers and self.num_workers > 0:
+            if self._iterator is None:
+                self._iterator = self._get_iterator()
+            else:
+                self._iterator._reset(self)
+            return self._iterator
         return self._get_iterator()
+
+    def check_worker_number_rationality(self):
+        """Warn when num_workers exceeds the CPUs this process may run on, as torch does."""
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count()
+        if cpus is not None and self.num_workers > cpus:
+            warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in total. Our suggested "
+                          f"max number of worker in current system is {cpus}, which is smaller than what this "
+                          "DataLoader is going to create. Please be aware that excessive worker creation might get "
+                          "DataLoader running slow or even freeze, lower the worker number to avoid potential "
+                          "slowness/freeze if necessary.", UserWarning, stacklevel=3)
 
     def __len__(self):
         if self._dataset_kind == _DatasetKind.Iterable:
@@ -213,10 +266,13 @@ class _BaseDataLoaderIter:
     """One epoch over a DataLoader: draws indices from the sampler and yields fetched batches."""
 
     def __init__(self, loader):
+        self._init_state(loader)
+        self._reset(loader, first_iter=True)
+
+    def _init_state(self, loader):
         from ... import empty
         self._dataset = loader.dataset
         self._dataset_kind = loader._dataset_kind
-        self._IterableDataset_len_called = loader._IterableDataset_len_called
         self._auto_collation = loader._auto_collation
         self._drop_last = loader.drop_last
         self._index_sampler = loader._index_sampler
@@ -227,12 +283,16 @@ class _BaseDataLoaderIter:
         self._pin_memory = False
         self._timeout = loader.timeout
         self._collate_fn = loader.collate_fn
-        self._sampler_iter = iter(self._index_sampler)
-        # torch draws a base seed (for worker seeding) from the loader's generator every epoch; ember
-        # draws it too, so the generator's stream advances exactly as torch's does
+        # torch draws a base seed (for worker seeding) from the loader's generator once per iterator;
+        # ember draws it too, so the generator's stream advances exactly as torch's does
         self._base_seed = empty((), dtype=D.int64).random_(generator=loader.generator).item()
         self._persistent_workers = loader.persistent_workers
+
+    def _reset(self, loader, first_iter=False):
+        """Start an epoch: a fresh pass over the sampler."""
+        self._sampler_iter = iter(self._index_sampler)
         self._num_yielded = 0
+        self._IterableDataset_len_called = loader._IterableDataset_len_called
 
     def __iter__(self):
         return self
@@ -272,3 +332,236 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     def _next_data(self):
         index = self._next_index()
         return self._fetcher.fetch(index)
+
+
+# Iterators whose workers are running, shut down at interpreter exit (before multiprocessing's own
+# exit handler terminates daemonic workers, so segments still in flight are swept).
+_live_iterators = weakref.WeakSet()
+_live_lock = threading.Lock()
+
+
+@atexit.register
+def _shutdown_live_iterators():
+    with _live_lock:
+        iterators = list(_live_iterators)
+    for it in iterators:
+        it._shutdown_workers()
+
+
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
+    """Fetch in num_workers worker processes and yield their batches in sampler order.
+
+    Task i (the i-th index batch of the epoch) goes to worker i mod num_workers (skipping workers
+    whose IterableDataset copy is exhausted); at most prefetch_factor * num_workers tasks are out
+    at once. Results arriving early wait in `_task_info` until their turn (or are yielded at once
+    when in_order=False). While waiting, the main process checks every MP_STATUS_CHECK_INTERVAL
+    seconds that its workers are alive, so a killed worker raises instead of hanging.
+    """
+
+    def __init__(self, loader):
+        self._shutdown = True  # nothing to shut down until the workers exist
+        self._init_state(loader)
+        self._owner_pid = os.getpid()
+        self._prefetch_factor = loader.prefetch_factor
+        self._in_order = loader.in_order
+        ctx = loader.multiprocessing_context
+        if ctx is None:
+            ctx = python_multiprocessing.get_context()
+        from ... import multiprocessing as _ember_mp  # noqa: F401  (registers the tensor reducers)
+        self._shm_prefix = f"ember_{os.getpid()}_{secrets.token_hex(4)}_"
+        self._data_queue = ctx.Queue()
+        self._workers_done = ctx.RawValue("b", 0)  # lock-free: a killed worker cannot leave it locked
+        self._index_queues = []
+        self._workers = []
+        self._exit_sent = []
+        self._shutdown = False
+        with _live_lock:
+            _live_iterators.add(self)
+        try:
+            for i in range(self._num_workers):
+                index_queue = ctx.Queue()
+                index_queue.cancel_join_thread()  # never block exit on tasks nobody will take
+                w = ctx.Process(target=_worker._worker_loop, daemon=True,
+                                args=(self._dataset_kind, self._dataset, index_queue, self._data_queue,
+                                      self._workers_done, self._auto_collation, self._collate_fn, self._drop_last,
+                                      self._base_seed, loader.worker_init_fn, i, self._num_workers,
+                                      self._persistent_workers, self._shm_prefix))
+                w.start()
+                self._index_queues.append(index_queue)
+                self._workers.append(w)
+                self._exit_sent.append(False)
+        except BaseException:
+            self._shutdown_workers()
+            raise
+        self._reset(loader, first_iter=True)
+
+    def _reset(self, loader, first_iter=False):
+        super()._reset(loader, first_iter)
+        self._send_idx = 0  # the next task to send
+        self._rcvd_idx = 0  # the next task to yield
+        # task -> (worker id,) while outstanding, (worker id, data) once it arrived out of order
+        self._task_info = {}
+        self._tasks_outstanding = 0
+        # False for a worker whose IterableDataset copy is exhausted this epoch
+        self._workers_status = [True] * self._num_workers
+        self._workers_num_tasks = [0] * self._num_workers
+        self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
+        if not first_iter:
+            # persistent workers: new fetchers for the new epoch; results of an unfinished epoch
+            # still in flight come first and are dropped (their segments unlinked as they load)
+            for q in self._index_queues:
+                q.put(_worker._ResumeIteration())
+            waiting = self._num_workers
+            while waiting > 0:
+                idx, _ = self._get_data()
+                if isinstance(idx, _worker._ResumeIteration):
+                    waiting -= 1
+        for _ in range(self._prefetch_factor * self._num_workers):
+            self._try_put_index()
+
+    def _try_put_index(self):
+        """Send the sampler's next index batch to the next active worker, if any."""
+        max_tasks = self._prefetch_factor * self._num_workers
+        assert self._tasks_outstanding < max_tasks
+        try:
+            index = self._next_index()
+        except StopIteration:
+            return
+        for _ in range(self._num_workers):
+            worker_id = next(self._worker_queue_idx_cycle)
+            if self._workers_status[worker_id]:
+                if self._in_order:
+                    break
+                if self._workers_num_tasks[worker_id] < max_tasks // sum(self._workers_status):
+                    break  # out of order: only to a worker with spare capacity
+        else:
+            return
+        self._index_queues[worker_id].put((self._send_idx, index))
+        self._task_info[self._send_idx] = (worker_id,)
+        self._workers_num_tasks[worker_id] += 1
+        self._tasks_outstanding += 1
+        self._send_idx += 1
+
+    def _next_data(self):
+        while True:
+            # skip tasks of workers that ran out of data (IterableDataset) without answering them
+            while self._rcvd_idx < self._send_idx:
+                info = self._task_info.get(self._rcvd_idx)
+                if info is not None:
+                    if len(info) == 2 or self._workers_status[info[0]]:
+                        break
+                    del self._task_info[self._rcvd_idx]
+                self._rcvd_idx += 1
+            else:
+                if not self._persistent_workers:
+                    self._shutdown_workers()
+                raise StopIteration
+            if len(self._task_info[self._rcvd_idx]) == 2:
+                worker_id, data = self._task_info.pop(self._rcvd_idx)
+                self._rcvd_idx += 1
+                return self._process_data(data, worker_id)
+            assert not self._shutdown and self._tasks_outstanding > 0
+            idx, data = self._get_data()
+            self._tasks_outstanding -= 1
+            if isinstance(data, _worker._IterableDatasetStopIteration):
+                if self._persistent_workers:
+                    self._workers_status[data.worker_id] = False
+                else:
+                    self._mark_worker_as_unavailable(data.worker_id)
+                self._try_put_index()
+                continue
+            if idx == self._rcvd_idx:
+                worker_id = self._task_info.pop(idx)[0]
+                self._rcvd_idx += 1
+                return self._process_data(data, worker_id)
+            if not self._in_order:
+                worker_id = self._task_info.pop(idx)[0]
+                return self._process_data(data, worker_id)
+            self._task_info[idx] += (data,)  # early: wait for its turn
+
+    def _process_data(self, data, worker_id):
+        self._workers_num_tasks[worker_id] -= 1
+        self._try_put_index()
+        if isinstance(data, ExceptionWrapper):
+            data.reraise()
+        return data
+
+    def _get_data(self):
+        """The next (task index, data) from any worker, waiting at most `timeout` if one is set."""
+        deadline = None if self._timeout <= 0 else _now() + self._timeout
+        while True:
+            wait = MP_STATUS_CHECK_INTERVAL
+            if deadline is not None:
+                wait = min(wait, max(deadline - _now(), 0.0))
+            try:
+                idx, payload = self._data_queue.get(timeout=wait)
+            except queue.Empty:
+                self._check_workers_alive()
+                if deadline is not None and _now() >= deadline:
+                    raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds") from None
+                continue
+            data = None if payload is None else _worker.load_result(payload)
+            return idx, data
+
+    def _check_workers_alive(self):
+        """Raise (after shutting everything down) if a worker that should be running has died."""
+        for worker_id, w in enumerate(self._workers):
+            if self._exit_sent[worker_id] or w.is_alive():
+                continue
+            code = w.exitcode
+            self._shutdown_workers()
+            if code is not None and code < 0:
+                try:
+                    name = signal.strsignal(-code)
+                except (ValueError, AttributeError):
+                    name = f"signal {-code}"
+                msg = f"DataLoader worker (pid {w.pid}) is killed by signal: {name}."
+                if -code == getattr(signal, "SIGBUS", None):
+                    msg += (" It is possible that dataloader's workers are out of shared memory. Please try to raise "
+                            "your shared memory limit.")
+                raise RuntimeError(msg)
+            raise RuntimeError(f"DataLoader worker (pid {w.pid}) exited unexpectedly with exit code {code}. Details "
+                               "are lost due to multiprocessing. Rerunning with num_workers=0 may give better error "
+                               "trace.")
+
+    def _mark_worker_as_unavailable(self, worker_id, shutdown=False):
+        """Tell a worker to exit (its IterableDataset copy is exhausted, or we are shutting down)."""
+        if not self._exit_sent[worker_id]:
+            self._index_queues[worker_id].put(None)
+            self._exit_sent[worker_id] = True
+        self._workers_status[worker_id] = False
+
+    def _shutdown_workers(self):
+        """Stop the workers, close the queues and unlink segments that were never received.
+        Safe to call more than once, and only acts in the process that started the workers."""
+        if self._shutdown or os.getpid() != self._owner_pid:
+            return
+        self._shutdown = True
+        try:
+            self._workers_done.value = 1
+            for worker_id in range(len(self._workers)):
+                self._mark_worker_as_unavailable(worker_id, shutdown=True)
+            deadline = _now() + WORKER_JOIN_TIMEOUT
+            for w in self._workers:
+                w.join(timeout=max(deadline - _now(), 0.0))
+        finally:
+            for w in self._workers:
+                if w.is_alive():
+                    w.terminate()
+                    w.join(timeout=WORKER_JOIN_TIMEOUT)
+                if w.is_alive():
+                    w.kill()
+                    w.join()
+            for q in self._index_queues + [self._data_queue]:
+                q.cancel_join_thread()
+                q.close()
+            shm.sweep(self._shm_prefix)  # every worker is gone: whatever is left was never received
+            with _live_lock:
+                _live_iterators.discard(self)
+
+    def __del__(self):
+        if getattr(self, "_shutdown", True) is False:
+            self._shutdown_workers()
+
+
+_now = time.monotonic

@@ -1,0 +1,244 @@
+"""Shared-memory storage: tensor memory mapped into several processes.
+
+Note [Shared segments]: a shared tensor's storage root is a flat ndarray over a `Segment`, an
+mmap of a file in shared memory (MAP_SHARED, so writes are seen by every process mapping it, and
+by forked children, which inherit the mapping). Files come in two kinds:
+- anonymous (memfd, or a /dev/shm file unlinked at once): made by Tensor.share_memory_() and by
+  tensors received from ember.multiprocessing queues. Having no name, they cannot be left behind;
+  another process receives the file descriptor (multiprocessing's DupFd), torch's
+  "file_descriptor" strategy. The segment keeps its descriptor open so it can be passed on again.
+- named (/dev/shm/ember_<pid>_<token>_w<worker>_<n>): made by DataLoader workers for the batches
+  they send. The main process opens the name, maps it and unlinks it at once, so the memory lives
+  exactly as long as the tensors viewing it; names never received (an iterator shut down with
+  batches in flight, a killed worker) are swept by prefix when the iterator shuts down.
+The kernel frees a segment's memory when its last mapping and descriptor are gone.
+"""
+import itertools
+import mmap
+import os
+import tempfile
+import weakref
+
+import numpy as np
+
+from ._backend.numpy_cpu import data_ptr, storage_root
+
+SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+
+# Set in a DataLoader worker to the prefix of its segment names: shared allocations made there
+# (collate stacking a batch) are named, so the main process can open them by name.
+_worker_prefix = None
+_name_counter = itertools.count()
+_by_inode = weakref.WeakValueDictionary()  # (st_dev, st_ino) -> Segment: one mapping per file
+
+
+class Segment(mmap.mmap):
+    """An mmap of a shared-memory file. `fd` stays open to pass the file on (None once closed),
+    `name` is the file's name while it has one, `address` the mapping's first byte."""
+
+    def __del__(self):
+        fd = self.__dict__.get("fd")
+        if fd is not None:
+            os.close(fd)
+
+
+def _map(fd, nbytes, name=None, keep_fd=True):
+    seg = Segment(fd, nbytes)
+    seg.fd = fd if keep_fd else None
+    seg.name = name
+    seg.nbytes = nbytes
+    seg.sent = False
+    seg.roots = {}
+    probe = np.frombuffer(seg, np.uint8, count=1)
+    seg.address = data_ptr(probe)
+    del probe  # a live export would stop the mmap from ever closing
+    return seg
+
+
+def _anonymous_fd():
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("ember-shm", os.MFD_CLOEXEC)
+    fd, path = tempfile.mkstemp(prefix="ember-anon-", dir=SHM_DIR)
+    os.unlink(path)
+    return fd
+
+
+def anonymous_segment(nbytes):
+    """A new nameless segment of nbytes (at least one byte: mmap cannot map an empty file)."""
+    nbytes = max(int(nbytes), 1)
+    fd = _anonymous_fd()
+    try:
+        os.ftruncate(fd, nbytes)
+        seg = _map(fd, nbytes)
+    except BaseException:
+        os.close(fd)
+        raise
+    _remember(seg)
+    return seg
+
+
+def named_segment(name, nbytes):
+    """A new segment with a file name in SHM_DIR (a DataLoader worker's batch memory)."""
+    nbytes = max(int(nbytes), 1)
+    path = os.path.join(SHM_DIR, name)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.ftruncate(fd, nbytes)
+        return _map(fd, nbytes, name, keep_fd=False)
+    except BaseException:
+        os.unlink(path)
+        raise
+    finally:
+        os.close(fd)
+
+
+def open_named(name, nbytes):
+    """Map a named segment and unlink its name: from here on it lives as long as its tensors."""
+    path = os.path.join(SHM_DIR, name)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        seg = _map(fd, nbytes, keep_fd=False)
+    finally:
+        os.unlink(path)
+        os.close(fd)
+    return seg
+
+
+def from_fd(fd, nbytes):
+    """The segment of a received descriptor; a file this process already maps is reused, so a
+    tensor that comes back aliases the original memory."""
+    key = _file_key(fd)
+    seg = _by_inode.get(key)
+    if seg is not None and seg.fd is not None:
+        os.close(fd)
+        return seg
+    seg = _map(fd, nbytes)
+    _by_inode[key] = seg
+    return seg
+
+
+def _file_key(fd):
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _remember(seg):
+    _by_inode[_file_key(seg.fd)] = seg
+
+
+def sweep(prefix):
+    """Unlink every name in SHM_DIR starting with prefix (segments that were never received)."""
+    try:
+        entries = os.listdir(SHM_DIR)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.startswith(prefix):
+            try:
+                os.unlink(os.path.join(SHM_DIR, entry))
+            except OSError:
+                pass
+
+
+def count(prefix):
+    """How many names in SHM_DIR start with prefix."""
+    return sum(1 for entry in os.listdir(SHM_DIR) if entry.startswith(prefix))
+
+
+# ---- arrays over segments ---------------------------------------------------------------------
+
+def segment_of(arr):
+    """The Segment arr's memory lives in, or None for private memory."""
+    base = storage_root(arr).base
+    return base if isinstance(base, Segment) else None
+
+
+def root_of(seg, dtype):
+    """The flat array of dtype over the whole segment: the storage root of every tensor viewing it
+    (kept weakly, so no cycle delays freeing the segment)."""
+    ref = seg.roots.get(dtype)
+    root = ref() if ref is not None else None
+    if root is None:
+        root = np.ndarray((seg.nbytes // dtype.itemsize,), dtype, buffer=seg)
+        seg.roots[dtype] = weakref.ref(root)
+    return root
+
+
+def view_of(seg, dtype, shape, strides, offset):
+    """An array of dtype in seg: byte strides, first element `offset` bytes into the segment."""
+    return np.ndarray(shape, dtype, buffer=root_of(seg, dtype), offset=offset, strides=strides)
+
+
+def offset_in(seg, arr):
+    return data_ptr(arr) - seg.address if arr.size else 0
+
+
+def new_segment(nbytes):
+    """Shared memory for a new array: named inside a DataLoader worker, anonymous elsewhere."""
+    if _worker_prefix is not None:
+        return named_segment(f"{_worker_prefix}{next(_name_counter)}", nbytes)
+    return anonymous_segment(nbytes)
+
+
+def empty(shape, dtype, order="C"):
+    """An uninitialized array in new shared memory."""
+    dtype = np.dtype(dtype)
+    n = 1
+    for s in shape:
+        n *= s
+    seg = new_segment(n * dtype.itemsize)
+    root = root_of(seg, dtype)
+    return np.ndarray(shape, dtype, buffer=root, order=order)
+
+
+def copy(arr):
+    """arr copied into new shared memory; a Fortran-ordered array stays Fortran-ordered."""
+    order = "F" if arr.flags.f_contiguous and not arr.flags.c_contiguous else "C"
+    out = empty(arr.shape, arr.dtype, order)
+    np.copyto(out, arr)
+    return out
+
+
+def stack(arrays, dtype):
+    """np.stack of equally shaped arrays straight into new shared memory (one copy)."""
+    out = empty((len(arrays),) + arrays[0].shape, dtype)
+    np.stack(arrays, out=out, casting="unsafe")
+    return out
+
+
+def share_(t):
+    """Move tensor t's storage into an anonymous segment, in place (Tensor.share_memory_).
+
+    The whole storage moves, and t and its ._base chain are re-pointed at the copy with their
+    geometry unchanged. Other views of the old storage keep the old memory: ember's views are
+    separate ndarrays that nothing here can find."""
+    arr = t._data
+    if segment_of(arr) is not None:
+        return t
+    root = storage_root(arr)
+    if not (root.flags.c_contiguous or root.flags.f_contiguous):
+        t._data = copy(arr)  # an owner NumPy cannot flatten: only t's own elements move
+        return t
+    seg = anonymous_segment(root.nbytes)
+    flat = root_of(seg, root.dtype)[:root.size]
+    np.copyto(flat, root.ravel(order="K"))  # memory order: the bytes land where they were
+    holder = t
+    while holder is not None:
+        old = holder._data
+        if storage_root(old) is root:
+            holder._data = np.ndarray(old.shape, old.dtype, buffer=flat, offset=data_ptr(old) - data_ptr(root),
+                                      strides=old.strides)
+        holder = holder._base
+    return t
+
+
+def stack_shared(tensors):
+    """ember.stack(tensors) into new shared memory, or None when that needs more than one copy of
+    equally shaped and typed tensors (then ember.stack itself runs, with its checks and errors)."""
+    from ._tensor import Tensor
+    first = tensors[0]
+    for t in tensors:
+        if type(t) is not Tensor or t._dtype is not first._dtype or t._data.shape != first._data.shape \
+                or t._requires_grad:
+            return None
+    return Tensor._make(stack([t._data for t in tensors], first._data.dtype), first._dtype)
