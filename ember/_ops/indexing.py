@@ -601,71 +601,8 @@ def index_put(input, indices, values, accumulate=False):
     return apply_plan(input, _index_put_plan(input, indices, values, accumulate))
 
 
-# ---- backward helpers of view ops --------------------------------------------------------
-
-class SliceScatter(Op):
-    """zeros(in_shape) with the basic-index window `key` set to src (SliceBackward's formula)."""
-    _name = "SliceScatterBackward0"
-
-    @staticmethod
-    def forward(ctx, src, in_shape, key):
-        ctx.key = key
-        out = np.zeros(in_shape, dtype=src.dtype)
-        out[key] = src
-        return out
-
-    def backward(ctx, grad):
-        return Slice.apply(grad, key=ctx.key)
-
-
-def slice_backward(grad, in_shape, key):
-    return SliceScatter.apply(grad, in_shape=in_shape, key=key)
-
-
-class UnfoldBackward(Op):
-    _name = "UnfoldBackwardBackward0"
-
-    @staticmethod
-    def forward(ctx, g, in_shape, dim, size, step):
-        ctx.args = (dim, size, step)
-        if len(in_shape) == 0:
-            return g.reshape(())
-        out = np.zeros(in_shape, dtype=g.dtype)
-        n = g.shape[dim]
-        positions = np.arange(n) * step
-        pre = (slice(None),) * dim
-        for k in range(size):
-            out[pre + (positions + k,)] += g[..., k]
-        return out
-
-    def backward(ctx, grad):
-        return grad.unfold(*ctx.args)
-
-
-def unfold_backward(grad, in_shape, dim, size, step):
-    return UnfoldBackward.apply(grad, in_shape=in_shape, dim=dim, size=size, step=step)
-
-
-class DiagonalBackward(Op):
-    _name = "DiagonalBackwardBackward0"
-
-    @staticmethod
-    def forward(ctx, g, in_shape, offset, dim1, dim2):
-        from .shape import diagonal_geometry
-        ctx.args = (offset, dim1, dim2)
-        out = np.zeros(in_shape, dtype=g.dtype)
-        B.restride(out, *diagonal_geometry(out.shape, strides_of(out), offset, dim1, dim2))[...] = g
-        return out
-
-    def backward(ctx, grad):
-        return grad.diagonal(*ctx.args)
-
-
-def diagonal_backward(grad, in_shape, offset, dim1, dim2):
-    return DiagonalBackward.apply(grad, in_shape=in_shape, offset=offset, dim1=dim1, dim2=dim2)
-
-
 from . import joining, scatter, selection  # noqa: E402,F401  (the rest of the family installs its ops)
+from .window import diagonal_backward, slice_backward, unfold_backward  # noqa: E402,F401
 from .joining import cat, stack  # noqa: E402,F401  (other families import them from here)
 from .scatter import inplace_variant  # noqa: E402
 

@@ -551,7 +551,7 @@ class Trace(Op):
         return np.asarray(np.trace(x, dtype=dtype))
 
     def backward(ctx, grad):
-        from .indexing import diagonal_backward
+        from .window import diagonal_backward
         n = min(ctx.shape)
         return diagonal_backward(grad.expand(n), ctx.shape, 0, 0, 1)
 

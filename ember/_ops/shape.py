@@ -459,7 +459,7 @@ class Slice(Op):
         return B.exact_or_restride(native, x, shape, strides, offset)
 
     def backward(ctx, grad):
-        from .indexing import slice_backward
+        from .window import slice_backward
         return slice_backward(grad, ctx.in_shape, ctx.key)
 
 
@@ -517,7 +517,7 @@ class Unfold(Op):
         return B.restride(x, tuple(shape), tuple(strides))
 
     def backward(ctx, grad):
-        from .indexing import unfold_backward
+        from .window import unfold_backward
         return unfold_backward(grad, *ctx.args)
 
 
@@ -543,7 +543,7 @@ class Diagonal(Op):
         return B.restride(x, *diagonal_geometry(x.shape, strides_of(x), offset, dim1, dim2))
 
     def backward(ctx, grad):
-        from .indexing import diagonal_backward
+        from .window import diagonal_backward
         return diagonal_backward(grad, *ctx.args)
 
 

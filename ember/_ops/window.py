@@ -1,6 +1,6 @@
 """Writing one tensor into a window of another: select_scatter, slice_scatter,
-diagonal_scatter (each the out-of-place form of an in-place write through a view), and
-narrow_copy."""
+diagonal_scatter (each the out-of-place form of an in-place write through a view),
+narrow_copy, and the backward helpers of the slicing views (slice, unfold, diagonal)."""
 import numpy as np
 
 from .._backend import numpy_cpu as B
@@ -113,7 +113,6 @@ class NarrowCopy(Op):
         return np.array(x[key], copy=True, order="C")
 
     def backward(ctx, grad):
-        from .indexing import slice_backward
         shape, key = ctx.args
         return slice_backward(grad, shape, key)
 
@@ -126,3 +125,66 @@ def narrow_copy(input, dim, start, length):
     begin = int(start) + (input._data.shape[d] if int(start) < 0 else 0)
     key = (slice(None),) * d + (slice(begin, begin + off),)
     return NarrowCopy.apply(input, key=key)
+
+
+# ---- backward helpers of view ops --------------------------------------------------------
+
+class SliceScatter(Op):
+    """zeros(in_shape) with the basic-index window `key` set to src (SliceBackward's formula)."""
+    _name = "SliceScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, src, in_shape, key):
+        ctx.key = key
+        out = np.zeros(in_shape, dtype=src.dtype)
+        out[key] = src
+        return out
+
+    def backward(ctx, grad):
+        return Slice.apply(grad, key=ctx.key)
+
+
+def slice_backward(grad, in_shape, key):
+    return SliceScatter.apply(grad, in_shape=in_shape, key=key)
+
+
+class UnfoldBackward(Op):
+    _name = "UnfoldBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, in_shape, dim, size, step):
+        ctx.args = (dim, size, step)
+        if len(in_shape) == 0:
+            return g.reshape(())
+        out = np.zeros(in_shape, dtype=g.dtype)
+        n = g.shape[dim]
+        positions = np.arange(n) * step
+        pre = (slice(None),) * dim
+        for k in range(size):
+            out[pre + (positions + k,)] += g[..., k]
+        return out
+
+    def backward(ctx, grad):
+        return grad.unfold(*ctx.args)
+
+
+def unfold_backward(grad, in_shape, dim, size, step):
+    return UnfoldBackward.apply(grad, in_shape=in_shape, dim=dim, size=size, step=step)
+
+
+class DiagonalBackward(Op):
+    _name = "DiagonalBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, in_shape, offset, dim1, dim2):
+        ctx.args = (offset, dim1, dim2)
+        out = np.zeros(in_shape, dtype=g.dtype)
+        B.restride(out, *diagonal_geometry(out.shape, strides_of(out), offset, dim1, dim2))[...] = g
+        return out
+
+    def backward(ctx, grad):
+        return grad.diagonal(*ctx.args)
+
+
+def diagonal_backward(grad, in_shape, offset, dim1, dim2):
+    return DiagonalBackward.apply(grad, in_shape=in_shape, offset=offset, dim1=dim1, dim2=dim2)
