@@ -220,11 +220,12 @@ del _name
 # in ember/_ops/conv.py, pool.py and sampling.py
 # ======================================================================================
 
-from .._ops import conv as _conv
+from .._ops import conv as _conv, sampling as _sampling  # noqa: E402
 
-for _name in _conv.FUNCTIONAL:
-    globals()[_name] = getattr(_conv, _name)
-del _name
+for _mod in (_conv, _sampling):
+    for _name in _mod.FUNCTIONAL:
+        globals()[_name] = getattr(_mod, _name)
+del _mod, _name
 
 # ======================================================================================
 # loss functions and distances (declared in ember/_ops/loss.py; ctc_loss in ember/_ops/ctc.py)
@@ -235,3 +236,12 @@ from .._ops import loss as _loss  # noqa: E402
 for _name in _loss.FUNCTIONAL:
     globals()[_name] = getattr(_loss, _name)
 del _name
+
+# ======================================================================================
+# attention: scaled_dot_product_attention, multi_head_attention_forward and its mask
+# helpers (declared in ember/_ops/attention.py)
+# ======================================================================================
+
+from .._ops.attention import (_canonical_mask, _in_projection, _in_projection_packed,  # noqa: E402,F401
+                              _mha_shape_check, _none_or_dtype, multi_head_attention_forward,
+                              scaled_dot_product_attention)
