@@ -220,9 +220,9 @@ del _name
 # in ember/_ops/conv.py, pool.py and sampling.py
 # ======================================================================================
 
-from .._ops import conv as _conv, sampling as _sampling  # noqa: E402
+from .._ops import conv as _conv, pool as _pool, sampling as _sampling  # noqa: E402
 
-for _mod in (_conv, _sampling):
+for _mod in (_conv, _pool, _sampling):
     for _name in _mod.FUNCTIONAL:
         globals()[_name] = getattr(_mod, _name)
 del _mod, _name

@@ -8,6 +8,7 @@ from .container import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .flatten import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .activation import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403
@@ -17,6 +18,7 @@ from .dropout import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
+from .transformer import *  # noqa: F401,F403
 
 # everything public that is a Module class is re-exported as ember.nn.<Name>
 __all__ = [name for name, obj in list(globals().items())

@@ -9,6 +9,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
+from .attention import MultiheadAttention  # noqa: F401  (torch keeps it in this module)
 
 __all__ = ["Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "SiLU", "Mish",
            "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU", "LogSigmoid", "Softplus",

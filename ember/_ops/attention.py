@@ -1,0 +1,441 @@
+"""Attention: torch.nn.functional.scaled_dot_product_attention as one fused op, and the composite
+multi_head_attention_forward (with its mask helpers) that nn.MultiheadAttention calls.
+
+scaled_dot_product_attention computes softmax(q k^T * scale + mask) v in one kernel and keeps
+the attention probabilities for backward (torch's math path); rows whose every key is masked
+give zeros, not NaN (torch's safe softmax). The probabilities are a second, non-differentiable
+"workspace" output saved as an output slot, so the backward (written in ember ops) is
+differentiable again: under create_graph a gradient can flow back into them.
+"""
+import math
+import warnings
+
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor
+from ._registry import Op, install, shapes_error
+from .random import _np_gen
+
+_make = Tensor._make
+_C10_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>"}
+
+
+def _c10(dtype):
+    return _C10_NAMES.get(dtype.name, dtype.name)
+
+
+# ---- scaled dot product attention -------------------------------------------------------------
+
+class _SDPA(Op):
+    """(out, probs) = (dropout(softmax(q k^T * scale + mask)) v, softmax(...)). mask is a bool
+    array (True = attend), a float array (added), or None; causal adds torch's upper-left
+    aligned lower-triangular mask; keep is the dropout mask (None without dropout)."""
+    _name = "ScaledDotProductAttentionBackward0"
+    nondiff = (1,)
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask, scale, causal, dropout_p):
+        scores = np.matmul(q, np.swapaxes(k, -1, -2))
+        scores *= np.asarray(scale, dtype=scores.dtype)
+        neg_inf = np.asarray(-np.inf, dtype=scores.dtype)
+        if mask is not None:
+            if mask.dtype == np.bool_:
+                scores = np.where(mask, scores, neg_inf)
+            else:
+                scores = scores + mask.astype(scores.dtype, copy=False)
+        if causal:
+            lower = np.tri(scores.shape[-2], scores.shape[-1], dtype=np.bool_)
+            scores = np.where(lower, scores, neg_inf)
+        probs = _safe_softmax(scores)
+        ctx.scale = scale
+        ctx.keep = None
+        weights = probs
+        if dropout_p > 0:
+            keep = _np_gen(None).random(probs.shape, dtype=np.float32) >= np.float32(dropout_p)
+            ctx.keep = (keep, 1.0 / (1.0 - dropout_p) if dropout_p < 1 else 0.0)
+            weights = probs * keep
+            weights *= np.asarray(ctx.keep[1], dtype=probs.dtype)
+        out = np.matmul(weights, v)
+        ctx.save_for_backward(q, k, v, probs)
+        return out, probs
+
+    def backward(ctx, gout, gprobs):
+        q, k, v, probs = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        dropped = None
+        if ctx.keep is not None:
+            keep, factor = ctx.keep
+            dropped = _make((keep * np.asarray(factor, dtype=probs._data.dtype)).astype(probs._data.dtype))
+        dv = None
+        dp = None
+        if gout is not None:
+            weights = probs if dropped is None else probs * dropped
+            if need[2]:
+                dv = weights.transpose(-1, -2).matmul(gout)
+            dp = gout.matmul(v.transpose(-1, -2))
+            if dropped is not None:
+                dp = dp * dropped
+        if gprobs is not None:
+            dp = gprobs if dp is None else dp + gprobs
+        if dp is None:
+            return None, None, dv, None
+        ds = probs * (dp - (dp * probs).sum(-1, keepdim=True))
+        dq = ds.matmul(k) * ctx.scale if need[0] else None
+        dk = ds.transpose(-1, -2).matmul(q) * ctx.scale if need[1] else None
+        dmask = ds if need[3] else None
+        return dq, dk, dv, dmask
+
+
+def _safe_softmax(scores):
+    """softmax over the last dim; a row that is -inf everywhere gives zeros (torch's _safe_softmax)."""
+    top = scores.max(axis=-1, keepdims=True)
+    top[~np.isfinite(top)] = 0
+    probs = np.exp(scores - top)
+    total = probs.sum(axis=-1, keepdims=True)
+    np.divide(probs, total, out=probs, where=total > 0)
+    return probs
+
+
+def _check_sdpa(query, key, value, attn_mask, dropout_p, is_causal):
+    """torch's argument checks, with its messages."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"scaled_dot_product_attention(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+    if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
+        raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
+                           f"{query.dim()} key.dim: {key.dim()} and value.dim: {value.dim()} instead.")
+    if not (query.dtype == key.dtype == value.dtype):
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
+                           f"{_c10(query.dtype)} key.dtype: {_c10(key.dtype)} and value.dtype: {_c10(value.dtype)} "
+                           "instead.")
+    if attn_mask is not None:
+        md = attn_mask.dtype
+        if md is not D.bool and md is not D.float32 and md is not query.dtype:
+            raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                               f"attn_mask.dtype: {_c10(md)} and  query.dtype: {_c10(query.dtype)} instead.")
+        if is_causal:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
+    if dropout_p > 1:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if query.dtype.category != D.FLOAT:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: float != {_c10(query.dtype)}")
+
+
+def _batch_count(a, b):
+    """Number of matrices in a batched product of a and b (their broadcast batch dims)."""
+    try:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise shapes_error("scaled_dot_product_attention", a._data[..., :1, :1], b._data[..., :1, :1]) from None
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _check_shapes(query, key, value):
+    """torch's bmm messages for mismatched head dims / sequence lengths."""
+    n = _batch_count(query, key)
+    if key.shape[-1] != query.shape[-1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{n}, {query.shape[-1]}] "
+                           f"but got: [{n}, {key.shape[-1]}].")
+    if value.shape[-2] != key.shape[-2]:
+        n = _batch_count(query, value)
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{n}, {key.shape[-2]}] "
+                           f"but got: [{n}, {value.shape[-2]}].")
+
+
+def _repeat_heads(t, heads, query):
+    """enable_gqa: key/value heads repeated to the query's number of heads (dim -3)."""
+    if t.dim() < 3 or query.dim() < 3:
+        return t
+    n = t.shape[-3]
+    if heads % n != 0:
+        raise RuntimeError("Number of heads in key and value must divide the number of heads in ")
+    return t if n == heads else t.repeat_interleave(heads // n, dim=-3)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(query @ key^T * scale + mask) @ value, with dropout on the attention weights.
+    See https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html"""
+    _check_sdpa(query, key, value, attn_mask, dropout_p, is_causal)
+    if enable_gqa and query.dim() >= 3 and key.dim() >= 3 and value.dim() >= 3:
+        heads = query.shape[-3]
+        if heads % key.shape[-3] != 0 or heads % value.shape[-3] != 0:
+            raise RuntimeError("Number of heads in key and value must divide the number of heads in ")
+        key = _repeat_heads(key, heads, query)
+        value = _repeat_heads(value, heads, query)
+    _check_shapes(query, key, value)
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    try:
+        out, _ = _SDPA.apply(query, key, value, attn_mask, scale=scale, causal=bool(is_causal),
+                             dropout_p=float(dropout_p) if dropout_p > 0 else 0.0)
+    except ValueError:
+        scores_shape = np.broadcast_shapes(query.shape[:-2], key.shape[:-2]) + (query.shape[-2], key.shape[-2])
+        raise shapes_error("scaled_dot_product_attention", np.empty(scores_shape, np.bool_),
+                           attn_mask._data) from None
+    fn = out._grad_fn
+    if fn is not None:
+        fn.materialize_grads = False  # the probs workspace normally gets no gradient: skip its term
+    return out
+
+
+install(scaled_dot_product_attention, "scaled_dot_product_attention", method=False)
+
+
+# ---- multi-head attention (torch.nn.functional.multi_head_attention_forward) -------------------
+
+def _none_or_dtype(input):
+    if input is None:
+        return None
+    if isinstance(input, Tensor):
+        return input.dtype
+    raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
+
+
+def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+    """A bool mask becomes a float mask of target_type (-inf where True); float masks pass through."""
+    if mask is None:
+        return None
+    is_float = mask.is_floating_point()
+    if mask.dtype is not D.bool and not is_float:
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if check_other and other_type is not None and mask.dtype is not other_type:
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for both "
+                      "instead.", stacklevel=3)
+    if not is_float:
+        from .creation import zeros_like
+        mask = zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
+    return mask
+
+
+def _linear(x, w, b):
+    from ..nn.functional import linear
+    return linear(x, w, b)
+
+
+def _in_projection_packed(q, k, v, w, b=None):
+    """q, k, v projected by the packed in_proj weight (3E, E): one GEMM for self-attention."""
+    e = q.size(-1)
+    if k is v:
+        if q is k:
+            proj = _linear(q, w, b).unflatten(-1, (3, e)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+            return proj[0], proj[1], proj[2]
+        w_q, w_kv = w.split([e, e * 2])
+        b_q, b_kv = (None, None) if b is None else b.split([e, e * 2])
+        kv = _linear(k, w_kv, b_kv).unflatten(-1, (2, e)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+        return _linear(q, w_q, b_q), kv[0], kv[1]
+    w_q, w_k, w_v = w.chunk(3)
+    b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
+    return _linear(q, w_q, b_q), _linear(k, w_k, b_k), _linear(v, w_v, b_v)
+
+
+def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
+    """q, k, v projected by separate weights (kdim/vdim differ from embed_dim)."""
+    eq, ek, ev = q.size(-1), k.size(-1), v.size(-1)
+    for what, w, shape in (("query", w_q, (eq, eq)), ("key", w_k, (eq, ek)), ("value", w_v, (eq, ev))):
+        if tuple(w.shape) != shape:
+            raise AssertionError(f"expecting {what} weights shape of {shape}, but got {w.shape}")
+    for what, b in (("query", b_q), ("key", b_k), ("value", b_v)):
+        if b is not None and tuple(b.shape) != (eq,):
+            raise AssertionError(f"expecting {what} bias shape of {(eq,)}, but got {b.shape}")
+    return _linear(q, w_q, b_q), _linear(k, w_k, b_k), _linear(v, w_v, b_v)
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """True for batched (3-D) inputs, False for unbatched (2-D); torch's AssertionErrors otherwise."""
+    if query.dim() == 3:
+        if key.dim() != 3 or value.dim() != 3:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
+                                 f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
+                                 f"found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None and attn_mask.dim() not in (2, 3):
+            raise AssertionError(f"For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
+                                 f"found {attn_mask.dim()}-D tensor instead")
+        return True
+    if query.dim() == 2:
+        if key.dim() != 2 or value.dim() != 2:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                                 f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D but "
+                                 f"found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None:
+            if attn_mask.dim() not in (2, 3):
+                raise AssertionError(f"For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                                     f"but found {attn_mask.dim()}-D tensor instead")
+            if attn_mask.dim() == 3:
+                expected = (num_heads, query.shape[0], key.shape[0])
+                if tuple(attn_mask.shape) != expected:
+                    raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got {attn_mask.shape}")
+        return False
+    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D query "
+                         "tensor")
+
+
+def _pad_last(mask):
+    """mask with one more (zero) column at the end: the key added by bias_k or add_zero_attn."""
+    from .creation import zeros
+    from .joining import cat
+    return cat([mask, zeros(tuple(mask.shape[:-1]) + (1,), dtype=mask.dtype)], -1)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """Multi-head attention on (L, N, E) query and (S, N, E_k/E_v) key/value (or unbatched (L, E)).
+    See https://pytorch.org/docs/stable/generated/torch.nn.functional.multi_head_attention_forward.html"""
+    from .creation import zeros
+    from .joining import cat
+    from .activation import softmax
+    from .dropout import dropout
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
+        query = query.unsqueeze(1)
+        key = key.unsqueeze(1)
+        value = value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask), "attn_mask",
+                                       query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # the causal hint alone goes to scaled_dot_product_attention
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
+        if key_padding_mask is not None:
+            is_causal = False  # the merged mask below carries the causal part
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match value's "
+                                 f"{value.shape[:2]}")
+        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight is None")
+        b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
+        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight, v_proj_weight, b_q, b_k, b_v)
+    else:
+        if tuple(key.shape) != tuple(value.shape):
+            raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be "
+                                   f"{(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be "
+                                   f"{(bsz * num_heads, tgt_len, src_len)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = cat([k, bias_k.repeat(1, bsz, 1)])
+        v = cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    elif bias_k is not None:
+        raise AssertionError("bias_k is set but bias_v is None")
+    elif bias_v is not None:
+        raise AssertionError("bias_v is set but bias_k is None")
+    q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = _heads(k, static_k, bsz, num_heads, head_dim, "k")
+    v = _heads(v, static_v, bsz, num_heads, head_dim, "v")
+    if add_zero_attn:
+        zero_shape = (bsz * num_heads, 1, head_dim)
+        k = cat([k, zeros(zero_shape, dtype=k.dtype)], 1)
+        v = cat([v, zeros(zero_shape, dtype=v.dtype)], 1)
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    src_len = k.size(1)
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                                 f"{key_padding_mask.shape[1]}")
+        key_padding_mask = key_padding_mask.view(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1) \
+            .reshape(bsz * num_heads, 1, src_len)
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        # explicit weights (a plain softmax: a fully masked row is NaN here, as torch)
+        q_scaled = q * math.sqrt(1.0 / float(q.shape[-1]))
+        if is_causal and attn_mask is None:
+            raise AssertionError("FIXME: is_causal not implemented for need_weights")
+        if attn_mask is not None:
+            weights = attn_mask.baddbmm(q_scaled, k.transpose(-2, -1))
+        else:
+            weights = q_scaled.bmm(k.transpose(-2, -1))
+        weights = softmax(weights, dim=-1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, p=dropout_p)
+        out = weights.bmm(v)
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not is_batched:
+            out = out.squeeze(1)
+            weights = weights.squeeze(0)
+        return out, weights
+    if attn_mask is not None:
+        if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.view(bsz, num_heads, -1, src_len)
+    q = q.view(bsz, num_heads, tgt_len, head_dim)
+    k = k.view(bsz, num_heads, src_len, head_dim)
+    v = v.view(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None
+
+
+def _heads(t, static, bsz, num_heads, head_dim, name):
+    """(S, N, E) -> (N * heads, S, head_dim), or the caller's precomputed static_k / static_v."""
+    if static is None:
+        return t.view(t.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    if static.size(0) != bsz * num_heads:
+        raise AssertionError(f"expecting static_{name}.size(0) of {bsz * num_heads}, but got {static.size(0)}")
+    if static.size(2) != head_dim:
+        raise AssertionError(f"expecting static_{name}.size(2) of {head_dim}, but got {static.size(2)}")
+    return static
