@@ -1,1 +1,645 @@
-"""pool ops (see CONTRIBUTING.md)."""
+"""Pooling: max_pool, avg_pool, adaptive_avg_pool, adaptive_max_pool (1-3 d), lp_pool1d/2d and
+max_unpool (torch.nn.functional, and the torch.* names torch has).
+
+Max pooling copies each window into a row (a strided view, one copy) and takes the row's argmax;
+its indices are flat positions in the input plane (torch's format), and its backward is a scatter
+of the gradient to those positions, whose own backward is a gather: gradients of every order work.
+Average pooling is a sum over the kernel taps of strided views times a per-position scale; its
+backward (one strided add per tap) and that backward's backward are the same two kernels.
+"""
+import numpy as np
+
+from .. import _dtype as D
+from .._backend import conv_numpy as K
+from .._tensor import Tensor
+from ._registry import Op, install
+from .sampling import _area_map, _named, apply_maps
+
+# ---- geometry ---------------------------------------------------------------------------------
+
+
+def _pool_out(size, k, s, p, d, ceil_mode):
+    """torch's pooling_output_shape."""
+    num = size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    out = num // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _hi_pad(size, k, s, p, d, out):
+    """Extra right padding so the last (ceil_mode) window lies inside the buffer."""
+    return max(0, (out - 1) * s + d * (k - 1) + 1 - size - p)
+
+
+def _window_view(xp, kernel, stride, dilation, out):
+    """(N, C, *out, *kernel) read-only view of a padded (N, C, *S) array."""
+    st = xp.strides
+    shape = xp.shape[:2] + tuple(out) + tuple(kernel)
+    strides = st[:2] + tuple(a * s for a, s in zip(st[2:], stride)) + tuple(a * d for a, d in zip(st[2:], dilation))
+    return np.lib.stride_tricks.as_strided(xp, shape, strides, writeable=False)
+
+
+def _row_max(rows):
+    """Max and argmax over the last axis with torch's rule: the first maximum wins, and NaN wins
+    over numbers (the last NaN of the row, as torch's `val > max || isnan(val)` scan)."""
+    arg = rows.argmax(-1)
+    if rows.dtype.kind == "f":
+        nan = np.isnan(rows)
+        has = nan.any(-1)
+        if has.any():
+            last = rows.shape[-1] - 1 - nan[..., ::-1].argmax(-1)
+            arg = np.where(has, last, arg)
+    val = np.take_along_axis(rows, arg[..., None], -1)[..., 0]
+    return val, arg
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+# ---- index scatter / gather (max pooling backward, max_unpool) -------------------------------
+
+
+def _scatter(g, idx, plane_shape, unique, assign=False):
+    """out (N, C, *plane) with out.flat-per-plane[idx] = (or +=) g."""
+    n, c = g.shape[:2]
+    plane = int(np.prod(plane_shape))
+    flat_idx = idx.reshape(n * c, -1)
+    vals = g.reshape(n * c, -1)
+    if unique or assign:
+        out = np.zeros((n * c, plane), dtype=g.dtype)
+        np.put_along_axis(out, flat_idx, vals, axis=1)
+    else:
+        offsets = (np.arange(n * c) * plane)[:, None]
+        out = np.bincount((flat_idx + offsets).ravel(), weights=vals.ravel(), minlength=n * c * plane)
+        out = out.astype(g.dtype, copy=False)
+    return out.reshape((n, c) + tuple(plane_shape))
+
+
+def _gather(x, idx):
+    n, c = x.shape[:2]
+    flat = x.reshape(n, c, -1)
+    return np.take_along_axis(flat, idx.reshape(n, c, -1), axis=2).reshape(idx.shape)
+
+
+class IndexScatter(Op):
+    """Gradient routing of max pooling (sum at the argmax positions); max_unpool's forward (assign)."""
+    _name = "MaxPool2DWithIndicesBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, idx, plane_shape, unique, assign):
+        ctx.idx = idx
+        return _scatter(g, idx, plane_shape, unique, assign)
+
+    def backward(ctx, grad):
+        return IndexGather.apply(grad, idx=ctx.idx, plane_shape=tuple(grad.shape[2:]))
+
+
+class IndexGather(Op):
+    """out = x at the flat per-plane positions idx (max_unpool's backward)."""
+    _name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx, x, idx, plane_shape):
+        ctx.idx = idx
+        ctx.plane_shape = plane_shape
+        return _gather(x, idx)
+
+    def backward(ctx, grad):
+        return IndexScatter.apply(grad, idx=ctx.idx, plane_shape=ctx.plane_shape, unique=False, assign=False)
+
+
+class MaxPool(Op):
+    """Window maxima; output 1 (flat indices) only when asked for."""
+    _name = "MaxPool2DWithIndicesBackward0"
+    nondiff = (1,)
+
+    @staticmethod
+    def forward(ctx, x, kernel, stride, padding, dilation, out, want_indices):
+        spatial = x.shape[2:]
+        hi = tuple(_hi_pad(*a, o) for a, o in zip(zip(spatial, kernel, stride, padding, dilation), out))
+        xp = K.padded(x, padding, hi, value=_lowest(x.dtype))
+        rows = np.ascontiguousarray(_window_view(xp, kernel, stride, dilation, out)).reshape(
+            x.shape[:2] + tuple(out) + (-1,))
+        val, arg = _row_max(rows)
+        idx = _flat_index(arg, spatial, kernel, stride, padding, dilation, out)
+        ctx.idx = idx
+        ctx.plane = spatial
+        ctx.unique = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel))
+        return (val, idx) if want_indices else val
+
+    def backward(ctx, grad, *unused):
+        name = ctx.name().replace("Backward0", "BackwardBackward0")
+        return _named(IndexScatter, name)(grad, idx=ctx.idx, plane_shape=ctx.plane, unique=ctx.unique, assign=False)
+
+
+def _flat_index(arg, spatial, kernel, stride, padding, dilation, out):
+    """Tap number within the window -> flat position in the (unpadded) input plane."""
+    taps = np.unravel_index(arg, kernel)
+    flat = np.zeros(arg.shape, dtype=np.int64)
+    nd = len(kernel)
+    for i in range(nd):
+        shape = [1] * nd
+        shape[i] = out[i]
+        base = (np.arange(out[i]) * stride[i] - padding[i]).reshape(shape)
+        flat = flat * spatial[i] + (base + taps[i] * dilation[i])
+    return flat
+
+
+# ---- average pooling ----------------------------------------------------------------------------
+
+
+def _window_sum(xp, kernel, stride, out, acc_dtype):
+    acc = None
+    for tap, sl in K.tap_slices(kernel, stride, (1,) * len(kernel), out):
+        v = xp[sl]
+        if acc is None:
+            acc = v.astype(acc_dtype, copy=True)
+        else:
+            acc += v
+    return acc
+
+
+class AvgPool(Op):
+    """sum over the window times scale (1/divisor per output position)."""
+    _name = "AvgPool2DBackward0"
+
+    @staticmethod
+    def forward(ctx, x, kernel, stride, padding, hi, out, scale):
+        ctx.args = (x.shape, kernel, stride, padding, hi, out, scale)
+        xp = K.padded(x, padding, hi)
+        if x.dtype.kind in "iu":
+            acc = _window_sum(xp, kernel, stride, out, np.int64)
+            return np.trunc(acc / scale).astype(x.dtype)  # integer inputs: truncating division (scale = divisor)
+        acc_dtype = np.float32 if x.dtype.itemsize == 2 else x.dtype
+        acc = _window_sum(xp, kernel, stride, out, acc_dtype)
+        acc *= scale
+        return acc.astype(x.dtype, copy=False)
+
+    def backward(ctx, grad):
+        name = ctx.name().replace("Backward0", "BackwardBackward0")
+        return _named(AvgPoolBackward, name)(grad, args=ctx.args)
+
+
+class AvgPoolBackward(Op):
+    """The transpose of AvgPool: grad * scale added back to every tap's positions."""
+    _name = "AvgPool2DBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, args):
+        ctx.args = args
+        x_shape, kernel, stride, padding, hi, out, scale = args
+        n, c = g.shape[:2]
+        gs = (g * scale).astype(g.dtype, copy=False)
+        ones = (1,) * len(kernel)
+        cols = np.broadcast_to(gs.reshape((n * c,) + ones + (1,) + tuple(out)), (n * c,) + tuple(kernel) + (1,) + tuple(out))
+        crop = K.scatter_windows(cols, kernel, stride, (1,) * len(kernel), padding, hi, x_shape[2:])
+        return np.ascontiguousarray(crop).reshape(x_shape)
+
+    def backward(ctx, grad):
+        x_shape, kernel, stride, padding, hi, out, scale = ctx.args
+        return AvgPool.apply(grad, kernel=kernel, stride=stride, padding=padding, hi=hi, out=out, scale=scale)
+
+
+def _avg_scale(spatial, kernel, stride, padding, out, count_include_pad, divisor_override, dtype):
+    """1/divisor for every output position (torch's pool_size / count rules, 0 for empty windows)."""
+    if divisor_override:
+        return 1.0 / divisor_override if dtype.kind == "f" else np.array(divisor_override)
+    sizes = []
+    counts = []
+    for s, k, st, p, o in zip(spatial, kernel, stride, padding, out):
+        start = np.arange(o) * st - p
+        end = np.minimum(start + k, s + p)
+        sizes.append(end - start)
+        counts.append(np.minimum(end, s) - np.maximum(start, 0))
+    div = np.ones((), dtype=np.int64)
+    for v in (sizes if count_include_pad else counts):
+        div = np.multiply.outer(div, v)
+    empty = np.ones((), dtype=bool)
+    for c in counts:
+        empty = np.logical_and.outer(empty, c > 0)
+    if dtype.kind != "f":
+        return np.where(empty, div, 1)
+    ft = np.float32 if dtype.itemsize <= 4 else np.float64
+    return np.where(empty, 1.0 / np.maximum(div, 1), 0.0).astype(ft)
+
+
+# ---- argument parsing (torch's messages) -----------------------------------------------------
+
+
+def _tuple_arg(value, nd, fname, what, allow_none=False):
+    """An int or a tuple of 1 or nd ints, as torch's pooling functions accept."""
+    if allow_none and (value is None or (isinstance(value, (tuple, list)) and len(value) == 0)):
+        return None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return (int(value),) * nd
+    items = tuple(value)
+    if len(items) == 1:
+        return (int(items[0]),) * nd
+    if len(items) != nd:
+        if nd == 1:
+            raise RuntimeError(f"{fname}() {what} must be an int, list of ints or tuple of ints of size 1 but got "
+                               f"size {len(items)}")
+        count = {2: "two", 3: "three"}[nd]
+        verb = {"kernel_size": "must either be a single int", "stride": "must either be omitted, a single int",
+                "padding": "must either be a single int", "dilation": "must be either a single int"}[what]
+        raise RuntimeError(f"{fname}: {what} {verb}, or a tuple of {count} ints")
+    return tuple(int(v) for v in items)
+
+
+def _size(shape):
+    return "x".join(str(s) for s in shape)
+
+
+def _check_input(input, nd, fname):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{fname}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input.dim() not in (nd + 1, nd + 2):
+        if nd == 1:
+            raise RuntimeError(f"{fname}: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
+                               f"input, but got:{list(input.shape)}")
+        raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
+    if any(s == 0 for s in input.shape[-(nd + 1):]):
+        raise RuntimeError(f"Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim batch size for "
+                           f"input, but got:{list(input.shape)}")
+    return input if input.dim() == nd + 2 else input.unsqueeze(0)
+
+
+def _pool_args(input, nd, fname, kernel_size, stride, padding, dilation, ceil_mode, is_max):
+    kernel = _tuple_arg(kernel_size, nd, fname, "kernel_size")
+    stride = _tuple_arg(stride, nd, fname, "stride", allow_none=True)
+    stride = kernel if stride is None else stride
+    padding = _tuple_arg(padding, nd, fname, "padding")
+    dilation = _tuple_arg(dilation, nd, fname, "dilation")
+    if nd == 1 and is_max:
+        for what, v, low, rule in (("kernel_size", kernel[0], 1, "greater than zero"),
+                                   ("stride", stride[0], 1, "greater than zero"),
+                                   ("padding", padding[0], 0, "non-negative"),
+                                   ("dilation", dilation[0], 1, "greater than zero")):
+            if v < low:
+                raise RuntimeError(f"{fname}() {what} must be {rule}, but got {v}")
+        if padding[0] > kernel[0] // 2:
+            raise RuntimeError(f"{fname}() padding should be at most half of kernel size, but got padding={padding[0]}"
+                               f" and kernel_size={kernel[0]}")
+    else:
+        if any(k <= 0 for k in kernel):
+            raise RuntimeError(f"kernel size should be greater than zero, but got {_named_dims(kernel, 'k')}")
+        if any(s == 0 for s in stride):
+            raise RuntimeError("stride should not be zero")
+        if any(p < 0 for p in padding):
+            raise RuntimeError(f"pad must be non-negative, but got pad: {padding[0]}")
+        for k, p, d in zip(kernel, padding, dilation):
+            if p > ((k - 1) * d + 1) // 2:
+                raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
+                                   f"kernel_size={k} and dilation={d}")
+        if is_max and any(p > k // 2 for k, p in zip(kernel, padding)):
+            pads = ", ".join(f"pad{a} = {p}" for a, p in zip("WHD", reversed(padding)))
+            ks = ", ".join(f"k{a} = {k}" for a, k in zip("WHD", reversed(kernel)))
+            raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got {pads}, {ks}")
+    x = _check_input(input, nd, fname)
+    spatial = tuple(x.shape[2:])
+    out = tuple(_pool_out(s, k, st, p, d, ceil_mode) for s, k, st, p, d in
+                zip(spatial, kernel, stride, padding, dilation))
+    if any(o < 1 for o in out):
+        if nd == 1 and is_max:
+            raise RuntimeError(f"{fname}() Invalid computed output size: {out[0]}")
+        c = x.shape[1]
+        raise RuntimeError(f"Given input size: ({_size((c,) + spatial)}). Calculated output size: "
+                           f"({_size((c,) + tuple(max(o, 0) for o in out))}). Output size is too small")
+    return x, kernel, stride, padding, dilation, out
+
+
+def _named_dims(values, prefix):
+    names = {1: ("width",), 2: ("height", "width"), 3: ("depth", "height", "width")}[len(values)]
+    return " ".join(f"kernel_{n}: {v}" for n, v in zip(names, values))
+
+
+def _unbatch(r, input, nd):
+    if input.dim() == nd + 2:
+        return r
+    if isinstance(r, tuple):
+        return tuple(t.squeeze(0) for t in r)
+    return r.squeeze(0)
+
+
+# ---- max pooling ---------------------------------------------------------------------------------
+
+
+def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    fname = f"max_pool{nd}d"
+    x, kernel, stride, padding, dilation, out = _pool_args(input, nd, fname, kernel_size, stride, padding, dilation,
+                                                           ceil_mode, True)
+    if x.dtype is D.bool or x.dtype.category == D.COMPLEX:
+        raise NotImplementedError(f"\"{fname}\" not implemented for '{_scalar(x.dtype)}'")
+    op = _named(MaxPool, f"MaxPool{max(nd, 2)}DWithIndicesBackward0")
+    r = op(x, kernel=kernel, stride=stride, padding=padding, dilation=dilation, out=out, want_indices=return_indices)
+    return _unbatch(r, input, nd)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.max_pool1d.html"""
+    return _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.max_pool2d.html"""
+    return _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.max_pool3d.html"""
+    return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _with_indices(fn):
+    def with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True):
+        return fn(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+    with_indices.__name__ = with_indices.__qualname__ = fn.__name__ + "_with_indices"
+    return with_indices
+
+
+max_pool1d_with_indices = _with_indices(max_pool1d)
+max_pool2d_with_indices = _with_indices(max_pool2d)
+max_pool3d_with_indices = _with_indices(max_pool3d)
+
+
+# ---- average pooling -----------------------------------------------------------------------------
+
+
+def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    fname = f"avg_pool{nd}d"
+    if nd == 1 and isinstance(input, Tensor) and input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument #1 "
+                           f"'self' (while checking arguments for avg_pool1d)")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    x, kernel, stride, padding, _, out = _pool_args(input, nd, fname, kernel_size, stride, padding, 1, ceil_mode,
+                                                    False)
+    if x.dtype.category < D.FLOAT and x.dtype is not D.int64 or x.dtype.category == D.COMPLEX:
+        raise NotImplementedError(f"\"{fname}\" not implemented for '{_scalar(x.dtype)}'")
+    spatial = tuple(x.shape[2:])
+    hi = tuple(_hi_pad(s, k, st, p, 1, o) for s, k, st, p, o in zip(spatial, kernel, stride, padding, out))
+    scale = _avg_scale(spatial, kernel, stride, padding, out, count_include_pad, divisor_override, x._data.dtype)
+    op = _named(AvgPool, f"AvgPool{max(nd, 2)}DBackward0")
+    r = op(x, kernel=kernel, stride=stride, padding=padding, hi=hi, out=out, scale=scale)
+    return _unbatch(r, input, nd)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.avg_pool1d.html"""
+    return _avg_pool(1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.avg_pool2d.html"""
+    return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.avg_pool3d.html"""
+    return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+_SCALAR = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+           "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
+           "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def _scalar(d):
+    return _SCALAR.get(d.name, d.name)
+
+
+# ---- adaptive pooling ----------------------------------------------------------------------------
+
+
+def _adaptive_sizes(input, nd, output_size, fname):
+    if isinstance(output_size, (int, np.integer)) or output_size is None:
+        sizes = (output_size,) * nd
+    else:
+        sizes = tuple(output_size)
+    if len(sizes) != nd:
+        if nd == 1:
+            raise RuntimeError(f"{fname}() argument 'output_size' should contain one int (got {len(sizes)})")
+        if fname.startswith("adaptive_max"):
+            raise RuntimeError(f"{fname}(): internal error: output_size.size() must be {nd}")
+        raise RuntimeError(f"{fname}: output_size must be {nd}")
+    spatial = input.shape[-nd:] if input.dim() >= nd else ()
+    sizes = tuple(int(spatial[i]) if s is None else int(s) for i, s in enumerate(sizes))
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"{fname}: elements of output_size must be greater than or equal to 0 but received "
+                           f"{{{', '.join(map(str, sizes))}}}")
+    return sizes
+
+
+def _adaptive_input(input, nd, fname):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{fname}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input.dim() not in (nd + 1, nd + 2):
+        if nd == 1:
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument "
+                               f"#1 'self' (while checking arguments for {fname})")
+        sep = ": " if fname.startswith("adaptive_max") else " "
+        raise RuntimeError(f"{fname}(): Expected {nd + 1}D or {nd + 2}D tensor, but got{sep}{list(input.shape)}")
+    for i in range(1 if input.dim() == nd + 2 else 0, input.dim()):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"{fname}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {list(input.shape)} with dimension {i} being empty")
+    return input if input.dim() == nd + 2 else input.unsqueeze(0)
+
+
+def _adaptive_avg_pool(input, output_size, fname):
+    nd = int(fname[-2])
+    x = _adaptive_input(input, nd, fname)
+    sizes = _adaptive_sizes(x, nd, output_size, fname)
+    if x.dtype.category < D.FLOAT or x.dtype.category == D.COMPLEX:
+        raise NotImplementedError(f"\"{fname}\" not implemented for '{_scalar(x.dtype)}'")
+    spatial = tuple(x.shape[2:])
+    name = f"AdaptiveAvgPool{max(nd, 2)}DBackward0"
+    if all(o > 0 and s % o == 0 for s, o in zip(spatial, sizes)):
+        kernel = tuple(s // o for s, o in zip(spatial, sizes))  # regular windows: plain average pooling
+        scale = np.array(1.0 / np.prod(kernel)).astype(np.float64 if x.dtype is D.float64 else np.float32)
+        op = _named(AvgPool, name)
+        r = op(x, kernel=kernel, stride=kernel, padding=(0,) * nd, hi=(0,) * nd, out=sizes, scale=scale)
+    else:
+        maps = []
+        for i in range(nd):
+            idx, w = _area_map(spatial[i], sizes[i])
+            maps.append(K.AxisMap(2 + i, idx, w.astype(x._data.dtype), spatial[i]))
+        r = apply_maps(x, maps, name)
+    return _unbatch(r, input, nd)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.adaptive_avg_pool1d.html"""
+    return _adaptive_avg_pool(input, output_size, "adaptive_avg_pool1d")
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.adaptive_avg_pool2d.html"""
+    return _adaptive_avg_pool(input, output_size, "adaptive_avg_pool2d")
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.adaptive_avg_pool3d.html"""
+    return _adaptive_avg_pool(input, output_size, "adaptive_avg_pool3d")
+
+
+class AdaptiveMaxPool(Op):
+    _name = "AdaptiveMaxPool2DBackward0"
+    nondiff = (1,)
+
+    @staticmethod
+    def forward(ctx, x, sizes, want_indices):
+        spatial = x.shape[2:]
+        nd = len(sizes)
+        rows = x
+        index = []
+        for i in range(nd):
+            idx, _ = _area_map(spatial[i], sizes[i])  # (taps, out): window positions, last one repeated
+            index.append(idx.T)
+            rows = np.take(rows, idx.T, axis=2 + 2 * i)  # (.., out_i, taps_i, ..)
+        n, c = x.shape[:2]
+        order = (0, 1) + tuple(2 + 2 * i for i in range(nd)) + tuple(3 + 2 * i for i in range(nd))
+        rows = np.ascontiguousarray(rows.transpose(order)).reshape((n, c) + tuple(sizes) + (-1,))
+        val, arg = _row_max(rows)
+        taps = np.unravel_index(arg, tuple(ix.shape[1] for ix in index))
+        flat = np.zeros(arg.shape, dtype=np.int64)
+        for i in range(nd):
+            shape = [1] * nd
+            shape[i] = sizes[i]
+            o = np.arange(sizes[i]).reshape(shape)
+            flat = flat * spatial[i] + index[i][o, taps[i]]
+        ctx.idx = flat
+        ctx.plane = spatial
+        return (val, flat) if want_indices else val
+
+    def backward(ctx, grad, *unused):
+        name = ctx.name().replace("Backward0", "BackwardBackward0")
+        return _named(IndexScatter, name)(grad, idx=ctx.idx, plane_shape=ctx.plane, unique=False, assign=False)
+
+
+def _adaptive_max_pool(nd, input, output_size, return_indices):
+    fname = f"adaptive_max_pool{nd}d"
+    if nd == 1:
+        x = _adaptive_input(input, nd, fname)
+        sizes = _adaptive_sizes(x, nd, output_size, fname)
+    else:
+        sizes = _adaptive_sizes(input, nd, output_size, fname)
+        x = _adaptive_input(input, nd, fname)
+    if x.dtype.category < D.FLOAT or x.dtype.category == D.COMPLEX:
+        raise NotImplementedError(f"\"{fname}\" not implemented for '{_scalar(x.dtype)}'")
+    if any(s == 0 for s in sizes):
+        empty = Tensor._make(np.empty(x.shape[:2] + sizes, dtype=x._data.dtype))
+        r = (empty, Tensor._make(np.empty(empty.shape, dtype=np.int64))) if return_indices else empty
+        return _unbatch(r, input, nd)
+    op = _named(AdaptiveMaxPool, f"AdaptiveMaxPool{max(nd, 2)}DBackward0")
+    return _unbatch(op(x, sizes=sizes, want_indices=return_indices), input, nd)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.adaptive_max_pool1d.html"""
+    return _adaptive_max_pool(1, input, output_size, return_indices)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.adaptive_max_pool2d.html"""
+    return _adaptive_max_pool(2, input, output_size, return_indices)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.adaptive_max_pool3d.html"""
+    return _adaptive_max_pool(3, input, output_size, return_indices)
+
+
+# ---- power-average pooling -----------------------------------------------------------------------
+
+
+def _lp_pool(nd, input, norm_type, kernel_size, stride, ceil_mode):
+    """(sum over the window of x^p)^(1/p): avg_pool of x^p times the window size (torch's composite)."""
+    kernel = _tuple_arg(kernel_size, nd, f"lp_pool{nd}d", "kernel_size")
+    pool = avg_pool1d if nd == 1 else avg_pool2d
+    if stride is not None:
+        out = pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = pool(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(int(np.prod(kernel))).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.lp_pool1d.html"""
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.lp_pool2d.html"""
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+# ---- max_unpool ----------------------------------------------------------------------------------
+
+
+def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
+    fname = f"max_unpool{nd}d"
+    kernel = _tuple_arg(kernel_size, nd, fname, "kernel_size")
+    stride = kernel if stride is None else _tuple_arg(stride, nd, fname, "stride")
+    padding = _tuple_arg(padding, nd, fname, "padding")
+    spatial = tuple(input.shape[-nd:])
+    default = [(s - 1) * st - 2 * p + k for s, st, p, k in zip(spatial, stride, padding, kernel)]
+    if output_size is None:
+        sizes = default
+    else:
+        sizes = list(output_size)
+        if len(sizes) == nd + 2 or (len(sizes) == nd + 1 and input.dim() == nd + 1):
+            sizes = sizes[-nd:]
+        if len(sizes) != nd:
+            raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
+                             f"length of '{len(sizes)}'")
+        for d in range(nd):
+            lo, hi = default[d] - stride[d], default[d] + stride[d]
+            if not lo < sizes[d] < hi:
+                raise ValueError(f"invalid output_size \"{tuple(output_size)}\" (dim {d} must be between {lo} and "
+                                 f"{hi})")
+    if indices.dtype is not D.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: {_scalar(indices.dtype)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
+                           f"but got indices tensor with shape: {list(indices.shape)}")
+    batched = input.dim() == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    idx = (indices if batched else indices.unsqueeze(0))._data
+    plane = int(np.prod(sizes))
+    if idx.size and (idx.min() < 0 or idx.max() >= plane):
+        bad = int(idx.max() if idx.max() >= plane else idx.min())
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size {'x'.join(map(str, sizes))}")
+    op = _named(IndexScatter, f"MaxUnpool{max(nd, 2)}DBackward0")
+    r = op(x, idx=idx, plane_shape=tuple(sizes), unique=True, assign=True)
+    return r if batched else r.squeeze(0)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.max_unpool1d.html"""
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.max_unpool2d.html"""
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.max_unpool3d.html"""
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
+FUNCTIONAL = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+              "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
+              "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+              "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d", "max_unpool3d"]
+
+# the torch.* names torch itself has (torch.avg_pool2d does not exist)
+for _fn in (max_pool1d, max_pool2d, max_pool3d, avg_pool1d, adaptive_avg_pool1d, max_pool1d_with_indices):
+    install(_fn, _fn.__name__, method=False)
+del _fn
