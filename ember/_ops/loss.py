@@ -131,6 +131,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     total = loss.sum()
     if reduction == "sum":
         return total
+    if not wt.sum():
+        return total + float("nan")  # torch: nan loss, zero gradient when every target is ignored
     return total / _const(wt.sum(), input)
 
 
@@ -179,7 +181,7 @@ class CrossEntropy(Op):
             return _cross_entropy_grad_composite(grad, x, ctx.args, a)
         g = grad._data.astype(p.dtype)
         if reduction == "mean":
-            g = g / denom if denom else np.full_like(g, np.nan)
+            g = g / denom if denom else np.zeros_like(g)  # every target ignored: nan loss, zero gradient
         gi = np.expand_dims(np.broadcast_to(g, wt.shape), cd)
         gx = p * (gi * np.expand_dims(a, cd))
         at_target = np.take_along_axis(gx, tk, axis=cd) - gi * np.expand_dims((1 - smoothing) * wt, cd)
@@ -207,7 +209,7 @@ def _cross_entropy_grad_composite(grad, x, args, a):
         b += np.expand_dims(valid * (smoothing / c), cd) * _class_view(w, p.ndim, cd)
     g = grad
     if reduction == "mean":
-        g = g / float(denom) if denom else g * float("nan")
+        g = g / float(denom) if denom else g * 0.0
     if reduction == "none":
         g = g.unsqueeze(cd)
     sm = _softmax(x, cd)
