@@ -93,3 +93,4 @@ from ._ops.sparse import sparse_coo_tensor, spmm  # noqa: E402  (sparse COO tens
 from . import sparse  # noqa: E402  (torch.sparse)
 from ._layout import *  # noqa: E402,F401,F403  (torch.layout, torch.memory_format and their values)
 from ._globals import *  # noqa: E402,F401,F403  (default device, determinism flags, matmul precision, typename)
+from . import testing  # noqa: E402  (torch.testing: assert_close, make_tensor)
