@@ -560,7 +560,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 def _lp_pool(nd, input, norm_type, kernel_size, stride, ceil_mode):
     """(sum over the window of x^p)^(1/p): avg_pool of x^p times the window size (torch's composite)."""
     kernel = _tuple_arg(kernel_size, nd, f"lp_pool{nd}d", "kernel_size")
-    pool = avg_pool1d if nd == 1 else avg_pool2d
+    pool = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[nd]
     if stride is not None:
         out = pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     else:
@@ -576,6 +576,11 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """See https://pytorch.org/docs/stable/generated/torch.nn.functional.lp_pool2d.html"""
     return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.functional.lp_pool3d.html"""
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 # ---- max_unpool ----------------------------------------------------------------------------------
@@ -637,7 +642,7 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
 FUNCTIONAL = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
               "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
               "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-              "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d", "max_unpool3d"]
+              "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d"]
 
 # the torch.* names torch itself has (torch.avg_pool2d does not exist)
 for _fn in (max_pool1d, max_pool2d, max_pool3d, avg_pool1d, adaptive_avg_pool1d, max_pool1d_with_indices):
