@@ -336,7 +336,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                            f"'per_sample_weights'; but type torch.{_type_name(weight)} does not equal "
                            f"torch.{_type_name(per_sample_weights)} (while checking arguments for embedding_bag)")
     idx = flat._data.astype(np.int64, copy=False).reshape(-1)
-    _check_range(idx, weight.size(0))
+    bad = np.flatnonzero((idx < 0) | (idx >= weight.size(0)))
+    if bad.size:
+        raise RuntimeError(f"Index {bad[0]} of input takes value {idx[bad[0]]} which is not in the valid range "
+                           f"[0, {weight.size(0)})")
     pad = _padding(padding_idx, weight.size(0), "padding_idx")
     return EmbeddingBag.apply(weight, per_sample_weights, indices=idx, bags=bags, num_bags=n_bags, mode=mode,
                               padding_idx=pad, scale_grad_by_freq=bool(scale_grad_by_freq))
