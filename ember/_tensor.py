@@ -250,6 +250,9 @@ class Tensor:
             return regenerate_view_grad_fn(self)
         return self._grad_fn
 
+    def _is_view(self):
+        return self._base is not None
+
     @property
     def is_leaf(self):
         return self._grad_fn is None
@@ -279,12 +282,16 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
             if value._dtype is not self._dtype:
-                raise RuntimeError(f"attempting to assign a gradient with dtype '{value._dtype}' to a tensor "
-                                   f"with dtype '{self._dtype}'. Please ensure that the gradient and the "
-                                   "tensor have the same dtype")
+                raise RuntimeError(f"attempting to assign a gradient with dtype '{_CPP_TYPE_NAMES[value._dtype.name]}' "
+                                   f"to a tensor with grad_dtype '{D.SCALAR_NAMES[self._dtype]}'. The gradient must "
+                                   "match the tensor's grad_dtype (defaults to the tensor's dtype). You can set the "
+                                   "tensor's grad_dtype attribute with a specific dtype, or None to allow any dtype. "
+                                   "Set grad_dtype with caution. Diverging the dtypes of a tensor and its gradient "
+                                   "may break downstream systems that assume they match.")
             if value._data.shape != self._data.shape:
-                raise RuntimeError(f"assigned grad has data of a different size: "
-                                   f"{list(value._data.shape)} vs {list(self._data.shape)}")
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value._data.shape)}' to a tensor "
+                                   f"of size '{list(self._data.shape)}'. Please ensure that the gradient and the "
+                                   "tensor are the same size")
         self._grad = value
 
     @grad.deleter
@@ -623,6 +630,12 @@ def _is_contiguous(arr):
 
 def _wrap_dim(dim, ndim):
     """Normalize a possibly negative dim; IndexError like torch when out of range."""
+# the C++ type names torch prints in the .grad dtype error
+_CPP_TYPE_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+                   "complex64": "c10::complex<float>", "complex128": "c10::complex<double>", "int64": "long int",
+                   "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+                   "bool": "bool"}
+
     n = ndim if ndim > 0 else 1
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
