@@ -25,7 +25,7 @@ from ..._tensor import Tensor
 __all__ = ["WorkerInfo", "get_worker_info"]
 
 # How often (seconds) a waiting worker checks that the main process is still alive.
-WORKER_STATUS_CHECK_INTERVAL = 2.0
+WORKER_STATUS_CHECK_INTERVAL = 1.0
 
 _worker_info = None  # this worker's WorkerInfo; None in the main process
 
@@ -87,7 +87,10 @@ class ExceptionWrapper:
             exception = self.exc_type(msg)
         except Exception:
             raise RuntimeError(msg) from None
-        raise exception
+        try:
+            raise exception
+        finally:
+            del exception  # else exception -> traceback -> this frame -> exception: a cycle holding the iterator
 
     def __reduce__(self):
         try:  # a class that cannot be imported by name on the other side travels as RuntimeError
@@ -236,6 +239,8 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_flag, auto
                 if not _parent_alive(parent_pid):
                     shm.sweep(shm._worker_prefix)  # nobody will receive what is still in flight
                     return
+                if done_flag.value:
+                    break  # shutting down, and the None meant for us was lost
                 continue
             if r is None:
                 break

@@ -338,6 +338,10 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
 # exit handler terminates daemonic workers, so segments still in flight are swept).
 _live_iterators = weakref.WeakSet()
 _live_lock = threading.Lock()
+# Their queues, held from here until shutdown: an iterator that dies in a reference cycle (an
+# exception's traceback holds it) is finalized by the garbage collector, which would otherwise close
+# its queues' feeder threads first, and the None telling each worker to exit would never be sent.
+_live_queues = {}
 
 
 @atexit.register
@@ -377,6 +381,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._shutdown = False
         with _live_lock:
             _live_iterators.add(self)
+            _live_queues[id(self)] = (self._data_queue, self._index_queues)
         try:
             for i in range(self._num_workers):
                 index_queue = ctx.Queue()
@@ -558,6 +563,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             shm.sweep(self._shm_prefix)  # every worker is gone: whatever is left was never received
             with _live_lock:
                 _live_iterators.discard(self)
+                _live_queues.pop(id(self), None)
 
     def __del__(self):
         if getattr(self, "_shutdown", True) is False:

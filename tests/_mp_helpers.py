@@ -1,0 +1,41 @@
+"""Datasets and process targets for the spawn/forkserver tests.
+
+Spawned children import the module a pickled function or class comes from; this one imports only
+ember (the test modules import torch, which would make every spawned child slow to start).
+"""
+import os
+import signal
+import sys
+
+import ember
+import ember.utils.data as edata
+
+
+class WorkerInfoDataset:
+    """Sample i: [worker id, num_workers, seed, is the shared-memory allocator named?] in its worker."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        info = edata.get_worker_info()
+        from ember import _shared_memory as shm
+        return [info.id, info.num_workers, info.seed, shm._worker_prefix is not None]
+
+
+def fill_slot(i, t, value):
+    """mp.spawn target: write value + i into slot i of a shared tensor."""
+    t[i] = value + i
+
+
+def fail_in_child(i, mode):
+    """mp.spawn target: process 1 fails the way `mode` says; the others wait to be stopped."""
+    if i != 1:
+        import time
+        time.sleep(30)
+        return
+    if mode == "raise":
+        raise ValueError(f"child {i} failed")
+    if mode == "signal":
+        os.kill(os.getpid(), signal.SIGKILL)
+    sys.exit(3)
