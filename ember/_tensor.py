@@ -604,6 +604,12 @@ class Tensor:
 
 _new = object.__new__
 
+# the C++ type names torch prints in the .grad dtype error
+_CPP_TYPE_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+                   "complex64": "c10::complex<float>", "complex128": "c10::complex<double>", "int64": "long int",
+                   "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+                   "bool": "bool"}
+
 
 def _element_strides(arr):
     isz = arr.itemsize
@@ -630,12 +636,6 @@ def _is_contiguous(arr):
 
 def _wrap_dim(dim, ndim):
     """Normalize a possibly negative dim; IndexError like torch when out of range."""
-# the C++ type names torch prints in the .grad dtype error
-_CPP_TYPE_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
-                   "complex64": "c10::complex<float>", "complex128": "c10::complex<double>", "int64": "long int",
-                   "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-                   "bool": "bool"}
-
     n = ndim if ndim > 0 else 1
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
