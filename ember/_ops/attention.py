@@ -92,6 +92,8 @@ class _SDPA(Op):
 
 def _safe_softmax(scores):
     """softmax over the last dim; a row that is -inf everywhere gives zeros (torch's _safe_softmax)."""
+    if scores.shape[-1] == 0:
+        return np.zeros_like(scores)
     top = scores.max(axis=-1, keepdims=True)
     top[~np.isfinite(top)] = 0
     probs = np.exp(scores - top)
@@ -151,6 +153,15 @@ def _check_shapes(query, key, value):
                            f"but got: [{n}, {value.shape[-2]}].")
 
 
+def _check_mask_broadcast(query, key, attn_mask):
+    """The mask must broadcast to the scores' shape (torch's broadcasting message otherwise)."""
+    scores = np.broadcast_shapes(query.shape[:-2], key.shape[:-2]) + (query.shape[-2], key.shape[-2])
+    try:
+        np.broadcast_shapes(scores, attn_mask.shape)
+    except ValueError:
+        raise shapes_error("scaled_dot_product_attention", np.empty(scores, np.bool_), attn_mask._data) from None
+
+
 def _repeat_heads(t, heads, query):
     """enable_gqa: key/value heads repeated to the query's number of heads (dim -3)."""
     if t.dim() < 3 or query.dim() < 3:
@@ -175,13 +186,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     _check_shapes(query, key, value)
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
-    try:
-        out, _ = _SDPA.apply(query, key, value, attn_mask, scale=scale, causal=bool(is_causal),
-                             dropout_p=float(dropout_p) if dropout_p > 0 else 0.0)
-    except ValueError:
-        scores_shape = np.broadcast_shapes(query.shape[:-2], key.shape[:-2]) + (query.shape[-2], key.shape[-2])
-        raise shapes_error("scaled_dot_product_attention", np.empty(scores_shape, np.bool_),
-                           attn_mask._data) from None
+    if attn_mask is not None:
+        _check_mask_broadcast(query, key, attn_mask)
+    out, _ = _SDPA.apply(query, key, value, attn_mask, scale=scale, causal=bool(is_causal),
+                         dropout_p=float(dropout_p) if dropout_p > 0 else 0.0)
     fn = out._grad_fn
     if fn is not None:
         fn.materialize_grads = False  # the probs workspace normally gets no gradient: skip its term
@@ -210,7 +218,7 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     if check_other and other_type is not None and mask.dtype is not other_type:
         warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for both "
-                      "instead.", stacklevel=3)
+                      "instead.", stacklevel=2)
     if not is_float:
         from .creation import zeros_like
         mask = zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
