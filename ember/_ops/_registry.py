@@ -16,7 +16,7 @@ import inspect
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import as_array, scalar_array
+from .._backend import as_array, check_internal_overlap, check_partial_overlap, scalar_array
 from .._tensor import Tensor, _dtype_of
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, init_node
@@ -194,11 +194,12 @@ class RowNode(Op):
 class Row:
     """One elementwise op declaration (see unary()/binary())."""
 
-    def __init__(self, name, kernel, kind, dx, dy, arity, node_name, check):
+    def __init__(self, name, kernel, kind, dx, dy, arity, node_name, check, tensors=()):
         self.name = name
         self.kernel = kernel
-        self.ufunc = isinstance(kernel, np.ufunc)
+        self.ufunc = isinstance(kernel, np.ufunc)  # takes out=: see into()
         self.kind = kind
+        self.numbers = "input" not in tensors and "other" not in tensors  # torch takes Python numbers
         self.dx = dx
         self.dy = dy
         self.arity = arity
@@ -259,10 +260,12 @@ def unary(name, kernel, kind=SAME, dx=None, node_name=None, check=None, method=T
     row = Row(name, kernel, kind, dx, None, 1, node_name or _node_name(name), check)
 
     def fn(input, *, out=None):
-        r = unary_call(row, input)
-        return r if out is None else write_out(out, r, name)
+        if out is None:
+            return unary_call(row, input)
+        return row_out(row, out, name, input)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"torch.{name}: see https://pytorch.org/docs/stable/generated/torch.{name}.html"
+    fn.row = row
     install(fn, name, method=method, inplace=make_inplace(fn, name, row) if inplace else None,
             aliases=aliases, dunder=dunder, decl=row)
     return fn
@@ -344,7 +347,7 @@ def binary(name, kernel, kind=SAME, dx=None, dy=None, node_name=None, check=None
     """Declare an elementwise op of two operands (tensors or scalars), e.g.
     binary("mul", np.multiply, dx=lambda g, y: g * y, dy=lambda g, x: g * x, dunder="mul").
     `tensors` names the operands ("input", "other") for which torch takes no Python number."""
-    row = Row(name, kernel, kind, dx, dy, 2, node_name or _node_name(name), check)
+    row = Row(name, kernel, kind, dx, dy, 2, node_name or _node_name(name), check, tensors)
     need_input = "input" in tensors
     need_other = "other" in tensors
 
@@ -353,10 +356,12 @@ def binary(name, kernel, kind=SAME, dx=None, dy=None, node_name=None, check=None
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
         if need_other and not isinstance(other, Tensor):
             raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
-        r = binary_call(row, input, other)
-        return r if out is None else write_out(out, r, name)
+        if out is None:
+            return binary_call(row, input, other)
+        return row_out(row, out, name, input, other)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"torch.{name}: see https://pytorch.org/docs/stable/generated/torch.{name}.html"
+    fn.row = row
     rfn = None
     if rdunder:
         def rfn(self, other):
@@ -410,21 +415,68 @@ def check_inplace(self):
                                "the inplace operation by an out-of-place one.")
 
 
-def make_inplace(fn, name, row=None):
-    """The `name_` variant of an out-of-place op: compute, then write into self."""
+# Note [Straight into the array]: when no autograd graph is needed (grad mode off, or no
+# operand requires grad: an optimizer step), in-place ops and out= run their kernel with
+# out=<the target's array>, so x.add_(y) allocates nothing and x.addcmul_(a, b) one temporary.
+# The fast path only runs where it computes exactly what the generic path (compute
+# out-of-place, then copy) computes: the target already has the compute dtype, operands
+# broadcast into its shape. Everything else (casts, resizing out=, torch's errors) is left to
+# the generic path, which is also the only path when a graph is needed.
 
-    def inplace(self, *args, **kwargs):
-        check_inplace(self)
-        if row is not None and row.ufunc and not kwargs and not _needs_graph(self, args):
-            if _ufunc_inplace(row, self, args):
-                return self
-        r = fn(self, *args, **kwargs)
-        return assign_result(self, r, name + "_")
-    inplace.__name__ = inplace.__qualname__ = name + "_"
-    return inplace
+def fits(shape, into):
+    """shape broadcasts to `into` without changing it (torch's rule for in-place operands)."""
+    if shape == into:
+        return True
+    k = len(into) - len(shape)
+    if k < 0:
+        return False
+    for i, n in enumerate(shape):
+        if n != 1 and n != into[k + i]:
+            return False
+    return True
 
 
-def _needs_graph(self, args):
+def into(row, out, a, b=None, kernel=None):
+    """Run the row's ufunc (or `kernel`) on operands a (, b) straight into tensor out's array.
+    False, having written nothing, when out's dtype is not the one computed in or its shape is
+    not the broadcast shape (see Note [Straight into the array])."""
+    if row.arity == 1:
+        if not isinstance(a, Tensor):
+            return False
+        d = a._dtype
+        if row.check is not None:
+            row.check(d)
+        cd = compute_dtype(row.kind, d, row.name) if row.kind is not SAME else d
+        x = a._data
+        o = out._data
+        if x.shape != o.shape or (out._dtype is not cd and not (out._dtype is D.bool and row.kind is LOGICAL)):
+            return False
+        (kernel or row.kernel)(x if cd is d else x.astype(cd.np), out=o)
+        return True
+    if not row.numbers and not (isinstance(a, Tensor) and isinstance(b, Tensor)):
+        return False  # the public function raises torch's TypeError
+    x, y, cd = binary_operands(row, a, b)
+    o = out._data
+    if out._dtype is not cd and not (out._dtype is D.bool and (row.kind is COMPARE or row.kind is LOGICAL)):
+        return False
+    shape = o.shape
+    if not ((x.shape == shape and fits(y.shape, shape)) or (y.shape == shape and fits(x.shape, shape))):
+        return False
+    (kernel or row.kernel)(x, y, out=o)
+    return True
+
+
+def check_overlap(out, operands):
+    """torch's errors for a written-to tensor that overlaps itself or one of the operands."""
+    o = out._data
+    check_internal_overlap(o)
+    for t in operands:
+        if isinstance(t, Tensor) and t._data is not o:
+            check_partial_overlap(o, t._data)
+
+
+def _needs_graph(self, args, kwargs):
+    """Is an autograd graph needed for an in-place op on self with these operands?"""
     if not _state.enabled:
         return False
     if self._requires_grad:
@@ -432,34 +484,59 @@ def _needs_graph(self, args):
     for a in args:
         if isinstance(a, Tensor) and a._requires_grad:
             return True
+    if kwargs:
+        return _needs_graph(self, tuple(kwargs.values()), None)
     return False
 
 
-def _ufunc_inplace(row, self, args):
-    """Fast path: run the ufunc straight into self's array when dtypes allow."""
-    d = self._dtype
-    if row.arity == 1:
-        if row.check is not None:
-            row.check(d)
-        cd = compute_dtype(row.kind, d, row.name)
-        if cd is not d:
-            return False
-        row.kernel(self._data, out=self._data)
+def row_out(row, out, opname, a, b=None):
+    """out= of a row (or of a composite whose last step is the row): straight into out's array
+    when possible, else compute and copy with torch's resizing and casting (write_out)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{opname}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    operands = (a,) if row.arity == 1 else (a, b)
+    if not _needs_graph(out, operands, None):
+        check_overlap(out, operands)
+        if row.ufunc and into(row, out, a, b):
+            out._version.value += 1
+            return out
+    r = unary_call(row, a) if row.arity == 1 else binary_call(row, a, b)
+    return write_out(out, r, opname)
+
+
+def make_inplace(fn, name, row=None, fast=None):
+    """The `name_` variant of an out-of-place op: compute, then write into self.
+
+    An elementwise op also gets a fast path (Note [Straight into the array]): `fast(self, *args,
+    **kwargs)` writes straight into self's array and returns True, or returns False having written
+    nothing. A ufunc row derives it; a composite declares a small in-place kernel next to itself."""
+    opname = name + "_"
+    if fast is None and row is not None and row.ufunc:
+        fast = _row_fast(row)
+    if fast is None:
+        def inplace(self, *args, **kwargs):
+            check_inplace(self)
+            return assign_result(self, fn(self, *args, **kwargs), opname)
     else:
-        other = args[0]
-        if isinstance(other, Tensor):
-            if other._dtype is not d and not D.can_cast(D.result_type_of((self, other)), d):
-                return False
-        elif not _is_scalar(other):
-            return False
-        x, y, cd = binary_operands(row, self, other)
-        if cd is not d or np.broadcast_shapes(x.shape, y.shape) != x.shape:
-            return False
-        if x is not self._data:
-            return False
-        row.kernel(x, y, out=self._data)
-    self._version.value += 1
-    return True
+        def inplace(self, *args, **kwargs):
+            check_inplace(self)
+            check_overlap(self, args if not kwargs else args + tuple(kwargs.values()))
+            if not _needs_graph(self, args, kwargs) and fast(self, *args, **kwargs):
+                self._version.value += 1
+                return self
+            return assign_result(self, fn(self, *args, **kwargs), opname)
+    inplace.__name__ = inplace.__qualname__ = opname
+    return inplace
+
+
+def _row_fast(row):
+    if row.arity == 1:
+        def fast(self):
+            return into(row, self, self)
+    else:
+        def fast(self, other):
+            return into(row, self, self, other)
+    return fast
 
 
 def assign_result(self, r, opname):

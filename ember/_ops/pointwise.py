@@ -15,8 +15,8 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import special as S
 from .._tensor import Tensor
-from ._registry import (COMPARE, INTEGRAL, LOGICAL, TO_FLOAT, Op, binary, install, make_inplace,
-                        unary, write_out)
+from ._registry import (COMPARE, INTEGRAL, LOGICAL, TO_FLOAT, Op, binary, install, into, make_inplace,
+                        row_out, unary, write_out)
 from .creation import ones_like, zeros_like
 
 _NAMES = D.SCALAR_NAMES
@@ -168,8 +168,14 @@ def _scaled(input, other, alpha):
 def add(input, other, *, alpha=1, out=None):
     if type(alpha) is not int or alpha != 1:
         other = _scaled(input, other, alpha)
-    r = _add(input, other)
-    return r if out is None else write_out(out, r, "add")
+    return _add(input, other) if out is None else row_out(_add.row, out, "add", input, other)
+
+
+def _add_(self, other, *, alpha=1):
+    """add_ straight into self's array (Note [Straight into the array]); alpha * other is the one temporary."""
+    if type(alpha) is not int or alpha != 1:
+        other = _scaled(self, other, alpha)
+    return into(_add.row, self, self, other)
 
 
 def _has_bool(v):
@@ -181,8 +187,16 @@ def sub(input, other, *, alpha=1, out=None):
         raise RuntimeError(_SUB_BOOL)
     if type(alpha) is not int or alpha != 1:
         other = _scaled(input, other, alpha)
-    r = _sub(input, other)
-    return r if out is None else write_out(out, r, "sub")
+    return _sub(input, other) if out is None else row_out(_sub.row, out, "sub", input, other)
+
+
+def _sub_(self, other, *, alpha=1):
+    """sub_ straight into self's array, as _add_ (bool operands are left to sub's error)."""
+    if _has_bool(self) or _has_bool(other):
+        return False
+    if type(alpha) is not int or alpha != 1:
+        other = _scaled(self, other, alpha)
+    return into(_sub.row, self, self, other)
 
 
 def rsub(input, other, *, alpha=1):
@@ -193,8 +207,8 @@ def rsub(input, other, *, alpha=1):
 
 def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is None:
-        r = _true_div(input, other)
-    elif rounding_mode == "trunc":
+        return _true_div(input, other) if out is None else row_out(_true_div.row, out, "div", input, other)
+    if rounding_mode == "trunc":
         r = _div_trunc(input, other)
     elif rounding_mode == "floor":
         r = _div_floor(input, other)
@@ -202,6 +216,11 @@ def div(input, other, *, rounding_mode=None, out=None):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                            f"'{rounding_mode}'")
     return r if out is None else write_out(out, r, "div")
+
+
+def _div_(self, other, *, rounding_mode=None):
+    """div_ (true division) straight into self's array."""
+    return rounding_mode is None and into(_true_div.row, self, self, other)
 
 
 # ---- powers -------------------------------------------------------------------------
@@ -261,6 +280,11 @@ def pow(input, exponent, *, out=None):
     else:
         r = _pow(input, exponent)
     return r if out is None else write_out(out, r, "pow")
+
+
+def _pow_(self, exponent):
+    """pow_ of a floating self straight into its array (the kernel is np.power there)."""
+    return self._dtype.category >= D.FLOAT and into(_pow.row, self, self, exponent, kernel=np.power)
 
 
 def _pow_method(self, exponent):
@@ -646,12 +670,12 @@ def _rdiv_dunder(self, other):
     return div(other, self)
 
 
-install(add, "add", inplace=make_inplace(add, "add"))
-install(sub, "sub", inplace=make_inplace(sub, "sub"), aliases=("subtract",))
-install(div, "div", inplace=make_inplace(div, "div"), aliases=("divide",))
-install(_true_div, "true_divide", inplace=make_inplace(_true_div, "true_divide"))
+install(add, "add", inplace=make_inplace(add, "add", fast=_add_))
+install(sub, "sub", inplace=make_inplace(sub, "sub", fast=_sub_), aliases=("subtract",))
+install(div, "div", inplace=make_inplace(div, "div", fast=_div_), aliases=("divide",))
+install(_true_div, "true_divide", inplace=make_inplace(_true_div, "true_divide", _true_div.row))
 install(rsub, "rsub", method=False)
-install(pow, "pow", method=False, inplace=make_inplace(pow, "pow"))
+install(pow, "pow", method=False, inplace=make_inplace(pow, "pow", fast=_pow_))
 Tensor.pow = Tensor.__pow__ = _pow_method
 Tensor.__ipow__ = Tensor.pow_
 Tensor.__rpow__ = _rpow

@@ -7,7 +7,7 @@ import numpy as np
 from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor
-from ._registry import Op, install, make_inplace, write_out
+from ._registry import Op, fits, install, make_inplace, write_out
 from .creation import zeros_like
 
 _make = Tensor._make
@@ -72,6 +72,34 @@ def clamp(input, min=None, max=None, *, out=None):
     if r._grad_fn is not None and (isinstance(min, Tensor) or isinstance(max, Tensor)):
         r._grad_fn._name = "ClampBackward0"
     return r if out is None else write_out(out, r, "clamp")
+
+
+def _clamp_(self, min=None, max=None):
+    """clamp_ straight into self's array (Note [Straight into the array]) when the bounds keep
+    self's dtype and broadcast into its shape; the same maximum-then-minimum as Clamp."""
+    d = self._dtype
+    if d.category == D.COMPLEX or d is D.bool or (min is None and max is None):
+        return False
+    bounds = [v for v in (min, max) if v is not None]
+    if D.result_type_of([self] + bounds) is not d:
+        return False
+    for v in bounds:
+        if isinstance(v, Tensor) and not fits(v._data.shape, self._data.shape):
+            return False
+    x = self._data
+    if min is not None:
+        np.maximum(x, _as_tensor(min, d)._data, out=x)
+    if max is not None:
+        np.minimum(x, _as_tensor(max, d)._data, out=x)
+    return True
+
+
+def _clamp_min_(self, min):
+    return _clamp_(self, min=min)
+
+
+def _clamp_max_(self, max):
+    return _clamp_(self, max=max)
 
 
 def clamp_min(input, min, *, out=None):
@@ -173,6 +201,26 @@ def lerp(input, end, weight, *, out=None):
     return r if out is None else write_out(out, r, "lerp")
 
 
+def _lerp_(self, end, weight):
+    """lerp_ with a number weight straight into self's array, the branch Lerp takes for that weight;
+    end - self is the one temporary."""
+    d = self._dtype
+    if d.category != D.FLOAT or isinstance(weight, Tensor) or not isinstance(end, Tensor) or end._dtype is not d \
+            or not fits(end._data.shape, self._data.shape):
+        return False
+    x = self._data
+    e = end._data
+    w = np.array(weight, dtype=d.np)
+    diff = np.subtract(e, x)
+    if np.abs(w) < 0.5:
+        diff *= w
+        x += diff
+    else:
+        diff *= 1 - w
+        np.subtract(e, diff, out=x)
+    return True
+
+
 def _short(d):
     """torch's C type names in lerp's messages: float, double, long int ..."""
     return {D.float32: "float", D.float64: "double", D.float16: "c10::Half", D.bfloat16: "c10::BFloat16",
@@ -192,6 +240,36 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     v = _value_in(value, (input, tensor1, tensor2))
     r = input + (v * tensor1) * tensor2 if v != 1 else input + tensor1 * tensor2
     return r if out is None else write_out(out, r, "addcmul")
+
+
+def _addc_(self, tensor1, tensor2, value, divide):
+    """addcmul_/addcdiv_ straight into self's array when all three tensors have self's floating dtype:
+    self += (value * tensor1) (*|/) tensor2, in the generic path's order, one temporary."""
+    d = self._dtype
+    if d.category != D.FLOAT or type(value) not in (int, float) or not isinstance(tensor1, Tensor) \
+            or not isinstance(tensor2, Tensor) or tensor1._dtype is not d or tensor2._dtype is not d:
+        return False
+    x = self._data
+    a = tensor1._data
+    b = tensor2._data
+    if not fits(a.shape, x.shape) or not fits(b.shape, x.shape):
+        return False
+    op = np.true_divide if divide else np.multiply
+    if value != 1:
+        t = np.multiply(a, np.array(value, dtype=d.np))
+        t = op(t, b, out=t) if fits(b.shape, t.shape) else op(t, b)
+    else:
+        t = op(a, b)
+    x += t
+    return True
+
+
+def _addcmul_(self, tensor1, tensor2, *, value=1):
+    return _addc_(self, tensor1, tensor2, value, False)
+
+
+def _addcdiv_(self, tensor1, tensor2, *, value=1):
+    return _addc_(self, tensor1, tensor2, value, True)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
@@ -380,14 +458,14 @@ def frexp(input, *, out=None):
 
 # ---- installation ----------------------------------------------------------------------
 
-install(clamp, "clamp", inplace=make_inplace(clamp, "clamp"), aliases=("clip",))
-install(clamp_min, "clamp_min", inplace=make_inplace(clamp_min, "clamp_min"))
-install(clamp_max, "clamp_max", inplace=make_inplace(clamp_max, "clamp_max"))
+install(clamp, "clamp", inplace=make_inplace(clamp, "clamp", fast=_clamp_), aliases=("clip",))
+install(clamp_min, "clamp_min", inplace=make_inplace(clamp_min, "clamp_min", fast=_clamp_min_))
+install(clamp_max, "clamp_max", inplace=make_inplace(clamp_max, "clamp_max", fast=_clamp_max_))
 install(where, "where", method=False)
 Tensor.where = _where_method
-install(lerp, "lerp", inplace=make_inplace(lerp, "lerp"))
-install(addcmul, "addcmul", inplace=make_inplace(addcmul, "addcmul"))
-install(addcdiv, "addcdiv", inplace=make_inplace(addcdiv, "addcdiv"))
+install(lerp, "lerp", inplace=make_inplace(lerp, "lerp", fast=_lerp_))
+install(addcmul, "addcmul", inplace=make_inplace(addcmul, "addcmul", fast=_addcmul_))
+install(addcdiv, "addcdiv", inplace=make_inplace(addcdiv, "addcdiv", fast=_addcdiv_))
 install(logit, "logit", inplace=make_inplace(logit, "logit"))
 install(nan_to_num, "nan_to_num", inplace=make_inplace(nan_to_num, "nan_to_num"))
 install(round, "round", inplace=make_inplace(round, "round"))
