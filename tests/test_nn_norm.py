@@ -424,3 +424,18 @@ def test_batch_norm_double_backward_is_differentiable_twice():
     for a, b in zip(*outs):
         np.testing.assert_allclose(b, a, rtol=1e-8, atol=1e-10)
 
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_layer_norm_row_blocks(dtype, monkeypatch):
+    """The layer-norm kernels work on blocks of rows (Note [Row blocks]); tiny blocks exercise the
+    block boundaries, including a last partial block."""
+    from ember._ops import norm
+    monkeypatch.setattr(norm, "_BLOCK_BYTES", 3 * 6 * 4)
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal((7, 2, 6)) * 2 + 3).astype(dtype)
+    w = rng.uniform(0.5, 1.5, 6).astype(dtype)
+    b = rng.standard_normal(6).astype(dtype)
+    compare_call(lambda lib, x, w, b: lib.nn.functional.layer_norm(x, [6], w, b), [x, w, b], [True, True, True],
+                 dtype)
+    compare_call(lambda lib, x: lib.nn.functional.layer_norm(x, [2, 6]), [x], [True], dtype)

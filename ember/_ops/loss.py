@@ -147,13 +147,14 @@ class CrossEntropy(Op):
         xf = _opmath(x)
         c = xf.shape[cd]
         m = np.max(xf, axis=cd, keepdims=True)
-        p = np.exp(xf - m)
-        s = np.sum(p, axis=cd, keepdims=True)
+        e = np.subtract(xf, m)
+        np.exp(e, out=e)  # softmax = e / s: the division is folded into the backward's coefficients
+        s = np.sum(e, axis=cd, keepdims=True)
         lse = (m + np.log(s)).squeeze(cd)
-        p /= s
         tk = np.expand_dims(t, cd)
         nll = lse - np.take_along_axis(xf, tk, axis=cd).squeeze(cd)
-        wt = valid.astype(xf.dtype)
+        valid = valid.astype(xf.dtype)  # as a float mask, so every coefficient stays in x's dtype
+        wt = valid.copy()
         if weight is not None:
             wt *= weight[t]
         loss = wt * nll * (1 - smoothing)
@@ -163,7 +164,7 @@ class CrossEntropy(Op):
             loss += (smoothing / c) * valid * (lse * w_all - wx)
         denom = wt.sum()
         ctx.save_for_backward(x)
-        ctx.args = (p, tk, valid, wt, weight, cd, smoothing, reduction, denom, w_all)
+        ctx.args = (e, s, tk, valid, wt, weight, cd, smoothing, reduction, denom, w_all)
         if reduction == "none":
             return loss.astype(x.dtype, copy=False)
         total = loss.sum()
@@ -173,17 +174,17 @@ class CrossEntropy(Op):
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        p, tk, valid, wt, weight, cd, smoothing, reduction, denom, w_all = ctx.args
-        c = p.shape[cd]
-        # per sample: gx = g_i * (p * A_i - B_i), A_i = sum_c B_ic
+        e, s, tk, valid, wt, weight, cd, smoothing, reduction, denom, w_all = ctx.args
+        c = e.shape[cd]
+        # per sample: gx = g_i * (softmax * A_i - B_i), A_i = sum_c B_ic
         a = (1 - smoothing) * wt + (smoothing / c) * w_all * valid
         if _state.enabled:
             return _cross_entropy_grad_composite(grad, x, ctx.args, a)
-        g = grad._data.astype(p.dtype)
+        g = grad._data.astype(e.dtype)
         if reduction == "mean":
             g = g / denom if denom else np.zeros_like(g)  # every target ignored: nan loss, zero gradient
         gi = np.expand_dims(np.broadcast_to(g, wt.shape), cd)
-        gx = p * (gi * np.expand_dims(a, cd))
+        gx = e * (gi * np.expand_dims(a, cd) / s)
         at_target = np.take_along_axis(gx, tk, axis=cd) - gi * np.expand_dims((1 - smoothing) * wt, cd)
         np.put_along_axis(gx, tk, at_target, axis=cd)
         if smoothing:
@@ -200,7 +201,7 @@ def _class_view(w, ndim, cd):
 
 def _cross_entropy_grad_composite(grad, x, args, a):
     """The gradient of CrossEntropy with ember ops (differentiable again)."""
-    p, tk, valid, wt, weight, cd, smoothing, reduction, denom, w_all = args
+    p, _, tk, valid, wt, weight, cd, smoothing, reduction, denom, w_all = args
     c = p.shape[cd]
     b = np.zeros(p.shape, dtype=p.dtype)
     np.put_along_axis(b, tk, np.expand_dims((1 - smoothing) * wt, cd), axis=cd)
