@@ -392,7 +392,7 @@ fmax = binary("fmax", np.fmax, dx=lambda g, x, y: g.where((x >= y) | y.isnan(), 
 fmin = binary("fmin", np.fmin, dx=lambda g, x, y: g.where((x <= y) | y.isnan(), 0.0),
               dy=lambda g, x, y: g.where(~((x <= y) | y.isnan()), 0.0), inplace=False, tensors=_T2,
               check=_no_complex("fmin", msg="fmin not implemented for complex tensors."))
-xlogy = binary("xlogy", _xlogy_kernel, TO_FLOAT, dx=lambda g, x, y: g * xlogy(x != 0, y),
+xlogy = binary("xlogy", _xlogy_kernel, TO_FLOAT, dx=lambda g, x, y: xlogy(g, y).masked_fill((x == 0) & (y <= 0), 0),
                dy=lambda g, x, y: g * x / y, check=_nyi("xlogy_cpu", _is_complex))
 logaddexp = binary("logaddexp", _logaddexp_kernel, dx=lambda g, x, y: g / (1 + (y - x).exp()),
                    dy=lambda g, x, y: g / (1 + (x - y).exp()), inplace=False, tensors=_T2,
