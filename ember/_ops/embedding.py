@@ -55,7 +55,7 @@ class EmbeddingDenseBackward(Op):
         if factor is not None:
             rows = rows * factor[:, None].astype(rows.dtype, copy=False)
         out = np.zeros((num_weights, dim), dtype=grad.dtype)
-        B.index_add_rows(out, idx, rows)
+        B.index_add_rows(out, idx, rows, fresh=True)
         return out
 
     def backward(ctx, gg):
@@ -205,7 +205,7 @@ class EmbeddingBag(Op):
         ctx.save_for_backward(weight, per_sample_weights)
         if per_sample_weights is not None:
             factor = factor * per_sample_weights
-        B.index_add_rows(out, bags, rows * factor[:, None])
+        B.index_add_rows(out, bags, rows * factor[:, None], fresh=True)
         return out
 
     def backward(ctx, grad):
