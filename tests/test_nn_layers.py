@@ -419,6 +419,12 @@ def test_distances():
     for kwargs in (dict(), dict(p=1.0), dict(p=3.0, eps=1e-3, keepdim=True), dict(p=float("inf"))):
         _pair_compare(lambda lib, x, y: lib.nn.functional.pairwise_distance(x, y, **kwargs), a, b)
     _pair_compare(lambda lib, x, y: lib.pairwise_distance(x, y), a[0].copy(), b[0].copy())
+    rows = a.copy()
+    rows[3] = rows[1]  # a zero distance
+    for p in (2.0, 1.0, 3.0, float("inf")):
+        _pair_compare(lambda lib, x, y: lib.nn.functional.pdist(x * y, p), rows, np.ones_like(rows))
+    _pair_compare(lambda lib, x, y: lib.pdist(x + y), a, b)
+    raises_like(lambda lib: lib.nn.functional.pdist(lib.randn(2, 3, 4)))
     for cls, kwargs in (("PairwiseDistance", dict(p=1.5, keepdim=True)), ("CosineSimilarity", dict(dim=0))):
         tm, em = getattr(torch.nn, cls)(**kwargs), getattr(ember.nn, cls)(**kwargs)
         assert repr(em) == repr(tm)

@@ -572,6 +572,20 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return vector_norm(diff, p, output_dim - 1, keepdim)
 
 
+def pdist(input, p=2):
+    """p-norm distances between every pair of rows i < j of a 2-D input, in row-major pair order.
+    See https://pytorch.org/docs/stable/generated/torch.nn.functional.pdist.html"""
+    from .statistics import vector_norm
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if input._dtype.category != D.FLOAT:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    i, j = np.triu_indices(input.shape[0], 1)
+    return vector_norm(input[i] - input[j], p, 1)
+
+
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along dim; the norms' clamp passes the gradient
     through (as torch's no_grad clamp_). See torch.nn.functional.cosine_similarity."""
@@ -650,9 +664,10 @@ from .ctc import ctc_loss  # noqa: E402,F401
 FUNCTIONAL = ["nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
               "binary_cross_entropy", "binary_cross_entropy_with_logits", "soft_margin_loss",
               "multilabel_soft_margin_loss", "kl_div", "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss",
-              "hinge_embedding_loss", "multi_margin_loss", "multilabel_margin_loss", "pairwise_distance",
+              "hinge_embedding_loss", "multi_margin_loss", "multilabel_margin_loss", "pairwise_distance", "pdist",
               "cosine_similarity", "cosine_embedding_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss",
               "ctc_loss"]
 
 install(pairwise_distance, "pairwise_distance", method=False)
 install(cosine_similarity, "cosine_similarity", method=False)
+install(pdist, "pdist", method=False)
