@@ -1,189 +1,114 @@
 """Side-by-side benchmarks: the same code on ember and on torch, in one run.
 
-    python bench/run.py                 # every row
-    python bench/run.py --only matmul   # rows whose name contains 'matmul'
-    python bench/run.py --json out.json # also save the results
+    python bench/run.py                     # every row (a few minutes)
+    python bench/run.py --quick             # fewer, shorter samples
+    python bench/run.py --only resnet       # rows whose name contains 'resnet' (any case)
+    python bench/run.py --group training    # one group: training, micro, system, extra
+    python bench/run.py --json out.json     # also save the results (samples, load, machine)
 
-Each row is a function `row(lib) -> (step, per_step_items)` building its inputs with `lib`
-(torch or ember) and returning a zero-argument callable. The runner alternates the two
-libraries over several rounds after a warm-up, takes medians, and reports the ratio
-ember/torch of time per step (lower is better for ember; 1.0 means parity).
+Rows live in bench/rows.py (the issue's table) and bench/rows_extra.py; models in
+bench/models.py are written once against the library module. Each row is built once per
+library, warmed up, then timed alternately (ember, torch, torch, ember, ...) and the medians
+are compared. Throughput rows report items/s and the ratio ember/torch of throughput (>1 means
+ember is faster); time rows report time per step and the ratio ember/torch of time (<1 means
+ember is faster); memory and size rows report MB and the ratio ember/torch (<1 means ember is
+smaller). Both libraries get the same number of threads (torch.set_num_threads and NumPy's BLAS
+pool, default 2). Timings depend on the load of the machine: it is printed with the results.
 """
 import argparse
 import json
 import os
-import platform
-import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+from bench import harness  # noqa: E402
+from bench import rows  # noqa: E402,F401  (registers the rows)
+from bench import rows_extra  # noqa: E402,F401
+from bench.harness import ROWS, row  # noqa: E402,F401  (row: for ad-hoc rows added to this file)
 
-ROWS = {}
-
-
-def row(name, unit="us/step", rounds=7, min_time=0.2):
-    """Register a benchmark row; `unit` is how the per-step time is shown."""
-    def deco(fn):
-        ROWS[name] = (fn, unit, rounds, min_time)
-        return fn
-    return deco
+GROUPS = ("training", "micro", "system", "extra")
 
 
-# ---- micro rows ------------------------------------------------------------------------
-
-@row("tiny add (no grad)")
-def tiny_add(lib):
-    x = lib.ones(10)
-    y = lib.ones(10)
-    return lambda: x + y
-
-
-@row("tiny add (requires_grad)")
-def tiny_add_grad(lib):
-    x = lib.ones(10, requires_grad=True)
-    y = lib.ones(10)
-    return lambda: x + y
+def set_threads(n, torch, ember):
+    """Give both libraries n threads: torch's intra-op pool, ember's NumPy BLAS pool."""
+    torch.set_num_threads(n)
+    ember.set_num_threads(n)
+    harness.THREADS = n  # for the fresh-interpreter probes
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return
+    for controller in ThreadpoolController().lib_controllers:
+        if "numpy" in controller.filepath:  # NumPy's own OpenBLAS, not torch's libgomp
+            controller.set_num_threads(n)
 
 
-@row("tiny forward+backward")
-def tiny_fwd_bwd(lib):
-    x = lib.ones(10, requires_grad=True)
-    w = lib.ones(10, requires_grad=True)
-
-    def step():
-        ((x * w).sum()).backward()
-    return step
-
-
-def _param_1m(lib):
-    rng = np.random.default_rng(0)
-    p = lib.nn.Parameter(lib.from_numpy(rng.standard_normal(1 << 20, dtype=np.float32)))
-    p.grad = lib.from_numpy(rng.standard_normal(1 << 20, dtype=np.float32))
-    return p
+def select(only, group):
+    names = []
+    for g in GROUPS:
+        if group is not None and g != group:
+            continue
+        for name, r in ROWS.items():
+            if r.group == g and (only is None or any(o.lower() in name.lower() for o in only)):
+                names.append(name)
+    return names
 
 
-def _optim_row(make):
-    def build(lib):
-        p = _param_1m(lib)
-        opt = make(lib, p)
-        return opt.step
-    return build
+def markdown(info, results):
+    lines = [f"ember ({info['ember_commit']}) vs torch {info['torch']}, {info['date']}; {info['cpu']}, "
+             f"{info['cores']} cores, {info['torch_threads']} threads each; "
+             f"load average {info['load_start']:.1f} at start, {info['load_end']:.1f} at end.", "",
+             harness.HEADER]
+    group = None
+    for res in results:
+        if res["group"] != group:
+            group = res["group"]
+            lines.append(f"| *{group}* | | | | | | | |")
+        lines.append(harness.table_line(res))
+    return "\n".join(lines)
 
 
-row("adam step 1M float32", unit="ms/step", rounds=5)(_optim_row(lambda lib, p: lib.optim.Adam([p], lr=1e-3)))
-row("sgd momentum step 1M float32", unit="ms/step", rounds=5)(
-    _optim_row(lambda lib, p: lib.optim.SGD([p], lr=1e-3, momentum=0.9)))
-row("rmsprop step 1M float32", unit="ms/step", rounds=5)(
-    _optim_row(lambda lib, p: lib.optim.RMSprop([p], lr=1e-3)))
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", action="append", help="run rows whose name contains this text (repeatable)")
+    p.add_argument("--group", choices=GROUPS, help="run one group of rows")
+    p.add_argument("--json", help="save results to this file")
+    p.add_argument("--quick", action="store_true", help="fewer rounds, shorter samples")
+    p.add_argument("--threads", type=int, default=2, help="threads for each library (default 2)")
+    p.add_argument("--list", action="store_true", help="list the rows and exit")
+    args = p.parse_args(argv)
+    names = select(args.only, args.group)
+    if args.list:
+        for n in names:
+            print(f"{ROWS[n].group:9s} {n}")
+        return
+    import numpy
+    import torch
 
-
-@row("lerp_ 1M float32", unit="ms/step", rounds=5)
-def lerp_1m(lib):
-    rng = np.random.default_rng(0)
-    a = lib.from_numpy(rng.standard_normal(1 << 20, dtype=np.float32))
-    b = lib.from_numpy(rng.standard_normal(1 << 20, dtype=np.float32))
-    return lambda: a.lerp_(b, 0.1)
-
-
-def _activation_row(fn, shape, backward):
-    def build(lib):
-        rng = np.random.default_rng(0)
-        x = lib.from_numpy(rng.standard_normal(shape, dtype=np.float32)).requires_grad_(backward)
-        F = lib.nn.functional
-        if not backward:
-            return lambda: fn(F, x)
-        g = lib.from_numpy(rng.standard_normal(shape, dtype=np.float32))
-
-        def step():
-            fn(F, x).backward(g)
-            x.grad = None
-        return step
-    return build
-
-
-for _name, _fn in (("gelu", lambda F, x: F.gelu(x)), ("gelu tanh", lambda F, x: F.gelu(x, approximate="tanh")),
-                   ("sigmoid", lambda F, x: F.sigmoid(x)), ("silu", lambda F, x: F.silu(x)),
-                   ("softplus", lambda F, x: F.softplus(x)), ("relu", lambda F, x: F.relu(x)),
-                   ("softmax", lambda F, x: F.softmax(x, -1)), ("log_softmax", lambda F, x: F.log_softmax(x, -1))):
-    row(f"{_name} 256x1024", unit="ms/step", rounds=5)(_activation_row(_fn, (256, 1024), False))
-for _name, _fn in (("relu", lambda F, x: F.relu(x)), ("softmax", lambda F, x: F.softmax(x, -1)),
-                   ("log_softmax", lambda F, x: F.log_softmax(x, -1))):
-    row(f"{_name} fwd+bwd 256x1024", unit="ms/step", rounds=5)(_activation_row(_fn, (256, 1024), True))
-    row(f"{_name} fwd+bwd 16", rounds=5)(_activation_row(_fn, (16,), True))
-
-
-@row("matmul 1024x1024 (float32)", unit="ms/step", rounds=5)
-def matmul(lib):
-    rng = np.random.default_rng(0)
-    a = lib.from_numpy(rng.standard_normal((1024, 1024), dtype=np.float32))
-    b = lib.from_numpy(rng.standard_normal((1024, 1024), dtype=np.float32))
-    return lambda: a @ b
-
-
-def _time(step, min_time):
-    """Seconds per call: repeat until at least min_time has passed."""
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        dt = time.perf_counter() - t0
-        if dt >= min_time:
-            return dt / n
-        n = max(n * 2, int(n * min_time / max(dt, 1e-9)))
-
-
-def run(names, libs):
+    import ember
+    set_threads(args.threads, torch, ember)
+    info = harness.machine_info(torch, numpy)
+    info["load_start"] = os.getloadavg()[0]
+    info["quick"] = args.quick
+    print(f"# ember ({info['ember_commit']}) vs torch {info['torch']}; {info['cpu']}, {info['cores']} cores, "
+          f"{args.threads} threads each; {info['date']}; load {os.getloadavg()}", flush=True)
     results = []
     for name in names:
-        fn, unit, rounds, min_time = ROWS[name]
-        steps = {lib.__name__: fn(lib) for lib in libs}
-        for step in steps.values():  # warm-up
-            _time(step, min_time / 4)
-        samples = {k: [] for k in steps}
-        for _ in range(rounds):
-            for k, step in steps.items():  # alternate implementations
-                samples[k].append(_time(step, min_time))
-        med = {k: statistics.median(v) for k, v in samples.items()}
-        results.append({"name": name, "unit": unit, "seconds": med,
-                        "ratio": med.get("ember", float("nan")) / med.get("torch", float("nan"))})
-        _print_row(results[-1])
-    return results
-
-
-def _scale(unit):
-    return {"us/step": 1e6, "ms/step": 1e3, "s/step": 1.0}[unit]
-
-
-def _print_row(r):
-    s = _scale(r["unit"])
-    e = r["seconds"].get("ember")
-    t = r["seconds"].get("torch")
-    print(f"| {r['name']:<40} | {e * s:10.2f} | {t * s:10.2f} | {r['unit']:<8} | {r['ratio']:6.2f} |", flush=True)
-
-
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--only", help="run rows whose name contains this text")
-    p.add_argument("--json", help="save results to this file")
-    p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
-    args = p.parse_args()
-    import torch
-    import ember
-    torch.set_num_threads(args.threads)
-    names = [n for n in ROWS if args.only is None or args.only in n]
-    print(f"# ember vs torch {torch.__version__} on {platform.machine()}, {os.cpu_count()} cores, "
-          f"{time.strftime('%Y-%m-%d')}")
-    print(f"| {'row':<40} | {'ember':>10} | {'torch':>10} | {'unit':<8} | {'e/t':>6} |")
-    print(f"|{'-' * 42}|{'-' * 12}|{'-' * 12}|{'-' * 10}|{'-' * 8}|")
-    results = run(names, (ember, torch))
+        r = ROWS[name]
+        t0 = time.perf_counter()
+        res = harness.run_row(r, (ember, torch), quick=args.quick)
+        results.append(res)
+        print(harness.table_line(res) + f"  [{time.perf_counter() - t0:.0f}s, load {res['load'][1]:.1f}]", flush=True)
+    info["load_end"] = os.getloadavg()[0]
+    print()
+    print(markdown(info, results))
     if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
-            json.dump({"date": time.strftime("%Y-%m-%d"), "machine": platform.machine(),
-                       "cores": os.cpu_count(), "torch": torch.__version__, "rows": results}, f, indent=1)
+            json.dump({"machine": info, "rows": results}, f, indent=1)
+            f.write("\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,241 @@
+"""The benchmark harness: the row registry, alternating timing, medians, ratios, the table.
+
+A row is one of three kinds:
+
+- "throughput": `build(lib) -> (step, items)`; reported as items/s for each library and the
+  throughput ratio ember/torch (higher is better for ember; 1.0 is parity).
+- "time": `build(lib) -> step`; reported as time per step and the time ratio ember/torch
+  (lower is better for ember).
+- "measure": `measure(name, smoke) -> value` takes the library's *name* and returns one sample
+  (seconds of an import in a fresh interpreter, megabytes of memory or disk); reported as the
+  ratio ember/torch (lower is better for ember).
+
+Timed rows are built once per library, warmed up, then sampled alternately (ember, torch,
+torch, ember, ...) so load changes on the machine hit both; each sample repeats the step until
+`min_time` has passed. The reported figure is the median of the samples.
+"""
+import gc
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+
+ROWS = {}
+THREADS = 2  # threads given to each library (run.py --threads); passed on to the probes
+
+
+@dataclass
+class Row:
+    name: str
+    group: str
+    kind: str                        # "throughput" | "time" | "measure"
+    fn: object                       # build(lib) or measure(name, smoke)
+    unit: str                        # "images/s", "us", "ms", "s", "MB", ...
+    target: tuple = None             # ("<=", 2.0) or (">=", 0.8) on the ember/torch ratio
+    rounds: int = 5
+    min_time: float = 0.25
+    note: str = ""
+    smoke: dict = field(default_factory=dict)  # build kwargs for the smoke test (smaller inputs)
+
+
+def row(name, group, kind, unit, target=None, rounds=5, min_time=0.25, note="", smoke=None):
+    """Register a row (decorator)."""
+    def deco(fn):
+        ROWS[name] = Row(name, group, kind, fn, unit, target, rounds, min_time, note, smoke or {})
+        return fn
+    return deco
+
+
+_SCALE = {"us": 1e6, "ms": 1e3, "s": 1.0}
+
+
+def higher_is_better(r):
+    return r.kind == "throughput"
+
+
+# ---- timing ------------------------------------------------------------------------------------
+
+def time_step(step, min_time):
+    """Seconds per call of `step`: repeat until at least `min_time` has passed."""
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step()
+        dt = time.perf_counter() - t0
+        if dt >= min_time:
+            return dt / n
+        n = max(n * 2, int(n * min_time * 1.2 / max(dt, 1e-9)))
+
+
+def _unpack(r, built):
+    if r.kind == "throughput":
+        return built
+    return built, 1
+
+
+def _order(libs, i):
+    """Alternate who goes first each round (ABBA...), so a drift in load is shared."""
+    return libs if i % 2 == 0 else libs[::-1]
+
+
+def run_timed(r, libs, rounds, min_time):
+    """Median seconds per step for each library (dict by name), and the raw samples."""
+    steps = {}
+    items = None
+    for lib in libs:
+        step, items = _unpack(r, r.fn(lib))
+        steps[lib.__name__] = step
+    names = list(steps)
+    for name in names:  # warm-up: first-call costs, allocator, caches
+        time_step(steps[name], min_time / 3)
+    samples = {name: [] for name in names}
+    for i in range(rounds):
+        for name in _order(names, i):
+            gc.collect()
+            time.sleep(0.02)  # let the other library's spinning worker threads go idle
+            samples[name].append(time_step(steps[name], min_time))
+    return {n: statistics.median(s) for n, s in samples.items()}, samples, items
+
+
+def run_measure(r, names, rounds, smoke=False):
+    samples = {name: [] for name in names}
+    for i in range(rounds):
+        for name in _order(names, i):
+            samples[name].append(r.fn(name, smoke))
+    return {n: statistics.median(s) for n, s in samples.items()}, samples
+
+
+def evaluate(r, med, items):
+    """The displayed figures and the ember/torch ratio for a row."""
+    e, t = med.get("ember"), med.get("torch")
+    if r.kind == "throughput":
+        shown = {k: items / v for k, v in med.items()}
+        ratio = t / e if e and t else None            # = ember items/s over torch items/s
+    elif r.kind == "time":
+        shown = {k: v * _SCALE[r.unit] for k, v in med.items()}
+        ratio = e / t if e and t else None
+    else:
+        shown = dict(med)
+        ratio = e / t if e and t else None
+    return shown, ratio
+
+
+def meets(target, ratio):
+    if target is None or ratio is None:
+        return None
+    op, value = target
+    return {"<=": ratio <= value, "<": ratio < value, ">=": ratio >= value, ">": ratio > value}[op]
+
+
+def run_row(r, libs, quick=False):
+    """Run one row on the given library modules; never raises (errors are recorded)."""
+    rounds = max(3, r.rounds // 2) if quick else r.rounds
+    min_time = r.min_time * (0.4 if quick else 1.0)
+    load_before = os.getloadavg()[0]
+    result = {"name": r.name, "group": r.group, "kind": r.kind, "unit": r.unit,
+              "better": "higher" if higher_is_better(r) else "lower",
+              "target": list(r.target) if r.target else None, "note": r.note}
+    try:
+        if r.kind == "measure":
+            med, samples = run_measure(r, [lib.__name__ for lib in libs], rounds)
+            items = None
+        else:
+            med, samples, items = run_timed(r, libs, rounds, min_time)
+        shown, ratio = evaluate(r, med, items)
+        result.update(seconds=med if r.kind != "measure" else None, items_per_step=items, value=shown,
+                      ratio=ratio, meets_target=meets(r.target, ratio), samples=samples)
+    except Exception as exc:  # a row whose layer has not landed yet must not stop the suite
+        result.update(error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=4))
+    result["load"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+    return result
+
+
+def smoke_row(r, libs):
+    """Build the row (with its smaller smoke inputs) and run one step on each library, for tests;
+    measure rows run in their minimal mode. Returns nothing, raises on error."""
+    if r.kind == "measure":
+        for lib in libs:
+            value = r.fn(lib.__name__, True)
+            assert value >= 0, (r.name, lib.__name__, value)
+        return
+    for lib in libs:
+        step, items = _unpack(r, r.fn(lib, **r.smoke))
+        step()
+        assert items > 0
+
+
+# ---- reporting ---------------------------------------------------------------------------------
+
+def _fmt(v):
+    if v is None:
+        return "-"
+    if v >= 1000:
+        return f"{v:,.0f}"
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}" if v >= 0.1 else f"{v:.3g}"
+
+
+def unit_label(res):
+    if res["kind"] == "time":
+        return f"{res['unit']}/step"
+    return res["unit"]
+
+
+def ratio_label(res):
+    if res["kind"] == "throughput":
+        return "thr e/t (>1 = ember faster)"
+    if res["unit"] in _SCALE:
+        return "time e/t (<1 = ember faster)"
+    return "e/t (<1 = ember smaller)"
+
+
+HEADER = ("| row | ember | torch | unit | ember/torch | better | target | |\n"
+          "|---|---:|---:|---|---:|---|---|---|")
+
+
+def table_line(res):
+    if "error" in res:
+        return f"| {res['name']} | error | | | | | | {res['error'][:80]} |"
+    v = res["value"]
+    ratio = res["ratio"]
+    target = f"{res['target'][0]} {res['target'][1]:g}" if res["target"] else ""
+    status = {True: "ok", False: "**miss**", None: ""}[res["meets_target"]]
+    kind = "throughput" if res["kind"] == "throughput" else ("time" if res["unit"] in _SCALE else "size")
+    better = f"{kind} ratio, {'higher' if res['better'] == 'higher' else 'lower'} is better"
+    return (f"| {res['name']} | {_fmt(v.get('ember'))} | {_fmt(v.get('torch'))} | {unit_label(res)} | "
+            f"{ratio:.2f} | {better} | {target} | {status} |" if ratio is not None else
+            f"| {res['name']} | {_fmt(v.get('ember'))} | {_fmt(v.get('torch'))} | {unit_label(res)} | - | | | |")
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit():
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             cwd=os.path.dirname(os.path.abspath(__file__)), timeout=10)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def machine_info(torch, numpy):
+    return {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "cpu": cpu_model(), "cores": os.cpu_count(),
+            "machine": platform.machine(), "python": platform.python_version(), "numpy": numpy.__version__,
+            "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "ember_commit": git_commit()}

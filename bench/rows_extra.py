@@ -1,0 +1,64 @@
+"""Extra micro rows used while tuning kernels (optimizer steps, in-place lerp, activations).
+
+They are not part of the issue's table, run with the rest by default, and are shown in their
+own group ("extra"); `python bench/run.py --group extra` runs only these.
+"""
+import numpy as np
+
+from bench.harness import row
+
+
+def _param_1m(lib):
+    rng = np.random.default_rng(0)
+    p = lib.nn.Parameter(lib.from_numpy(rng.standard_normal(1 << 20, dtype=np.float32)))
+    p.grad = lib.from_numpy(rng.standard_normal(1 << 20, dtype=np.float32))
+    return p
+
+
+def _optim_row(make):
+    def build(lib):
+        p = _param_1m(lib)
+        opt = make(lib, p)
+        return opt.step
+    return build
+
+
+row("sgd momentum step 1M float32", "extra", "time", "ms")(
+    _optim_row(lambda lib, p: lib.optim.SGD([p], lr=1e-3, momentum=0.9)))
+row("rmsprop step 1M float32", "extra", "time", "ms")(
+    _optim_row(lambda lib, p: lib.optim.RMSprop([p], lr=1e-3)))
+
+
+@row("lerp_ 1M float32", "extra", "time", "ms")
+def lerp_1m(lib):
+    rng = np.random.default_rng(0)
+    a = lib.from_numpy(rng.standard_normal(1 << 20, dtype=np.float32))
+    b = lib.from_numpy(rng.standard_normal(1 << 20, dtype=np.float32))
+    return lambda: a.lerp_(b, 0.1)
+
+
+def _activation_row(fn, shape, backward):
+    def build(lib):
+        rng = np.random.default_rng(0)
+        x = lib.from_numpy(rng.standard_normal(shape, dtype=np.float32)).requires_grad_(backward)
+        F = lib.nn.functional
+        if not backward:
+            return lambda: fn(F, x)
+        g = lib.from_numpy(rng.standard_normal(shape, dtype=np.float32))
+
+        def step():
+            fn(F, x).backward(g)
+            x.grad = None
+        return step
+    return build
+
+
+for _name, _fn in (("gelu", lambda F, x: F.gelu(x)), ("gelu tanh", lambda F, x: F.gelu(x, approximate="tanh")),
+                   ("sigmoid", lambda F, x: F.sigmoid(x)), ("silu", lambda F, x: F.silu(x)),
+                   ("softplus", lambda F, x: F.softplus(x)), ("relu", lambda F, x: F.relu(x)),
+                   ("softmax", lambda F, x: F.softmax(x, -1)), ("log_softmax", lambda F, x: F.log_softmax(x, -1))):
+    row(f"{_name} 256x1024", "extra", "time", "ms")(_activation_row(_fn, (256, 1024), False))
+for _name, _fn in (("relu", lambda F, x: F.relu(x)), ("softmax", lambda F, x: F.softmax(x, -1)),
+                   ("log_softmax", lambda F, x: F.log_softmax(x, -1))):
+    row(f"{_name} fwd+bwd 256x1024", "extra", "time", "ms")(_activation_row(_fn, (256, 1024), True))
+    row(f"{_name} fwd+bwd 16", "extra", "time", "us")(_activation_row(_fn, (16,), True))
