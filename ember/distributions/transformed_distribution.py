@@ -1,0 +1,120 @@
+"""TransformedDistribution(base, transforms): y = T_n(... T_1(x)) with x ~ base, scored by the
+change of variables (torch.distributions.TransformedDistribution)."""
+import ember
+
+from . import constraints
+from .distribution import Distribution
+from .independent import Independent
+from .transforms import ComposeTransform, Transform
+from .utils import _sum_rightmost
+
+__all__ = ["TransformedDistribution"]
+
+
+class TransformedDistribution(Distribution):
+    """log p(y) = log p_base(x) - sum log|det dT_i/dx_i|, with x recovered through the inverses."""
+    arg_constraints = {}
+
+    def __init__(self, base_distribution, transforms, validate_args=None):
+        if isinstance(transforms, Transform):
+            self.transforms = [transforms]
+        elif isinstance(transforms, list):
+            if not all(isinstance(t, Transform) for t in transforms):
+                raise ValueError("transforms must be a Transform or a list of Transforms")
+            self.transforms = transforms
+        else:
+            raise ValueError(f"transforms must be a Transform or list, but was {transforms}")
+        base_shape = base_distribution.batch_shape + base_distribution.event_shape
+        base_event_dim = len(base_distribution.event_shape)
+        chain = ComposeTransform(self.transforms)
+        if len(base_shape) < chain.domain.event_dim:
+            raise ValueError(f"base_distribution needs to have shape with size at least {chain.domain.event_dim}, "
+                             f"but got {base_shape}.")
+        forward_shape = ember.Size(chain.forward_shape(base_shape))
+        expanded_base = ember.Size(chain.inverse_shape(forward_shape))
+        if base_shape != expanded_base:
+            # the transforms' parameters broadcast the base's batch shape
+            base_distribution = base_distribution.expand(expanded_base[:len(expanded_base) - base_event_dim])
+        extra = chain.domain.event_dim - base_event_dim
+        if extra > 0:
+            base_distribution = Independent(base_distribution, extra)
+        self.base_dist = base_distribution
+        event_dim = max(chain.codomain.event_dim,
+                        base_event_dim + chain.codomain.event_dim - chain.domain.event_dim)
+        cut = len(forward_shape) - event_dim
+        super().__init__(forward_shape[:cut], forward_shape[cut:], validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(TransformedDistribution, _instance)
+        batch_shape = ember.Size(batch_shape)
+        shape = batch_shape + self.event_shape
+        for t in reversed(self.transforms):
+            shape = t.inverse_shape(shape)
+        new.base_dist = self.base_dist.expand(ember.Size(shape)[:len(shape) - len(self.base_dist.event_shape)])
+        new.transforms = self.transforms
+        super(TransformedDistribution, new).__init__(batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @constraints.dependent_property(is_discrete=False)
+    def support(self):
+        if not self.transforms:
+            return self.base_dist.support
+        support = self.transforms[-1].codomain
+        if len(self.event_shape) > support.event_dim:
+            support = constraints.independent(support, len(self.event_shape) - support.event_dim)
+        return support
+
+    @property
+    def has_rsample(self):
+        return self.base_dist.has_rsample
+
+    def sample(self, sample_shape=ember.Size()):
+        with ember.no_grad():
+            x = self.base_dist.sample(sample_shape)
+            for transform in self.transforms:
+                x = transform(x)
+            return x
+
+    def rsample(self, sample_shape=ember.Size()):
+        x = self.base_dist.rsample(sample_shape)
+        for transform in self.transforms:
+            x = transform(x)
+        return x
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        event_dim = len(self.event_shape)
+        log_prob = 0.0
+        y = value
+        for transform in reversed(self.transforms):
+            x = transform.inv(y)
+            event_dim += transform.domain.event_dim - transform.codomain.event_dim
+            log_prob = log_prob - _sum_rightmost(transform.log_abs_det_jacobian(x, y),
+                                                 event_dim - transform.domain.event_dim)
+            y = x
+        return log_prob + _sum_rightmost(self.base_dist.log_prob(y), event_dim - len(self.base_dist.event_shape))
+
+    def _monotonize_cdf(self, value):
+        """cdf of a decreasing transform is 1 - the base cdf: flip value around 1/2 then."""
+        sign = 1
+        for transform in self.transforms:
+            sign = sign * transform.sign
+        if isinstance(sign, int) and sign == 1:
+            return value
+        return sign * (value - 0.5) + 0.5
+
+    def cdf(self, value):
+        for transform in self.transforms[::-1]:
+            value = transform.inv(value)
+        if self._validate_args:
+            self.base_dist._validate_sample(value)
+        return self._monotonize_cdf(self.base_dist.cdf(value))
+
+    def icdf(self, value):
+        value = self._monotonize_cdf(value)
+        value = self.base_dist.icdf(value)
+        for transform in self.transforms:
+            value = transform(value)
+        return value
