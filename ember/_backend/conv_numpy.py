@@ -10,9 +10,29 @@ accumulation over shifted flat views (no im2col matrix, 9 small GEMMs plus adds)
 per-sample batched GEMM, this layout was the fastest for forward + backward (report in the PR).
 """
 import itertools
+import threading
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+
+_scratch = threading.local()
+_SCRATCH_LIMIT = 1 << 28  # keep at most 256 MB per thread between calls
+
+
+def scratch(shape, dtype):
+    """A transient array for an im2col matrix or a GEMM result that is consumed before the kernel
+    returns, reused across calls: a fresh 10-100 MB array costs a page fault per 4 KB on first touch
+    (glibc returns big blocks to the OS on free), measured at ~30% of an im2col copy. Valid until the
+    next scratch() call in the same thread."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    if nbytes > _SCRATCH_LIMIT:
+        return np.empty(shape, dtype)
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or buf.nbytes < nbytes:
+        buf = np.empty(max(nbytes, 1), dtype=np.uint8)
+        _scratch.buf = buf
+    return buf[:nbytes].view(dtype).reshape(shape)
 
 
 def conv_out_size(size, k, s, d, lo, hi):
@@ -61,13 +81,15 @@ def windows(buf, kernel, stride, dilation, out):
 
 
 def im2col(x, kernel, stride, dilation, lo, hi, out, groups):
-    """The (groups, C/groups * taps, N * positions) im2col matrix of x (N, C, *S)."""
+    """The (groups, C/groups * taps, N * positions) im2col matrix of x (N, C, *S), in scratch memory."""
     n, c = x.shape[:2]
     buf = padded(x, lo, hi, batch_second=True)
     view = windows(buf, kernel, stride, dilation, out)
+    cols = scratch(view.shape, x.dtype)
+    np.copyto(cols, view)
     taps = int(np.prod(kernel))
     positions = n * int(np.prod(out))
-    return np.ascontiguousarray(view).reshape(groups, (c // groups) * taps, positions)
+    return cols.reshape(groups, (c // groups) * taps, positions)
 
 
 def scatter_windows(cols, kernel, stride, dilation, lo, hi, spatial):
@@ -268,3 +290,166 @@ def grid_sample_backward(g, x, grid, mode, padding_mode, align_corners, need_inp
     gx = np.zeros(x.shape, x.dtype) if gx is None else gx.astype(x.dtype).reshape(x.shape)
     ggrid = np.stack([gix * dix, giy * diy], axis=-1).reshape(grid.shape).astype(grid.dtype)
     return gx, ggrid
+
+
+# ---- depthwise convolution ---------------------------------------------------------------------
+#
+# Note [Depthwise flat layout]: a depthwise convolution (one input channel per group) is K
+# multiply-adds per output, too little work for a GEMM. Done as per-tap products of strided 4-D
+# views, NumPy spends as long dispatching its short inner loops as computing. So the input is laid
+# out channel-major, every channel one flat row holding its N planes one after another, split into
+# stride phases (space-to-depth: padded position q*s + p goes to phase p at q). Tap k then reads one
+# phase at one flat offset for *every* output position of a channel: a long contiguous slice, so a
+# tap is one multiply by a per-channel weight column and one add per block of channels. Outputs
+# whose window straddles a plane boundary are garbage and are cropped. The input gradient scatters
+# the same way into the phase rows; the weight gradient is one row-wise dot product per tap.
+# Measured on 32x192x28x28 (3x3): ~5x faster than per-tap products of 4-D views, and 25% faster than
+# the same flat scheme in sample-major rows with precomputed weight planes.
+
+_rowdot = getattr(np, "vecdot", None)
+_BLOCK = 1 << 17  # elements per block (about 0.5 MB of float32)
+
+
+def _rowdot_fallback(a, b):
+    return np.einsum("ij,ij->i", a, b)
+
+
+if _rowdot is None:
+    _rowdot = _rowdot_fallback
+
+
+class DepthwisePlan:
+    """Geometry of one depthwise convolution in the flat phase layout."""
+
+    def __init__(self, x_shape, kernel, stride, dilation, lo, hi, mult):
+        self.n, self.c = x_shape[:2]
+        self.spatial = tuple(x_shape[2:])
+        self.mult = mult
+        self.lo = tuple(lo)
+        self.stride = tuple(stride)
+        padded_sizes = [s + a + b for s, a, b in zip(self.spatial, lo, hi)]
+        self.out = tuple((p - d * (k - 1) - 1) // st + 1 for p, k, st, d in
+                         zip(padded_sizes, kernel, stride, dilation))
+        self.q = tuple(-(-p // st) for p, st in zip(padded_sizes, stride))  # phase grid
+        self.row = self.n * int(np.prod(self.q))  # one channel: its N planes of the phase grid
+        qstrides = [int(np.prod(self.q[i + 1:])) for i in range(len(self.q))]
+        self.phases = list(itertools.product(*[range(s) for s in stride]))
+        phase_index = {p: i for i, p in enumerate(self.phases)}
+        self.taps = []
+        for tap in itertools.product(*[range(k) for k in kernel]):
+            shift = [t * d for t, d in zip(tap, dilation)]
+            ph = phase_index[tuple(v % s for v, s in zip(shift, stride))]
+            off = sum((v // s) * qs for v, s, qs in zip(shift, stride, qstrides))
+            self.taps.append((ph, off))
+        self.tail = max(off for _, off in self.taps)
+
+    def _phase_slices(self, p):
+        """(phase-grid slices, input slices) of the input positions that land in phase p."""
+        qs, xs = [], []
+        for pi, s, a, size, q in zip(p, self.stride, self.lo, self.spatial, self.q):
+            q0 = max(0, -(-(a - pi) // s))
+            i0 = q0 * s + pi - a
+            count = max(0, min(q - q0, -(-(size - i0) // s)))
+            qs.append(slice(q0, q0 + count))
+            xs.append(slice(i0, i0 + s * (count - 1) + 1 if count else i0, s))
+        return tuple(qs), tuple(xs)
+
+    def _grid(self, buf, i):
+        return buf[i, :, :self.row].reshape((buf.shape[1], self.n) + self.q)
+
+    def to_phases(self, x):
+        """x (N, C, *S) -> (phases, C, row + tail): zero-padded channel rows per phase."""
+        buf = np.zeros((len(self.phases), self.c, self.row + self.tail), dtype=x.dtype)
+        xt = x.transpose((1, 0) + tuple(range(2, x.ndim)))
+        lead = (slice(None), slice(None))
+        for i, p in enumerate(self.phases):
+            qs, xs = self._phase_slices(p)
+            self._grid(buf, i)[lead + qs] = xt[lead + xs]
+        return buf
+
+    def from_phases(self, buf):
+        """The transpose of to_phases: (phases, C, row + tail) -> a fresh (N, C, *S) array."""
+        x = np.empty((self.n, self.c) + self.spatial, dtype=buf.dtype)
+        xt = x.transpose((1, 0) + tuple(range(2, x.ndim)))
+        lead = (slice(None), slice(None))
+        for i, p in enumerate(self.phases):
+            qs, xs = self._phase_slices(p)
+            xt[lead + xs] = self._grid(buf, i)[lead + qs]
+        return x
+
+    def _blocks(self, channels):
+        """(c0, c1, a, b): blocks of whole channel rows, or pieces of one row when a row is long."""
+        if self.row <= _BLOCK:
+            cb = max(1, _BLOCK // self.row)
+            return [(c, min(channels, c + cb), 0, self.row) for c in range(0, channels, cb)]
+        return [(c, c + 1, a, min(self.row, a + _BLOCK)) for c in range(channels) for a in range(0, self.row, _BLOCK)]
+
+    def _source(self, x):
+        """Phase rows of x, one per output channel (repeated for a channel multiplier)."""
+        src = self.to_phases(x)
+        return np.repeat(src, self.mult, axis=1) if self.mult > 1 else src
+
+    def forward(self, x, w, bias):
+        src = self._source(x)
+        channels = self.c * self.mult
+        taps = w.reshape(channels, -1)
+        y = np.empty((channels, self.row), dtype=x.dtype)
+        tmp = np.empty(_BLOCK, dtype=x.dtype)
+        for c0, c1, a, b in self._blocks(channels):
+            yb = y[c0:c1, a:b]
+            t = tmp[:(c1 - c0) * (b - a)].reshape(c1 - c0, b - a)
+            for k, (ph, off) in enumerate(self.taps):
+                wk = taps[c0:c1, k:k + 1]
+                if k == 0:
+                    np.multiply(src[ph, c0:c1, a + off:b + off], wk, out=yb)
+                else:
+                    np.multiply(src[ph, c0:c1, a + off:b + off], wk, out=t)
+                    yb += t
+        return self._crop(y, bias)
+
+    def _valid(self, rows):
+        grid = rows.reshape((rows.shape[0], self.n) + self.q)
+        valid = grid[(slice(None), slice(None)) + tuple(slice(0, o) for o in self.out)]
+        return valid.transpose((1, 0) + tuple(range(2, valid.ndim)))  # (N, channels, *out)
+
+    def _crop(self, y, bias):
+        valid = self._valid(y)
+        out = np.empty(valid.shape, dtype=y.dtype)
+        if bias is None:
+            np.copyto(out, valid)
+        else:
+            np.add(valid, bias.reshape((-1,) + (1,) * len(self.out)).astype(y.dtype, copy=False), out=out)
+        return out
+
+    def _grad_rows(self, g):
+        """g (N, C*mult, *out) as channel rows, zero at the garbage positions."""
+        gz = np.zeros((g.shape[1], self.row), dtype=g.dtype)
+        self._valid(gz)[...] = g
+        return gz
+
+    def input_grad(self, g, w):
+        gz = self._grad_rows(g)
+        channels = self.c * self.mult
+        taps = w.reshape(channels, -1)
+        dst = np.zeros((len(self.phases), channels, self.row + self.tail), dtype=g.dtype)
+        tmp = np.empty(_BLOCK, dtype=g.dtype)
+        for c0, c1, a, b in self._blocks(channels):
+            gb = gz[c0:c1, a:b]
+            t = tmp[:(c1 - c0) * (b - a)].reshape(c1 - c0, b - a)
+            for k, (ph, off) in enumerate(self.taps):
+                np.multiply(gb, taps[c0:c1, k:k + 1], out=t)
+                dst[ph, c0:c1, a + off:b + off] += t
+        if self.mult > 1:
+            dst = dst.reshape(len(self.phases), self.c, self.mult, -1).sum(2)
+        return self.from_phases(dst)
+
+    def weight_grad(self, x, g, w_shape):
+        src = self._source(x)
+        gz = self._grad_rows(g)
+        channels = self.c * self.mult
+        gw = np.zeros((channels, len(self.taps)), dtype=g.dtype)
+        for c0, c1, a, b in self._blocks(channels):
+            gb = gz[c0:c1, a:b]
+            for k, (ph, off) in enumerate(self.taps):
+                gw[c0:c1, k] += _rowdot(gb, src[ph, c0:c1, a + off:b + off])
+        return gw.reshape(w_shape)

@@ -72,12 +72,43 @@ def conv_input(y, w, geo, x_shape):
     out = y.shape[2:]
     if _is_depthwise(w, geo):
         x = _depthwise_input(y, w, geo, x_shape)
+    elif _as_flipped_conv(kernel, geo):
+        x = conv_forward(y, _flip_weight(w, geo.groups), None, _flipped_geometry(kernel, geo))
     else:
         g = geo.groups
         wt = w.reshape(g, w.shape[0] // g, -1).transpose(0, 2, 1)
-        cols = np.matmul(wt, K.to_channel_major(y, g))
+        yt = K.to_channel_major(y, g)
+        cols = np.matmul(wt, yt, out=K.scratch((g, wt.shape[1], yt.shape[2]), yt.dtype))
         x = K.col2im(cols, x_shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out)
     return x if x.dtype == dtype else x.astype(dtype)
+
+
+# With stride 1 the input gradient is itself a convolution: of the gradient, padded by
+# d*(k-1) - padding, with the kernel flipped and its in/out channels swapped per group. That is an
+# im2col of the gradient and one GEMM, measured ~20% faster than the GEMM + col2im scatter
+# (which remains for strided convolutions and for padding wider than the kernel).
+
+def _as_flipped_conv(kernel, geo):
+    if any(s != 1 for s in geo.stride):
+        return False
+    for k, d, a, b in zip(kernel, geo.dilation, geo.lo, geo.hi):
+        if not (0 <= a <= d * (k - 1) and 0 <= b <= d * (k - 1)):
+            return False
+    return True
+
+
+def _flip_weight(w, groups):
+    o, cg = w.shape[:2]
+    nd = w.ndim - 2
+    wg = w.reshape((groups, o // groups, cg) + w.shape[2:])
+    flipped = np.flip(wg, axis=tuple(range(3, 3 + nd))).swapaxes(1, 2)
+    return np.ascontiguousarray(flipped).reshape((groups * cg, o // groups) + w.shape[2:])
+
+
+def _flipped_geometry(kernel, geo):
+    lo = tuple(d * (k - 1) - a for k, d, a in zip(kernel, geo.dilation, geo.lo))
+    hi = tuple(d * (k - 1) - b for k, d, b in zip(kernel, geo.dilation, geo.hi))
+    return Geometry(geo.stride, geo.dilation, lo, hi, geo.groups)
 
 
 def conv_weight(x, y, geo, w_shape):
@@ -90,64 +121,29 @@ def conv_weight(x, y, geo, w_shape):
         w = _depthwise_weight(x, y, geo, w_shape)
     else:
         g = geo.groups
+        yt = K.to_channel_major(y, g)
         cols = K.im2col(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g)
-        w = np.matmul(K.to_channel_major(y, g), cols.transpose(0, 2, 1)).reshape(w_shape)
+        # cols @ y^T, transposed, measured faster than y @ cols^T (OpenBLAS packs the long
+        # reduction dim better this way round)
+        w = np.matmul(cols, yt.transpose(0, 2, 1)).transpose(0, 2, 1).reshape(w_shape)
     return w if w.dtype == dtype else w.astype(dtype)
 
 
-# depthwise: each input channel c feeds `mult` output channels c*mult .. c*mult+mult-1
+def _depthwise_plan(x_shape, w_shape, geo):
+    mult = w_shape[0] // x_shape[1]
+    return K.DepthwisePlan(x_shape, w_shape[2:], geo.stride, geo.dilation, geo.lo, geo.hi, mult)
+
 
 def _depthwise_forward(x, w, b, geo, out):
-    n, c = x.shape[:2]
-    mult = w.shape[0] // c
-    xp = K.padded(x, geo.lo, geo.hi)
-    taps = w.reshape(c, mult, -1)
-    ones = (1,) * len(out)
-    acc = np.zeros((n, c, mult) + out, dtype=x.dtype)
-    tmp = np.empty_like(acc)
-    for i, (tap, sl) in enumerate(K.tap_slices(w.shape[2:], geo.stride, geo.dilation, out)):
-        np.multiply(xp[sl][:, :, None], taps[:, :, i].reshape((c, mult) + ones), out=tmp)
-        acc += tmp
-    acc = acc.reshape((n, c * mult) + out)
-    if b is not None:
-        acc += b.reshape((c * mult,) + ones)
-    return acc
+    return _depthwise_plan(x.shape, w.shape, geo).forward(x, w, b)
 
 
 def _depthwise_input(y, w, geo, x_shape):
-    n, c = x_shape[:2]
-    mult = w.shape[0] // c
-    out = y.shape[2:]
-    ones = (1,) * len(out)
-    full = tuple(s + a + b for s, a, b in zip(x_shape[2:], geo.lo, geo.hi))
-    gx = np.zeros((n, c) + full, dtype=y.dtype)
-    yg = y.reshape((n, c, mult) + out)
-    taps = w.reshape(c, mult, -1)
-    tmp = np.empty((n, c) + out, dtype=y.dtype)
-    for i, (tap, sl) in enumerate(K.tap_slices(w.shape[2:], geo.stride, geo.dilation, out)):
-        if mult == 1:
-            np.multiply(yg[:, :, 0], taps[:, 0, i].reshape((c,) + ones), out=tmp)
-        else:
-            np.einsum("ncm...,cm->nc...", yg, taps[:, :, i], out=tmp)
-        gx[sl] += tmp
-    inner = tuple(slice(a, a + s) for a, s in zip(geo.lo, x_shape[2:]))
-    return gx[(slice(None), slice(None)) + inner].copy()
+    return _depthwise_plan(x_shape, w.shape, geo).input_grad(y, w)
 
 
 def _depthwise_weight(x, y, geo, w_shape):
-    n, c = x.shape[:2]
-    mult = w_shape[0] // c
-    out = y.shape[2:]
-    xp = K.padded(x, geo.lo, geo.hi)
-    yg = y.reshape((n, c, mult) + out)
-    gw = np.empty((c, mult, int(np.prod(w_shape[2:]))), dtype=y.dtype)
-    sp = "xyz"[:len(out)]  # einsum sums only named dims
-    for i, (tap, sl) in enumerate(K.tap_slices(w_shape[2:], geo.stride, geo.dilation, out)):
-        if mult == 1:
-            gw[:, 0, i] = np.einsum(f"nc{sp},nc{sp}->c", yg[:, :, 0], xp[sl])
-        else:
-            gw[:, :, i] = np.einsum(f"ncm{sp},nc{sp}->cm", yg, xp[sl])
-    return gw.reshape(w_shape)
+    return _depthwise_plan(x.shape, w_shape, geo).weight_grad(x, y, w_shape)
 
 
 # ---- ops -------------------------------------------------------------------------------
