@@ -334,7 +334,6 @@ def test_loss_modules_match_torch():
     y = rng.standard_normal((N, C))
     z = rng.standard_normal((N, C))
     unit = rng.random((N, C))
-    prob = rng.uniform(0.05, 0.95, (N, C))
     for (tm, kind), (em, _) in zip(_modules(torch), _modules(ember)):
         assert repr(em) == repr(tm)
         assert list(em.state_dict()) == list(tm.state_dict()), repr(tm)

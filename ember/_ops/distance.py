@@ -1,0 +1,55 @@
+"""Distances: pairwise_distance, pdist, cosine_similarity (torch.nn.functional signatures; also
+installed as torch.pairwise_distance / torch.pdist / torch.cosine_similarity). Composites of
+ember ops; the losses in loss.py build on them."""
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import _wrap_dim
+from ._registry import install
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """||x1 - x2 + eps||_p over the last dim. See torch.nn.functional.pairwise_distance."""
+    from .statistics import vector_norm
+    output_dim = max(x1.dim(), x2.dim())
+    diff = x1 - x2 + eps
+    if output_dim == 0:
+        return vector_norm(diff, p, None, keepdim)
+    return vector_norm(diff, p, output_dim - 1, keepdim)
+
+
+def pdist(input, p=2):
+    """p-norm distances between every pair of rows i < j of a 2-D input, in row-major pair order.
+    See https://pytorch.org/docs/stable/generated/torch.nn.functional.pdist.html"""
+    from .statistics import vector_norm
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if input._dtype.category != D.FLOAT:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    i, j = np.triu_indices(input.shape[0], 1)
+    return vector_norm(input[i] - input[j], p, 1)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along dim; the norms' clamp passes the gradient
+    through (as torch's no_grad clamp_). See torch.nn.functional.cosine_similarity."""
+    from .statistics import vector_norm
+    from .joining import broadcast_tensors
+    if x1._dtype.category < D.FLOAT:
+        x1 = x1.to(D.get_default_dtype())
+    if x2._dtype.category < D.FLOAT:
+        x2 = x2.to(D.get_default_dtype())
+    a, b = broadcast_tensors(x1, x2)
+    d = _wrap_dim(dim, a.dim())
+    n1 = vector_norm(a, 2, d, True)
+    n2 = vector_norm(b, 2, d, True)
+    n1 = n1 + (n1.clamp_min(eps) - n1).detach()
+    n2 = n2 + (n2.clamp_min(eps) - n2).detach()
+    return ((a / n1) * (b / n2)).sum(d)
+
+
+install(pairwise_distance, "pairwise_distance", method=False)
+install(cosine_similarity, "cosine_similarity", method=False)
+install(pdist, "pdist", method=False)
