@@ -266,6 +266,22 @@ def test_sparse_dense_mm_values_and_gradients(form, dtype):
         assert res[ember][3] == res[torch][3]
 
 
+def test_dense_at_sparse_values_and_gradients():
+    rng = np.random.default_rng(14)
+    idx, vals = random_coo(rng, (6, 5), 12)
+    dense = rng.standard_normal((3, 6))
+    res = {}
+    for lib in (torch, ember):
+        v = lib.tensor(vals, requires_grad=True)
+        d = lib.tensor(dense, requires_grad=True)
+        s = lib.sparse_coo_tensor(lib.tensor(idx), v, (6, 5))
+        out = d @ s
+        (out * lib.arange(15.0, dtype=lib.float64).reshape(3, 5)).sum().backward()
+        res[lib] = (out.detach().numpy(), v.grad.numpy(), d.grad.numpy(), (lib.tensor(dense[0]) @ s).detach().numpy())
+    for a, b in zip(res[ember], res[torch]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
 def test_mm_double_backward_through_dense():
     rng = np.random.default_rng(12)
     idx, vals = random_coo(rng, (4, 4), 8)

@@ -35,7 +35,7 @@ from .transforms import *  # noqa: F401,F403
 from .uniform import Uniform
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
-           "Exponential", "ExponentialFamily", "Gamma", "Independent", "Laplace", "LogNormal",
+           "ExpRelaxedCategorical", "Exponential", "ExponentialFamily", "Gamma", "Independent", "Laplace", "LogNormal",
            "LogitRelaxedBernoulli", "MixtureSameFamily", "MultivariateNormal", "Normal", "OneHotCategorical",
            "OneHotCategoricalStraightThrough", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical",
            "TransformedDistribution", "Uniform", "biject_to", "constraints", "kl_divergence", "register_kl",

@@ -1,6 +1,4 @@
 """Chi2(df) = Gamma(df / 2, 1 / 2) (torch.distributions.Chi2)."""
-import ember
-
 from . import constraints
 from .gamma import Gamma
 

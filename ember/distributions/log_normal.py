@@ -1,6 +1,4 @@
 """LogNormal(loc, scale): exp of a Normal (torch.distributions.LogNormal)."""
-import ember
-
 from . import constraints
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution

@@ -1,11 +1,13 @@
 """torch.sparse: products and sums of sparse COO tensors (https://pytorch.org/docs/stable/sparse.html).
 
-The tensor and its ops live in ember/_ops/sparse.py (see Note [Sparse COO storage] there).
+The tensor lives in ember/_ops/sparse.py (see Note [Sparse COO storage] there), its math in
+ember/_ops/sparse_math.py.
 """
 import warnings
 
 from .. import _dtype as D
-from .._ops.sparse import SparseAddmm, SparseTensor, sparse_coo_tensor, sparse_dense_mm, sparse_sum
+from .._ops.sparse import SparseTensor, sparse_coo_tensor
+from .._ops.sparse_math import SparseAddmm, sparse_dense_mm, sparse_sum
 from .._tensor import Tensor
 
 __all__ = ["addmm", "mm", "sum", "FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor"]
