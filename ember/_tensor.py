@@ -196,6 +196,11 @@ class Tensor:
         if memory_format is not None and str(memory_format) == "torch.channels_last":
             from ._backend.numpy_cpu import is_channels_last
             return is_channels_last(self._data)
+        if memory_format is not None and str(memory_format) == "torch.channels_last_3d":
+            from ._layout import format_strides  # C innermost for 5-d tensors; size-1 dims may stride anyhow
+            shape = self._data.shape
+            return len(shape) == 5 and all(n == 1 or s == t for n, s, t in
+                                           zip(shape, self.stride(), format_strides(shape, memory_format)))
         return _is_contiguous(self._data)
 
     def data_ptr(self):
