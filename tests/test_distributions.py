@@ -95,6 +95,17 @@ DISTS = {
     "TransformedDistribution-tanh": (lambda D, p: D.TransformedDistribution(
         D.Normal(p["loc"], p["scale"]), D.TanhTransform()), {"loc": [-1.0, 0.5], "scale": [0.5, 1.0]},
         [[0.3, -0.9], [0.01, 0.5]]),
+    "Geometric": (lambda D, p: D.Geometric(probs=p["probs"]), {"probs": [0.1, 0.5, 1.0]},
+                  [[0.0, 4.0, 0.0], [3.0, 1.0, 0.0]]),
+    "Geometric-logits": (lambda D, p: D.Geometric(logits=p["logits"]), {"logits": [-2.0, 0.3, 4.0]},
+                         [[0.0, 4.0, 10.0], [3.0, 5.0, 1.0]]),
+    "Multinomial": (lambda D, p: D.Multinomial(5, probs=p["probs"]), {"probs": _SIMPLEX},
+                    [[[1.0, 2.0, 0.0, 2.0], [5.0, 0.0, 0.0, 0.0], [0.0, 1.0, 1.0, 3.0]]]),
+    "StudentT": (lambda D, p: D.StudentT(p["df"], p["loc"], p["scale"]),
+                 {"df": [0.8, 1.5, 5.0], "loc": [-1.0, 0.5, 2.0], "scale": [0.5, 1.0, 3.0]},
+                 [[-0.3, 0.2, 5.0], [1.0, -2.0, 0.0]]),
+    "HalfNormal": (lambda D, p: D.HalfNormal(p["scale"]), {"scale": [0.5, 1.0, 3.0]},
+                   [[0.3, 1.2, 5.0], [2.0, 0.1, 0.0]]),
     "RelaxedBernoulli": (lambda D, p: D.RelaxedBernoulli(p["t"], probs=p["probs"]),
                          {"t": 0.7, "probs": [0.1, 0.5, 0.8]}, [[0.3, 0.5, 0.9], [0.01, 0.7, 0.99]]),
     "RelaxedOneHotCategorical": (lambda D, p: D.RelaxedOneHotCategorical(p["t"], probs=p["probs"]),
@@ -184,7 +195,7 @@ def test_entropy_gradients(name):
                 np.testing.assert_allclose(ge, gt, **TOL)
 
 
-CDF_DISTS = ["Normal", "LogNormal", "Uniform", "Exponential", "Laplace", "Cauchy", "Gamma", "Chi2",
+CDF_DISTS = ["Normal", "LogNormal", "Uniform", "Exponential", "Laplace", "Cauchy", "Gamma", "Chi2", "HalfNormal",
              "MixtureSameFamily", "TransformedDistribution", "TransformedDistribution-sigmoid",
              "TransformedDistribution-tanh"]
 
@@ -284,7 +295,7 @@ class _Noise:
 
 def _patch_noise(mp, name, noise):
     """Route each distribution's base noise through `noise` in torch and in ember."""
-    if name in ("Normal", "LogNormal", "Independent", "TransformedDistribution", "MultivariateNormal-cov",
+    if name in ("Normal", "HalfNormal", "LogNormal", "Independent", "TransformedDistribution", "MultivariateNormal-cov",
                 "MultivariateNormal-tril", "MultivariateNormal-prec", "TransformedDistribution-sigmoid",
                 "TransformedDistribution-tanh"):
         for mod in (TD.normal, TD.multivariate_normal):
@@ -319,7 +330,7 @@ def _patch_noise(mp, name, noise):
         mp.setattr(ember.Tensor, method, fill(ember))
 
 
-RSAMPLE_NOISE = {"Normal": "normal", "LogNormal": "normal", "Independent": "normal", "TransformedDistribution": "normal",
+RSAMPLE_NOISE = {"HalfNormal": "normal", "Normal": "normal", "LogNormal": "normal", "Independent": "normal", "TransformedDistribution": "normal",
                  "TransformedDistribution-sigmoid": "normal", "TransformedDistribution-tanh": "normal",
                  "MultivariateNormal-cov": "normal", "MultivariateNormal-tril": "normal",
                  "MultivariateNormal-prec": "normal", "Uniform": "uniform01", "RelaxedBernoulli": "uniform01",
@@ -408,7 +419,7 @@ def _check_mean_var(samples, mean, var, label):
 MOMENT_DISTS = ["Normal", "LogNormal", "Uniform", "Exponential", "Laplace", "Gamma", "Chi2", "Beta", "Dirichlet",
                 "Bernoulli-probs", "Bernoulli-logits", "Binomial", "Binomial-logits", "Poisson", "OneHotCategorical",
                 "MultivariateNormal-cov", "MultivariateNormal-prec", "Independent", "MixtureSameFamily",
-                "TransformedDistribution-sigmoid"]
+                "TransformedDistribution-sigmoid", "Geometric-logits", "Multinomial", "HalfNormal"]
 
 
 @pytest.mark.parametrize("name", MOMENT_DISTS)
@@ -430,7 +441,7 @@ def test_sample_moments(name):
 
 
 @pytest.mark.parametrize("name", ["Cauchy", "Categorical-probs", "Categorical-logits", "RelaxedBernoulli",
-                                  "TransformedDistribution-tanh"])
+                                  "TransformedDistribution-tanh", "StudentT"])
 def test_sample_distribution_by_cdf(name):
     """Heavy tails or no moments: the empirical CDF at a few points within 4 standard errors."""
     ember.manual_seed(11)
@@ -444,7 +455,7 @@ def test_sample_distribution_by_cdf(name):
             se = np.sqrt(probs[..., k] * (1 - probs[..., k]) / N)
             assert np.all(np.abs(freq - probs[..., k]) <= 4 * se)
         return
-    if name in ("RelaxedBernoulli", "TransformedDistribution-tanh"):
+    if name in ("RelaxedBernoulli", "TransformedDistribution-tanh", "StudentT"):
         torch.manual_seed(0)
         ref = to_np(dt.sample((1_000_000,)))
         points = np.quantile(ref, [0.1, 0.3, 0.5, 0.7, 0.9], axis=0)
@@ -481,7 +492,8 @@ KL_PAIRS = [
     ("Gamma", "Normal"), ("Laplace", "Normal"), ("Normal", "Laplace"), ("Uniform", "Beta"),
     ("Uniform", "Exponential"), ("Uniform", "Gamma"), ("Uniform", "Normal"), ("Exponential", "Uniform"),
     ("Gamma", "Uniform"), ("Laplace", "Beta"), ("Normal", "Gamma"), ("Poisson", "Binomial"),
-    ("Normal", "Beta"), ("Laplace", "Exponential"),
+    ("Normal", "Beta"), ("Laplace", "Exponential"), ("Geometric-logits", "Geometric"), ("HalfNormal", "HalfNormal"),
+    ("StudentT", "StudentT"), ("Multinomial", "Multinomial"),
 ]
 
 # second parameter sets, so that p and q differ
@@ -498,7 +510,9 @@ _ALT = {"Normal": {"loc": [0.0, -0.5, 1.0], "scale": [1.5, 0.7, 2.0]},
         "OneHotCategorical": {"probs": _SIMPLEX[::-1].copy()},
         "Independent": {"loc": [[0.0, 1.5], [1.0, -1.0]], "scale": [[1.5, 0.4], [2.0, 1.0]]},
         "LogNormal": {"loc": [0.0, -0.5, 1.0], "scale": [1.5, 0.7, 2.0]},
-        "Chi2": {"df": [2.0, 5.0, 1.5]}}
+        "Chi2": {"df": [2.0, 5.0, 1.5]},
+        "Geometric": {"probs": [0.3, 0.6, 0.2]},
+        "HalfNormal": {"scale": [1.5, 0.7, 2.0]}}
 
 
 def _kl_side(lib, name, alt):
@@ -740,6 +754,9 @@ VALIDATION = {
     "poisson-rate": lambda D, lib: D.Poisson(T(lib, [-1.0])),
     "poisson-support": lambda D, lib: D.Poisson(T(lib, [1.0])).log_prob(T(lib, [1.5])),
     "binomial-count": lambda D, lib: D.Binomial(T(lib, [2.5]), T(lib, [0.5])),
+    "geometric-zero": lambda D, lib: D.Geometric(T(lib, [0.5, 0.0])),
+    "multinomial-count": lambda D, lib: D.Multinomial(2.5, T(lib, [0.5, 0.5])),
+    "multinomial-support": lambda D, lib: D.Multinomial(3, T(lib, [0.5, 0.5])).log_prob(T(lib, [3.0, 1.0])),
     "exponential-support": lambda D, lib: D.Exponential(T(lib, [1.0])).log_prob(T(lib, [-1.0])),
     "shape-mismatch": lambda D, lib: D.Normal(T(lib, [0.0, 0.0, 0.0]), 1.0).log_prob(T(lib, [0.0, 1.0])),
     "event-mismatch": lambda D, lib: D.Dirichlet(T(lib, [1.0, 1.0])).log_prob(T(lib, [0.2, 0.3, 0.5])),
@@ -793,6 +810,8 @@ def test_distribution_base_api():
         ED.Bernoulli(0.3).rsample()
     with pytest.raises(NotImplementedError):
         ED.Poisson(ember.ones(1)).entropy()
+    with pytest.raises(NotImplementedError):
+        ED.Geometric(ember.tensor([0.5])).enumerate_support()
     with pytest.raises(NotImplementedError, match="does not implement mode"):
         ED.TransformedDistribution(ED.Normal(0.0, 1.0), ED.ExpTransform()).mode
     assert repr(ED.Normal.arg_constraints["scale"]) == "GreaterThan(lower_bound=0.0)"

@@ -19,25 +19,29 @@ from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
+from .geometric import Geometric
+from .half_normal import HalfNormal
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .mixture_same_family import MixtureSameFamily
+from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .poisson import Poisson
 from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
 from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
+from .studentT import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import *  # noqa: F401,F403
 from .uniform import Uniform
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
-           "ExpRelaxedCategorical", "Exponential", "ExponentialFamily", "Gamma", "Independent", "Laplace", "LogNormal",
-           "LogitRelaxedBernoulli", "MixtureSameFamily", "MultivariateNormal", "Normal", "OneHotCategorical",
-           "OneHotCategoricalStraightThrough", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical",
-           "TransformedDistribution", "Uniform", "biject_to", "constraints", "kl_divergence", "register_kl",
-           "transform_to", "transforms"]
+           "ExpRelaxedCategorical", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "HalfNormal",
+           "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli", "MixtureSameFamily", "Multinomial",
+           "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform",
+           "biject_to", "constraints", "kl_divergence", "register_kl", "transform_to", "transforms"]
 __all__.extend(transforms.__all__)

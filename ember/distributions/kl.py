@@ -16,6 +16,8 @@ from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
+from .geometric import Geometric
+from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
@@ -200,6 +202,16 @@ def _kl_gamma_gamma(p, q):
     t3 = (p.concentration - q.concentration) * ember.digamma(p.concentration)
     t4 = (q.rate - p.rate) * (p.concentration / p.rate)
     return t1 + t2 + t3 + t4
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - ember.log1p(-q.probs) / p.probs - q.logits
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    return _kl_normal_normal(p.base_dist, q.base_dist)
 
 
 @register_kl(Independent, Independent)
