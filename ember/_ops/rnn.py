@@ -47,6 +47,42 @@ def _no_materialize(*outs):
         fn.materialize_grads = False
 
 
+# ---- the recurrent product h @ W_hh^T ---------------------------------------------------
+
+class _HiddenMatmul(Op):
+    """h @ w^T (+ b) for one time step, with w^T given as a C-contiguous array made once per layer:
+    NumPy's matmul against a transposed view is several times slower on small matrices, and the
+    backward's g @ w reads w itself, contiguous."""
+    _name = "MmBackward0"
+
+    @staticmethod
+    def forward(ctx, h, w, b, w_t):
+        ctx.save_for_backward(h, w)
+        out = np.matmul(h, w_t)
+        if b is not None:
+            out += b
+        return out
+
+    def backward(ctx, grad):
+        h, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        if _state.enabled:  # create_graph: the same products in ember ops
+            gh = grad.matmul(w) if need[0] else None
+            gw = grad.t().matmul(h) if need[1] else None
+            gb = grad.sum(0) if need[2] else None
+            return gh, gw, gb
+        g = grad._data
+        gh = Tensor._make(np.matmul(g, w._data)) if need[0] else None
+        gw = Tensor._make(np.matmul(g.T, h._data)) if need[1] else None
+        gb = Tensor._make(g.sum(0)) if need[2] else None
+        return gh, gw, gb
+
+
+def _transposed(w):
+    """w^T as a C-contiguous array (the layout _HiddenMatmul multiplies by)."""
+    return np.ascontiguousarray(w._data.T)
+
+
 # ---- fused LSTM gates -----------------------------------------------------------------
 
 class _LSTMGates(Op):
@@ -278,6 +314,7 @@ class _Layer:
         self.b_ih = weights[2] if has_biases else None
         self.b_hh = weights[3] if has_biases else None
         self.w_hr = weights[-1] if has_proj else None
+        self.w_hh_t = _transposed(self.w_hh)
 
     def project_inputs(self, x):
         """x @ W_ih^T + bias for all steps at once; GRU keeps b_hh per step (b_hn sits inside r * (...))."""
@@ -289,13 +326,13 @@ class _Layer:
     def step(self, xg, h, c):
         mode = self.mode
         if mode == "LSTM":
-            h, c = _lstm_step(xg, _linear(h, self.w_hh), c)
+            h, c = _lstm_step(xg, _HiddenMatmul.apply(h, self.w_hh, None, w_t=self.w_hh_t), c)
             if self.w_hr is not None:
                 h = _linear(h, self.w_hr)
             return h, c
         if mode == "GRU":
-            return _gru_step(xg, _linear(h, self.w_hh, self.b_hh), h), None
-        pre = xg + _linear(h, self.w_hh)
+            return _gru_step(xg, _HiddenMatmul.apply(h, self.w_hh, self.b_hh, w_t=self.w_hh_t), h), None
+        pre = xg + _HiddenMatmul.apply(h, self.w_hh, None, w_t=self.w_hh_t)
         return (pre.tanh() if mode == "RNN_TANH" else pre.relu()), None
 
 
