@@ -44,7 +44,8 @@ DISTS = {
                   [[0.3, 1.2, 5.0], [2.0, 0.1, 0.9]]),
     "Uniform": (lambda D, p: D.Uniform(p["low"], p["high"]), {"low": [-1.0, 0.5, 2.0], "high": [0.5, 1.0, 3.0]},
                 [[-0.3, 0.7, 2.5], [0.0, 0.9, 2.1]]),
-    "Exponential": (lambda D, p: D.Exponential(p["rate"]), {"rate": [0.5, 1.0, 3.0]}, [[0.3, 1.2, 5.0], [0.0, 2.0, 0.1]]),
+    "Exponential": (lambda D, p: D.Exponential(p["rate"]), {"rate": [0.5, 1.0, 3.0]},
+                    [[0.3, 1.2, 5.0], [0.0, 2.0, 0.1]]),
     "Laplace": (lambda D, p: D.Laplace(p["loc"], p["scale"]), {"loc": [-1.0, 0.5, 2.0], "scale": [0.5, 1.0, 3.0]},
                 [[-0.3, 0.2, 5.0], [1.0, -2.0, 0.0]]),
     "Cauchy": (lambda D, p: D.Cauchy(p["loc"], p["scale"]), {"loc": [-1.0, 0.5, 2.0], "scale": [0.5, 1.0, 3.0]},
@@ -299,7 +300,8 @@ def _patch_noise(mp, name, noise):
                 "MultivariateNormal-tril", "MultivariateNormal-prec", "TransformedDistribution-sigmoid",
                 "TransformedDistribution-tanh"):
         for mod in (TD.normal, TD.multivariate_normal):
-            mp.setattr(mod, "_standard_normal", lambda shape, dtype, device: torch.tensor(noise.draw(shape), dtype=dtype))
+            mp.setattr(mod, "_standard_normal",
+                       lambda shape, dtype, device: torch.tensor(noise.draw(shape), dtype=dtype))
         for mod in (ED.normal, ED.multivariate_normal):
             mp.setattr(mod, "_standard_normal", lambda shape, dtype, device=None: ember.tensor(noise.draw(shape),
                                                                                                 dtype=dtype))
@@ -330,7 +332,8 @@ def _patch_noise(mp, name, noise):
         mp.setattr(ember.Tensor, method, fill(ember))
 
 
-RSAMPLE_NOISE = {"HalfNormal": "normal", "Normal": "normal", "LogNormal": "normal", "Independent": "normal", "TransformedDistribution": "normal",
+RSAMPLE_NOISE = {"HalfNormal": "normal", "Normal": "normal", "LogNormal": "normal", "Independent": "normal",
+                 "TransformedDistribution": "normal",
                  "TransformedDistribution-sigmoid": "normal", "TransformedDistribution-tanh": "normal",
                  "MultivariateNormal-cov": "normal", "MultivariateNormal-tril": "normal",
                  "MultivariateNormal-prec": "normal", "Uniform": "uniform01", "RelaxedBernoulli": "uniform01",
@@ -592,7 +595,8 @@ def test_expfamily_kl_matches_closed_form():
               ED.Normal(ember.tensor([1.0, 0.0], dtype=ember.float64), ember.tensor([0.7, 2.0], dtype=ember.float64))),
              (ED.Gamma(ember.tensor([2.0], dtype=ember.float64), ember.tensor([1.5], dtype=ember.float64)),
               ED.Gamma(ember.tensor([0.5], dtype=ember.float64), ember.tensor([3.0], dtype=ember.float64))),
-             (ED.Poisson(ember.tensor([2.0], dtype=ember.float64)), ED.Poisson(ember.tensor([0.5], dtype=ember.float64))),
+             (ED.Poisson(ember.tensor([2.0], dtype=ember.float64)),
+              ED.Poisson(ember.tensor([0.5], dtype=ember.float64))),
              (ED.Dirichlet(ember.tensor([2.0, 1.0, 0.5], dtype=ember.float64)),
               ED.Dirichlet(ember.tensor([1.0, 1.0, 3.0], dtype=ember.float64)))]
     for p, q in pairs:

@@ -296,7 +296,8 @@ def _rmatmul(self, other):
 
 # the sparse class's own versions of ops installed on Tensor
 for _n, _fn in (("sum", _tensor_sum), ("mm", lambda self, mat2: sparse_dense_mm(self, mat2)),
-                ("matmul", sparse_matmul), ("__matmul__", sparse_matmul), ("__rmatmul__", _rmatmul), ("add", _add), ("__add__", _add),
+                ("matmul", sparse_matmul), ("__matmul__", sparse_matmul), ("__rmatmul__", _rmatmul),
+                ("add", _add), ("__add__", _add),
                 ("__radd__", _radd), ("sub", _sub), ("__sub__", _sub), ("__rsub__", _rsub), ("mul", _mul),
                 ("__mul__", _mul), ("__rmul__", _mul), ("div", _div), ("__truediv__", _div), ("pow", _pow),
                 ("__pow__", _pow), ("__neg__", _unary("neg")), ("zero_", _zero_), ("transpose", _transpose),
