@@ -321,7 +321,10 @@ def test_mm_errors_match_torch():
     idx = [[0, 1], [2, 0]]
     cases = [lambda lib, s: lib.mm(s, lib.ones(2, 2)),
              lambda lib, s: lib.sparse.mm(s, lib.ones(3, 2, dtype=lib.float64)),
-             lambda lib, s: lib.sparse.mm(s, lib.ones(3, 2, dtype=lib.float64))]
+             lambda lib, s: lib.mm(s, lib.ones(3)),
+             lambda lib, s: lib.sparse.mm(s, lib.ones(3)),
+             lambda lib, s: lib.mm(s, lib.ones(3, 2, 2)),
+             lambda lib, s: lib.mm(s, lib.ones(3, 2, dtype=lib.long))]
     for fn in cases:
         with pytest.raises(Exception) as te:
             fn(torch, torch.sparse_coo_tensor(idx, [1.0, 2.0], (2, 3)))

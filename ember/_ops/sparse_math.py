@@ -49,6 +49,8 @@ def _mm_operands(s, dense, fname):
         raise NotImplementedError("ember: sparse @ sparse products are not implemented; use to_dense() on one side")
     if s.sparse_dim() != 2 or s.dense_dim() != 0:
         raise RuntimeError(f"addmm: matrices expected, got {s.dim()}D tensor")
+    if dense.dim() == 1:  # torch reads size(1) of the dense operand first
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
     if dense.dim() != 2:
         raise RuntimeError(f"addmm: matrices expected, got {dense.dim()}D tensor")
     if s._dtype is not dense._dtype:
