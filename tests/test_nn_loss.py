@@ -462,3 +462,24 @@ ERRORS = {
 @pytest.mark.parametrize("name", list(ERRORS))
 def test_loss_errors(name):
     raises_like(ERRORS[name])
+
+
+def test_torch_level_loss_functions():
+    """torch.kl_div, torch.ctc_loss, ... take the reduction as an enum and default to none."""
+    rng = np.random.default_rng(11)
+    x, t = rng.standard_normal((4, 3)), rng.random((4, 3))
+    s = np.sign(x[:, 0])
+    lp = np.log(rng.dirichlet(np.ones(4), (5, 2)))
+    calls = [("binary_cross_entropy_with_logits", lambda L: (L.tensor(x), L.tensor(t))),
+             ("binary_cross_entropy_with_logits", lambda L: (L.tensor(x), L.tensor(t), None, L.tensor(t[0]), 2)),
+             ("kl_div", lambda L: (L.tensor(x), L.tensor(t))), ("kl_div", lambda L: (L.tensor(x), L.tensor(t), 1)),
+             ("hinge_embedding_loss", lambda L: (L.tensor(x), L.tensor(np.sign(x)), 0.5)),
+             ("margin_ranking_loss", lambda L: (L.tensor(x[:, 0]), L.tensor(x[:, 1]), L.tensor(s), 0.2, 2)),
+             ("cosine_embedding_loss", lambda L: (L.tensor(x), L.tensor(t), L.tensor(s), 0.1)),
+             ("poisson_nll_loss", lambda L: (L.tensor(x), L.tensor(t), True, True, 1e-8, 1)),
+             ("triplet_margin_loss", lambda L: (L.tensor(x), L.tensor(t), L.tensor(x * t))),
+             ("ctc_loss", lambda L: (L.tensor(lp), L.tensor([[1, 2], [1, 1]]), [5, 5], [2, 2]))]
+    for name, args in calls:
+        a, b = getattr(torch, name)(*args(torch)), getattr(ember, name)(*args(ember))
+        assert tuple(a.shape) == tuple(b.shape), name
+        close(b, a, "float64", what=name)

@@ -439,3 +439,17 @@ def test_layer_norm_row_blocks(dtype, monkeypatch):
     compare_call(lambda lib, x, w, b: lib.nn.functional.layer_norm(x, [6], w, b), [x, w, b], [True, True, True],
                  dtype)
     compare_call(lambda lib, x: lib.nn.functional.layer_norm(x, [2, 6]), [x], [True], dtype)
+
+
+def test_torch_level_norm_functions():
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((4, 3, 5))
+    w, b = rng.random(3) + 0.5, rng.standard_normal(3)
+    for lib_fn, args in (("batch_norm", lambda L: (L.tensor(x), L.tensor(w), L.tensor(b), None, None, True, 0.1,
+                                                   1e-5, False)),
+                         ("instance_norm", lambda L: (L.tensor(x), L.tensor(w), L.tensor(b), None, None, True, 0.1,
+                                                      1e-5, False)),
+                         ("layer_norm", lambda L: (L.tensor(x), [3, 5])),
+                         ("group_norm", lambda L: (L.tensor(x), 3, L.tensor(w), L.tensor(b))),
+                         ("rms_norm", lambda L: (L.tensor(x), [5]))):
+        close(getattr(ember, lib_fn)(*args(ember)), getattr(torch, lib_fn)(*args(torch)), "float64", what=lib_fn)

@@ -16,7 +16,7 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd import grad_mode
-from ._registry import Op
+from ._registry import Op, install
 from .activation import _log_softmax, _softmax, logsigmoid
 from .ctc import ctc_loss  # noqa: F401  (re-exported for nn.functional)
 from .distance import cosine_similarity, pairwise_distance, pdist  # noqa: F401
@@ -627,3 +627,34 @@ FUNCTIONAL = ["nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_los
               "cosine_similarity", "cosine_embedding_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss",
               "ctc_loss"]
 
+
+# ---- torch.* names: the ATen signatures, reduction as an enum (0 none, 1 mean, 2 sum) --------
+# (torch's Python bindings of these default to 0, no reduction, whatever the schema says)
+
+_ENUM = ("none", "mean", "sum")
+
+
+def _torch_level(name, fn):
+    fn.__name__ = fn.__qualname__ = name
+    install(fn, name, method=False)
+
+
+_torch_level("binary_cross_entropy_with_logits", lambda input, target, weight=None, pos_weight=None, reduction=0:
+             binary_cross_entropy_with_logits(input, target, weight, reduction=_ENUM[reduction],
+                                              pos_weight=pos_weight))
+_torch_level("kl_div", lambda input, target, reduction=0, *, log_target=False:
+             kl_div(input, target, reduction=_ENUM[reduction], log_target=log_target))
+_torch_level("hinge_embedding_loss", lambda input, target, margin=1.0, reduction=0:
+             hinge_embedding_loss(input, target, margin, reduction=_ENUM[reduction]))
+_torch_level("margin_ranking_loss", lambda input1, input2, target, margin=0.0, reduction=0:
+             margin_ranking_loss(input1, input2, target, margin, reduction=_ENUM[reduction]))
+_torch_level("cosine_embedding_loss", lambda input1, input2, target, margin=0.0, reduction=0:
+             cosine_embedding_loss(input1, input2, target, margin, reduction=_ENUM[reduction]))
+_torch_level("poisson_nll_loss", lambda input, target, log_input, full, eps, reduction:
+             poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=_ENUM[reduction]))
+_torch_level("triplet_margin_loss", lambda anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False,
+             reduction=0: triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                              reduction=_ENUM[reduction]))
+_torch_level("ctc_loss", lambda log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0,
+             zero_infinity=False: ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                                           _ENUM[reduction], zero_infinity))

@@ -493,6 +493,15 @@ FUNCTIONAL = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_no
 
 # ---- torch.* names ---------------------------------------------------------------------------
 
+def _torch_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def _torch_instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
+                         cudnn_enabled):
+    return instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
 def _torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     return layer_norm(input, normalized_shape, weight, bias, eps)
 
@@ -505,7 +514,8 @@ def _torch_rms_norm(input, normalized_shape, weight=None, eps=None):
     return rms_norm(input, normalized_shape, weight, eps)
 
 
-for _fn, _n in ((_torch_layer_norm, "layer_norm"), (_torch_group_norm, "group_norm"), (_torch_rms_norm, "rms_norm")):
+for _fn, _n in ((_torch_batch_norm, "batch_norm"), (_torch_instance_norm, "instance_norm"),
+                 (_torch_layer_norm, "layer_norm"), (_torch_group_norm, "group_norm"), (_torch_rms_norm, "rms_norm")):
     _fn.__name__ = _fn.__qualname__ = _n
     install(_fn, _n, method=False)
 del _fn, _n
