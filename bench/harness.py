@@ -97,7 +97,7 @@ def run_timed(r, libs, rounds, min_time):
     for i in range(rounds):
         for name in _order(names, i):
             gc.collect()
-            time.sleep(0.02)  # let the other library's spinning worker threads go idle
+            time.sleep(0.1)  # let the other library's spinning worker threads (OpenBLAS, OpenMP) go idle
             samples[name].append(time_step(steps[name], min_time))
     return {n: statistics.median(s) for n, s in samples.items()}, samples, items
 
@@ -169,51 +169,7 @@ def smoke_row(r, libs):
         assert items > 0
 
 
-# ---- reporting ---------------------------------------------------------------------------------
-
-def _fmt(v):
-    if v is None:
-        return "-"
-    if v >= 1000:
-        return f"{v:,.0f}"
-    if v >= 100:
-        return f"{v:.0f}"
-    if v >= 10:
-        return f"{v:.1f}"
-    return f"{v:.2f}" if v >= 0.1 else f"{v:.3g}"
-
-
-def unit_label(res):
-    if res["kind"] == "time":
-        return f"{res['unit']}/step"
-    return res["unit"]
-
-
-def ratio_label(res):
-    if res["kind"] == "throughput":
-        return "thr e/t (>1 = ember faster)"
-    if res["unit"] in _SCALE:
-        return "time e/t (<1 = ember faster)"
-    return "e/t (<1 = ember smaller)"
-
-
-HEADER = ("| row | ember | torch | unit | ember/torch | better | target | |\n"
-          "|---|---:|---:|---|---:|---|---|---|")
-
-
-def table_line(res):
-    if "error" in res:
-        return f"| {res['name']} | error | | | | | | {res['error'][:80]} |"
-    v = res["value"]
-    ratio = res["ratio"]
-    target = f"{res['target'][0]} {res['target'][1]:g}" if res["target"] else ""
-    status = {True: "ok", False: "**miss**", None: ""}[res["meets_target"]]
-    kind = "throughput" if res["kind"] == "throughput" else ("time" if res["unit"] in _SCALE else "size")
-    better = f"{kind} ratio, {'higher' if res['better'] == 'higher' else 'lower'} is better"
-    return (f"| {res['name']} | {_fmt(v.get('ember'))} | {_fmt(v.get('torch'))} | {unit_label(res)} | "
-            f"{ratio:.2f} | {better} | {target} | {status} |" if ratio is not None else
-            f"| {res['name']} | {_fmt(v.get('ember'))} | {_fmt(v.get('torch'))} | {unit_label(res)} | - | | | |")
-
+# ---- machine ----------------------------------------------------------------------------------
 
 def cpu_model():
     try:

@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import harness  # noqa: E402
+from bench import harness, report  # noqa: E402
 from bench import rows  # noqa: E402,F401  (registers the rows)
 from bench import rows_extra  # noqa: E402,F401
 from bench.harness import ROWS, row  # noqa: E402,F401  (row: for ad-hoc rows added to this file)
@@ -56,20 +56,6 @@ def select(only, group):
     return names
 
 
-def markdown(info, results):
-    lines = [f"ember ({info['ember_commit']}) vs torch {info['torch']}, {info['date']}; {info['cpu']}, "
-             f"{info['cores']} cores, {info['torch_threads']} threads each; "
-             f"load average {info['load_start']:.1f} at start, {info['load_end']:.1f} at end.", "",
-             harness.HEADER]
-    group = None
-    for res in results:
-        if res["group"] != group:
-            group = res["group"]
-            lines.append(f"| *{group}* | | | | | | | |")
-        lines.append(harness.table_line(res))
-    return "\n".join(lines)
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", action="append", help="run rows whose name contains this text (repeatable)")
@@ -100,10 +86,12 @@ def main(argv=None):
         t0 = time.perf_counter()
         res = harness.run_row(r, (ember, torch), quick=args.quick)
         results.append(res)
-        print(harness.table_line(res) + f"  [{time.perf_counter() - t0:.0f}s, load {res['load'][1]:.1f}]", flush=True)
+        print(report.line(res) + f"  [{time.perf_counter() - t0:.0f}s, load {res['load'][1]:.1f}]", flush=True)
     info["load_end"] = os.getloadavg()[0]
     print()
-    print(markdown(info, results))
+    print(report.describe(info))
+    print()
+    print(report.render([{"machine": info, "rows": results}]))
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
