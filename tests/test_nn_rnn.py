@@ -124,6 +124,53 @@ def test_layer_matches_torch(mode, layers, bidirectional, batch_first, packed, d
 
 
 @pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@pytest.mark.parametrize("packed", [False, True], ids=["padded", "packed"])
+def test_layer_without_bias(mode, packed):
+    cls, kwargs = mode
+    dtype = torch.float64
+    tm, em = _pair(cls, kwargs, dtype, num_layers=2, bidirectional=True, bias=False)
+    assert list(em.state_dict()) == list(tm.state_dict())
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(4, 3, 4, generator=gen, dtype=dtype, requires_grad=True)
+    ex = E(x)
+    tin, ein = x, ex
+    if packed:
+        tin = trnn.pack_padded_sequence(x, [4, 2, 3], enforce_sorted=False)
+        ein = ernn.pack_padded_sequence(ex, [4, 2, 3], enforce_sorted=False)
+    touts, eouts = _run_both(tm, em, tin, ein, None, None)
+    for a, b in zip(touts, eouts):
+        close(a, b, dtype)
+    ups = [torch.randn(a.shape, generator=gen, dtype=dtype) for a in touts]
+    tg = torch.autograd.grad(touts, [x] + list(tm.parameters()), ups)
+    eg = ember.autograd.grad(eouts, [ex] + list(em.parameters()), [E(u) for u in ups])
+    for a, b in zip(tg, eg):
+        close(a, b, dtype)
+
+
+def test_functional_layer_ops():
+    """torch.lstm / torch.gru with both overloads (padded with batch_first, packed data + batch_sizes)."""
+    torch.manual_seed(0)
+    for cls in ("LSTM", "GRU"):
+        tm, em = _pair(cls, {}, torch.float64, num_layers=2)
+        x = torch.randn(3, 5, 4, dtype=torch.float64)
+        h = torch.zeros(2, 3, 5, dtype=torch.float64)
+        ths = (h, h) if cls == "LSTM" else h
+        ehs = (E(h), E(h)) if cls == "LSTM" else E(h)
+        tw, ew = list(tm.parameters()), list(em.parameters())
+        fn_t, fn_e = getattr(torch, cls.lower()), getattr(ember, cls.lower())
+        t = fn_t(x, ths, tw, True, 2, 0.0, False, False, True)
+        e = fn_e(E(x), ehs, ew, True, 2, 0.0, False, False, True)
+        assert len(t) == len(e)
+        for a, b in zip(t, e):
+            close(a, b)
+        tp = trnn.pack_padded_sequence(x, [5, 3, 2], batch_first=True)
+        t = fn_t(tp.data, tp.batch_sizes, ths, tw, True, 2, 0.0, False, False)
+        e = fn_e(E(tp.data), ember.tensor(tp.batch_sizes.numpy()), ehs, ew, True, 2, 0.0, False, False)
+        for a, b in zip(t, e):
+            close(a, b)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
 def test_state_dict_layout_and_init(mode):
     cls, kwargs = mode
     tm = getattr(torch.nn, cls)(3, 8, num_layers=2, bidirectional=True, **kwargs)
