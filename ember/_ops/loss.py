@@ -421,6 +421,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                           stacklevel=2)
         if reduction != "batchmean":
             reduction = _reduction(reduction)
+    return _kl_div(input, target, reduction, log_target)
+
+
+def _kl_div(input, target, reduction, log_target):
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -643,7 +647,7 @@ _torch_level("binary_cross_entropy_with_logits", lambda input, target, weight=No
              binary_cross_entropy_with_logits(input, target, weight, reduction=_ENUM[reduction],
                                               pos_weight=pos_weight))
 _torch_level("kl_div", lambda input, target, reduction=0, *, log_target=False:
-             kl_div(input, target, reduction=_ENUM[reduction], log_target=log_target))
+             _kl_div(input, target, _ENUM[reduction], log_target))
 _torch_level("hinge_embedding_loss", lambda input, target, margin=1.0, reduction=0:
              hinge_embedding_loss(input, target, margin, reduction=_ENUM[reduction]))
 _torch_level("margin_ranking_loss", lambda input1, input2, target, margin=0.0, reduction=0:
