@@ -91,11 +91,15 @@ def check(fn, *specs, dtype="float64", grad=True, gradgrad=False, seed=0):
         assert (t is None) == (e is None), f"grad {i}: torch {t is None} ember {e is None}"
         if t is not None:
             _close(e, t, dtype, f"grad of input {i}")
+            if gradgrad:
+                assert e.requires_grad == t.requires_grad, f"grad {i}: requires_grad under create_graph"
     if gradgrad:
         second = {}
         for lib in LIBS:
             ins, _ = results[lib]
             gs = [g for g in grads[lib] if g is not None and g.requires_grad]
+            if not gs:
+                return
             total = sum((g * g).sum() for g in gs)
             second[lib] = lib.autograd.grad(total, [ins[i] for i in diff], allow_unused=True)
         for i, t, e in zip(diff, second[torch], second[ember]):

@@ -142,7 +142,8 @@ class AxisMap:
 
     def __init__(self, axis, index, weight, in_size):
         self.axis = axis
-        self.index = np.asarray(index, dtype=np.int64).reshape(-1, np.shape(index)[-1])
+        index = np.asarray(index, dtype=np.int64)
+        self.index = index if index.ndim == 2 else index.reshape(1, -1)  # (taps, out)
         self.weight = None if weight is None else np.asarray(weight).reshape(self.index.shape)
         self.in_size = in_size
         self._groups = None

@@ -154,8 +154,26 @@ def _conj(saved):
     return tuple(t.conj() for t in saved)
 
 
-def _sum_bias(grad):
-    return grad.sum((0,) + tuple(range(2, grad.dim())))
+class BiasGrad(Op):
+    """The bias gradient: grad summed over batch and positions. src (the weight, not read) is an input so
+    that, as in torch's convolution backward, the result requires grad when the weight does."""
+    _name = "ConvolutionBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, src):
+        ctx.shape = g.shape
+        axes = (0,) + tuple(range(2, g.ndim))
+        if g.dtype.itemsize == 2 and g.dtype.kind in "fV":
+            return g.sum(axis=axes, dtype=np.float32).astype(g.dtype)  # half: accumulate in float32
+        return g.sum(axis=axes)
+
+    def backward(ctx, grad):
+        shape = ctx.shape
+        return grad.reshape((1, -1) + (1,) * (len(shape) - 2)).expand(shape), None
+
+
+def _sum_bias(grad, w):
+    return BiasGrad.apply(grad, w)
 
 
 class Convolution(Op):
@@ -174,7 +192,7 @@ class Convolution(Op):
         geo = ctx.geo
         gx = ConvInputGrad.apply(grad, w, geo=geo, x_shape=x._data.shape) if need[0] else None
         gw = ConvWeightGrad.apply(x, grad, geo=geo, w_shape=w._data.shape) if need[1] else None
-        gb = _sum_bias(grad) if need[2] else None
+        gb = _sum_bias(grad, w) if need[2] else None
         return gx, gw, gb
 
 
@@ -235,7 +253,7 @@ class ConvTranspose(Op):
         geo = ctx.geo
         gy = Convolution.apply(grad, w, None, geo=geo) if need[0] else None
         gw = ConvWeightGrad.apply(grad, y, geo=geo, w_shape=w._data.shape) if need[1] else None
-        gb = _sum_bias(grad) if need[2] else None
+        gb = _sum_bias(grad, w) if need[2] else None
         return gy, gw, gb
 
 

@@ -84,16 +84,17 @@ def _gather(x, idx):
 
 
 class IndexScatter(Op):
-    """Gradient routing of max pooling (sum at the argmax positions); max_unpool's forward (assign)."""
+    """Gradient routing of max pooling (sum at the argmax positions); max_unpool's forward (assign).
+    src (the pooled input, not read) makes the result require grad when torch's does."""
     _name = "MaxPool2DWithIndicesBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, g, idx, plane_shape, unique, assign):
+    def forward(ctx, g, src, idx, plane_shape, unique, assign):
         ctx.idx = idx
         return _scatter(g, idx, plane_shape, unique, assign)
 
     def backward(ctx, grad):
-        return IndexGather.apply(grad, idx=ctx.idx, plane_shape=tuple(grad.shape[2:]))
+        return IndexGather.apply(grad, idx=ctx.idx, plane_shape=tuple(grad.shape[2:])), None
 
 
 class IndexGather(Op):
@@ -107,7 +108,7 @@ class IndexGather(Op):
         return _gather(x, idx)
 
     def backward(ctx, grad):
-        return IndexScatter.apply(grad, idx=ctx.idx, plane_shape=ctx.plane_shape, unique=False, assign=False)
+        return IndexScatter.apply(grad, None, idx=ctx.idx, plane_shape=ctx.plane_shape, unique=False, assign=False)
 
 
 class MaxPool(Op):
@@ -124,6 +125,7 @@ class MaxPool(Op):
             x.shape[:2] + tuple(out) + (-1,))
         val, arg = _row_max(rows)
         idx = _flat_index(arg, spatial, kernel, stride, padding, dilation, out)
+        ctx.save_for_backward(x)
         ctx.idx = idx
         ctx.plane = spatial
         ctx.unique = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel))
@@ -131,7 +133,9 @@ class MaxPool(Op):
 
     def backward(ctx, grad, *unused):
         name = ctx.name().replace("Backward0", "BackwardBackward0")
-        return _named(IndexScatter, name)(grad, idx=ctx.idx, plane_shape=ctx.plane, unique=ctx.unique, assign=False)
+        (x,) = ctx.saved_tensors
+        return _named(IndexScatter, name)(grad, x, idx=ctx.idx, plane_shape=ctx.plane, unique=ctx.unique,
+                                          assign=False)
 
 
 def _flat_index(arg, spatial, kernel, stride, padding, dilation, out):
@@ -168,6 +172,7 @@ class AvgPool(Op):
     @staticmethod
     def forward(ctx, x, kernel, stride, padding, hi, out, scale):
         ctx.args = (x.shape, kernel, stride, padding, hi, out, scale)
+        ctx.save_for_backward(x)
         xp = K.padded(x, padding, hi)
         if x.dtype.kind in "iu":
             acc = _window_sum(xp, kernel, stride, out, np.int64)
@@ -179,15 +184,17 @@ class AvgPool(Op):
 
     def backward(ctx, grad):
         name = ctx.name().replace("Backward0", "BackwardBackward0")
-        return _named(AvgPoolBackward, name)(grad, args=ctx.args)
+        (x,) = ctx.saved_tensors
+        return _named(AvgPoolBackward, name)(grad, x, args=ctx.args)
 
 
 class AvgPoolBackward(Op):
-    """The transpose of AvgPool: grad * scale added back to every tap's positions."""
+    """The transpose of AvgPool: grad * scale added back to every tap's positions (src, the pooled
+    input, is not read: it makes the result require grad when torch's does)."""
     _name = "AvgPool2DBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, g, args):
+    def forward(ctx, g, src, args):
         ctx.args = args
         x_shape, kernel, stride, padding, hi, out, scale = args
         n, c = g.shape[:2]
@@ -199,7 +206,7 @@ class AvgPoolBackward(Op):
 
     def backward(ctx, grad):
         x_shape, kernel, stride, padding, hi, out, scale = ctx.args
-        return AvgPool.apply(grad, kernel=kernel, stride=stride, padding=padding, hi=hi, out=out, scale=scale)
+        return AvgPool.apply(grad, kernel=kernel, stride=stride, padding=padding, hi=hi, out=out, scale=scale), None
 
 
 def _avg_scale(spatial, kernel, stride, padding, out, count_include_pad, divisor_override, dtype):
@@ -305,8 +312,9 @@ def _pool_args(input, nd, fname, kernel_size, stride, padding, dilation, ceil_mo
         if nd == 1 and is_max:
             raise RuntimeError(f"{fname}() Invalid computed output size: {out[0]}")
         c = x.shape[1]
-        raise RuntimeError(f"Given input size: ({_size((c,) + spatial)}). Calculated output size: "
-                           f"({_size((c,) + tuple(max(o, 0) for o in out))}). Output size is too small")
+        lead = (c, 1) if nd == 1 else (c,)  # torch pools 1-d input as 2-d of height 1
+        raise RuntimeError(f"Given input size: ({_size(lead + spatial)}). Calculated output size: "
+                           f"({_size(lead + tuple(max(o, 0) for o in out))}). Output size is too small")
     return x, kernel, stride, padding, dilation, out
 
 
@@ -330,8 +338,9 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode, retu
     fname = f"max_pool{nd}d"
     x, kernel, stride, padding, dilation, out = _pool_args(input, nd, fname, kernel_size, stride, padding, dilation,
                                                            ceil_mode, True)
-    if x.dtype is D.bool or x.dtype.category == D.COMPLEX:
-        raise NotImplementedError(f"\"{fname}\" not implemented for '{_scalar(x.dtype)}'")
+    if x.dtype is D.bool or x.dtype.category == D.COMPLEX or (nd == 1 and x.dtype.category < D.FLOAT):
+        kernel = "max_pool1d_impl" if nd == 1 else fname
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_scalar(x.dtype)}'")
     op = _named(MaxPool, f"MaxPool{max(nd, 2)}DWithIndicesBackward0")
     r = op(x, kernel=kernel, stride=stride, padding=padding, dilation=dilation, out=out, want_indices=return_indices)
     return _unbatch(r, input, nd)
@@ -458,6 +467,8 @@ def _adaptive_avg_pool(input, output_size, fname):
         raise NotImplementedError(f"\"{fname}\" not implemented for '{_scalar(x.dtype)}'")
     spatial = tuple(x.shape[2:])
     name = f"AdaptiveAvgPool{max(nd, 2)}DBackward0"
+    if all(s == 1 for s in sizes):  # global pooling is a mean, as in torch
+        return input.mean(tuple(range(input.dim() - nd, input.dim())), keepdim=True)
     if all(o > 0 and s % o == 0 for s, o in zip(spatial, sizes)):
         kernel = tuple(s // o for s, o in zip(spatial, sizes))  # regular windows: plain average pooling
         scale = np.array(1.0 / np.prod(kernel)).astype(np.float64 if x.dtype is D.float64 else np.float32)
@@ -468,7 +479,7 @@ def _adaptive_avg_pool(input, output_size, fname):
         for i in range(nd):
             idx, w = _area_map(spatial[i], sizes[i])
             maps.append(K.AxisMap(2 + i, idx, w.astype(x._data.dtype), spatial[i]))
-        r = apply_maps(x, maps, name)
+        r = apply_maps(x, maps, name, keep_input=True)
     return _unbatch(r, input, nd)
 
 
@@ -495,6 +506,12 @@ class AdaptiveMaxPool(Op):
     def forward(ctx, x, sizes, want_indices):
         spatial = x.shape[2:]
         nd = len(sizes)
+        ctx.save_for_backward(x)
+        ctx.plane = spatial
+        if any(s == 0 for s in sizes):
+            ctx.idx = np.zeros(x.shape[:2] + tuple(sizes), dtype=np.int64)
+            val = np.empty(ctx.idx.shape, dtype=x.dtype)
+            return (val, ctx.idx) if want_indices else val
         rows = x
         index = []
         for i in range(nd):
@@ -513,12 +530,12 @@ class AdaptiveMaxPool(Op):
             o = np.arange(sizes[i]).reshape(shape)
             flat = flat * spatial[i] + index[i][o, taps[i]]
         ctx.idx = flat
-        ctx.plane = spatial
         return (val, flat) if want_indices else val
 
     def backward(ctx, grad, *unused):
         name = ctx.name().replace("Backward0", "BackwardBackward0")
-        return _named(IndexScatter, name)(grad, idx=ctx.idx, plane_shape=ctx.plane, unique=False, assign=False)
+        (x,) = ctx.saved_tensors
+        return _named(IndexScatter, name)(grad, x, idx=ctx.idx, plane_shape=ctx.plane, unique=False, assign=False)
 
 
 def _adaptive_max_pool(nd, input, output_size, return_indices):
@@ -531,10 +548,6 @@ def _adaptive_max_pool(nd, input, output_size, return_indices):
         x = _adaptive_input(input, nd, fname)
     if x.dtype.category < D.FLOAT or x.dtype.category == D.COMPLEX:
         raise NotImplementedError(f"\"{fname}\" not implemented for '{_scalar(x.dtype)}'")
-    if any(s == 0 for s in sizes):
-        empty = Tensor._make(np.empty(x.shape[:2] + sizes, dtype=x._data.dtype))
-        r = (empty, Tensor._make(np.empty(empty.shape, dtype=np.int64))) if return_indices else empty
-        return _unbatch(r, input, nd)
     op = _named(AdaptiveMaxPool, f"AdaptiveMaxPool{max(nd, 2)}DBackward0")
     return _unbatch(op(x, sizes=sizes, want_indices=return_indices), input, nd)
 
@@ -618,9 +631,10 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
     plane = int(np.prod(sizes))
     if idx.size and (idx.min() < 0 or idx.max() >= plane):
         bad = int(idx.max() if idx.max() >= plane else idx.min())
-        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size {'x'.join(map(str, sizes))}")
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(map(str, sizes))})")
     op = _named(IndexScatter, f"MaxUnpool{max(nd, 2)}DBackward0")
-    r = op(x, idx=idx, plane_shape=tuple(sizes), unique=True, assign=True)
+    r = op(x, None, idx=idx, plane_shape=tuple(sizes), unique=True, assign=True)
     return r if batched else r.squeeze(0)
 
 

@@ -21,27 +21,32 @@ from ._registry import Op, install
 
 
 class AxisMaps(Op):
-    """x through a chain of AxisMap (Note [Separable maps])."""
+    """x through a chain of AxisMap (Note [Separable maps]). With keep_input the backward takes x as
+    a (non-differentiating) input, so the gradient requires grad exactly when torch's does (torch's
+    pooling and reflection/replication backward kernels take `self`)."""
     _name = "AxisMapsBackward0"
 
     @staticmethod
-    def forward(ctx, x, maps, names):
+    def forward(ctx, x, maps, names, keep_input=False):
         ctx.maps = maps
         ctx.names = names
+        if keep_input:
+            ctx.save_for_backward(x)
         for m in maps:
             x = m.gather(x)
         return x
 
     def backward(ctx, grad):
-        return _maps_t(ctx.names[1])(grad, maps=ctx.maps, names=ctx.names)
+        src = ctx.saved_tensors[0] if ctx._saved else None
+        return _maps_t(ctx.names[1])(grad, src, maps=ctx.maps, names=ctx.names)
 
 
 class AxisMapsT(Op):
-    """The transposed chain: scatter through the maps in reverse order."""
+    """The transposed chain: scatter through the maps in reverse order (src is not read)."""
     _name = "AxisMapsBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, g, maps, names):
+    def forward(ctx, g, src, maps, names):
         ctx.maps = maps
         ctx.names = names
         for m in reversed(maps):
@@ -49,7 +54,7 @@ class AxisMapsT(Op):
         return g
 
     def backward(ctx, grad):
-        return _maps(ctx.names[0])(grad, maps=ctx.maps, names=ctx.names)
+        return _maps(ctx.names[0])(grad, maps=ctx.maps, names=ctx.names), None
 
 
 _NAMED = {}
@@ -71,9 +76,10 @@ def _maps_t(name):
     return _named(AxisMapsT, name)
 
 
-def apply_maps(input, maps, name):
+def apply_maps(input, maps, name, keep_input=False):
     """input through the chain `maps`, its node named `name` (torch's grad_fn name)."""
-    return _maps(name)(input, maps=tuple(maps), names=(name, name.replace("Backward0", "BackwardBackward0")))
+    return _maps(name)(input, maps=tuple(maps), names=(name, name.replace("Backward0", "BackwardBackward0")),
+                       keep_input=keep_input)
 
 
 # ---- padding ----------------------------------------------------------------------------------
@@ -193,7 +199,7 @@ def pad(input, pad, mode="constant", value=None):
         axis = input.dim() - 1 - i
         idx = _pad_index(mode, input.shape[axis], pads[2 * i], pads[2 * i + 1])
         maps.append(K.AxisMap(axis, idx[None], None, input.shape[axis]))
-    return apply_maps(input, maps, f"{_PAD_NAMES[mode]}{nd}DBackward0")
+    return apply_maps(input, maps, f"{_PAD_NAMES[mode]}{nd}DBackward0", keep_input=mode != "circular")
 
 
 # ---- interpolate ------------------------------------------------------------------------------
@@ -273,7 +279,7 @@ def _area_map(in_size, out_size):
     start = (o * in_size) // out_size
     end = -((-(o + 1) * in_size) // out_size)
     length = end - start
-    taps = int(length.max()) if out_size else 0
+    taps = int(length.max()) if out_size else 1  # an empty output still has one (empty) tap
     t = np.arange(taps)[:, None]
     idx = np.minimum(start[None] + t, end[None] - 1)
     w = np.where(t < length[None], 1.0 / length[None], 0.0)
