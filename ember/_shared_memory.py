@@ -13,6 +13,7 @@ by forked children, which inherit the mapping). Files come in two kinds:
   batches in flight, a killed worker) are swept by prefix when the iterator shuts down.
 The kernel frees a segment's memory when its last mapping and descriptor are gone.
 """
+import ctypes
 import itertools
 import mmap
 import os
@@ -31,28 +32,49 @@ _worker_prefix = None
 _name_counter = itertools.count()
 _by_inode = weakref.WeakValueDictionary()  # (st_dev, st_ino) -> Segment: one mapping per file
 
+# mmap(2) through libc rather than the mmap module, whose objects keep a duplicate descriptor open
+# for as long as they live: a received DataLoader batch then holds no descriptor at all, and a
+# segment that can be passed on holds exactly one (as torch's file_descriptor strategy).
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+_libc.munmap.restype = ctypes.c_int
+_libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_MAP_FAILED = ctypes.c_void_p(-1).value
 
-class Segment(mmap.mmap):
-    """An mmap of a shared-memory file. `fd` stays open to pass the file on (None once closed),
-    `name` is the file's name while it has one, `address` the mapping's first byte."""
+
+class Segment:
+    """A MAP_SHARED mapping of a shared-memory file, unmapped when the last array viewing it dies.
+
+    `fd` stays open to pass the file to other processes (None when not kept), `name` is the file's
+    name while it has one, `sent` marks a named segment whose name was handed to the main process.
+    Arrays view it through `buffer`, a ctypes array over the mapping that keeps the Segment alive."""
+    __slots__ = ("address", "nbytes", "fd", "name", "sent", "roots", "handle", "__weakref__")
+
+    def __init__(self, fd, nbytes, name=None, keep_fd=True):
+        address = _libc.mmap(None, nbytes, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
+        if address is None or address == _MAP_FAILED:
+            err = ctypes.get_errno()
+            raise OSError(err, f"mmap of a {nbytes}-byte shared memory segment failed: {os.strerror(err)}")
+        self.address = address
+        self.nbytes = nbytes
+        self.fd = fd if keep_fd else None
+        self.name = name
+        self.sent = False
+        self.roots = {}
+        self.handle = None
+
+    def buffer(self):
+        buf = (ctypes.c_char * self.nbytes).from_address(self.address)
+        buf.segment = self  # the mapping outlives every array over it
+        return buf
 
     def __del__(self):
-        fd = self.__dict__.get("fd")
-        if fd is not None:
-            os.close(fd)
-
-
-def _map(fd, nbytes, name=None, keep_fd=True):
-    seg = Segment(fd, nbytes)
-    seg.fd = fd if keep_fd else None
-    seg.name = name
-    seg.nbytes = nbytes
-    seg.sent = False
-    seg.roots = {}
-    probe = np.frombuffer(seg, np.uint8, count=1)
-    seg.address = data_ptr(probe)
-    del probe  # a live export would stop the mmap from ever closing
-    return seg
+        if getattr(self, "address", None) is None:
+            return  # mmap failed in __init__: nothing is mapped or owned
+        _libc.munmap(self.address, self.nbytes)
+        if self.fd is not None:
+            os.close(self.fd)
 
 
 def _anonymous_fd():
@@ -69,7 +91,7 @@ def anonymous_segment(nbytes):
     fd = _anonymous_fd()
     try:
         os.ftruncate(fd, nbytes)
-        seg = _map(fd, nbytes)
+        seg = Segment(fd, nbytes)
     except BaseException:
         os.close(fd)
         raise
@@ -84,7 +106,7 @@ def named_segment(name, nbytes):
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         os.ftruncate(fd, nbytes)
-        return _map(fd, nbytes, name, keep_fd=False)
+        return Segment(fd, nbytes, name, keep_fd=False)
     except BaseException:
         os.unlink(path)
         raise
@@ -97,7 +119,7 @@ def open_named(name, nbytes):
     path = os.path.join(SHM_DIR, name)
     fd = os.open(path, os.O_RDWR)
     try:
-        seg = _map(fd, nbytes, keep_fd=False)
+        seg = Segment(fd, nbytes, keep_fd=False)
     finally:
         os.unlink(path)
         os.close(fd)
@@ -112,7 +134,7 @@ def from_fd(fd, nbytes):
     if seg is not None and seg.fd is not None:
         os.close(fd)
         return seg
-    seg = _map(fd, nbytes)
+    seg = Segment(fd, nbytes)
     _by_inode[key] = seg
     return seg
 
@@ -150,7 +172,8 @@ def count(prefix):
 def segment_of(arr):
     """The Segment arr's memory lives in, or None for private memory."""
     base = storage_root(arr).base
-    return base if isinstance(base, Segment) else None
+    seg = getattr(base, "segment", None)
+    return seg if isinstance(seg, Segment) else None
 
 
 def root_of(seg, dtype):
@@ -159,7 +182,7 @@ def root_of(seg, dtype):
     ref = seg.roots.get(dtype)
     root = ref() if ref is not None else None
     if root is None:
-        root = np.ndarray((seg.nbytes // dtype.itemsize,), dtype, buffer=seg)
+        root = np.ndarray((seg.nbytes // dtype.itemsize,), dtype, buffer=seg.buffer())
         seg.roots[dtype] = weakref.ref(root)
     return root
 

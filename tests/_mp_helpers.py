@@ -39,3 +39,21 @@ def fail_in_child(i, mode):
     if mode == "signal":
         os.kill(os.getpid(), signal.SIGKILL)
     sys.exit(3)
+
+
+def add_in_child(inbox, outbox, done):
+    """Adds 10 to the tensor and doubles the Parameter it receives, then reports what it got."""
+    t = inbox.get()
+    assert t.is_shared()
+    t.add_(10)
+    p = inbox.get()
+    p.data.mul_(2)
+    outbox.put((type(p).__name__, p.requires_grad, p.is_shared()))
+    done.wait(60)
+
+
+def echo_slice(conn):
+    """Sends back t[2:] of the tensor it receives, and waits until told to exit."""
+    t = conn.recv()
+    conn.send(t[2:])
+    conn.recv()

@@ -347,8 +347,9 @@ def test_batches_are_zero_copy_views_of_unlinked_shared_memory():
     for xb, yb in loader:
         for t in (xb, yb):
             assert t.is_shared()
-            seg = storage_root(t._data).base
-            assert isinstance(seg, shm.Segment) and seg.fd is None
+            seg = shm.segment_of(t._data)
+            assert isinstance(seg, shm.Segment) and seg.fd is None  # no descriptor held per batch
+            assert storage_root(t._data).ctypes.data == seg.address  # the array views the mapping itself
             assert not os.path.exists(os.path.join(shm.SHM_DIR, seg.name or "-"))
         assert xb.is_contiguous() and xb.storage_offset() == 0
         xb.add_(1)  # writable

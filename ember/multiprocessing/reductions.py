@@ -73,7 +73,7 @@ def reduce_tensor(t):
         else:
             shm.share_(t)
         seg = shm.segment_of(t._data)
-    handle = seg.__dict__.get("handle")
+    handle = seg.handle
     if handle is None:
         handle = seg.handle = _FdHandle(seg)  # one handle per segment: pickle's memo sends it once per message
     return (rebuild_tensor, tensor_args(t, handle))
