@@ -71,7 +71,7 @@ def check(fn, *specs, dtype="float64", grad=True, gradgrad=False, seed=0):
         ins = [_tensor(lib, a, grad and w) if isinstance(a, np.ndarray) else a for a, w in zip(arrays, wants)]
         out = _flat(fn(lib, *ins))
         results[lib] = (ins, out)
-    (tin, tout), (ein, eout) = results[torch], results[ember]
+    (tin, tout), (_, eout) = results[torch], results[ember]
     assert len(tout) == len(eout)
     for i, (t, e) in enumerate(zip(tout, eout)):
         _close(e, t, str(t.dtype).replace("torch.", ""), f"output {i}")
@@ -235,8 +235,8 @@ def test_conv_transpose1d_module(args, kwargs, shape):
 
 
 def test_conv_transpose3d_module():
-    check_module("ConvTranspose3d", (2, 4, (2, 3, 2)), dict(stride=(2, 1, 2), padding=(0, 1, 1), output_padding=(1, 0, 0)),
-                 (1, 2, 3, 4, 3), "float64")
+    check_module("ConvTranspose3d", (2, 4, (2, 3, 2)),
+                 dict(stride=(2, 1, 2), padding=(0, 1, 1), output_padding=(1, 0, 0)), (1, 2, 3, 4, 3), "float64")
 
 
 # ---- functional forms, second order, dtypes ------------------------------------------------

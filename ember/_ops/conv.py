@@ -13,7 +13,6 @@ import warnings
 
 import numpy as np
 
-from .. import _dtype as D
 from .._backend import conv_numpy as K
 from .._tensor import Tensor
 from ._registry import Op, install
@@ -309,7 +308,7 @@ def _check_dtypes(input, weight, bias):
     di = input.dtype.name
     dw = weight.dtype.name
     if di == "bool":
-        raise NotImplementedError(f"\"slow_conv2d_cpu\" not implemented for 'Bool'")
+        raise NotImplementedError("\"slow_conv2d_cpu\" not implemented for 'Bool'")
     if di != dw:
         if input._dtype.itemsize < weight._dtype.itemsize or input._dtype.category < weight._dtype.category:
             raise RuntimeError(f"Input type ({_TENSOR_TYPE[di]}) and weight type ({_TENSOR_TYPE[dw]}) should be the "

@@ -200,7 +200,8 @@ class AvgPoolBackward(Op):
         n, c = g.shape[:2]
         gs = (g * scale).astype(g.dtype, copy=False)
         ones = (1,) * len(kernel)
-        cols = np.broadcast_to(gs.reshape((n * c,) + ones + (1,) + tuple(out)), (n * c,) + tuple(kernel) + (1,) + tuple(out))
+        shape = (n * c,) + tuple(kernel) + (1,) + tuple(out)
+        cols = np.broadcast_to(gs.reshape((n * c,) + ones + (1,) + tuple(out)), shape)
         crop = K.scatter_windows(cols, kernel, stride, (1,) * len(kernel), padding, hi, x_shape[2:])
         return np.ascontiguousarray(crop).reshape(x_shape)
 
@@ -656,7 +657,8 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
 FUNCTIONAL = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
               "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
               "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-              "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d"]
+              "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d",
+              "max_unpool3d"]
 
 # the torch.* names torch itself has (torch.avg_pool2d does not exist)
 for _fn in (max_pool1d, max_pool2d, max_pool3d, avg_pool1d, adaptive_avg_pool1d, max_pool1d_with_indices):

@@ -15,7 +15,9 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import conv_numpy as K
 from .._tensor import Tensor
+from ..autograd import grad_mode
 from ._registry import Op, install
+from .joining import stack
 
 # ---- separable per-axis maps -------------------------------------------------------------
 
@@ -185,7 +187,7 @@ def pad(input, pad, mode="constant", value=None):
         nd = len(pads) // 2
         for i in range(nd):
             size = input.shape[input.dim() - 1 - i]
-            if size + pads[2 * i] + pads[2 * i + 1] < 0:
+            if size + min(pads[2 * i], 0) + min(pads[2 * i + 1], 0) < 0:  # the cropped length
                 raise RuntimeError("narrow(): length must be non-negative.")
         return ConstantPad.apply(input, pads=pads, value=0 if value is None else value)
     if mode not in _PAD_NAMES:
@@ -245,9 +247,12 @@ def _source_index(ft, s, out_size, align_corners, cubic):
 
 
 def _linear_weights(ft, in_size, out_size, align_corners, scale):
+    if in_size == out_size:  # torch copies a dim whose size does not change, whatever the scale factor
+        idx = np.arange(out_size)
+        return np.stack([idx, idx]), np.stack([np.ones(out_size, ft), np.zeros(out_size, ft)])
     s = _area_scale(ft, in_size, out_size, align_corners, scale)
     src = _source_index(ft, s, out_size, align_corners, False)
-    i0 = src.astype(np.int64)
+    i0 = np.minimum(src.astype(np.int64), in_size - 1)
     lam1 = np.clip(src - i0.astype(ft), ft(0), ft(1))
     i1 = i0 + (i0 < in_size - 1)
     return np.stack([i0, i1]), np.stack([ft(1) - lam1, lam1])
@@ -323,7 +328,8 @@ def _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode):
         if isinstance(size, (list, tuple)):
             if len(size) != dim:
                 raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
-                                 f"with spatial dimensions of {list(input.shape[2:])} and output size of {size}. Please "
+                                 f"with spatial dimensions of {list(input.shape[2:])} and output size of {size}. "
+                                 "Please "
                                  "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
                                  "...,oK) format.")
             sizes = [int(s) for s in size]
@@ -369,27 +375,38 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         align_corners = False
     if input.dim() not in (3, 4, 5) or (mode not in _NEED_DIM and mode not in ("nearest", "nearest-exact", "area")):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
-                                  "the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact "
+                                  "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+                                  "nearest-exact "
                                   f"(got {mode})")
     sizes, scales = _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode)
     if antialias:
         if not (mode in ("bilinear", "bicubic") and input.dim() == 4):
-            raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
-                             "as input")
+            raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a "
+                             "4-D tensor as input")
         raise NotImplementedError("ember: interpolate(antialias=True) is not implemented")
     if mode in _NEED_DIM and input.dim() != _NEED_DIM[mode]:
         want = _NEED_DIM[mode]
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {want}D input")
     if any(s <= 0 for s in sizes):
-        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
-                           f"({', '.join(map(str, input.shape[2:]))}) and output ({', '.join(map(str, sizes))})")
+        names = "DHW"[3 - len(sizes):]
+        ins = ", ".join(f"{a}: {v}" for a, v in zip(names, input.shape[2:]))
+        outs = ", ".join(f"{a}: {v}" for a, v in zip(names, sizes))
+        sep = " and" if len(sizes) == 1 else ""
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({ins}){sep} output "
+                           f"({outs})")
     if mode == "area":
         from .pool import _adaptive_avg_pool
         return _adaptive_avg_pool(input, tuple(sizes), f"adaptive_avg_pool{input.dim() - 2}d")
-    if input.dtype.category < D.FLOAT and mode != "nearest" and mode != "nearest-exact":
-        kernel = {"linear": "upsample_linear1d", "bilinear": "upsample_bilinear2d", "bicubic": "upsample_bicubic2d",
+    if input.dtype.category < D.FLOAT and not (input.dtype is D.uint8 and mode in ("nearest", "nearest-exact")):
+        if input.dtype is D.uint8 and mode == "bilinear":
+            # torch rounds through its own fixed-point uint8 kernel; ember does not reproduce it
+            raise NotImplementedError("ember: interpolate(mode='bilinear') of uint8 input is not implemented")
+        nd = input.dim() - 2
+        kernel = {"nearest": f"upsample_nearest{nd}d", "nearest-exact": f"_upsample_nearest_exact{nd}d",
+                  "linear": "upsample_linear1d", "bilinear": "upsample_bilinear2d", "bicubic": "upsample_bicubic2d",
                   "trilinear": "upsample_trilinear3d"}[mode]
-        raise NotImplementedError(f"\"{kernel}_out_frame\" not implemented for '{_scalar(input.dtype)}'")
+        suffix = "_channels_last" if nd == 2 else "_out_frame"
+        raise NotImplementedError(f"\"{kernel}{suffix}\" not implemented for '{_scalar(input.dtype)}'")
     return _resample(input, sizes, scales, mode, align_corners)
 
 
@@ -590,20 +607,78 @@ class GridSampler(Op):
     def backward(ctx, grad):
         x, grid = ctx.saved_tensors
         need = ctx.needs_input_grad
-        gx, ggrid = GridSamplerBackward.apply(grad, x, grid, args=ctx.args, need=(need[0], need[1]))
+        if grad_mode._state.enabled:  # create_graph: gradients that can be differentiated again
+            gx, ggrid = _grid_backward_graph(grad, x, grid, *ctx.args)
+        else:
+            gx, ggrid = GridSamplerBackward.apply(grad, x, grid, args=ctx.args, need=(need[0], need[1]))
         return (gx if need[0] else None), (ggrid if need[1] else None)
 
 
 class GridSamplerBackward(Op):
-    """Both gradients of grid_sample; like torch's, not differentiable again."""
+    """Both gradients of grid_sample in one NumPy pass (the first-order path)."""
     _name = "GridSampler2DBackwardBackward0"
 
     @staticmethod
     def forward(ctx, g, x, grid, args, need):
         return K.grid_sample_backward(g, x, grid, *args, need[0], need[1])
 
-    def backward(ctx, *grads):
-        raise RuntimeError("derivative for aten::grid_sampler_2d_backward is not implemented")
+
+class _Through(Op):
+    """value, recorded as also depending (with zero derivative) on a and b."""
+    _name = "GridSampler2DBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, value, a, b):
+        return value.copy()
+
+    def backward(ctx, grad):
+        return grad, None, None
+
+
+def _grid_backward_graph(g, x, grid, mode, padding_mode, align_corners):
+    """grid_sample's two gradients written with ember ops, the same quantities as
+    K.grid_sample_backward. The source coordinate is piecewise linear in the grid (slope * grid +
+    offset, slope 0 where border/reflection clamps), so the bilinear fractions stay differentiable."""
+    n, c, h, w = x.shape
+    raw_grid = grid._data
+    points = raw_grid.shape[1] * raw_grid.shape[2]
+    coords = []
+    for k, size in ((0, w), (1, h)):
+        raw = raw_grid[..., k].reshape(n, -1)
+        pos, slope = K._grid_source(raw, size, padding_mode, align_corners)
+        t = grid[..., k].reshape(n, -1) * Tensor._make(slope) + Tensor._make(pos - slope * raw)
+        coords.append((t, pos, slope))
+    (ix, ix_np, slope_x), (iy, iy_np, slope_y) = coords
+    g3 = g.reshape(n, c, points)
+    flat = x.reshape(n, c, h * w)
+    gx = Tensor._make(np.zeros((n, c, h * w), dtype=x._data.dtype))
+    gix = giy = None
+    if mode == "nearest":
+        corners = [(idx, None, ok, None, None) for idx, _, ok, _, _ in K._corners(ix_np, iy_np, h, w, mode)]
+    else:
+        fx = ix - Tensor._make(np.floor(ix_np))
+        fy = iy - Tensor._make(np.floor(iy_np))
+        terms = (((1 - fx) * (1 - fy), -(1 - fy), -(1 - fx)), (fx * (1 - fy), 1 - fy, -fx),
+                 ((1 - fx) * fy, -fy, 1 - fx), (fx * fy, fy, fx))
+        corners = [(idx, wgt, ok, dwx, dwy) for (idx, _, ok, _, _), (wgt, dwx, dwy) in
+                   zip(K._corners(ix_np, iy_np, h, w, mode), terms)]
+    for idx, wgt, ok, dwx, dwy in corners:
+        ok_t = Tensor._make(ok.astype(x._data.dtype))
+        index = Tensor._make(np.ascontiguousarray(np.broadcast_to(idx[:, None, :], (n, c, points))))
+        weight = ok_t if wgt is None else wgt * ok_t
+        gx = gx.scatter_add(2, index, g3 * weight.unsqueeze(1))
+        if dwx is not None:
+            dot = (flat.gather(2, index) * g3).sum(1) * ok_t
+            gix = dot * dwx if gix is None else gix + dot * dwx
+            giy = dot * dwy if giy is None else giy + dot * dwy
+    if gix is None:  # nearest: the grid gradient is zero; both results still hang off x and grid, as torch's
+        ggrid = Tensor._make(np.zeros(raw_grid.shape, dtype=raw_grid.dtype))
+        return _Through.apply(gx.reshape(x.shape), x, grid), _Through.apply(ggrid, x, grid)
+    else:
+        gx_grid = gix * Tensor._make(slope_x)
+        gy_grid = giy * Tensor._make(slope_y)
+        ggrid = stack([gx_grid, gy_grid], -1).reshape(raw_grid.shape)
+    return gx.reshape(x.shape), ggrid
 
 
 _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. Please "

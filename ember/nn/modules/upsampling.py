@@ -1,4 +1,5 @@
-"""Upsample, UpsamplingNearest2d, UpsamplingBilinear2d. See https://pytorch.org/docs/stable/generated/torch.nn.Upsample.html"""
+"""Upsample, UpsamplingNearest2d, UpsamplingBilinear2d.
+See https://pytorch.org/docs/stable/generated/torch.nn.Upsample.html"""
 from .. import functional as F
 from .module import Module
 
