@@ -47,40 +47,50 @@ def _no_materialize(*outs):
         fn.materialize_grads = False
 
 
-# ---- the recurrent product h @ W_hh^T ---------------------------------------------------
+# ---- one step's products x @ W^T (+ b) -------------------------------------------------
 
-class _HiddenMatmul(Op):
-    """h @ w^T (+ b) for one time step, with w^T given as a C-contiguous array made once per layer:
-    NumPy's matmul against a transposed view is several times slower on small matrices, and the
-    backward's g @ w reads w itself, contiguous."""
-    _name = "MmBackward0"
+class _StepLinear(Op):
+    """x @ w^T (+ b) inside a time loop. w_t is w's transpose as an array: for the recurrent weight a
+    C-contiguous copy made once per layer (NumPy's matmul against a transposed view is several times
+    slower on small matrices). The backward is two NumPy products, or the same products in ember
+    ops under create_graph: F.linear's backward would dispatch several ember ops per step."""
+    _name = "AddmmBackward0"
 
     @staticmethod
-    def forward(ctx, h, w, b, w_t):
-        ctx.save_for_backward(h, w)
-        out = np.matmul(h, w_t)
+    def forward(ctx, x, w, b, w_t):
+        ctx.save_for_backward(x, w)
+        out = np.matmul(x, w_t)
         if b is not None:
             out += b
         return out
 
     def backward(ctx, grad):
-        h, w = ctx.saved_tensors
+        x, w = ctx.saved_tensors
         need = ctx.needs_input_grad
-        if _state.enabled:  # create_graph: the same products in ember ops
-            gh = grad.matmul(w) if need[0] else None
-            gw = grad.t().matmul(h) if need[1] else None
+        if _state.enabled:
+            gx = grad.matmul(w) if need[0] else None
+            gw = grad.t().matmul(x) if need[1] else None
             gb = grad.sum(0) if need[2] else None
-            return gh, gw, gb
+            return gx, gw, gb
         g = grad._data
-        gh = Tensor._make(np.matmul(g, w._data)) if need[0] else None
-        gw = Tensor._make(np.matmul(g.T, h._data)) if need[1] else None
+        gx = Tensor._make(np.matmul(g, w._data)) if need[0] else None
+        gw = Tensor._make(np.matmul(g.T, x._data)) if need[1] else None
         gb = Tensor._make(g.sum(0)) if need[2] else None
-        return gh, gw, gb
+        return gx, gw, gb
 
 
 def _transposed(w):
-    """w^T as a C-contiguous array (the layout _HiddenMatmul multiplies by)."""
+    """w^T as a C-contiguous array (made once per layer and direction)."""
     return np.ascontiguousarray(w._data.T)
+
+
+def _step_linear(x, w, b=None, w_t=None):
+    """x @ w^T + b as one _StepLinear op (a 2-D x and w of the same dtype; anything else goes to F.linear,
+    which checks and reports like torch)."""
+    if type(x) is not Tensor or x._data.ndim != 2 or w._data.ndim != 2 or x._dtype is not w._dtype or \
+            x._data.shape[1] != w._data.shape[1] or (b is not None and b._dtype is not w._dtype):
+        return _linear(x, w, b)
+    return _StepLinear.apply(x, w, b, w_t=w._data.T if w_t is None else w_t)
 
 
 # ---- fused LSTM gates -----------------------------------------------------------------
@@ -266,40 +276,48 @@ def _gru_step(xg, hg, h):
 
 def _check_cell(input, hx, w_ih, name):
     """torch's checks of a cell's input and hidden sizes (check_rnn_cell_forward_input/hidden)."""
-    if input.shape[1] != w_ih.shape[1]:
-        raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected {w_ih.shape[1]}")
+    shape = input._data.shape
+    if len(shape) != 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(len(shape), 1)}, "
+                         f"{max(len(shape), 1) - 1}], but got 1)")
+    batch, features = shape
+    if features != w_ih._data.shape[1]:
+        raise RuntimeError(f"input has inconsistent input_size: got {features} expected {w_ih._data.shape[1]}")
+    expected = w_ih._data.shape[0] // _CHUNKS[name]
     for k, h in enumerate(hx):
-        if input.shape[0] != h.shape[0]:
-            raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{k} batch size "
-                               f"{h.shape[0]}")
-        expected = w_ih.shape[0] // {"lstm": 4, "gru": 3}.get(name, 1)
-        if h.shape[1] != expected:
-            raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {h.shape[1]}, expected {expected}")
+        shape = h._data.shape
+        if batch != shape[0]:
+            raise RuntimeError(f"Input batch size {batch} doesn't match hidden{k} batch size {shape[0]}")
+        if shape[1] != expected:
+            raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {shape[1]}, expected {expected}")
+
+
+_CHUNKS = {"lstm": 4, "gru": 3, "rnn": 1}
 
 
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """torch.lstm_cell: (h', c') for one step; gate order i, f, g, o."""
     hx = tuple(hx)
     _check_cell(input, hx, w_ih, "lstm")
-    return _lstm_step(_linear(input, w_ih, b_ih), _linear(hx[0], w_hh, b_hh), hx[1])
+    return _lstm_step(_step_linear(input, w_ih, b_ih), _step_linear(hx[0], w_hh, b_hh), hx[1])
 
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """torch.gru_cell: h' for one step; gate order r, z, n."""
     _check_cell(input, (hx,), w_ih, "gru")
-    return _gru_step(_linear(input, w_ih, b_ih), _linear(hx, w_hh, b_hh), hx)
+    return _gru_step(_step_linear(input, w_ih, b_ih), _step_linear(hx, w_hh, b_hh), hx)
 
 
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """torch.rnn_tanh_cell: tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
     _check_cell(input, (hx,), w_ih, "rnn")
-    return (_linear(input, w_ih, b_ih) + _linear(hx, w_hh, b_hh)).tanh()
+    return (_step_linear(input, w_ih, b_ih) + _step_linear(hx, w_hh, b_hh)).tanh()
 
 
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """torch.rnn_relu_cell: relu(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
     _check_cell(input, (hx,), w_ih, "rnn")
-    return (_linear(input, w_ih, b_ih) + _linear(hx, w_hh, b_hh)).relu()
+    return (_step_linear(input, w_ih, b_ih) + _step_linear(hx, w_hh, b_hh)).relu()
 
 
 # ---- one layer in one direction -------------------------------------------------------
@@ -315,6 +333,7 @@ class _Layer:
         self.b_hh = weights[3] if has_biases else None
         self.w_hr = weights[-1] if has_proj else None
         self.w_hh_t = _transposed(self.w_hh)
+        self.w_hr_t = None if self.w_hr is None else _transposed(self.w_hr)
 
     def project_inputs(self, x):
         """x @ W_ih^T + bias for all steps at once; GRU keeps b_hh per step (b_hn sits inside r * (...))."""
@@ -326,13 +345,13 @@ class _Layer:
     def step(self, xg, h, c):
         mode = self.mode
         if mode == "LSTM":
-            h, c = _lstm_step(xg, _HiddenMatmul.apply(h, self.w_hh, None, w_t=self.w_hh_t), c)
+            h, c = _lstm_step(xg, _step_linear(h, self.w_hh, None, self.w_hh_t), c)
             if self.w_hr is not None:
-                h = _linear(h, self.w_hr)
+                h = _step_linear(h, self.w_hr, None, self.w_hr_t)
             return h, c
         if mode == "GRU":
-            return _gru_step(xg, _HiddenMatmul.apply(h, self.w_hh, self.b_hh, w_t=self.w_hh_t), h), None
-        pre = xg + _HiddenMatmul.apply(h, self.w_hh, None, w_t=self.w_hh_t)
+            return _gru_step(xg, _step_linear(h, self.w_hh, self.b_hh, self.w_hh_t), h), None
+        pre = xg + _step_linear(h, self.w_hh, None, self.w_hh_t)
         return (pre.tanh() if mode == "RNN_TANH" else pre.relu()), None
 
 
