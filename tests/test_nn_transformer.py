@@ -480,6 +480,22 @@ def test_transformer_matches_torch(norm_first, dtype):
     grads_agree([t], [e], [src, tgt] + list(tt.parameters()), [esrc, etgt] + list(et.parameters()), dtype, gen)
 
 
+def test_transformer_without_bias_and_unbatched():
+    torch.manual_seed(0)
+    kw = dict(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=16, dropout=0.0,
+              bias=False, layer_norm_eps=1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tt = torch.nn.Transformer(**kw, activation=TF.gelu).double()
+        et = ember.nn.Transformer(**kw, activation=EF.gelu).double()
+    copy_weights(tt, et)
+    gen = torch.Generator().manual_seed(9)
+    src = torch.randn(5, 2, 8, generator=gen, dtype=torch.float64)
+    tgt = torch.randn(4, 2, 8, generator=gen, dtype=torch.float64)
+    close(tt(src, tgt), et(E(src), E(tgt)))
+    close(tt(src[:, 0], tgt[:, 0]), et(E(src[:, 0]), E(tgt[:, 0])))
+
+
 def test_encoder_stack_eval_nested_padding():
     """TransformerEncoder in eval without grad: torch's nested-tensor path gives zeros at padded positions."""
     gen = torch.Generator().manual_seed(8)
