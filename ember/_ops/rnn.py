@@ -8,7 +8,7 @@ computes the gate activations and the new state together, and its backward retur
 gradients. Outputs are collected and stacked once. A packed sequence is the same loop over
 steps whose batch shrinks (forward) or grows (reverse direction).
 
-The fused ops return their activated gates as a third, non-differentiable "workspace" output
+The fused ops return their activated gates as an extra, non-differentiable "workspace" output
 and save it as an output slot, so a double backward can route a gradient back into it: the
 backward is a NumPy kernel when no graph is being built (the common case) and the same formula
 in ember ops under create_graph=True.
@@ -79,16 +79,19 @@ class _StepLinear(Op):
         return gx, gw, gb
 
 
+_BLAS_DTYPES = (D.float32, D.float64)
+
+
 def _transposed(w):
     """w^T as a C-contiguous array (made once per layer and direction)."""
     return np.ascontiguousarray(w._data.T)
 
 
 def _step_linear(x, w, b=None, w_t=None):
-    """x @ w^T + b as one _StepLinear op (a 2-D x and w of the same dtype; anything else goes to F.linear,
-    which checks and reports like torch)."""
-    if type(x) is not Tensor or x._data.ndim != 2 or w._data.ndim != 2 or x._dtype is not w._dtype or \
-            x._data.shape[1] != w._data.shape[1] or (b is not None and b._dtype is not w._dtype):
+    """x @ w^T + b as one _StepLinear op (2-D float32/float64 operands of one dtype; anything else goes to
+    F.linear, which accumulates half precision in float32 and checks and reports like torch)."""
+    if type(x) is not Tensor or x._dtype not in _BLAS_DTYPES or x._dtype is not w._dtype or x._data.ndim != 2 or \
+            w._data.ndim != 2 or x._data.shape[1] != w._data.shape[1] or (b is not None and b._dtype is not w._dtype):
         return _linear(x, w, b)
     return _StepLinear.apply(x, w, b, w_t=w._data.T if w_t is None else w_t)
 
