@@ -1,17 +1,24 @@
 """Shared-memory storage: tensor memory mapped into several processes.
 
-Note [Shared segments]: a shared tensor's storage root is a flat ndarray over a `Segment`, an
-mmap of a file in shared memory (MAP_SHARED, so writes are seen by every process mapping it, and
-by forked children, which inherit the mapping). Files come in two kinds:
+Note [Shared segments]: a shared tensor's storage root is a flat ndarray over a `Segment`, a
+MAP_SHARED mapping of a file in shared memory (writes are seen by every process mapping it, and by
+forked children, which inherit the mapping). Files come in two kinds:
 - anonymous (memfd, or a /dev/shm file unlinked at once): made by Tensor.share_memory_() and by
   tensors received from ember.multiprocessing queues. Having no name, they cannot be left behind;
   another process receives the file descriptor (multiprocessing's DupFd), torch's
   "file_descriptor" strategy. The segment keeps its descriptor open so it can be passed on again.
 - named (/dev/shm/ember_<pid>_<token>_w<worker>_<n>): made by DataLoader workers for the batches
-  they send. The main process opens the name, maps it and unlinks it at once, so the memory lives
-  exactly as long as the tensors viewing it; names never received (an iterator shut down with
-  batches in flight, a killed worker) are swept by prefix when the iterator shuts down.
+  they send, and lent to the main process, which maps the name for as long as tensors view it and
+  then hands it back (see Note [Segment pool]). Every name is unlinked when its iterator shuts
+  down (or by a worker whose main process died), whatever state it was in.
 The kernel frees a segment's memory when its last mapping and descriptor are gone.
+
+Note [Segment pool]: fresh shared memory is expensive to write the first time (the kernel
+allocates and zeroes every page: ~12 ms for a 3 MB batch on a small VM, 20x the cost of the copy),
+so a worker keeps the segments it lent: when every tensor over a segment in the main process has
+died, its Segment's `on_free` queues the name, the main process sends the names back to their
+worker with its next task, and the worker fills the same pages with a later batch of that size.
+A worker reuses a segment only while none of its own arrays view it.
 """
 import ctypes
 import itertools
@@ -30,6 +37,9 @@ SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
 # (collate stacking a batch) are named, so the main process can open them by name.
 _worker_prefix = None
 _name_counter = itertools.count()
+_lent = {}  # in a worker: name -> Segment the main process may be using
+_free = {}  # in a worker: nbytes -> [Segment] handed back, ready for reuse (Note [Segment pool])
+_FREE_PER_SIZE = 4
 _by_inode = weakref.WeakValueDictionary()  # (st_dev, st_ino) -> Segment: one mapping per file
 
 # mmap(2) through libc rather than the mmap module, whose objects keep a duplicate descriptor open
@@ -47,9 +57,10 @@ class Segment:
     """A MAP_SHARED mapping of a shared-memory file, unmapped when the last array viewing it dies.
 
     `fd` stays open to pass the file to other processes (None when not kept), `name` is the file's
-    name while it has one, `sent` marks a named segment whose name was handed to the main process.
-    Arrays view it through `buffer`, a ctypes array over the mapping that keeps the Segment alive."""
-    __slots__ = ("address", "nbytes", "fd", "name", "sent", "roots", "handle", "__weakref__")
+    name in the worker that owns it, `sent` marks a segment lent to the main process, and `on_free`
+    (main process) is called once the mapping is gone. Arrays view it through `buffer()`, a ctypes
+    array over the mapping that keeps the Segment alive."""
+    __slots__ = ("address", "nbytes", "fd", "name", "sent", "roots", "handle", "on_free", "__weakref__")
 
     def __init__(self, fd, nbytes, name=None, keep_fd=True):
         address = _libc.mmap(None, nbytes, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
@@ -63,11 +74,16 @@ class Segment:
         self.sent = False
         self.roots = {}
         self.handle = None
+        self.on_free = None
 
     def buffer(self):
         buf = (ctypes.c_char * self.nbytes).from_address(self.address)
         buf.segment = self  # the mapping outlives every array over it
         return buf
+
+    def in_use(self):
+        """Does an array in this process still view the segment?"""
+        return any(ref() is not None for ref in self.roots.values())
 
     def __del__(self):
         if getattr(self, "address", None) is None:
@@ -75,6 +91,10 @@ class Segment:
         _libc.munmap(self.address, self.nbytes)
         if self.fd is not None:
             os.close(self.fd)
+        if self.name is not None and not self.sent:
+            _unlink(self.name)  # a worker's segment that was never lent (or failed to send)
+        if self.on_free is not None:
+            self.on_free()
 
 
 def _anonymous_fd():
@@ -114,16 +134,42 @@ def named_segment(name, nbytes):
         os.close(fd)
 
 
-def open_named(name, nbytes):
-    """Map a named segment and unlink its name: from here on it lives as long as its tensors."""
-    path = os.path.join(SHM_DIR, name)
-    fd = os.open(path, os.O_RDWR)
+def open_lent(name, nbytes, on_free):
+    """Map a worker's named segment in the main process; on_free() runs once it is unmapped."""
+    fd = os.open(os.path.join(SHM_DIR, name), os.O_RDWR)
     try:
         seg = Segment(fd, nbytes, keep_fd=False)
     finally:
-        os.unlink(path)
         os.close(fd)
+    seg.on_free = on_free
     return seg
+
+
+def lend(seg):
+    """In a worker: seg's name goes to the main process; keep the segment for when it comes back."""
+    seg.sent = True
+    _lent[seg.name] = seg
+
+
+def take_back(names):
+    """In a worker: the main process is done with these segments; keep a few of each size for reuse."""
+    for name in names:
+        seg = _lent.pop(name, None)
+        if seg is None:
+            continue
+        pool = _free.setdefault(seg.nbytes, [])
+        if seg.in_use() or len(pool) >= _FREE_PER_SIZE:
+            _unlink(name)  # our own arrays still view it, or enough spares: let it go with its last user
+            continue
+        seg.sent = False
+        pool.append(seg)
+
+
+def _unlink(name):
+    try:
+        os.unlink(os.path.join(SHM_DIR, name))
+    except OSError:
+        pass
 
 
 def from_fd(fd, nbytes):
@@ -149,17 +195,14 @@ def _remember(seg):
 
 
 def sweep(prefix):
-    """Unlink every name in SHM_DIR starting with prefix (segments that were never received)."""
+    """Unlink every name in SHM_DIR starting with prefix (an iterator's segments, at its shutdown)."""
     try:
         entries = os.listdir(SHM_DIR)
     except OSError:
         return
     for entry in entries:
         if entry.startswith(prefix):
-            try:
-                os.unlink(os.path.join(SHM_DIR, entry))
-            except OSError:
-                pass
+            _unlink(entry)
 
 
 def count(prefix):
@@ -197,10 +240,14 @@ def offset_in(seg, arr):
 
 
 def new_segment(nbytes):
-    """Shared memory for a new array: named inside a DataLoader worker, anonymous elsewhere."""
-    if _worker_prefix is not None:
-        return named_segment(f"{_worker_prefix}{next(_name_counter)}", nbytes)
-    return anonymous_segment(nbytes)
+    """Shared memory for a new array: inside a DataLoader worker a named one (a handed-back segment
+    of the same size if there is one), elsewhere an anonymous one."""
+    if _worker_prefix is None:
+        return anonymous_segment(nbytes)
+    pool = _free.get(max(int(nbytes), 1))
+    if pool:
+        return pool.pop()
+    return named_segment(f"{_worker_prefix}{next(_name_counter)}", nbytes)
 
 
 def empty(shape, dtype, order="C"):

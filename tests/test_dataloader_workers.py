@@ -356,6 +356,21 @@ def test_batches_are_zero_copy_views_of_unlinked_shared_memory():
     assert segments() == 0
 
 
+def test_workers_reuse_handed_back_segments_but_never_live_ones():
+    kept = []
+    most = 0
+    for k, b in enumerate(edata.DataLoader(Slow(120, 0), batch_size=2, num_workers=2)):
+        assert b[:, 0].tolist() == [2 * k, 2 * k + 1]
+        if k % 4 == 0:
+            kept.append((k, b))  # still mapped here: its segment must not be refilled
+        most = max(most, segments())
+    for k, b in kept:
+        assert b[:, 0].tolist() == [2 * k, 2 * k + 1] and b[:, -1].tolist() == [2 * k, 2 * k + 1]
+    # 60 batches, 15 kept: without reuse every batch would leave a segment until shutdown
+    assert most <= len(kept) + 2 * (2 + 4) + 4
+    assert segments() == 0
+
+
 def test_persistent_workers_reuse_processes_across_epochs():
     loader = edata.DataLoader(Slow(8, 0), batch_size=2, num_workers=2, persistent_workers=True)
     first = [b[0, 0].item() for b in loader]

@@ -8,6 +8,7 @@ such a segment, any other tensor is copied into one, and the main process maps t
 (zero-copy) and unlinks their names as it unpickles. Exceptions travel as ExceptionWrapper text.
 """
 import dataclasses
+import functools
 import io
 import os
 import pickle
@@ -111,27 +112,35 @@ def _rebuild_exception_wrapper(exc_type, exc_msg, where):
 
 # ---- batch transport -------------------------------------------------------------------------
 
+@dataclasses.dataclass(frozen=True)
+class _Release:
+    """From the main process: segments it no longer maps, back to their worker (Note [Segment pool])."""
+    names: tuple
+
+
 class _NamedHandle:
-    """Pickles as (name, size) of a worker's segment; unpickles in the main process as the mapped
-    Segment, its name unlinked."""
-    __slots__ = ("name", "nbytes")
+    """A worker's segment inside a message: written as the persistent id (worker id, name, size)."""
+    __slots__ = ("worker_id", "name", "nbytes")
 
     def __init__(self, seg):
+        self.worker_id = _worker_info.id
         self.name = seg.name
         self.nbytes = seg.nbytes
 
-    def __reduce__(self):
-        return (shm.open_named, (self.name, self.nbytes))
-
 
 class _BatchPickler(reduction.ForkingPickler):
-    """Pickles a worker's result with every tensor in a named segment (reused when collate already
-    put it there, copied otherwise); `segments` lists the segments the message names."""
+    """Pickles a worker's result with every tensor in a named segment (the one collate stacked into,
+    or a copy); `segments` lists the segments the message lends to the main process."""
 
     def __init__(self, file):
         super().__init__(file, pickle.HIGHEST_PROTOCOL)
         self.handles = {}  # id(segment) -> handle, so a segment is sent once per message
         self.segments = []
+
+    def persistent_id(self, obj):
+        if type(obj) is _NamedHandle:
+            return (obj.worker_id, obj.name, obj.nbytes)
+        return None
 
     def reducer_override(self, obj):
         if isinstance(obj, Tensor):
@@ -145,13 +154,30 @@ class _BatchPickler(reduction.ForkingPickler):
         handle = self.handles.get(id(seg)) if seg is not None else None
         if handle is None:
             if seg is None or seg.name is None or seg.sent:
-                # private memory, an anonymous segment, or a name the main process already unlinked
+                # private memory, an anonymous segment, or one already lent with an earlier message
                 t = _copied(t)
                 seg = shm.segment_of(t._data)
-            seg.sent = True
             handle = self.handles[id(seg)] = _NamedHandle(seg)
-            self.segments.append(seg)  # alive until the message is built, so ids stay unique
+            self.segments.append(seg)
         return (rebuild_tensor, tensor_args(t, handle))
+
+
+class _BatchUnpickler(pickle.Unpickler):
+    """Rebuilds a worker's result in the main process, mapping each segment it names once; when a
+    mapping goes, (worker id, name) is appended to `released`."""
+
+    def __init__(self, file, released):
+        super().__init__(file)
+        self.released = released
+        self.segments = {}
+
+    def persistent_load(self, pid):
+        worker_id, name, nbytes = pid
+        seg = self.segments.get(name)
+        if seg is None:
+            on_free = functools.partial(self.released.append, (worker_id, name))
+            seg = self.segments[name] = shm.open_lent(name, nbytes, on_free)
+        return seg
 
 
 def _copied(t):
@@ -164,29 +190,23 @@ def _copied(t):
 
 
 def dump_result(data):
-    """The payload for data; a failure to pickle becomes the payload of an ExceptionWrapper."""
+    """The payload for data, lending its segments; a failure to pickle becomes the payload of an
+    ExceptionWrapper."""
     buf = io.BytesIO()
     pickler = _BatchPickler(buf)
     try:
         pickler.dump(data)
     except Exception:
-        for seg in pickler.segments:  # none of them will be received
-            _unlink_quietly(seg.name)
         wrapper = ExceptionWrapper(where=f"in DataLoader worker process {_worker_info.id} (sending a batch)")
         return pickle.dumps(wrapper, pickle.HIGHEST_PROTOCOL)
+    for seg in pickler.segments:
+        shm.lend(seg)
     return buf.getvalue()
 
 
-def load_result(payload):
-    """Rebuild a worker's result in the main process: map its segments, unlink their names."""
-    return pickle.loads(payload)
-
-
-def _unlink_quietly(name):
-    try:
-        os.unlink(os.path.join(shm.SHM_DIR, name))
-    except OSError:
-        pass
+def load_result(payload, released):
+    """Rebuild a worker's result in the main process over the segments it names (zero-copy)."""
+    return _BatchUnpickler(io.BytesIO(payload), released).load()
 
 
 # ---- the worker's loop -----------------------------------------------------------------------
@@ -244,6 +264,9 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_flag, auto
                 continue
             if r is None:
                 break
+            if isinstance(r, _Release):
+                shm.take_back(r.names)
+                continue
             if isinstance(r, _ResumeIteration):
                 data_queue.put((r, None))
                 iteration_end = False

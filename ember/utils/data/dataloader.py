@@ -378,6 +378,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._index_queues = []
         self._workers = []
         self._exit_sent = []
+        self._released = []  # (worker id, segment name) the main process no longer maps
         self._shutdown = False
         with _live_lock:
             _live_iterators.add(self)
@@ -441,11 +442,26 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                     break  # out of order: only to a worker with spare capacity
         else:
             return
+        self._hand_back_segments()
         self._index_queues[worker_id].put((self._send_idx, index))
         self._task_info[self._send_idx] = (worker_id,)
         self._workers_num_tasks[worker_id] += 1
         self._tasks_outstanding += 1
         self._send_idx += 1
+
+    def _hand_back_segments(self):
+        """Return segments whose tensors are gone to the workers that lent them (Note [Segment pool])."""
+        if not self._released:
+            return
+        count = len(self._released)
+        released = self._released[:count]
+        del self._released[:count]  # appends made meanwhile (a tensor dying in another thread) stay
+        names = {}
+        for worker_id, name in released:
+            names.setdefault(worker_id, []).append(name)
+        for worker_id, group in names.items():
+            if not self._exit_sent[worker_id]:
+                self._index_queues[worker_id].put(_worker._Release(tuple(group)))
 
     def _next_data(self):
         while True:
@@ -505,7 +521,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 if deadline is not None and _now() >= deadline:
                     raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds") from None
                 continue
-            data = None if payload is None else _worker.load_result(payload)
+            data = None if payload is None else _worker.load_result(payload, self._released)
             return idx, data
 
     def _check_workers_alive(self):
