@@ -55,7 +55,8 @@ def stdlib_docstrings(max_chars):
                 continue
             objects.append(obj)
             if inspect.isclass(obj):
-                objects.extend(v for k, v in sorted(vars(obj).items()) if not k.startswith("_") and inspect.isfunction(v))
+                methods = sorted(vars(obj).items())
+                objects.extend(v for k, v in methods if not k.startswith("_") and inspect.isfunction(v))
         for obj in objects:
             doc = inspect.getdoc(obj)
             if doc and doc not in seen:

@@ -4,7 +4,6 @@ torch's state_dict is copied into the ember module through NumPy; outputs, final
 gradients w.r.t. the input, the initial states and every parameter must agree, for every
 combination of layers, directions, batch_first and packed/padded input, in float32 and float64.
 """
-import itertools
 import warnings
 from collections import OrderedDict
 

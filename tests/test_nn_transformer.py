@@ -168,8 +168,8 @@ def test_sdpa_dropout():
     b = EF.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
     assert not np.allclose(N(a), N(b))
     # with v = 1 each output is the sum of the kept weights / (1 - p): 1 on average
-    big = EF.scaled_dot_product_attention(ember.zeros(1, 1, 200, 4), ember.zeros(1, 1, 200, 4), ember.ones(1, 1, 200, 1),
-                                          dropout_p=0.5)
+    zeros = ember.zeros(1, 1, 200, 4)
+    big = EF.scaled_dot_product_attention(zeros, zeros, ember.ones(1, 1, 200, 1), dropout_p=0.5)
     assert abs(float(big.mean()) - 1) < 0.05
     assert float(EF.scaled_dot_product_attention(q, k, v, dropout_p=1.0).abs().sum()) == 0
     qg = q.clone().requires_grad_()
@@ -270,8 +270,8 @@ def _run_mha(tm, em, q, k, v, masks, dtype, gen, need_weights=True, average=True
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         to, tw = tm(q, k, v, attn_mask=am, key_padding_mask=kpm, **kw)
-        eo, ew = em(eq, ek, ev, attn_mask=None if am is None else E(am), key_padding_mask=None if kpm is None else E(kpm),
-                    **kw)
+        eo, ew = em(eq, ek, ev, attn_mask=None if am is None else E(am),
+                    key_padding_mask=None if kpm is None else E(kpm), **kw)
     close(to, eo, dtype, "output")
     assert (tw is None) == (ew is None)
     if tw is not None:
@@ -297,8 +297,9 @@ def test_mha_masks_match_torch(mask, weights, batch_first):
     _run_mha(tm, em, q, k, v, masks, dtype, gen, need_weights=weights != "none", average=weights == "avg")
 
 
-CONFIGS = {"packed": {}, "kdim_vdim": dict(kdim=3, vdim=7), "bias_kv_zero_attn": dict(add_bias_kv=True, add_zero_attn=True),
-           "no_bias": dict(bias=False), "zero_attn": dict(add_zero_attn=True)}
+CONFIGS = {"packed": {}, "kdim_vdim": dict(kdim=3, vdim=7),
+           "bias_kv_zero_attn": dict(add_bias_kv=True, add_zero_attn=True), "no_bias": dict(bias=False),
+           "zero_attn": dict(add_zero_attn=True)}
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])

@@ -266,7 +266,8 @@ def main():
         train_epoch(model, train_data, ntokens, args, lr, epoch)
         val_loss = evaluate(model, val_data, ntokens, args, eval_batch_size)
         print("-" * 89)
-        print(f"| end of epoch {epoch:3d} | time: {time.time() - epoch_start_time:5.2f}s | valid loss {val_loss:5.2f} | "
+        elapsed = time.time() - epoch_start_time
+        print(f"| end of epoch {epoch:3d} | time: {elapsed:5.2f}s | valid loss {val_loss:5.2f} | "
               f"valid ppl {math.exp(val_loss):8.2f}", flush=True)
         print("-" * 89)
         if not best_val_loss or val_loss < best_val_loss:
