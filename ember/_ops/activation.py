@@ -17,6 +17,7 @@ from .._backend import special as S
 from .._tensor import Tensor, _wrap_dim
 from ..autograd import grad_mode
 from ._registry import Op, assign_result, check_inplace, install
+from .pointwise import _ndtr
 
 _state = grad_mode._state
 _make = Tensor._make
@@ -379,10 +380,18 @@ class Gelu(Op):
         ctx.tanh = approximate == "tanh"
         w = _opmath(x)
         if ctx.tanh:
-            inner = _SQRT_2_PI * (w + 0.044715 * w * w * w)
-            out = 0.5 * w * (1 + np.tanh(inner))
+            out = w * w  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) in torch's order, one buffer
+            out *= w
+            out *= 0.044715
+            out += w
+            out *= _SQRT_2_PI
+            np.tanh(out, out=out)
+            out += 1
+            out *= w
+            out *= 0.5
         else:
-            out = 0.5 * w * S.erfc(w * -_SQRT1_2)  # erfc, not 1 + erf: no cancellation for x < 0
+            out = S.ndtr(w)  # x Phi(x), Phi without cancellation for x < 0 (float32 kernel for float32)
+            out *= w
         return out.astype(x.dtype, copy=False)
 
     def backward(ctx, grad):
@@ -392,9 +401,8 @@ class Gelu(Op):
             t = (_SQRT_2_PI * (x + 0.044715 * x2 * x)).tanh()
             right = 0.5 * x * (1 - t * t) * (_SQRT_2_PI * (1 + 3 * 0.044715 * x2))
             return grad * (0.5 * (1 + t) + right)
-        cdf = 0.5 * (1 + (x * _SQRT1_2).erf())
         pdf = (-0.5 * x * x).exp() * _INV_SQRT_2PI
-        return grad * (cdf + x * pdf)
+        return grad * (_ndtr(x) + x * pdf)
 
 
 def gelu(input, approximate="none"):

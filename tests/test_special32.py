@@ -1,0 +1,57 @@
+"""The float32 kernels of ember/_backend/special.py (Note [Float32 paths]): ndtr and erfc computed
+in float32 must stay within a few float32 ulp of the exact value everywhere (the float64 path,
+itself accurate to a few float64 ulp, is the reference), keep torch's special values, and the
+activations built on them (gelu) must agree with their float64 evaluation as closely.
+"""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember._backend import special as S
+
+# dense grids over the whole range, including the far tails where the result is subnormal
+GRID = np.concatenate([np.linspace(-16, 16, 64001), -np.logspace(-30, 1.3, 4001), np.logspace(-30, 1.3, 4001),
+                       np.array([0.0, -0.0])]).astype(np.float32)
+MAX_ULP = 8
+
+
+def _ulps(got, exact):
+    """Distance in float32 ulp of the exact value (where that is a normal float32)."""
+    e32 = exact.astype(np.float32)
+    normal = np.abs(exact) >= np.finfo(np.float32).tiny
+    return np.abs(got.astype(np.float64) - exact)[normal] / np.spacing(np.abs(e32[normal])).astype(np.float64)
+
+
+@pytest.mark.parametrize("name,scale", [("ndtr", 1.0), ("erfc", 0.75)])
+def test_float32_within_a_few_ulp(name, scale):
+    f = getattr(S, name)
+    x = (GRID * np.float32(scale)).astype(np.float32)
+    got = f(x)
+    assert got.dtype == np.float32
+    exact = f(x.astype(np.float64))
+    assert _ulps(got, exact).max() <= MAX_ULP
+
+
+@pytest.mark.parametrize("name", ["ndtr", "erfc"])
+def test_special_values_as_torch(name):
+    values = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 30.0, -30.0, 1e-30], np.float32)
+    expected = getattr(torch.special, name)(torch.from_numpy(values)).numpy()
+    np.testing.assert_array_equal(getattr(S, name)(values), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ember.bfloat16.np])
+def test_half_inputs_are_computed_in_float32(dtype):
+    x = np.linspace(-5, 5, 101).astype(dtype)
+    for f in (S.ndtr, S.erfc):
+        got = f(x)
+        assert got.dtype == x.dtype
+        np.testing.assert_array_equal(got, f(x.astype(np.float32)).astype(dtype))
+
+
+def test_gelu_float32_against_float64():
+    x = GRID[GRID > -13]  # x Phi(x); further left Phi(x) is subnormal in float32 (fewer bits)
+    got = ember.nn.functional.gelu(ember.from_numpy(x)).numpy()
+    exact = ember.nn.functional.gelu(ember.from_numpy(x.astype(np.float64))).numpy()
+    assert got.dtype == np.float32
+    assert _ulps(got, exact).max() <= MAX_ULP
