@@ -119,9 +119,12 @@ def throughput(samples, rounds, repeats):
         loader = DataLoader(ds, batch_size=16, num_workers=workers, persistent_workers=workers > 0)
         if workers:
             time_epoch(loader)  # warm-up: worker start
-        runs = [time_epoch(loader)[0] for _ in range(repeats)]
-        rates[workers] = samples / statistics.median(runs)
-        print(f"  num_workers={workers}: {rates[workers]:8.1f} samples/s")
+        runs = [time_epoch(loader) for _ in range(repeats)]
+        wall = statistics.median(r[0] for r in runs)
+        cpu = statistics.median(r[1] for r in runs)
+        rates[workers] = samples / wall
+        print(f"  num_workers={workers}: {rates[workers]:8.1f} samples/s, {cpu / samples * 1e3:.2f} ms CPU/sample, "
+              f"{cpu / wall:.2f} cores busy on average")
         del loader
     print(f"  speed-up 2 workers vs 0: {rates[2] / rates[0]:.2f}x")
 

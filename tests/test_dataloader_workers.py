@@ -204,6 +204,25 @@ def test_worker_init_fn_runs_once_in_each_worker():
     assert _init_calls == []  # it ran in the workers, not here
 
 
+def _failing_init(worker_id):
+    raise ValueError(f"cannot set up worker {worker_id}")
+
+
+def test_worker_init_fn_failure_is_reported_like_torch():
+    texts = []
+    for lib, data in LIBS:
+        it = iter(data.DataLoader(Squares(4), batch_size=2, num_workers=2, worker_init_fn=_failing_init))
+        try:
+            next(it)
+        except ValueError as e:
+            texts.append(str(e))
+        it._shutdown_workers()  # see test_worker_exception_reraised_with_traceback_like_torch
+    assert len(texts) == 2
+    for text in texts:
+        assert text.startswith("Caught ValueError in DataLoader worker process 0.\nOriginal Traceback")
+        assert text.endswith("ValueError: cannot set up worker 0\n")
+
+
 class Failing:
     def __init__(self, exc, at=3, n=8):
         self.exc = exc

@@ -5,7 +5,8 @@ the same `_Fetcher` as single-process loading, and puts (task index, payload) on
 queue. The payload is a pickle in which every tensor is a reference to a named shared-memory
 segment (Note [Shared segments] in ember/_shared_memory.py): collate stacks a batch straight into
 such a segment, any other tensor is copied into one, and the main process maps the segments
-(zero-copy) and unlinks their names as it unpickles. Exceptions travel as ExceptionWrapper text.
+(zero-copy) as it unpickles and hands each back once its tensors are gone (Note [Segment pool]).
+Exceptions travel as ExceptionWrapper text.
 """
 import dataclasses
 import functools
@@ -242,7 +243,7 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_flag, auto
     try:
         seed = _seed_worker(base_seed, worker_id)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
-        init_exception = None
+        init_exception = None  # worker_init_fn or the fetcher failed: every task reports it
         fetcher = None
         try:
             if init_fn is not None:
@@ -270,14 +271,18 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_flag, auto
             if isinstance(r, _ResumeIteration):
                 data_queue.put((r, None))
                 iteration_end = False
-                fetcher = _Fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
+                if fetcher is not None:  # (None: worker_init_fn failed, and that stays reported)
+                    try:  # a fresh fetcher: an IterableDataset starts a new iterator
+                        fetcher = _Fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
+                        init_exception = None
+                    except Exception:
+                        init_exception = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
                 continue
             if done_flag.value or iteration_end:
                 continue  # shutting down: skip the remaining tasks until None arrives
             idx, index = r
             if init_exception is not None:
                 data = init_exception
-                init_exception = None
             else:
                 try:
                     data = fetcher.fetch(index)

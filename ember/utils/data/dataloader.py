@@ -11,6 +11,7 @@ import atexit
 import itertools
 import math
 import multiprocessing as python_multiprocessing
+import multiprocessing.util  # noqa: F401  (its exit handler is registered first, so ours runs before it)
 import os
 import queue
 import secrets
@@ -414,7 +415,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
         if not first_iter:
             # persistent workers: new fetchers for the new epoch; results of an unfinished epoch
-            # still in flight come first and are dropped (their segments unlinked as they load)
+            # still in flight come first and are dropped (their segments go back to the workers)
             for q in self._index_queues:
                 q.put(_worker._ResumeIteration())
             waiting = self._num_workers
