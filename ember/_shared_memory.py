@@ -60,7 +60,7 @@ class Segment:
     name in the worker that owns it, `sent` marks a segment lent to the main process, and `on_free`
     (main process) is called once the mapping is gone. Arrays view it through `buffer()`, a ctypes
     array over the mapping that keeps the Segment alive."""
-    __slots__ = ("address", "nbytes", "fd", "name", "sent", "roots", "handle", "on_free", "__weakref__")
+    __slots__ = ("address", "nbytes", "fd", "name", "sent", "roots", "handle", "on_free", "pid", "__weakref__")
 
     def __init__(self, fd, nbytes, name=None, keep_fd=True):
         address = _libc.mmap(None, nbytes, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
@@ -75,6 +75,7 @@ class Segment:
         self.roots = {}
         self.handle = None
         self.on_free = None
+        self.pid = os.getpid()  # a forked child inherits the object, not the name or the lending
 
     def buffer(self):
         buf = (ctypes.c_char * self.nbytes).from_address(self.address)
@@ -91,6 +92,8 @@ class Segment:
         _libc.munmap(self.address, self.nbytes)
         if self.fd is not None:
             os.close(self.fd)
+        if self.pid != os.getpid():
+            return
         if self.name is not None and not self.sent:
             _unlink(self.name)  # a worker's segment that was never lent (or failed to send)
         if self.on_free is not None:

@@ -7,7 +7,6 @@ import os
 import signal
 import sys
 
-import ember
 import ember.utils.data as edata
 
 

@@ -11,7 +11,6 @@ import re
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as tmp

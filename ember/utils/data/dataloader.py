@@ -372,7 +372,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         ctx = loader.multiprocessing_context
         if ctx is None:
             ctx = python_multiprocessing.get_context()
-        from ... import multiprocessing as _ember_mp  # noqa: F401  (registers the tensor reducers)
         self._shm_prefix = f"ember_{os.getpid()}_{secrets.token_hex(4)}_"
         self._data_queue = ctx.Queue()
         self._workers_done = ctx.RawValue("b", 0)  # lock-free: a killed worker cannot leave it locked
