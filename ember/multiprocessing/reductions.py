@@ -3,7 +3,9 @@
 Putting a tensor on a multiprocessing Queue or Pipe (or passing it to a spawned Process) moves
 its storage into shared memory in place, as torch does, and sends the segment's file descriptor
 (see Note [Shared segments] in ember/_shared_memory.py); the receiver maps the same memory, so
-in-place changes on either side are seen by both.
+in-place changes on either side are seen by both. As with torch, the sending process must still be
+alive when the receiver unpickles (the descriptor is fetched from it). Tensor and nn.Parameter are
+registered; other Tensor subclasses are pickled by value (a copy).
 """
 from multiprocessing import reduction as _reduction
 
