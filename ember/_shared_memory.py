@@ -38,8 +38,8 @@ SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
 _worker_prefix = None
 _name_counter = itertools.count()
 _lent = {}  # in a worker: name -> Segment the main process may be using
-_free = {}  # in a worker: nbytes -> [Segment] handed back, ready for reuse (Note [Segment pool])
-_FREE_PER_SIZE = 4
+_free = []  # in a worker: Segments handed back, ready for reuse, oldest first (Note [Segment pool])
+_MAX_FREE = 4  # spares kept per worker: a few batches' worth of idle shared memory at most
 _by_inode = weakref.WeakValueDictionary()  # (st_dev, st_ino) -> Segment: one mapping per file
 
 # mmap(2) through libc rather than the mmap module, whose objects keep a duplicate descriptor open
@@ -155,17 +155,18 @@ def lend(seg):
 
 
 def take_back(names):
-    """In a worker: the main process is done with these segments; keep a few of each size for reuse."""
+    """In a worker: the main process is done with these segments; keep the latest few for reuse."""
     for name in names:
         seg = _lent.pop(name, None)
         if seg is None:
             continue
-        pool = _free.setdefault(seg.nbytes, [])
-        if seg.in_use() or len(pool) >= _FREE_PER_SIZE:
-            _unlink(name)  # our own arrays still view it, or enough spares: let it go with its last user
+        if seg.in_use():
+            _unlink(name)  # our own arrays still view it: it goes with its last user
             continue
         seg.sent = False
-        pool.append(seg)
+        _free.append(seg)
+        if len(_free) > _MAX_FREE:
+            _unlink(_free.pop(0).name)
 
 
 def _unlink(name):
@@ -247,9 +248,10 @@ def new_segment(nbytes):
     of the same size if there is one), elsewhere an anonymous one."""
     if _worker_prefix is None:
         return anonymous_segment(nbytes)
-    pool = _free.get(max(int(nbytes), 1))
-    if pool:
-        return pool.pop()
+    nbytes = max(int(nbytes), 1)
+    for i in range(len(_free) - 1, -1, -1):
+        if _free[i].nbytes == nbytes:
+            return _free.pop(i)
     return named_segment(f"{_worker_prefix}{next(_name_counter)}", nbytes)
 
 
