@@ -32,14 +32,6 @@ def _hi_pad(size, k, s, p, d, out):
     return max(0, (out - 1) * s + d * (k - 1) + 1 - size - p)
 
 
-def _window_view(xp, kernel, stride, dilation, out):
-    """(N, C, *out, *kernel) read-only view of a padded (N, C, *S) array."""
-    st = xp.strides
-    shape = xp.shape[:2] + tuple(out) + tuple(kernel)
-    strides = st[:2] + tuple(a * s for a, s in zip(st[2:], stride)) + tuple(a * d for a, d in zip(st[2:], dilation))
-    return np.lib.stride_tricks.as_strided(xp, shape, strides, writeable=False)
-
-
 def _row_max(rows):
     """Max and argmax over the last axis with torch's rule: the first maximum wins, and NaN wins
     over numbers (the last NaN of the row, as torch's `val > max || isnan(val)` scan)."""
@@ -52,10 +44,6 @@ def _row_max(rows):
             arg = np.where(has, last, arg)
     val = np.take_along_axis(rows, arg[..., None], -1)[..., 0]
     return val, arg
-
-
-def _lowest(dtype):
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
 # ---- index scatter / gather (max pooling backward, max_unpool) -------------------------------
@@ -112,7 +100,8 @@ class IndexGather(Op):
 
 
 class MaxPool(Op):
-    """Window maxima; output 1 (flat indices) only when asked for."""
+    """Window maxima in the flat phase layout (Note [Depthwise flat layout]); output 1 (flat indices)
+    only when asked for. The tap choices stay in ctx for the backward."""
     _name = "MaxPool2DWithIndicesBackward0"
     nondiff = (1,)
 
@@ -120,35 +109,51 @@ class MaxPool(Op):
     def forward(ctx, x, kernel, stride, padding, dilation, out, want_indices):
         spatial = x.shape[2:]
         hi = tuple(_hi_pad(*a, o) for a, o in zip(zip(spatial, kernel, stride, padding, dilation), out))
-        xp = K.padded(x, padding, hi, value=_lowest(x.dtype))
-        rows = np.ascontiguousarray(_window_view(xp, kernel, stride, dilation, out)).reshape(
-            x.shape[:2] + tuple(out) + (-1,))
-        val, arg = _row_max(rows)
-        idx = _flat_index(arg, spatial, kernel, stride, padding, dilation, out)
+        plan = K.DepthwisePlan(x.shape, kernel, stride, dilation, padding, hi, 1)
+        val, arg = plan.window_max(x)
         ctx.save_for_backward(x)
-        ctx.idx = idx
-        ctx.plane = spatial
-        ctx.unique = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel))
-        return (val, idx) if want_indices else val
+        ctx.pool = (plan, arg, kernel, stride, padding, dilation, out)
+        if want_indices:
+            return val, _pool_indices(ctx.pool)
+        return val
 
     def backward(ctx, grad, *unused):
         name = ctx.name().replace("Backward0", "BackwardBackward0")
         (x,) = ctx.saved_tensors
-        return _named(IndexScatter, name)(grad, x, idx=ctx.idx, plane_shape=ctx.plane, unique=ctx.unique,
-                                          assign=False)
+        return _named(MaxPoolBackward, name)(grad, x, pool=ctx.pool)
+
+
+def _pool_indices(pool):
+    plan, arg, kernel, stride, padding, dilation, out = pool
+    return _flat_index(plan.valid_taps(arg), plan.spatial, kernel, stride, padding, dilation, out)
+
+
+class MaxPoolBackward(Op):
+    """The gradient sent back to each window's maximum (src, the pooled input, is not read: it makes the
+    result require grad when torch's does). Its own backward gathers at the same positions."""
+    _name = "MaxPool2DWithIndicesBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, src, pool):
+        ctx.pool = pool
+        return pool[0].window_scatter(g, pool[1])
+
+    def backward(ctx, grad):
+        plan = ctx.pool[0]
+        return IndexGather.apply(grad, idx=_pool_indices(ctx.pool), plane_shape=plan.spatial), None
 
 
 def _flat_index(arg, spatial, kernel, stride, padding, dilation, out):
-    """Tap number within the window -> flat position in the (unpadded) input plane."""
-    taps = np.unravel_index(arg, kernel)
-    flat = np.zeros(arg.shape, dtype=np.int64)
+    """Tap number within the window -> flat position in the (unpadded) input plane: the window's
+    origin plus the tap's offset (both small tables)."""
     nd = len(kernel)
+    base = np.zeros((), dtype=np.int64)
+    tap_off = np.zeros((), dtype=np.int64)
     for i in range(nd):
-        shape = [1] * nd
-        shape[i] = out[i]
-        base = (np.arange(out[i]) * stride[i] - padding[i]).reshape(shape)
-        flat = flat * spatial[i] + (base + taps[i] * dilation[i])
-    return flat
+        origin = np.arange(out[i]) * stride[i] - padding[i]
+        base = np.add.outer(base * spatial[i], origin)
+        tap_off = np.add.outer(tap_off * spatial[i], np.arange(kernel[i]) * dilation[i])
+    return base + tap_off.reshape(-1)[arg]
 
 
 # ---- average pooling ----------------------------------------------------------------------------
