@@ -405,6 +405,34 @@ def test_persistent_workers_reuse_processes_across_epochs():
     assert not any(w.is_alive() for w in workers) and segments() == 0
 
 
+class Uneven:
+    """Sample i takes longer when i // 2 is even: with batch_size=2 and 2 workers, worker 0 is slow."""
+
+    def __len__(self):
+        return 24
+
+    def __getitem__(self, i):
+        time.sleep(0.03 if (i // 2) % 2 == 0 else 0.0)
+        return i
+
+
+def test_sampler_order_kept_when_workers_finish_out_of_order():
+    def epoch(workers):
+        g = ember.Generator().manual_seed(3)
+        return [b.tolist() for b in edata.DataLoader(Uneven(), batch_size=2, shuffle=True, generator=g,
+                                                      num_workers=workers)]
+    assert epoch(2) == epoch(0)
+
+
+def test_prefetch_factor_bounds_tasks_in_flight():
+    for lib, data in LIBS:
+        assert data.DataLoader(Squares(4), num_workers=2).prefetch_factor == 2
+    it = iter(edata.DataLoader(Slow(40, 0.01), batch_size=2, num_workers=2, prefetch_factor=3))
+    assert it._send_idx == 6  # primed with prefetch_factor batches per worker
+    for _ in it:
+        assert it._send_idx - it._rcvd_idx <= 6
+
+
 def test_in_order_false_yields_every_batch():
     loader = edata.DataLoader(Slow(12, 0), batch_size=2, num_workers=2, in_order=False)
     assert sorted(b[0, 0].item() for b in loader) == [0, 2, 4, 6, 8, 10]
