@@ -90,8 +90,8 @@ def _classify(item):
         if arr.ndim == 0:
             return "int", int(arr)
         return "array", arr
-    if isinstance(item, (list, tuple, np.ndarray)):
-        arr = _index_array(item)
+    if isinstance(item, (list, tuple, range, np.ndarray)):
+        arr = _index_array(item)  # torch takes any sequence, e.g. x[range(n), y]
         if arr.ndim == 0 and arr.dtype != bool:
             return "int", int(arr)
         return "array", arr

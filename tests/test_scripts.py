@@ -1,0 +1,234 @@
+"""Real PyTorch programs (tests/scripts/, modelled on pytorch/examples) run unchanged on ember.
+
+Every script runs twice: under real torch (all of them in one background interpreter, started first,
+so the two sides overlap on a 2-core machine) and under ember (each in its own interpreter, through
+tests/scripts/_launch_ember.py, which resolves every `torch.*` import to `ember.*`). Both runs must
+succeed and print a `final: key=value ...` line whose metrics pass the same sanity checks (accuracy
+above a threshold, loss decreased, ...) -- not equality with torch's random numbers. The ember-saved
+mnist checkpoint is then loaded by real torch and must reproduce ember's test accuracy.
+"""
+import importlib.util
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("sklearn")  # the digits data set ships with scikit-learn
+
+import ember  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.join(HERE, "scripts")
+LAUNCHER = os.path.join(SCRIPTS, "_launch_ember.py")
+BATCH = os.path.join(SCRIPTS, "_run_batch.py")
+
+# One BLAS/OpenMP thread per process: the machine is shared, and thread pools fighting over two
+# busy cores make tiny GEMMs several times slower for both libraries.
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+           PYTHONDONTWRITEBYTECODE="1")
+
+
+def _finite(*values):
+    return all(math.isfinite(v) for v in values)
+
+
+def check_mnist(m):
+    assert m["test_accuracy"] >= 0.85
+    assert m["last_test_loss"] < 0.5 * m["first_test_loss"]
+    assert m["lr"] == pytest.approx(1.0 * 0.7 ** 4)  # StepLR stepped once per epoch
+
+
+def check_regression(m):
+    assert m["loss"] < 1e-3 < m["first_loss"]  # stopped by the criterion, not by the cap
+    assert m["batches"] < 3000
+    assert m["weight_error"] < 0.3 and m["bias_error"] < 0.3
+
+
+def check_vae(m):
+    assert m["test_loss"] < 0.75 * m["initial_test_loss"]
+
+
+def check_dcgan(m):
+    assert _finite(m["loss_d"], m["loss_g"])
+    assert 0 < m["d_x"] < 1 and 0 < m["d_g_z"] < 1
+    assert m["gap"] < m["initial_gap"]  # the mean generated image moved towards the data's
+
+
+def check_reinforce(m):
+    assert m["greedy_length"] >= 12
+    assert m["greedy_length"] >= 1.8 * m["initial_greedy_length"]
+
+
+def check_siamese(m):
+    assert m["test_accuracy"] >= 0.75
+    assert m["test_accuracy"] > m["initial_test_accuracy"] + 0.15
+
+
+def check_time_sequence(m):
+    assert m["test_loss"] < 0.05 and m["test_loss"] < 0.1 * m["initial_test_loss"]
+    assert m["train_loss"] < 0.1 * m["first_train_loss"]
+
+
+def check_super_resolution(m):
+    assert m["psnr"] > m["nearest_upsampling_psnr"] + 1.0
+
+
+def check_forward_forward(m):
+    assert m["train_accuracy"] >= 0.5 and m["test_accuracy"] >= 0.5  # chance is 0.1
+
+
+def check_gcn(m):
+    assert m["test_accuracy"] >= 0.75
+    assert m["test_loss"] < 0.5 * m["initial_test_loss"]
+
+
+def check_data_pipeline(m):
+    assert m["test_accuracy"] >= 0.85
+    assert m["test_loss"] < 0.6 * m["initial_test_loss"]
+    assert m["lr"] == pytest.approx(0.1 * 0.5 ** 3)
+
+
+# name -> (arguments, check of the final metrics)
+CASES = {
+    "mnist": (["--save-model", "--save-path", "{tmp}/mnist_cnn.pt"], check_mnist),
+    "regression": ([], check_regression),
+    "vae": ([], check_vae),
+    "dcgan": (["--outf", "{tmp}/dcgan"], check_dcgan),
+    "reinforce": ([], check_reinforce),
+    "siamese": ([], check_siamese),
+    "time_sequence": ([], check_time_sequence),
+    "super_resolution": (["--checkpoint", "{tmp}/super_resolution.pth"], check_super_resolution),
+    "forward_forward": ([], check_forward_forward),
+    "gcn": ([], check_gcn),
+    "data_pipeline": ([], check_data_pipeline),
+}
+
+
+def _argv(name, tmp):
+    args, _ = CASES[name]
+    return [os.path.join(SCRIPTS, name + ".py")] + [a.format(tmp=tmp) for a in args]
+
+
+def final_metrics(stdout):
+    """The `final: key=value ...` line as a dict of floats."""
+    lines = [line for line in stdout.splitlines() if line.startswith("final:")]
+    assert len(lines) == 1, f"expected one 'final:' line in:\n{stdout[-3000:]}"
+    pairs = re.findall(r"(\w+)=(\S+)", lines[0])
+    return {key: float(value) for key, value in pairs}
+
+
+class _TorchBatch:
+    """All scripts under real torch in one background interpreter; .result(name) waits for it."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        spec = [{"name": name, "argv": _argv(name, os.path.join(tmp, "torch"))} for name in CASES]
+        os.makedirs(os.path.join(tmp, "torch"))
+        self.spec_path = os.path.join(tmp, "spec.json")
+        self.result_path = os.path.join(tmp, "torch_results.json")
+        with open(self.spec_path, "w") as f:
+            json.dump(spec, f)
+        self.process = subprocess.Popen([sys.executable, BATCH, self.spec_path, self.result_path],
+                                        cwd=tmp, env=ENV, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True)
+        self.results = None
+
+    def result(self, name):
+        if self.results is None:
+            output, _ = self.process.communicate(timeout=600)
+            assert self.process.returncode == 0, output[-5000:]
+            with open(self.result_path) as f:
+                self.results = json.load(f)
+        return self.results[name]
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def torch_batch(tmp_path_factory):
+    batch = _TorchBatch(str(tmp_path_factory.mktemp("scripts")))
+    yield batch
+    batch.close()
+
+
+@pytest.fixture(scope="module")
+def ember_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("ember_scripts"))
+
+
+EMBER_STDOUT = {}  # script name -> its stdout on ember, reused by later tests
+
+
+def run_on_ember(name, tmp):
+    proc = subprocess.run([sys.executable, LAUNCHER] + _argv(name, tmp), cwd=tmp, env=ENV,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{name} failed on ember:\n{proc.stdout[-2000:]}\n{proc.stderr[-5000:]}"
+    return proc.stdout
+
+
+# ember first (each script in its own process) while the torch batch runs in the background.
+@pytest.mark.parametrize("name", list(CASES))
+def test_script_on_ember(name, torch_batch, ember_dir):
+    stdout = EMBER_STDOUT[name] = run_on_ember(name, ember_dir)
+    CASES[name][1](final_metrics(stdout))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_script_on_torch(name, torch_batch):
+    result = torch_batch.result(name)
+    assert result["ok"], f"{name} failed on torch:\n{result['stdout'][-2000:]}\n{result['error']}"
+    CASES[name][1](final_metrics(result["stdout"]))
+
+
+def test_ember_checkpoint_loads_in_torch(ember_dir):
+    """mnist's torch.save(model.state_dict()) from ember, loaded by real torch into the script's own
+    Net, gives ember's test accuracy (the script itself checks the reload under ember)."""
+    path = os.path.join(ember_dir, "mnist_cnn.pt")
+    if "mnist" not in EMBER_STDOUT or not os.path.exists(path):
+        EMBER_STDOUT["mnist"] = run_on_ember("mnist", ember_dir)
+    ember_accuracy = final_metrics(EMBER_STDOUT["mnist"])["test_accuracy"]
+    spec = importlib.util.spec_from_file_location("_mnist_script_on_torch", os.path.join(SCRIPTS, "mnist.py"))
+    mnist = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, SCRIPTS)
+    try:
+        spec.loader.exec_module(mnist)  # defines Net and Digits under real torch; main() is not run
+    finally:
+        sys.path.remove(SCRIPTS)
+    assert mnist.torch is torch
+    model = mnist.Net()
+    model.load_state_dict(torch.load(path))
+    model.eval()
+    test_set = mnist.Digits(train=False)
+    with torch.no_grad():
+        pred = model(test_set.data).argmax(dim=1)
+    correct = (pred == torch.tensor(test_set.targets)).sum().item()
+    # float32 rounding may flip an argmax tie, nothing more
+    assert abs(correct - round(ember_accuracy * len(test_set))) <= 1
+
+
+# ---- regressions for ember gaps the scripts exposed --------------------------------------------
+
+def test_index_with_range_like_torch():
+    """forward_forward's overlay_y_on_x: x_[range(n), y] = value (torch takes any sequence)."""
+    for lib in (torch, ember):
+        x = lib.arange(12.).reshape(3, 4)
+        assert x[range(3), lib.tensor([0, 1, 2])].tolist() == [0.0, 5.0, 10.0]
+        assert x[range(1, 3), 1].tolist() == [5.0, 9.0]
+        assert x[range(0)].shape == (0, 4)
+        y = x.clone()
+        y[range(3), 2] = 5.0
+        assert y[:, 2].tolist() == [5.0, 5.0, 5.0]
+    e = ember.arange(12.).reshape(3, 4).requires_grad_()
+    e[range(3), [3, 2, 1]].sum().backward()
+    t = torch.arange(12.).reshape(3, 4).requires_grad_()
+    t[range(3), [3, 2, 1]].sum().backward()
+    np.testing.assert_array_equal(e.grad.numpy(), t.grad.numpy())
