@@ -49,21 +49,26 @@ from . import cuda, accelerator, backends  # noqa: E402
 
 import builtins  # noqa: E402  (int, float ... are dtypes in this namespace)
 
-_num_threads = [2]
-
-
 def set_num_threads(n):
-    """Recorded for get_num_threads; NumPy's BLAS pool is sized at process start (OMP_NUM_THREADS)."""
+    """Size the BLAS thread pool (OpenBLAS, found at run time) that ember's big ops use."""
     if isinstance(n, (builtins.bool, builtins.float, builtins.str)) or not hasattr(n, "__index__"):
         raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
     n = n.__index__()  # not int(n): `int` is ember.int (the dtype) in this namespace
     if n <= 0:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {n}")
+    from ._backend import blas
+    blas.set_threads(n)
     _num_threads[0] = n
 
 
 def get_num_threads():
+    if _num_threads[0] is None:
+        from ._backend import blas
+        return blas.get_threads()
     return _num_threads[0]
+
+
+_num_threads = [None]  # None: report the BLAS pool's own size
 
 
 def set_num_interop_threads(n):
