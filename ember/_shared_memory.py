@@ -21,6 +21,7 @@ worker with its next task, and the worker fills the same pages with a later batc
 A worker reuses a segment only while none of its own arrays view it.
 """
 import ctypes
+import errno
 import itertools
 import mmap
 import os
@@ -108,12 +109,28 @@ def _anonymous_fd():
     return fd
 
 
+def _reserve(fd, nbytes):
+    """Size the file and allocate its pages now: a full /dev/shm then raises ENOSPC here instead of
+    killing the process with SIGBUS at the first write to a page that cannot be backed."""
+    os.ftruncate(fd, nbytes)
+    try:
+        os.posix_fallocate(fd, 0, nbytes)
+    except OSError as e:
+        if e.errno == errno.ENOSPC:
+            raise OSError(e.errno, f"no space left in {SHM_DIR} for a {nbytes}-byte shared memory segment "
+                                   "(raise the shared memory limit, e.g. docker's --shm-size)") from None
+        if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
+    except AttributeError:
+        pass  # no posix_fallocate on this platform
+
+
 def anonymous_segment(nbytes):
     """A new nameless segment of nbytes (at least one byte: mmap cannot map an empty file)."""
     nbytes = max(int(nbytes), 1)
     fd = _anonymous_fd()
     try:
-        os.ftruncate(fd, nbytes)
+        _reserve(fd, nbytes)
         seg = Segment(fd, nbytes)
     except BaseException:
         os.close(fd)
@@ -128,7 +145,7 @@ def named_segment(name, nbytes):
     path = os.path.join(SHM_DIR, name)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.ftruncate(fd, nbytes)
+        _reserve(fd, nbytes)
         return Segment(fd, nbytes, name, keep_fd=False)
     except BaseException:
         os.unlink(path)

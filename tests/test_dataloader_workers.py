@@ -321,6 +321,19 @@ def test_worker_that_exits_is_reported_with_its_exit_code():
         list(it)
 
 
+def test_full_shared_memory_is_an_error_not_a_crash(monkeypatch):
+    import errno
+
+    def no_space(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "posix_fallocate", no_space)  # fork workers inherit the patch
+    it = iter(edata.DataLoader(Slow(4, 0), batch_size=2, num_workers=1))
+    with pytest.raises(OSError, match=r"(?s)Caught OSError in DataLoader worker process 0.*no space left in"):
+        next(it)
+    it._shutdown_workers()
+    assert segments() == 0
+
+
 def test_timeout_raises():
     it = iter(edata.DataLoader(Slow(4, delay=0.5), batch_size=2, num_workers=1, timeout=0.2))
     start = time.monotonic()
