@@ -35,6 +35,60 @@ def scalar_array(value, np_dtype):
         return np.array(value).astype(np_dtype)
 
 
+# Note [Slow NumPy loops]: two NumPy loops are far slower than an arithmetic pass, and kernels
+# call these replacements instead (same values, same tie and NaN rules, same output layout):
+# - np.where on a mixed mask takes a branch per element (~35 passes' worth on 256k floats);
+#   same-dtype operands are selected with bit operations, b ^ ((a ^ b) * cond), in 3 passes.
+# - np.maximum/np.minimum against a 0-d operand is not vectorized (~4 passes' worth); the
+#   scalar is written into the output first (2 passes), except in place (that would take a
+#   full-size temporary).
+# Small arrays keep the plain NumPy call (fewer calls).
+_LARGE = 4096
+_BITS = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def where(cond, a, b):
+    """np.where(cond, a, b) (see Note [Slow NumPy loops])."""
+    if cond.size >= _LARGE and type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype \
+            and cond.dtype == np.bool_ and a.dtype.itemsize in _BITS:
+        bits = _BITS[a.dtype.itemsize]
+        diff = np.bitwise_xor(a.view(bits), b.view(bits))
+        if np.broadcast_shapes(diff.shape, cond.shape) == diff.shape:
+            diff *= cond
+            diff ^= b.view(bits)
+            return diff.view(a.dtype)
+    return np.where(cond, a, b)
+
+
+def _against_scalar(ufunc, a, b, out):
+    """ufunc(a, b, out=out) with a 0-d operand spread into a full array first, in its own position
+    (so ties resolve as NumPy's would)."""
+    big, small = (b, a) if a.ndim == 0 else (a, b)
+    if big.size < _LARGE or small.ndim or big.ndim == 0 or small.dtype != big.dtype:
+        return ufunc(a, b, out=out)
+    if out is None:
+        full = np.empty_like(big)
+    elif out.shape == big.shape and not np.may_share_memory(out, big):
+        full = out
+    else:  # in place: no full-size temporary, the slow loop it is
+        return ufunc(a, b, out=out)
+    full.fill(small)
+    target = full if out is None else out
+    if small is a:
+        return ufunc(full, b, out=target)
+    return ufunc(a, full, out=target)
+
+
+def maximum(a, b, out=None):
+    """np.maximum (see Note [Slow NumPy loops])."""
+    return _against_scalar(np.maximum, a, b, out)
+
+
+def minimum(a, b, out=None):
+    """np.minimum (see Note [Slow NumPy loops])."""
+    return _against_scalar(np.minimum, a, b, out)
+
+
 def _dense(arr):
     """Non-overlapping and dense: some permutation of arr's dims is C-contiguous."""
     expected = arr.itemsize

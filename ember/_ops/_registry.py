@@ -63,9 +63,10 @@ def apply(cls, inputs, params):
     arrays = [None if t is None else t._data for t in inputs]
     out = cls.forward(ctx, *arrays, **params)
     if type(out) is tuple:
-        outs = tuple(_wrap(o) for o in out)
+        result = outs = tuple(_wrap(o) for o in out)
     else:
-        outs = (_wrap(out),)
+        result = _make(out if type(out) is np.ndarray else np.asarray(out))
+        outs = (result,)
     if cls.view:
         _mark_views(inputs[0], outs)
     if _state.enabled:
@@ -73,7 +74,7 @@ def apply(cls, inputs, params):
             if t is not None and t._requires_grad:
                 _attach(ctx, inputs, arrays, outs)
                 break
-    return outs if type(out) is tuple else outs[0]
+    return result
 
 
 def _wrap(o):
@@ -214,6 +215,19 @@ class Row:
         self.save_index = {n: i for i, n in enumerate(names)}
         self.differentiable = dx is not None
         self.node = type(node_name, (RowNode,), {"__slots__": (), "row": self, "_name": node_name})
+        self.computes_in = {}  # dtype -> compute dtype, filled by compute_dtype_of
+
+    def compute_dtype_of(self, d):
+        """The dtype this row computes in for (promoted) input dtype d, after its checks (which
+        raise torch's errors). Cached per dtype, except where it depends on the default dtype."""
+        cd = self.computes_in.get(d)
+        if cd is None:
+            if self.check is not None:
+                self.check(d)
+            cd = compute_dtype(self.kind, d, self.name)
+            if cd is d:
+                self.computes_in[d] = cd
+        return cd
 
 
 def _save_row(node, row, a, b, x_arr, y_arr, out):
@@ -236,9 +250,7 @@ def unary_call(row, input):
         raise TypeError(f"{row.name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     d = input._dtype
-    if row.check is not None:
-        row.check(d)
-    cd = compute_dtype(row.kind, d, row.name) if row.kind is not SAME else d
+    cd = row.compute_dtype_of(d)
     x = input._data if cd is d else input._data.astype(cd.np)
     r = row.kernel(x)
     if type(r) is not np.ndarray:
@@ -291,22 +303,31 @@ def binary_operands(row, a, b):
     elif ta:
         if not _is_scalar(b):
             return binary_operands(row, a, _coerce_other(b, row.name))
-        d = D.result_type_of((a, b))
+        d = a._dtype
+        if not keeps_dtype(d, b):
+            d = D.result_type_of((a, b))
     elif tb:
         if not _is_scalar(a):
             return binary_operands(row, _coerce_other(a, row.name), b)
-        d = D.result_type_of((a, b))
+        d = b._dtype
+        if not keeps_dtype(d, a):
+            d = D.result_type_of((a, b))
     else:
         raise TypeError(f"{row.name}(): expected at least one Tensor argument")
-    if row.check is not None:
-        row.check(d)
-    cd = compute_dtype(row.kind, d, row.name) if row.kind is not SAME else d
+    cd = row.compute_dtype_of(d)
     x = to_compute(a, cd) if ta else scalar_array(a, cd.np)
     y = to_compute(b, cd) if tb else scalar_array(b, cd.np)
     return x, y, cd
 
 
 _SCALARS = (int, float, bool, complex, np.number, np.bool_)
+
+
+def keeps_dtype(d, v):
+    """Does a Python int or float v leave tensor dtype d as it is? (torch: a wrapped number only
+    promotes into a higher category.) The common case, decided without result_type_of."""
+    t = type(v)
+    return (t is float and d.category >= FLOAT) or (t is int and d.category >= D.INT)
 
 
 def _is_scalar(v):
@@ -444,9 +465,7 @@ def into(row, out, a, b=None, kernel=None):
         if not isinstance(a, Tensor):
             return False
         d = a._dtype
-        if row.check is not None:
-            row.check(d)
-        cd = compute_dtype(row.kind, d, row.name) if row.kind is not SAME else d
+        cd = row.compute_dtype_of(d)
         x = a._data
         o = out._data
         if x.shape != o.shape or (out._dtype is not cd and not (out._dtype is D.bool and row.kind is LOGICAL)):

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import special as S
+from .._backend import maximum, minimum, special as S, where
 from .._tensor import Tensor, _wrap_dim
 from ..autograd import grad_mode
 from ._registry import Op, assign_result, check_inplace, install
@@ -69,9 +69,9 @@ class _MaskGrad(Op):
         if type(slope) is not np.ndarray and slope == 0:
             r = grad * keep  # ~10x faster than where(); but a masked NaN/inf grad would give NaN
             if np.isnan(r.sum()):  # where torch gives 0, so those rare cases are redone exactly
-                r = np.where(keep, grad, np.zeros((), grad.dtype))
+                r = where(keep, grad, np.zeros((), grad.dtype))
             return r
-        return np.where(keep, grad, grad * slope).astype(grad.dtype, copy=False)
+        return where(keep, grad, (grad * slope).astype(grad.dtype, copy=False))
 
     def backward(ctx, gg):
         need = ctx.needs_input_grad
@@ -111,7 +111,7 @@ class Relu(Op):
 
     @staticmethod
     def forward(ctx, x):
-        out = np.maximum(np.zeros((), x.dtype), x)  # NaN stays NaN; -0.0 stays -0.0 (ties give x)
+        out = maximum(np.zeros((), x.dtype), x)  # NaN stays NaN; -0.0 stays -0.0 (ties give x)
         ctx.save_for_backward(out)
         return out
 
@@ -139,7 +139,7 @@ def _relu_(input):
     _check_relu(input)
     check_inplace(input)
     if _no_grad_needed(input):
-        np.maximum(np.zeros((), input._data.dtype), input._data, out=input._data)
+        maximum(np.zeros((), input._data.dtype), input._data, out=input._data)
         input._version.value += 1
         return input
     return assign_result(input, Relu.apply(input), "relu_")
@@ -160,7 +160,7 @@ class Threshold(Op):
     def forward(ctx, x, threshold, value):
         ctx.save_for_backward(x)
         ctx.threshold = threshold
-        return np.where(x <= threshold, np.array(value).astype(x.dtype), x)
+        return where(x <= threshold, np.array(value).astype(x.dtype), x)
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
@@ -197,7 +197,8 @@ class Hardtanh(Op):
         ctx.save_for_backward(x)
         ctx.bounds = (lo, hi)
         # bound first, so ties return x itself (-0.0 stays -0.0, as torch)
-        return np.minimum(np.array(hi).astype(x.dtype), np.maximum(np.array(lo).astype(x.dtype), x))
+        out = maximum(np.array(lo).astype(x.dtype), x)
+        return minimum(np.array(hi).astype(x.dtype), out, out=out)
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
@@ -236,7 +237,7 @@ class LeakyRelu(Op):
     def forward(ctx, x, slope):
         ctx.save_for_backward(x)
         ctx.slope = slope
-        return np.where(x > 0, x, x * np.array(slope).astype(x.dtype))
+        return where(x > 0, x, x * np.array(slope).astype(x.dtype))
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
@@ -262,7 +263,7 @@ class Hardshrink(Op):
         ctx.save_for_backward(x)
         ctx.lambd = lambd
         inner = (x >= -lambd) & (x <= lambd)
-        return np.where(inner, np.zeros((), x.dtype), x)
+        return where(inner, np.zeros((), x.dtype), x)
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
@@ -278,7 +279,7 @@ class Softshrink(Hardshrink):
         ctx.save_for_backward(x)
         ctx.lambd = lambd
         lam = np.array(lambd).astype(x.dtype)
-        return np.where(x > lam, x - lam, np.where(x < -lam, x + lam, x * 0))  # NaN stays NaN
+        return where(x > lam, x - lam, where(x < -lam, x + lam, x * 0))  # NaN stays NaN
 
 
 def hardshrink(input, lambd=0.5):
@@ -314,7 +315,7 @@ class Elu(Op):
         ctx.coef = (alpha, scale, input_scale)
         w = _opmath(x)
         neg = (alpha * scale) * np.expm1(w * input_scale)
-        return np.where(w > 0, w * scale, neg).astype(x.dtype, copy=False)
+        return where(w > 0, w * scale, neg).astype(x.dtype, copy=False)
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
@@ -466,7 +467,12 @@ class Hardswish(Op):
     def forward(ctx, x):
         ctx.save_for_backward(x)
         w = _opmath(x)
-        return (w * np.clip(w + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+        t = w + 3
+        maximum(t, np.zeros((), t.dtype), out=t)
+        minimum(t, np.array(6, t.dtype), out=t)
+        t *= w
+        t /= 6
+        return t.astype(x.dtype, copy=False)
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
@@ -486,7 +492,11 @@ class Hardsigmoid(Op):
     def forward(ctx, x):
         ctx.save_for_backward(x)
         w = _opmath(x)
-        return (np.minimum(np.maximum(w + 3, 0), 6) / 6).astype(x.dtype, copy=False)
+        t = w + 3
+        maximum(t, np.zeros((), t.dtype), out=t)
+        minimum(t, np.array(6, t.dtype), out=t)
+        t /= 6
+        return t.astype(x.dtype, copy=False)
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
@@ -508,7 +518,10 @@ class Softplus(Op):
         ctx.args = (beta, threshold)
         w = _opmath(x)
         xb = w * beta
-        return np.where(xb > threshold, w, np.log1p(np.exp(xb)) / beta).astype(x.dtype, copy=False)
+        t = np.exp(xb)
+        np.log1p(t, out=t)
+        t /= beta
+        return where(xb > threshold, w, t).astype(x.dtype, copy=False)
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
@@ -529,7 +542,12 @@ class LogSigmoid(Op):
     def forward(ctx, x):
         ctx.save_for_backward(x)
         w = _opmath(x)
-        return (np.minimum(w, 0) - np.log1p(np.exp(-np.abs(w)))).astype(x.dtype, copy=False)
+        t = np.abs(w)  # min(x, 0) - log1p(exp(-|x|)), one temporary
+        np.negative(t, out=t)
+        np.exp(t, out=t)
+        np.log1p(t, out=t)
+        np.subtract(minimum(w, np.zeros((), w.dtype)), t, out=t)
+        return t.astype(x.dtype, copy=False)
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
@@ -555,6 +573,11 @@ def glu(input, dim=-1):
 
 # ---- softmax family -----------------------------------------------------------------------------
 
+def _row(a):
+    """A 0-d array as a row of one (softmax over dim 0 of a scalar)."""
+    return a if a.ndim else a.reshape(1)
+
+
 class Softmax(Op):
     """exp(x - max) / sum, along one dim (own kernel: stable, and saves only the output)."""
     _name = "SoftmaxBackward0"
@@ -562,10 +585,11 @@ class Softmax(Op):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        w = _opmath(x).reshape(x.shape or (1,))  # a 0-d input is a row of one
+        w = _row(_opmath(x))
         if w.size:
-            e = np.exp(w - w.max(axis=dim, keepdims=True))
-            e /= e.sum(axis=dim, keepdims=True)
+            e = np.subtract(w, np.maximum.reduce(w, axis=dim, keepdims=True))
+            np.exp(e, out=e)
+            e /= np.add.reduce(e, axis=dim, keepdims=True)
         else:
             e = w.copy()
         out = e.astype(x.dtype, copy=False).reshape(x.shape)
@@ -574,7 +598,35 @@ class Softmax(Op):
 
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        return out * (grad - (grad * out).sum(ctx.dim, keepdim=True))
+        return _SoftmaxBackwardData.apply(grad, out, dim=ctx.dim)
+
+
+class _SoftmaxBackwardData(Op):
+    """softmax's backward, out * (grad - sum(grad * out)), in one temporary (torch's
+    _softmax_backward_data); its own backward (double backward) in ember ops."""
+    _name = "SoftmaxBackwardDataBackward0"
+
+    @staticmethod
+    def forward(ctx, grad, out, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(grad, out)
+        g = _row(_opmath(grad))
+        o = _row(_opmath(out))
+        t = np.multiply(g, o)
+        s = np.add.reduce(t, axis=dim, keepdims=True)
+        np.subtract(g, s, out=t)
+        t *= o
+        return t.astype(grad.dtype, copy=False).reshape(grad.shape)
+
+    def backward(ctx, v):
+        grad, out = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        dim = ctx.dim
+        ggrad = _SoftmaxBackwardData.apply(v, out, dim=dim) if need[0] else None
+        gout = None
+        if need[1]:
+            gout = v * (grad - (grad * out).sum(dim, keepdim=True)) - grad * (v * out).sum(dim, keepdim=True)
+        return ggrad, gout
 
 
 class LogSoftmax(Op):
@@ -583,10 +635,11 @@ class LogSoftmax(Op):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        w = _opmath(x).reshape(x.shape or (1,))
+        w = _row(_opmath(x))
         if w.size:
-            shifted = w - w.max(axis=dim, keepdims=True)
-            shifted -= np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+            shifted = np.subtract(w, np.maximum.reduce(w, axis=dim, keepdims=True))
+            e = np.exp(shifted)
+            shifted -= np.log(np.add.reduce(e, axis=dim, keepdims=True))
         else:
             shifted = w.copy()
         out = shifted.astype(x.dtype, copy=False).reshape(x.shape)
@@ -595,7 +648,32 @@ class LogSoftmax(Op):
 
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        return grad - out.exp() * grad.sum(ctx.dim, keepdim=True)
+        return _LogSoftmaxBackwardData.apply(grad, out, dim=ctx.dim)
+
+
+class _LogSoftmaxBackwardData(Op):
+    """log_softmax's backward, grad - exp(out) * sum(grad), in one temporary (torch's
+    _log_softmax_backward_data); its own backward in ember ops."""
+    _name = "LogSoftmaxBackwardDataBackward0"
+
+    @staticmethod
+    def forward(ctx, grad, out, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(grad, out)
+        g = _row(_opmath(grad))
+        t = np.exp(_row(_opmath(out)))
+        t *= np.add.reduce(g, axis=dim, keepdims=True)
+        np.subtract(g, t, out=t)
+        return t.astype(grad.dtype, copy=False).reshape(grad.shape)
+
+    def backward(ctx, v):
+        grad, out = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        dim = ctx.dim
+        p = out.exp()
+        ggrad = v - (v * p).sum(dim, keepdim=True) if need[0] else None
+        gout = -v * p * grad.sum(dim, keepdim=True) if need[1] else None
+        return ggrad, gout
 
 
 def _softmax_call(op, kernel, input, dim, dtype):
@@ -650,7 +728,7 @@ class Prelu(Op):
     @staticmethod
     def forward(ctx, x, w):
         ctx.save_for_backward(x, w)
-        return np.where(x > 0, x, w * x).astype(x.dtype, copy=False)
+        return where(x > 0, x, (w * x).astype(x.dtype, copy=False))
 
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
@@ -686,7 +764,7 @@ class _Rrelu(Op):
     def forward(ctx, x, noise):
         ctx.noise = noise
         ctx.save_for_backward(x)
-        return np.where(x > 0, x, x * noise).astype(x.dtype, copy=False)
+        return where(x > 0, x, (x * noise).astype(x.dtype, copy=False))
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors

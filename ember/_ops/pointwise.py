@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import special as S
+from .._backend import special as S, where as _select
 from .._tensor import Tensor
 from ._registry import (COMPARE, INTEGRAL, LOGICAL, TO_FLOAT, Op, binary, install, into, make_inplace,
                         row_out, unary, write_out)
@@ -134,7 +134,7 @@ def _remainder_kernel(x, y):
         return np.remainder(x, y)
     mod = np.fmod(x, y)
     shift = (mod != 0) & ((y < 0) != (mod < 0))
-    return np.where(shift, mod + y, mod).astype(mod.dtype, copy=False)
+    return _select(shift, (mod + y).astype(mod.dtype, copy=False), mod)
 
 
 remainder = binary("remainder", _int_div(_remainder_kernel), dx=lambda g: g,
@@ -158,7 +158,10 @@ def _alpha_check(result_dtype, alpha):
 
 def _scaled(input, other, alpha):
     """alpha * other, computed in the dtype of the final result (as torch's fused kernel)."""
-    d = D.result_type_of((input, other))
+    if isinstance(input, Tensor) and isinstance(other, Tensor) and input._dtype is other._dtype:
+        d = input._dtype
+    else:
+        d = D.result_type_of((input, other))
     _alpha_check(d, alpha)
     if isinstance(other, Tensor):
         return mul(other if other._dtype is d else other.to(d), alpha)
@@ -325,8 +328,8 @@ def square(input, *, out=None):
 # ---- binary math ----------------------------------------------------------------------
 
 def _xlogy_kernel(x, y):
-    r = np.where(x == 0, np.zeros((), x.dtype), x * np.log(y))
-    return np.where(np.isnan(y), y, r)
+    r = _select(x == 0, np.zeros((), x.dtype), x * np.log(y))
+    return _select(np.isnan(y), y, r)
 
 
 def _logaddexp_kernel(x, y):

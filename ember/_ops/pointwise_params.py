@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .. import return_types
+from .._backend import maximum, minimum, where as _select
 from .._tensor import Tensor
 from ._registry import Op, fits, install, make_inplace, write_out
 from .creation import zeros_like
@@ -32,9 +33,9 @@ class Clamp(Op):
         ctx.save_for_backward(x, lo, hi)
         out = x
         if lo is not None:
-            out = np.maximum(out, lo)  # NaN in x or in the bound propagates, as torch
+            out = maximum(out, lo)  # NaN in x or in the bound propagates, as torch
         if hi is not None:
-            out = np.minimum(out, hi)  # applied last: min > max gives max, as torch
+            out = minimum(out, hi)  # applied last: min > max gives max, as torch
         return out.copy() if out is x else out
 
     def backward(ctx, grad):
@@ -88,9 +89,9 @@ def _clamp_(self, min=None, max=None):
             return False
     x = self._data
     if min is not None:
-        np.maximum(x, _as_tensor(min, d)._data, out=x)
+        maximum(x, _as_tensor(min, d)._data, out=x)
     if max is not None:
-        np.minimum(x, _as_tensor(max, d)._data, out=x)
+        minimum(x, _as_tensor(max, d)._data, out=x)
     return True
 
 
@@ -124,7 +125,7 @@ class Where(Op):
     @staticmethod
     def forward(ctx, cond, x, y):
         ctx.save_for_backward(cond)
-        return np.where(cond, x, y)
+        return _select(cond, x, y)
 
     def backward(ctx, grad):
         (cond,) = ctx.saved_tensors
@@ -169,7 +170,7 @@ class Lerp(Op):
         ctx.save_for_backward(x, end, weight)
         diff = end - x
         near_start = np.abs(weight) < 0.5
-        return np.where(near_start, x + weight * diff, end - diff * (1 - weight)).astype(x.dtype, copy=False)
+        return _select(near_start, x + weight * diff, end - diff * (1 - weight)).astype(x.dtype, copy=False)
 
     def backward(ctx, grad):
         x, end, weight = ctx.saved_tensors
@@ -320,8 +321,8 @@ def _nan_to_num_real(x, nan, posinf, neginf, d):
     info = D.finfo(d)
     hi = np.array(info.max if posinf is None else posinf).astype(x.dtype)
     lo = np.array(info.min if neginf is None else neginf).astype(x.dtype)
-    r = np.where(np.isnan(x), np.array(nan).astype(x.dtype), x)
-    return np.where(r == np.inf, hi, np.where(r == -np.inf, lo, r))
+    r = _select(np.isnan(x), np.array(nan).astype(x.dtype), x)
+    return _select(r == np.inf, hi, _select(r == -np.inf, lo, r))
 
 
 class NanToNum(Op):
