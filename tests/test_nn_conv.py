@@ -377,3 +377,14 @@ def test_conv_module_errors_type_only():
     # torch prints a Python set here, whose order depends on string hashing: compare the type only
     raises_like(lambda lib: lib.nn.Conv2d(4, 8, 3, padding="foo"), match_message=False)
     raises_like(lambda lib: lib.nn.Conv2d(4, 8, 3, padding_mode="bad"), match_message=False)
+
+
+def test_conv_noncontiguous_inputs():
+    # transposed input and weight views (NumPy strides that are not C order) give the same results
+    check(lambda lib, x, w: lib.nn.functional.conv2d(x.transpose(2, 3), w.transpose(2, 3), None, 1, 1),
+          (2, 3, 6, 5), (4, 3, 3, 2))
+    check(lambda lib, x, w: lib.nn.functional.conv2d(x.transpose(2, 3), w, None, 2, 1, 1, 3), (2, 3, 6, 5),
+          (6, 1, 3, 3))
+    check(lambda lib, x, w: lib.nn.functional.conv_transpose2d(x[:, :, ::2], w, None, 2), (2, 3, 6, 5),
+          (3, 2, 3, 3))
+    check(lambda lib, x: lib.nn.functional.max_pool2d(x.transpose(2, 3), 3, 2, 1), (2, 3, 7, 6))

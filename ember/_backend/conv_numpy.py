@@ -5,9 +5,12 @@ channel-major, batch-second buffer (C, N, *padded) so that the im2col matrix, a 
 view of that buffer taken with as_strided, reads as (C, *kernel, N, *out): reshaped to
 (groups, C/groups * taps, N * positions) it is the right operand of a single GEMM
 W (groups, O/groups, C/groups * taps) @ cols. The transposed scatter (col2im) is one strided add
-per kernel tap, vectorised over channels, batch and positions. Measured against a per-tap
-accumulation over shifted flat views (no im2col matrix, 9 small GEMMs plus adds) and against a
-per-sample batched GEMM, this layout was the fastest for forward + backward (report in the PR).
+per kernel tap, vectorised over channels, batch and positions. Measured on Conv2d(64, 64, 3,
+padding=1), forward + backward of 32x64x32x32 float32 (medians, this layout / alternative):
+1 BLAS thread, CPU time 192 / 196 ms for per-tap accumulation over 9 shifted flat views (no im2col
+matrix, 9 GEMMs per pass) and 192 / 536 ms for an NHWC (positions, taps * C) im2col; 2 threads,
+wall time 240 / 3626 ms for the per-tap variant (its long-reduction GEMMs thread badly). Per-sample
+batched GEMMs over (N, C * taps, positions) were slower still. torch: 130 ms (1 thread).
 """
 import itertools
 import threading

@@ -7,7 +7,8 @@ of the trilinear form T(x, w, y) = <conv(x, w), y>:
     conv_weight(x, y)  -> w-shaped = dT/dw (conv's weight gradient)
 Each is an Op whose backward is written with the other two, so gradients of every order work.
 The GEMM layout is described in Note [Convolution layout] (ember/_backend/conv_numpy.py);
-depthwise convolutions (one input channel per group) take a per-tap multiply-accumulate path.
+depthwise convolutions (one input channel per group) take a per-tap multiply-accumulate path
+over contiguous slices (Note [Depthwise flat layout], same file).
 """
 import warnings
 
