@@ -133,15 +133,16 @@ np.seterr(all="ignore")
 
 
 # Note [Freed memory]: kernels make full-size temporaries and free them at once. glibc gives the
-# top of its heap back to the OS as soon as more than M_TRIM_THRESHOLD is free (by default twice
-# the largest freed mmapped block), so an op with a few 1 MB temporaries page-faults all of them
-# back in on every call, which can cost more than its arithmetic (seven 1 MB buffers: 9 ms instead
-# of 0.2 ms on a 2-core VM). ember keeps up to 64 MB of freed heap for reuse, the glibc form of
-# torch's caching allocator, and still maps blocks of 4 MB and more on their own (NumPy asks
-# huge pages for those, so they fault in 2 MB at a time). Peak memory is unchanged (the ResNet
-# bench step: 44.8 MB either way); memory freed after a peak stays with the process, up to 64 MB.
-# The setting is process-wide (torch in the same process gets it too). EMBER_KEEP_FREED_MEMORY=0
-# keeps glibc's defaults.
+# top of its heap back to the OS as soon as more than M_TRIM_THRESHOLD is free, and maps blocks
+# above M_MMAP_THRESHOLD on their own; both start small (256 kB, 128 kB) and only grow after a
+# large mapped block is freed. Until then an op with a few 1 MB temporaries page-faults all of
+# them back in on every call, which can cost more than its arithmetic (seven 1 MB buffers: 9 ms
+# instead of 0.2 ms on a 2-core VM). ember starts glibc where its own adaptive rule ends up
+# (blocks up to 32 MB from the heap, up to 64 MB of free heap kept for reuse): the glibc form of
+# torch's caching allocator. Peak memory is unchanged (the ResNet bench step: 44.8 MB either
+# way); memory freed after a peak stays with the process, up to 64 MB. The setting is
+# process-wide (torch in the same process gets it too). EMBER_KEEP_FREED_MEMORY=0 keeps glibc's
+# defaults.
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 
@@ -154,7 +155,7 @@ def _keep_freed_memory():
     except (OSError, AttributeError):  # not glibc (macOS, Windows): nothing to tune
         return
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    mallopt(_M_MMAP_THRESHOLD, 4 << 20)
+    mallopt(_M_MMAP_THRESHOLD, 32 << 20)
     mallopt(_M_TRIM_THRESHOLD, 64 << 20)
 
 

@@ -64,19 +64,19 @@ def _ratio(p, q, x):
 _BLOCK = 16384
 
 
-def _blockwise(f):
+def _blockwise(f, block=_BLOCK):
     """Apply the elementwise array function f(x, *args) block by block on large inputs."""
     def run(x, *args):
         x = np.asarray(x)
-        if x.size <= _BLOCK:
+        if x.size <= block:
             return f(x, *args)
         flat = x.reshape(-1)
         out = None
-        for start in range(0, flat.size, _BLOCK):
-            part = f(flat[start:start + _BLOCK], *args)
+        for start in range(0, flat.size, block):
+            part = f(flat[start:start + block], *args)
             if out is None:
                 out = np.empty(flat.shape, part.dtype)
-            out[start:start + _BLOCK] = part
+            out[start:start + block] = part
         return out.reshape(x.shape)
     run.__name__ = f.__name__
     run.__doc__ = f.__doc__
@@ -217,6 +217,10 @@ def _gauss_tail32(x, p, q, c, cap):
     return r
 
 
+# float32 kernels run whole up to 256k elements (1 MB temporaries), in blocks of that size above
+_BLOCK32 = 1 << 18
+
+
 def _ndtr32(x):
     """Phi(x) for float32 x: q = Phi(-|x|), then q for x < 0 and 1 - q for x >= 0, blended as
     q + (x >= 0) (1 - 2q). Within 3 ulp (see tests/test_special32.py)."""
@@ -228,6 +232,9 @@ def _ndtr32(x):
     return out
 
 
+_ndtr32 = _blockwise(_ndtr32, _BLOCK32)
+
+
 def _erfc32(x):
     """erfc(x) for float32 x: h = erfc(|x|), then h for x >= 0 and 2 - h for x < 0, blended as
     h + (x < 0) (2 - 2h)."""
@@ -237,6 +244,9 @@ def _erfc32(x):
     out *= x < 0
     out += h
     return out
+
+
+_erfc32 = _blockwise(_erfc32, _BLOCK32)
 
 
 def _half(x):
