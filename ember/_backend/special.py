@@ -71,13 +71,18 @@ def _blockwise(f, block=_BLOCK):
         if x.size <= block:
             return f(x, *args)
         flat = x.reshape(-1)
-        out = None
+        outs = None
         for start in range(0, flat.size, block):
-            part = f(flat[start:start + block], *args)
-            if out is None:
-                out = np.empty(flat.shape, part.dtype)
-            out[start:start + block] = part
-        return out.reshape(x.shape)
+            parts = f(flat[start:start + block], *args)
+            if type(parts) is not tuple:
+                parts = (parts,)
+            if outs is None:
+                outs = tuple(np.empty(flat.shape, part.dtype) for part in parts)
+            for out, part in zip(outs, parts):
+                out[start:start + block] = part
+        if len(outs) == 1:
+            return outs[0].reshape(x.shape)
+        return tuple(out.reshape(x.shape) for out in outs)
     run.__name__ = f.__name__
     run.__doc__ = f.__doc__
     return run
@@ -189,7 +194,7 @@ def _horner32(coeffs, z, out):
 
 
 def _gauss_tail32(x, p, q, c, cap):
-    """exp(-c z*z) P(z) / Q(z) with z = |x| (float32, in float32), for c = 1/2 or 1. z is capped at
+    """(exp(-c z*z) P(z) / Q(z), exp(-c z*z)) with z = |x| (float32, in float32), for c = 1/2 or 1. z is capped at
     `cap`, past which exp underflows to 0 (so inf stays finite in P/Q). z*z is split exactly
     (Dekker: z = zh + zl with zh on 12 bits), so that exp's argument carries no rounding error:
     exp(-c z*z) = exp(-c fl(z*z)) * (1 - c err). Without it the error grows as z*z ulp."""
@@ -214,31 +219,36 @@ def _gauss_tail32(x, p, q, c, cap):
     np.exp(d, out=d)
     d *= hi
     r *= d
-    return r
+    return r, d
 
 
 # float32 kernels run whole up to 256k elements (1 MB temporaries), in blocks of that size above
 _BLOCK32 = 1 << 18
 
 
-def _ndtr32(x):
-    """Phi(x) for float32 x: q = Phi(-|x|), then q for x < 0 and 1 - q for x >= 0, blended as
-    q + (x >= 0) (1 - 2q). Within 3 ulp (see tests/test_special32.py)."""
-    q = _gauss_tail32(x, _NDTR32_P, _NDTR32_Q, 0.5, 14.5)
+def _ndtr_pdf32(x):
+    """(Phi(x), phi(x)) for float32 x: q = Phi(-|x|), then q for x < 0 and 1 - q for x >= 0, blended
+    as q + (x >= 0) (1 - 2q); the density from the same exp. Within 8 ulp (tests/test_special32.py)."""
+    q, e = _gauss_tail32(x, _NDTR32_P, _NDTR32_Q, 0.5, 14.5)
     out = np.multiply(q, -2.0)
     out += 1.0
     out *= x >= 0  # NaN >= 0 is False, and NaN * 0 stays NaN
     out += q
-    return out
+    e *= 1 / math.sqrt(2 * math.pi)
+    return out, e
 
 
-_ndtr32 = _blockwise(_ndtr32, _BLOCK32)
+_ndtr_pdf32 = _blockwise(_ndtr_pdf32, _BLOCK32)
+
+
+def _ndtr32(x):
+    return _ndtr_pdf32(x)[0]
 
 
 def _erfc32(x):
     """erfc(x) for float32 x: h = erfc(|x|), then h for x >= 0 and 2 - h for x < 0, blended as
     h + (x < 0) (2 - 2h)."""
-    h = _gauss_tail32(x, _ERFC32_P, _ERFC32_Q, 1.0, 10.5)
+    h = _gauss_tail32(x, _ERFC32_P, _ERFC32_Q, 1.0, 10.5)[0]
     out = np.multiply(h, -2.0)
     out += 2.0
     out *= x < 0
@@ -262,6 +272,21 @@ def ndtr(x):
     if _half(x):
         return _ndtr32(x.astype(np.float32)).astype(x.dtype)
     return 0.5 * _erfc64(x * -math.sqrt(0.5))
+
+
+def ndtr_pdf(x):
+    """(Phi(x), phi(x)): the normal CDF and density together (gelu's backward needs both)."""
+    x = np.asarray(x)
+    if x.dtype == np.float32:
+        return _ndtr_pdf32(x)
+    if _half(x):
+        cdf, pdf = _ndtr_pdf32(x.astype(np.float32))
+        return cdf.astype(x.dtype), pdf.astype(x.dtype)
+    pdf = np.multiply(x, x)
+    pdf *= -0.5
+    np.exp(pdf, out=pdf)
+    pdf *= 1 / math.sqrt(2 * math.pi)
+    return ndtr(x), pdf
 
 
 def erfc(x):

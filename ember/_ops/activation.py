@@ -17,7 +17,6 @@ from .._backend import maximum, minimum, special as S, where
 from .._tensor import Tensor, _wrap_dim
 from ..autograd import grad_mode
 from ._registry import Op, assign_result, check_inplace, install
-from .pointwise import _ndtr
 
 _state = grad_mode._state
 _make = Tensor._make
@@ -402,8 +401,34 @@ class Gelu(Op):
             t = (_SQRT_2_PI * (x + 0.044715 * x2 * x)).tanh()
             right = 0.5 * x * (1 - t * t) * (_SQRT_2_PI * (1 + 3 * 0.044715 * x2))
             return grad * (0.5 * (1 + t) + right)
-        pdf = (-0.5 * x * x).exp() * _INV_SQRT_2PI
-        return grad * (_ndtr(x) + x * pdf)
+        return _GeluBackward.apply(grad, x)
+
+
+class _GeluBackward(Op):
+    """gelu's backward, grad (Phi(x) + x phi(x)), in NumPy with one exp for Phi and phi (torch's
+    gelu_backward); its own backward (double backward) in ember ops, as torch's."""
+    _name = "GeluBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, grad, x):
+        ctx.save_for_backward(grad, x)
+        w = _opmath(x)
+        cdf, out = S.ndtr_pdf(w)
+        out *= w
+        out += cdf
+        out *= _opmath(grad)
+        return out.astype(grad.dtype, copy=False)
+
+    def backward(ctx, v):
+        grad, x = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        ggrad = _GeluBackward.apply(v, x) if need[0] else None
+        gx = None
+        if need[1]:
+            x2 = x * x
+            pdf = (-0.5 * x2).exp() * _INV_SQRT_2PI
+            gx = v * grad * (pdf * (2 - x2))
+        return ggrad, gx
 
 
 def gelu(input, approximate="none"):

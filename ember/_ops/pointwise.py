@@ -594,8 +594,6 @@ digamma = unary("digamma", S.digamma, TO_FLOAT, dx=lambda g, x: g * x.polygamma(
                 check=_nyi("digamma", _is_complex))
 i0 = unary("i0", S.i0, TO_FLOAT, dx=lambda g, x: g * _i1(x), check=_nyi("i0_vml_cpu", _is_complex))
 _i1 = unary("_i1", S.i1, TO_FLOAT, dx=_i1_dx, method=False, inplace=False, node_name="SpecialI1Backward0")
-_ndtr = unary("_ndtr", S.ndtr, TO_FLOAT, dx=lambda g, x: g * (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi)),
-              method=False, inplace=False, node_name="SpecialNdtrBackward0", check=_nyi("ndtr", _is_complex))
 sinc = unary("sinc", _float_kernel(np.sinc), TO_FLOAT, dx=_sinc_dx)
 
 
