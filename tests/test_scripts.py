@@ -94,6 +94,17 @@ def check_data_pipeline(m):
     assert m["lr"] == pytest.approx(0.1 * 0.5 ** 3)
 
 
+def check_hogwild(m):
+    # the parent never trains: its accuracy comes from the children's updates in shared memory
+    assert m["test_accuracy"] >= 0.9 and m["test_accuracy"] > m["initial_test_accuracy"] + 0.5
+    assert m["test_loss"] < 0.3 * m["initial_test_loss"]
+
+
+def check_mingpt(m):
+    assert m["test_loss"] < 0.6 and m["test_loss"] < 0.3 * m["initial_test_loss"]
+    assert m["grammatical"] == 1  # greedy 'the cat ' + a verb of the grammar
+
+
 # name -> (arguments, check of the final metrics)
 CASES = {
     "mnist": (["--save-model", "--save-path", "{tmp}/mnist_cnn.pt"], check_mnist),
@@ -107,7 +118,13 @@ CASES = {
     "forward_forward": ([], check_forward_forward),
     "gcn": ([], check_gcn),
     "data_pipeline": ([], check_data_pipeline),
+    "hogwild": ([], check_hogwild),
+    "mingpt": ([], check_mingpt),
 }
+# Arguments added on the torch side only: hogwild's spawn children would each import torch (and
+# torch._dynamo) for several seconds, so torch runs it with fork; ember runs the default, spawn
+# (children get ember as torch through tests/scripts/_ember_site/sitecustomize.py).
+TORCH_ONLY_ARGS = {"hogwild": ["--start-method", "fork"]}
 
 
 def _argv(name, tmp):
@@ -128,7 +145,8 @@ class _TorchBatch:
 
     def __init__(self, tmp):
         self.tmp = tmp
-        spec = [{"name": name, "argv": _argv(name, os.path.join(tmp, "torch"))} for name in CASES]
+        spec = [{"name": name, "argv": _argv(name, os.path.join(tmp, "torch")) + TORCH_ONLY_ARGS.get(name, [])}
+                for name in CASES]
         os.makedirs(os.path.join(tmp, "torch"))
         self.spec_path = os.path.join(tmp, "spec.json")
         self.result_path = os.path.join(tmp, "torch_results.json")

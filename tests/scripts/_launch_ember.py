@@ -5,7 +5,8 @@
 Every `import torch` / `import torch.x.y` / `from torch.x import y` in the script resolves to
 `ember` / `ember.x.y`: a meta-path finder placed first on sys.meta_path answers every `torch`
 name, so real PyTorch (installed in the venv as the test oracle) can never be loaded by the
-script. The script then runs as `__main__` with `sys.argv = [SCRIPT, ARGS...]`.
+script. The script then runs as `__main__` with `sys.argv = [SCRIPT, ARGS...]`. Child interpreters
+(multiprocessing's spawn start method) get the same aliasing from _ember_site/sitecustomize.py.
 """
 import importlib
 import importlib.abc
@@ -68,14 +69,23 @@ def _ember_name_prefix(missing, wanted):
     return wanted == missing or wanted.startswith(missing + ".")
 
 
+SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_ember_site")
+
+
 def install():
-    """Alias ember as torch for the rest of this process."""
+    """Alias ember as torch for the rest of this process and for the Python processes it starts
+    (their sitecustomize, found through PYTHONPATH, calls install() again)."""
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
+    os.environ["EMBER_AS_TORCH"] = "1"
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if SITE not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([SITE, ROOT] + [p for p in paths if p])
     if "torch" in sys.modules and sys.modules["torch"].__name__ != "ember":
         raise RuntimeError("real torch is already imported; cannot alias ember as torch")
     import ember
-    sys.meta_path.insert(0, TorchToEmber())
+    if not any(isinstance(finder, TorchToEmber) for finder in sys.meta_path):
+        sys.meta_path.insert(0, TorchToEmber())
     for name, module in list(sys.modules.items()):
         if name == "ember" or name.startswith("ember."):
             sys.modules.setdefault("torch" + name[len("ember"):], module)

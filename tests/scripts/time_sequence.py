@@ -55,7 +55,7 @@ class Sequence(nn.Module):
 
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()
-    parser.add_argument('--steps', type=int, default=4, help='steps to run')
+    parser.add_argument('--steps', type=int, default=3, help='steps to run')
     parser.add_argument('--max-iter', type=int, default=6, help='LBFGS iterations per step')
     args = parser.parse_args()
     # set random seed to 0
