@@ -45,7 +45,7 @@ def numel(input):
 def is_storage(obj):
     return False
 
-from . import cuda, accelerator, backends  # noqa: E402
+from . import cuda, accelerator, backends, version  # noqa: E402
 
 import builtins  # noqa: E402  (int, float ... are dtypes in this namespace)
 

@@ -1,4 +1,13 @@
-"""torch.accelerator: ember has no accelerator; scripts fall back to the cpu."""
+"""torch.accelerator: ember has no accelerator; scripts fall back to the cpu.
+
+As in a CPU-only torch build: the queries answer (no accelerator, no devices), and everything that
+needs a device raises torch's RuntimeError (index setters, synchronize, memory statistics).
+"""
+import warnings
+
+from ._device import device as _device_cls
+
+_NONE = "Cannot access accelerator device when none is available."
 
 
 def is_available():
@@ -13,5 +22,51 @@ def device_count():
     return 0
 
 
-def synchronize(device=None):
-    """Nothing to wait for on the cpu."""
+def _no_accelerator(*args, **kwargs):
+    raise RuntimeError(_NONE)
+
+
+synchronize = empty_cache = memory_stats = memory_allocated = max_memory_allocated = _no_accelerator
+memory_reserved = max_memory_reserved = reset_peak_memory_stats = reset_accumulated_memory_stats = _no_accelerator
+get_memory_info = _no_accelerator
+
+
+def current_device_index():
+    raise RuntimeError(_NONE)
+
+
+def current_device_idx():
+    warnings.warn("Use `current_device_index` instead.", FutureWarning, stacklevel=2)
+    return current_device_index()
+
+
+def set_device_index(device, /):
+    """A no-op for a negative index, as in torch; any real device index needs an accelerator."""
+    if isinstance(device, (str, _device_cls)):
+        raise RuntimeError("Accelerator expected")
+    if not isinstance(device, int) or isinstance(device, bool):
+        raise ValueError(f"Expected a torch.device with a specified index or an integer, but got:{device}")
+    if device < 0:
+        return
+    raise RuntimeError(_NONE)
+
+
+def set_device_idx(device, /):
+    warnings.warn("Use `set_device_index` instead.", FutureWarning, stacklevel=2)
+    return set_device_index(device)
+
+
+class device_index:
+    """Context manager switching the accelerator's device index; `device_index(None)` does nothing."""
+
+    def __init__(self, device, /):
+        self.idx = device
+        self.prev_idx = -1
+
+    def __enter__(self):
+        if self.idx is not None:
+            raise RuntimeError(_NONE)
+
+    def __exit__(self, *exc_info):
+        if self.idx is not None:
+            raise RuntimeError(_NONE)

@@ -35,5 +35,13 @@ def empty_cache():
     """No cached CUDA memory to release."""
 
 
+def memory_allocated(device=None):
+    """No CUDA memory in use: 0 bytes, as a CPU-only torch build answers."""
+    return 0
+
+
+memory_reserved = max_memory_allocated = max_memory_reserved = memory_allocated
+
+
 def is_bf16_supported(including_emulation=True):
     return False

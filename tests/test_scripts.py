@@ -250,3 +250,40 @@ def test_index_with_range_like_torch():
     t = torch.arange(12.).reshape(3, 4).requires_grad_()
     t[range(3), [3, 2, 1]].sum().backward()
     np.testing.assert_array_equal(e.grad.numpy(), t.grad.numpy())
+
+
+def _outcome(call):
+    try:
+        return ("ok", call())
+    except Exception as exc:  # the exception type and message are what is compared
+        return (type(exc).__name__, str(exc))
+
+
+def test_accelerator_on_a_cpu_only_machine_like_torch():
+    """The torch.accelerator calls of pytorch/examples (ranked 12, 15 and below in the usage count):
+    queries answer, device-index setters and synchronize raise torch's errors, None/-1 are no-ops."""
+    calls = [
+        lambda A, lib: A.is_available(), lambda A, lib: A.current_accelerator(), lambda A, lib: A.device_count(),
+        lambda A, lib: A.current_accelerator(check_available=True),
+        lambda A, lib: A.set_device_index(-1), lambda A, lib: A.set_device_index(0),
+        lambda A, lib: A.set_device_index("cpu"), lambda A, lib: A.set_device_index(lib.device("cpu")),
+        lambda A, lib: A.set_device_index(1.5), lambda A, lib: A.current_device_index(),
+        lambda A, lib: A.synchronize(), lambda A, lib: A.memory_allocated(), lambda A, lib: A.empty_cache(),
+        lambda A, lib: A.device_index(None).__enter__(), lambda A, lib: A.device_index(0).__enter__(),
+        lambda A, lib: A.device_index(None).__exit__(None, None, None),
+    ]
+    for call in calls:
+        assert _outcome(lambda: call(ember.accelerator, ember)) == _outcome(lambda: call(torch.accelerator, torch))
+    with pytest.warns(FutureWarning, match="current_device_index"):
+        assert _outcome(ember.accelerator.current_device_idx)[0] == "RuntimeError"
+    with pytest.warns(FutureWarning, match="set_device_index"):
+        ember.accelerator.set_device_idx(-1)
+
+
+def test_cuda_memory_and_version_like_a_cpu_only_torch():
+    for name in ("memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"):
+        assert getattr(ember.cuda, name)() == getattr(torch.cuda, name)() == 0
+        assert getattr(ember.cuda, name)(0) == 0
+    assert ember.version.cuda is torch.version.cuda is None
+    assert ember.version.hip is torch.version.hip is None
+    assert ember.version.debug is torch.version.debug is False
