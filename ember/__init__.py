@@ -18,7 +18,6 @@ from . import _ops  # noqa: F401  (installs every op into _registry.namespace)
 
 globals().update(_registry.namespace)
 
-autograd.Variable = Tensor
 __version__ = "0.1.0"
 
 

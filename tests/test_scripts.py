@@ -287,3 +287,22 @@ def test_cuda_memory_and_version_like_a_cpu_only_torch():
     assert ember.version.cuda is torch.version.cuda is None
     assert ember.version.hip is torch.version.hip is None
     assert ember.version.debug is torch.version.debug is False
+
+
+def test_legacy_variable_like_torch():
+    """Pre-0.4 code: `Variable(t, requires_grad=True)` (torch.autograd.Variable is not just Tensor)."""
+    for lib in (torch, ember):
+        Variable = lib.autograd.Variable
+        t = lib.ones(2)
+        v = Variable(t, requires_grad=True)
+        assert v.requires_grad and v.is_leaf and v is not t and v.data_ptr() == t.data_ptr()
+        (v * 2).sum().backward()
+        assert v.grad.tolist() == [2.0, 2.0]
+        assert isinstance(t, Variable) and type(Variable(t)) is lib.Tensor
+        y = lib.ones(2, requires_grad=True) * 2
+        assert Variable(y).grad_fn is None and not Variable(y).requires_grad
+        assert Variable().shape == (0,) and Variable().dtype == lib.float32
+        with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
+            Variable([1, 2])
+        with pytest.warns(UserWarning, match="volatile was removed"):
+            Variable(t, volatile=True)

@@ -10,4 +10,4 @@ from . import graph
 from . import functional
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # as torch: the names are the functions
 
-Variable = None  # replaced by ember.Tensor in ember/__init__.py (torch.autograd.Variable is Tensor)
+from .variable import Variable
