@@ -1,6 +1,7 @@
 """torch.optim.Adagrad: https://pytorch.org/docs/stable/generated/torch.optim.Adagrad.html"""
 from .. import full_like
-from .optimizer import Optimizer, _check_fused, _check_lr, _closure_loss, _params_with_grad, _real, _step_tensor, _value
+from .optimizer import (Optimizer, _check_fused, _check_lr, _check_nonnegative, _closure_loss, _params_with_grad,
+                        _real, _step_tensor, _value)
 
 __all__ = ["Adagrad"]
 
@@ -8,17 +9,13 @@ __all__ = ["Adagrad"]
 class Adagrad(Optimizer):
     """Per-coordinate step sizes from the running sum of squared gradients, with lr_decay per step."""
 
+    _setstate_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         _check_lr(lr)
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        _check_nonnegative(lr_decay=lr_decay, weight_decay=weight_decay,
+                           initial_accumulator_value=initial_accumulator_value, epsilon=eps)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)
@@ -35,14 +32,6 @@ class Adagrad(Optimizer):
         init = self.defaults["initial_accumulator_value"]
         state["sum"] = full_like(p, complex(init, init) if p.is_complex() else init)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
-
     def step(self, closure=None):
         loss = _closure_loss(closure)
         for group in self.param_groups:
@@ -56,8 +45,6 @@ class Adagrad(Optimizer):
                 state = self.state[p]
                 step_t = state["step"]
                 step_t += 1
-                if group["maximize"]:
-                    grad = -grad
                 if weight_decay != 0:
                     grad = grad.add(p, alpha=weight_decay)
                 clr = lr / (1 + (step_t.item() - 1) * lr_decay)

@@ -2,13 +2,16 @@
 from .. import maximum, zeros_like
 from .._tensor import Tensor
 from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_fused, _check_lr, _closure_loss,
-                        _params_with_grad, _real, _step_tensor, _value)
+                        _init_state, _params_with_grad, _real, _step_tensor, _value)
 
 __all__ = ["Adam"]
 
 
 class Adam(Optimizer):
     """Adam (amsgrad, maximize, L2 or decoupled weight decay); AdamW is this with decoupled_weight_decay."""
+
+    _setstate_defaults = dict(amsgrad=False, maximize=False, foreach=None, capturable=False, differentiable=False,
+                              decoupled_weight_decay=False, fused=None)
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
@@ -32,14 +35,6 @@ class Adam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
         for s in self.state.values():
             if "step" in s and not isinstance(s["step"], Tensor):
                 s["step"] = _step_tensor(float(s["step"]))
@@ -53,20 +48,15 @@ class Adam(Optimizer):
             eps = group["eps"]
             weight_decay = group["weight_decay"]
             amsgrad = group["amsgrad"]
-            for p, grad in _params_with_grad(group):
-                if grad.is_sparse:
-                    raise RuntimeError("Adam does not support sparse gradients, please consider SparseAdam instead")
+            sparse_error = "Adam does not support sparse gradients, please consider SparseAdam instead"
+            for p, grad in _params_with_grad(group, sparse_error):
                 state = self.state[p]
                 if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
+                    _init_state(state, p, "exp_avg", "exp_avg_sq")
                     if amsgrad:
                         state["max_exp_avg_sq"] = zeros_like(p)
                 step_t = state["step"]
                 step_t += 1
-                if group["maximize"]:
-                    grad = -grad
                 if weight_decay != 0:
                     if group["decoupled_weight_decay"]:
                         p.mul_(1 - lr * weight_decay)

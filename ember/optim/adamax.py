@@ -1,13 +1,15 @@
 """torch.optim.Adamax: https://pytorch.org/docs/stable/generated/torch.optim.Adamax.html"""
-from .. import maximum, zeros_like
-from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_lr, _closure_loss, _params_with_grad,
-                        _real, _step_tensor, _value)
+from .. import maximum
+from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_lr, _closure_loss, _init_state,
+                        _params_with_grad, _real, _value)
 
 __all__ = ["Adamax"]
 
 
 class Adamax(Optimizer):
     """Adam with the infinity norm: the second moment is an exponentially decayed running max of |grad|."""
+
+    _setstate_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
@@ -17,14 +19,6 @@ class Adamax(Optimizer):
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-
     def step(self, closure=None):
         loss = _closure_loss(closure)
         for group in self.param_groups:
@@ -33,18 +27,12 @@ class Adamax(Optimizer):
             beta1, beta2 = group["betas"]
             eps = group["eps"]
             weight_decay = group["weight_decay"]
-            for p, grad in _params_with_grad(group):
-                if grad.is_sparse:
-                    raise RuntimeError("Adamax does not support sparse gradients")
+            for p, grad in _params_with_grad(group, "Adamax does not support sparse gradients"):
                 state = self.state[p]
                 if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_inf"] = zeros_like(p)
+                    _init_state(state, p, "exp_avg", "exp_inf")
                 step_t = state["step"]
                 step_t += 1
-                if group["maximize"]:
-                    grad = -grad
                 if weight_decay != 0:
                     grad = grad.add(p, alpha=weight_decay)
                 param, grad, exp_avg, exp_inf = _real(p, grad, state["exp_avg"], state["exp_inf"])

@@ -1,7 +1,7 @@
 """torch.optim.ASGD: https://pytorch.org/docs/stable/generated/torch.optim.ASGD.html"""
-from .. import as_tensor, zeros_like
-from .optimizer import (Optimizer, _check_capturable, _check_lr, _closure_loss, _params_with_grad, _real,
-                        _step_tensor, _value)
+from .. import as_tensor
+from .optimizer import (Optimizer, _check_capturable, _check_lr, _check_nonnegative, _closure_loss, _init_state,
+                        _params_with_grad, _real, _value)
 
 __all__ = ["ASGD"]
 
@@ -9,22 +9,15 @@ __all__ = ["ASGD"]
 class ASGD(Optimizer):
     """Averaged SGD: decaying step size eta, and a running average `ax` of the iterates after step t0."""
 
+    _setstate_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
+
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
         _check_lr(lr)
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_nonnegative(weight_decay=weight_decay)
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
 
     def step(self, closure=None):
         loss = _closure_loss(closure)
@@ -35,21 +28,14 @@ class ASGD(Optimizer):
             alpha = group["alpha"]
             t0 = group["t0"]
             weight_decay = group["weight_decay"]
-            for p, grad in _params_with_grad(group):
-                if grad.is_sparse:
-                    raise RuntimeError("ASGD does not support sparse gradients")
+            for p, grad in _params_with_grad(group, "ASGD does not support sparse gradients"):
                 state = self.state[p]
                 if len(state) == 0:
                     # eta and mu live in the scalar dtype (float32 by default), so they round like torch's
-                    state["step"] = _step_tensor()
-                    state["eta"] = _step_tensor(lr)
-                    state["mu"] = _step_tensor(1.0)
-                    state["ax"] = zeros_like(p)
+                    _init_state(state, p, "ax", eta=lr, mu=1.0)
                 step_t = state["step"]
                 eta = state["eta"]
                 mu = state["mu"]
-                if group["maximize"]:
-                    grad = -grad
                 param, grad, ax = _real(p, grad, state["ax"])
                 step_t += 1
                 if weight_decay != 0:

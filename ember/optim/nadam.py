@@ -1,7 +1,6 @@
 """torch.optim.NAdam: https://pytorch.org/docs/stable/generated/torch.optim.NAdam.html"""
-from .. import zeros_like
-from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_lr, _closure_loss, _params_with_grad,
-                        _real, _step_tensor, _value)
+from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_lr, _check_nonnegative, _closure_loss,
+                        _init_state, _params_with_grad, _real, _value)
 
 __all__ = ["NAdam"]
 
@@ -9,26 +8,19 @@ __all__ = ["NAdam"]
 class NAdam(Optimizer):
     """Adam with Nesterov momentum and a momentum schedule (momentum_decay); L2 or decoupled weight decay."""
 
+    _setstate_defaults = dict(maximize=False, foreach=None, capturable=False, differentiable=False,
+                              decoupled_weight_decay=False)
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
         _check_lr(lr)
         _check_betas(betas, eps, weight_decay)
-        if not 0.0 <= momentum_decay:
-            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        _check_nonnegative(momentum_decay=momentum_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
 
     def step(self, closure=None):
         loss = _closure_loss(closure)
@@ -39,19 +31,12 @@ class NAdam(Optimizer):
             eps = group["eps"]
             weight_decay = group["weight_decay"]
             momentum_decay = group["momentum_decay"]
-            for p, grad in _params_with_grad(group):
-                if grad.is_sparse:
-                    raise RuntimeError("NAdam does not support sparse gradients")
+            for p, grad in _params_with_grad(group, "NAdam does not support sparse gradients"):
                 state = self.state[p]
                 if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["mu_product"] = _step_tensor(1.0)
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
+                    _init_state(state, p, "exp_avg", "exp_avg_sq", mu_product=1.0)
                 step_t = state["step"]
                 mu_product = state["mu_product"]
-                if group["maximize"]:
-                    grad = -grad
                 param, grad, exp_avg, exp_avg_sq = _real(p, grad, state["exp_avg"], state["exp_avg_sq"])
                 step_t += 1
                 step = step_t.item()

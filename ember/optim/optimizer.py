@@ -10,7 +10,7 @@ import functools
 from collections import OrderedDict, defaultdict
 
 from .. import _dtype as D
-from .. import tensor
+from .. import tensor, zeros_like
 from .._tensor import Tensor
 from ..autograd.grad_mode import _state as _grad_state
 from ..utils.hooks import RemovableHandle
@@ -85,6 +85,9 @@ def _wrap_step(step):
 class Optimizer:
     """Base class of all optimizers: https://pytorch.org/docs/stable/optim.html#torch.optim.Optimizer"""
 
+    # options a group may lack when it comes from an older pickle or state_dict: __setstate__ fills them in
+    _setstate_defaults = {}
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         step = cls.__dict__.get("step")
@@ -124,6 +127,9 @@ class Optimizer:
                      "_optimizer_load_state_dict_post_hooks"):
             if name not in self.__dict__:
                 setattr(self, name, OrderedDict())
+        for group in self.param_groups:
+            for name, default in self._setstate_defaults.items():
+                group.setdefault(name, default)
 
     def __repr__(self):
         lines = [f"{type(self).__name__} ("]
@@ -344,12 +350,35 @@ def _closure_loss(closure):
         _grad_state.enabled = prev
 
 
-def _params_with_grad(group):
-    """(param, grad) for each parameter of the group that has a gradient."""
+def _params_with_grad(group, sparse_error=None):
+    """(param, grad) for each parameter of the group that has a gradient, the gradient negated when the group
+    maximizes; a sparse gradient raises RuntimeError(sparse_error) when that message is given."""
     for p in group["params"]:
-        g = p.grad
-        if g is not None:
-            yield p, g
+        grad = p.grad
+        if grad is None:
+            continue
+        if sparse_error is not None and grad.is_sparse:
+            raise RuntimeError(sparse_error)
+        if group["maximize"]:
+            grad = -grad
+        yield p, grad
+
+
+def _init_state(state, p, *buffers, **scalars):
+    """A parameter's state on its first step, in torch's key order: the 'step' counter, then each named
+    0-d scalar (in _scalar_dtype), then a zero buffer like p for each name in buffers."""
+    state["step"] = _step_tensor()
+    for name, value in scalars.items():
+        state[name] = _step_tensor(value)
+    for name in buffers:
+        state[name] = zeros_like(p)
+
+
+def _check_nonnegative(**values):
+    """torch's 'Invalid <name> value: <value>' ValueError for the first value that is not >= 0 (or is NaN)."""
+    for name, value in values.items():
+        if not 0.0 <= value:
+            raise ValueError(f"Invalid {name} value: {value}")
 
 
 def _check_lr(lr):
@@ -360,14 +389,11 @@ def _check_lr(lr):
 
 
 def _check_betas(betas, eps, weight_decay):
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    _check_nonnegative(epsilon=eps)
+    for i in (0, 1):
+        if not 0.0 <= betas[i] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+    _check_nonnegative(weight_decay=weight_decay)
 
 
 def _check_fused(fused, foreach, params_groups):

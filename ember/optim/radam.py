@@ -1,15 +1,17 @@
 """torch.optim.RAdam: https://pytorch.org/docs/stable/generated/torch.optim.RAdam.html"""
 import math
 
-from .. import zeros_like
-from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_lr, _closure_loss, _params_with_grad,
-                        _real, _step_tensor, _value)
+from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_lr, _closure_loss, _init_state,
+                        _params_with_grad, _real, _value)
 
 __all__ = ["RAdam"]
 
 
 class RAdam(Optimizer):
     """Rectified Adam: plain momentum SGD until the variance estimate is tractable (rho_t > 5)."""
+
+    _setstate_defaults = dict(foreach=None, maximize=False, differentiable=False, decoupled_weight_decay=False,
+                              capturable=False)
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
                  *, foreach=None, maximize=False, capturable=False, differentiable=False):
@@ -20,15 +22,6 @@ class RAdam(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("capturable", False)
-
     def step(self, closure=None):
         loss = _closure_loss(closure)
         for group in self.param_groups:
@@ -38,16 +31,10 @@ class RAdam(Optimizer):
             eps = group["eps"]
             weight_decay = group["weight_decay"]
             rho_inf = 2 / (1 - beta2) - 1
-            for p, grad in _params_with_grad(group):
-                if grad.is_sparse:
-                    raise RuntimeError("RAdam does not support sparse gradients")
+            for p, grad in _params_with_grad(group, "RAdam does not support sparse gradients"):
                 state = self.state[p]
                 if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                if group["maximize"]:
-                    grad = -grad
+                    _init_state(state, p, "exp_avg", "exp_avg_sq")
                 param, grad, exp_avg, exp_avg_sq = _real(p, grad, state["exp_avg"], state["exp_avg_sq"])
                 step_t = state["step"]
                 step_t += 1

@@ -1,7 +1,7 @@
 """torch.optim.RMSprop: https://pytorch.org/docs/stable/generated/torch.optim.RMSprop.html"""
 from .. import zeros_like
-from .optimizer import (Optimizer, _check_capturable, _check_lr, _closure_loss, _params_with_grad, _real,
-                        _step_tensor, _value)
+from .optimizer import (Optimizer, _check_capturable, _check_lr, _check_nonnegative, _closure_loss, _init_state,
+                        _params_with_grad, _real, _value)
 
 __all__ = ["RMSprop"]
 
@@ -9,31 +9,17 @@ __all__ = ["RMSprop"]
 class RMSprop(Optimizer):
     """Divide the gradient by a running RMS (optionally centered by the running mean), with optional momentum."""
 
+    _setstate_defaults = dict(momentum=0, centered=False, foreach=None, maximize=False, differentiable=False,
+                              capturable=False)
+
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        _check_nonnegative(epsilon=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach, maximize=maximize,
                         differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
 
     def step(self, closure=None):
         loss = _closure_loss(closure)
@@ -45,21 +31,16 @@ class RMSprop(Optimizer):
             weight_decay = group["weight_decay"]
             momentum = group["momentum"]
             centered = group["centered"]
-            for p, grad in _params_with_grad(group):
-                if grad.is_sparse:
-                    raise RuntimeError("RMSprop does not support sparse gradients")
+            for p, grad in _params_with_grad(group, "RMSprop does not support sparse gradients"):
                 state = self.state[p]
                 if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["square_avg"] = zeros_like(p)
+                    _init_state(state, p, "square_avg")
                     if momentum > 0:
                         state["momentum_buffer"] = zeros_like(p)
                     if centered:
                         state["grad_avg"] = zeros_like(p)
                 step_t = state["step"]
                 step_t += 1
-                if group["maximize"]:
-                    grad = -grad
                 if weight_decay != 0:
                     grad = grad.add(p, alpha=weight_decay)
                 param, grad, square_avg = _real(p, grad, state["square_avg"])

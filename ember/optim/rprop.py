@@ -1,7 +1,7 @@
 """torch.optim.Rprop: https://pytorch.org/docs/stable/generated/torch.optim.Rprop.html"""
-from .. import full_like, zeros_like
-from .optimizer import (Optimizer, _check_capturable, _check_lr, _closure_loss, _params_with_grad, _real,
-                        _step_tensor, _value)
+from .. import full_like
+from .optimizer import (Optimizer, _check_capturable, _check_lr, _closure_loss, _init_state, _params_with_grad, _real,
+                        _value)
 
 __all__ = ["Rprop"]
 
@@ -9,6 +9,8 @@ __all__ = ["Rprop"]
 class Rprop(Optimizer):
     """Resilient backprop: per-coordinate step sizes grow by etaplus while the gradient keeps its sign, shrink by
     etaminus when it flips (and that coordinate skips one update); only the gradient's sign is used."""
+
+    _setstate_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False):
@@ -19,33 +21,20 @@ class Rprop(Optimizer):
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-
     def step(self, closure=None):
         loss = _closure_loss(closure)
         for group in self.param_groups:
             _check_capturable(group)
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
-            for p, grad in _params_with_grad(group):
-                if grad.is_sparse:
-                    raise RuntimeError("Rprop does not support sparse gradients")
+            for p, grad in _params_with_grad(group, "Rprop does not support sparse gradients"):
                 state = self.state[p]
                 if len(state) == 0:
                     lr = _value(group["lr"])
-                    state["step"] = _step_tensor()
-                    state["prev"] = zeros_like(p)
+                    _init_state(state, p, "prev")
                     state["step_size"] = full_like(grad, complex(lr, lr) if p.is_complex() else lr)
                 step_t = state["step"]
                 step_t += 1
-                if group["maximize"]:
-                    grad = -grad
                 param, grad, prev, step_size = _real(p, grad, state["prev"], state["step_size"])
                 factor = grad.mul(prev).sign()
                 factor.masked_fill_(factor.gt(0), etaplus)

@@ -7,6 +7,8 @@ __all__ = ["SGD"]
 class SGD(Optimizer):
     """Stochastic gradient descent with optional (Nesterov) momentum, dampening and L2 weight decay."""
 
+    _setstate_defaults = dict(nesterov=False, maximize=False, foreach=None, differentiable=False, fused=False)
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
         _check_lr(lr)
@@ -22,15 +24,6 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
         _check_fused(fused, foreach, self.param_groups)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
-
     def step(self, closure=None):
         loss = _closure_loss(closure)
         for group in self.param_groups:
@@ -39,8 +32,6 @@ class SGD(Optimizer):
             dampening = group["dampening"]
             weight_decay = group["weight_decay"]
             for p, grad in _params_with_grad(group):
-                if group["maximize"]:
-                    grad = -grad
                 if weight_decay != 0:
                     grad = grad.add(p, alpha=weight_decay)
                 if momentum != 0:
