@@ -1,11 +1,9 @@
 """Bernoulli(probs | logits) on {0, 1} (torch.distributions.Bernoulli)."""
-from numbers import Number
-
 import ember
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import _softplus, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _ProbsOrLogits, _softplus, broadcast_all
 
 __all__ = ["Bernoulli"]
 
@@ -15,40 +13,21 @@ def bce_with_logits(logits, target):
     return _softplus(logits) - target * logits
 
 
-class Bernoulli(ExponentialFamily):
+class Bernoulli(_ProbsOrLogits, ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
     _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            is_scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = ember.Size() if is_scalar else self._param.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._set_probs_or_logits(probs, logits)
+        super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Bernoulli, _instance)
         batch_shape = ember.Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
-        super(Bernoulli, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
+        self._expand_probs_or_logits(new, batch_shape)
+        return self._expanded(new, batch_shape)
 
     @property
     def mean(self):
@@ -63,18 +42,6 @@ class Bernoulli(ExponentialFamily):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=ember.Size()):
         shape = self._extended_shape(sample_shape)

@@ -159,6 +159,23 @@ class Distribution:
                                       "__init__ method must also define a custom .expand() method.")
         return self.__new__(type(self)) if _instance is None else _instance
 
+    def _expanded(self, new, batch_shape):
+        """The end of every expand(): `new` (from _get_checked_instance, its parameters set) gets the new
+        batch_shape and self's event_shape without validation, then validates later calls as self does."""
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def _expand_params(self, cls, batch_shape, _instance, *names):
+        """expand() of a distribution whose named parameters (tensors or inner distributions) all have
+        batch_shape: new holds them expanded, as views; a lazy parameter not computed yet stays so."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = ember.Size(batch_shape)
+        for name in names:
+            if name in self.__dict__:
+                setattr(new, name, getattr(self, name).expand(batch_shape))
+        return self._expanded(new, batch_shape)
+
     def __repr__(self):
         names = [k for k in self.arg_constraints if k in self.__dict__]
         args = ", ".join(f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"

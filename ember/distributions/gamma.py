@@ -1,7 +1,5 @@
 """Gamma(concentration, rate) (torch.distributions.Gamma); rsample by implicit
 reparameterization (see Note [Implicit gamma gradient] in _special.py)."""
-from numbers import Number
-
 import ember
 
 from . import constraints
@@ -32,20 +30,10 @@ class Gamma(ExponentialFamily):
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
-        if isinstance(concentration, Number) and isinstance(rate, Number):
-            batch_shape = ember.Size()
-        else:
-            batch_shape = self.concentration.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.concentration.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Gamma, _instance)
-        batch_shape = ember.Size(batch_shape)
-        new.concentration = self.concentration.expand(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Gamma, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Gamma, batch_shape, _instance, "concentration", "rate")
 
     def rsample(self, sample_shape=ember.Size()):
         shape = self._extended_shape(sample_shape)

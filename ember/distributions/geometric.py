@@ -1,13 +1,11 @@
 """Geometric(probs | logits): failures before the first success, on {0, 1, 2, ...}
 (torch.distributions.Geometric)."""
-from numbers import Number
-
 import ember
 
 from . import constraints
 from .bernoulli import bce_with_logits
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _check_probs_or_logits, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Geometric"]
 
@@ -17,15 +15,13 @@ class Geometric(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        _check_probs_or_logits(probs, logits)
         if probs is not None:
             (self.probs,) = broadcast_all(probs)
         else:
             (self.logits,) = broadcast_all(logits)
-        given = probs if probs is not None else logits
-        batch_shape = ember.Size() if isinstance(given, Number) else given.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        given = self.probs if probs is not None else self.logits
+        super().__init__(given.size(), validate_args=validate_args)
         if self._validate_args and probs is not None:
             valid = self.probs > 0
             if not bool(valid.all()):
@@ -34,15 +30,7 @@ class Geometric(Distribution):
                                  f"invalid values:\n{self.probs.detach()[~valid]}")
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Geometric, _instance)
-        batch_shape = ember.Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-        super(Geometric, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Geometric, batch_shape, _instance, "probs", "logits")
 
     @property
     def mean(self):

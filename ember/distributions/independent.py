@@ -30,9 +30,7 @@ class Independent(Distribution):
         n = self.reinterpreted_batch_ndims
         new.base_dist = self.base_dist.expand(batch_shape + self.event_shape[:n])
         new.reinterpreted_batch_ndims = n
-        super(Independent, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape)
 
     @property
     def has_rsample(self):

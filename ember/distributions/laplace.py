@@ -1,6 +1,4 @@
 """Laplace(loc, scale) (torch.distributions.Laplace)."""
-from numbers import Number
-
 import ember
 
 from . import constraints
@@ -33,20 +31,10 @@ class Laplace(Distribution):
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, Number) and isinstance(scale, Number):
-            batch_shape = ember.Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.loc.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Laplace, _instance)
-        batch_shape = ember.Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Laplace, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Laplace, batch_shape, _instance, "loc", "scale")
 
     def rsample(self, sample_shape=ember.Size()):
         """Inverse CDF of u ~ U(eps - 1, 1): loc - scale * sign(u) * log(1 - |u|)."""

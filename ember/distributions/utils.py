@@ -64,6 +64,12 @@ def _softplus(x):
     return ember.logaddexp(x.new_zeros(()), x)
 
 
+def _check_probs_or_logits(probs, logits):
+    """torch's ValueError unless exactly one of probs and logits is given."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+
+
 class lazy_property:
     """A parameter computed on first access (with grad enabled) and then stored on the
     instance; on the class it reads as a property (so validation can skip it)."""
@@ -87,3 +93,43 @@ class _LazyAsProperty(lazy_property, property):
     def __init__(self, wrapped):
         property.__init__(self, wrapped)
         lazy_property.__init__(self, wrapped)
+
+
+class _ProbsOrLogits:
+    """Mixin of the distributions given probs or logits: the one given is stored and is `_param`, the other is
+    computed on first use (sigmoid/logit when `_binary`, else softmax/log over the last dim)."""
+    _binary = True
+
+    def _set_probs_or_logits(self, probs, logits):
+        """Store the one given of probs and logits (a Python number becomes a 0-d tensor) as `_param`."""
+        _check_probs_or_logits(probs, logits)
+        if probs is not None:
+            (self.probs,) = broadcast_all(probs)
+            self._param = self.probs
+        else:
+            (self.logits,) = broadcast_all(logits)
+            self._param = self.logits
+
+    def _expand_probs_or_logits(self, new, param_shape):
+        """For expand(): whichever of probs and logits self holds, expanded into new (logits is `_param` if both)."""
+        if "probs" in self.__dict__:
+            new.probs = self.probs.expand(param_shape)
+            new._param = new.probs
+        if "logits" in self.__dict__:
+            new.logits = self.logits.expand(param_shape)
+            new._param = new.logits
+
+    def _new(self, *args, **kwargs):
+        return self._param.new(*args, **kwargs)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=self._binary)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=self._binary)
