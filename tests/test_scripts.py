@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -141,39 +142,55 @@ def final_metrics(stdout):
 
 
 class _TorchBatch:
-    """All scripts under real torch in one background interpreter; .result(name) waits for it."""
+    """All scripts under real torch in one background interpreter; .result(name) waits for it.
 
-    def __init__(self, tmp):
-        self.tmp = tmp
-        spec = [{"name": name, "argv": _argv(name, os.path.join(tmp, "torch")) + TORCH_ONLY_ARGS.get(name, [])}
-                for name in CASES]
-        os.makedirs(os.path.join(tmp, "torch"))
-        self.spec_path = os.path.join(tmp, "spec.json")
-        self.result_path = os.path.join(tmp, "torch_results.json")
-        with open(self.spec_path, "w") as f:
-            json.dump(spec, f)
-        self.process = subprocess.Popen([sys.executable, BATCH, self.spec_path, self.result_path],
-                                        cwd=tmp, env=ENV, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True)
+    Under pytest-xdist every worker builds this fixture; the first to create the lock file in the
+    session's shared temporary directory runs the batch, the others wait for its results file."""
+
+    def __init__(self, root):
+        self.root = root
+        self.result_path = os.path.join(root, "torch_results.json")
+        self.process = None
         self.results = None
+        try:
+            os.close(os.open(os.path.join(root, "torch_batch.lock"), os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return  # another worker runs it
+        out = os.path.join(root, "torch")
+        os.makedirs(out)
+        spec = [{"name": name, "argv": _argv(name, out) + TORCH_ONLY_ARGS.get(name, [])} for name in CASES]
+        spec_path = os.path.join(root, "spec.json")
+        with open(spec_path, "w") as f:
+            json.dump(spec, f)
+        self.process = subprocess.Popen([sys.executable, BATCH, spec_path, self.result_path], cwd=root, env=ENV,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def result(self, name):
         if self.results is None:
-            output, _ = self.process.communicate(timeout=600)
-            assert self.process.returncode == 0, output[-5000:]
+            if self.process is not None:
+                output, _ = self.process.communicate(timeout=600)
+                assert self.process.returncode == 0, output[-5000:]
+            deadline = time.monotonic() + 600
+            while not os.path.exists(self.result_path):  # written (atomically) by the owning worker
+                assert time.monotonic() < deadline, "the torch batch did not finish in 600 s"
+                time.sleep(0.5)
             with open(self.result_path) as f:
                 self.results = json.load(f)
         return self.results[name]
 
     def close(self):
-        if self.process.poll() is None:
+        if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
 
 
 @pytest.fixture(scope="module")
 def torch_batch(tmp_path_factory):
-    batch = _TorchBatch(str(tmp_path_factory.mktemp("scripts")))
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # shared by xdist workers
+    root = root / "torch_scripts"
+    root.mkdir(exist_ok=True)
+    batch = _TorchBatch(str(root))
     yield batch
     batch.close()
 

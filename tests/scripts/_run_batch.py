@@ -41,8 +41,9 @@ def main(spec_path, result_path):
     results = {}
     for entry in spec:
         results[entry["name"]] = run_one(entry["argv"])
-    with open(result_path, "w") as f:
+    with open(result_path + ".tmp", "w") as f:
         json.dump(results, f)
+    os.replace(result_path + ".tmp", result_path)  # readers poll for the final name
 
 
 if __name__ == "__main__":
