@@ -240,3 +240,32 @@ def test_inplace_allocates_at_most_its_temporaries(case):
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     assert peak < (temporaries * 4 + 1) * MIB, f"{peak / MIB:.1f} MiB"
+
+
+# the fast path must give exactly the out-of-place op's bits (which the generic in-place path copies)
+EXACT = [
+    ("add_", lambda x, y, z: x.add_(y, alpha=0.3), lambda x, y, z: ember.add(x, y, alpha=0.3)),
+    ("add_ int alpha", lambda x, y, z: x.add_(y, alpha=-2), lambda x, y, z: ember.add(x, y, alpha=-2)),
+    ("add_ scalar alpha", lambda x, y, z: x.add_(0.7, alpha=0.3), lambda x, y, z: ember.add(x, 0.7, alpha=0.3)),
+    ("sub_", lambda x, y, z: x.sub_(y, alpha=1.7), lambda x, y, z: ember.sub(x, y, alpha=1.7)),
+    ("addcmul_", lambda x, y, z: x.addcmul_(y, z, value=0.1), lambda x, y, z: ember.addcmul(x, y, z, value=0.1)),
+    ("addcmul_ 1", lambda x, y, z: x.addcmul_(y, z), lambda x, y, z: ember.addcmul(x, y, z)),
+    ("addcdiv_", lambda x, y, z: x.addcdiv_(y, z, value=-0.1), lambda x, y, z: ember.addcdiv(x, y, z, value=-0.1)),
+    ("addcdiv_ 1", lambda x, y, z: x.addcdiv_(y, z), lambda x, y, z: ember.addcdiv(x, y, z)),
+    ("lerp_ near", lambda x, y, z: x.lerp_(y, 0.1), lambda x, y, z: ember.lerp(x, y, 0.1)),
+    ("lerp_ far", lambda x, y, z: x.lerp_(y, 0.9), lambda x, y, z: ember.lerp(x, y, 0.9)),
+    ("clamp_", lambda x, y, z: x.clamp_(0.8, 1.5), lambda x, y, z: ember.clamp(x, 0.8, 1.5)),
+    ("div_", lambda x, y, z: x.div_(z), lambda x, y, z: ember.div(x, z)),
+    ("pow_", lambda x, y, z: x.pow_(1.3), lambda x, y, z: ember.pow(x, 1.3)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("case", EXACT, ids=[c[0] for c in EXACT])
+def test_fast_path_is_bit_identical(case, dtype):
+    _, inplace, outofplace = case
+    x, y, z = (ember.from_numpy(_arr((64,), dtype, low=0.5, high=2.0)) for _ in range(3))
+    expected = outofplace(x, y, z).numpy().copy()
+    with ember.no_grad():
+        inplace(x, y, z)
+    np.testing.assert_array_equal(x.numpy(), expected)

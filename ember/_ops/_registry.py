@@ -216,6 +216,7 @@ class Row:
         self.differentiable = dx is not None
         self.node = type(node_name, (RowNode,), {"__slots__": (), "row": self, "_name": node_name})
         self.computes_in = {}  # dtype -> compute dtype, filled by compute_dtype_of
+        self.plain = kind is SAME and check is None  # computes in its input dtype, no check
 
     def compute_dtype_of(self, d):
         """The dtype this row computes in for (promoted) input dtype d, after its checks (which
@@ -250,7 +251,7 @@ def unary_call(row, input):
         raise TypeError(f"{row.name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     d = input._dtype
-    cd = row.compute_dtype_of(d)
+    cd = d if row.plain else row.compute_dtype_of(d)
     x = input._data if cd is d else input._data.astype(cd.np)
     r = row.kernel(x)
     if type(r) is not np.ndarray:
@@ -314,7 +315,7 @@ def binary_operands(row, a, b):
             d = D.result_type_of((a, b))
     else:
         raise TypeError(f"{row.name}(): expected at least one Tensor argument")
-    cd = row.compute_dtype_of(d)
+    cd = d if row.plain else row.compute_dtype_of(d)
     x = to_compute(a, cd) if ta else scalar_array(a, cd.np)
     y = to_compute(b, cd) if tb else scalar_array(b, cd.np)
     return x, y, cd

@@ -13,10 +13,10 @@ import math
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import special as S, where as _select
+from .._backend import scalar_array, special as S, where as _select
 from .._tensor import Tensor
-from ._registry import (COMPARE, INTEGRAL, LOGICAL, TO_FLOAT, Op, binary, install, into, make_inplace,
-                        row_out, unary, write_out)
+from ._registry import (COMPARE, INTEGRAL, LOGICAL, TO_FLOAT, Op, binary, fits, install, into, keeps_dtype,
+                        make_inplace, row_out, unary, write_out)
 from .creation import ones_like, zeros_like
 
 _NAMES = D.SCALAR_NAMES
@@ -174,9 +174,26 @@ def add(input, other, *, alpha=1, out=None):
     return _add(input, other) if out is None else row_out(_add.row, out, "add", input, other)
 
 
+def _scaled_into(kernel, self, other, alpha):
+    """self <- kernel(self, alpha * other) in self's array, when other has self's dtype and alpha keeps it
+    (the optimizer's case; alpha * other, the one temporary, computed as mul(other, alpha) would)."""
+    d = self._dtype
+    if not (isinstance(other, Tensor) and other._dtype is d and keeps_dtype(d, alpha)):
+        return False
+    x = self._data
+    y = other._data
+    if not fits(y.shape, x.shape):
+        return False
+    t = np.multiply(y, scalar_array(alpha, d.np))
+    kernel(x, t, out=x)
+    return True
+
+
 def _add_(self, other, *, alpha=1):
     """add_ straight into self's array (Note [Straight into the array]); alpha * other is the one temporary."""
     if type(alpha) is not int or alpha != 1:
+        if _scaled_into(np.add, self, other, alpha):
+            return True
         other = _scaled(self, other, alpha)
     return into(_add.row, self, self, other)
 
@@ -198,6 +215,8 @@ def _sub_(self, other, *, alpha=1):
     if _has_bool(self) or _has_bool(other):
         return False
     if type(alpha) is not int or alpha != 1:
+        if _scaled_into(np.subtract, self, other, alpha):
+            return True
         other = _scaled(self, other, alpha)
     return into(_sub.row, self, self, other)
 
