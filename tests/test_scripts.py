@@ -323,3 +323,23 @@ def test_legacy_variable_like_torch():
             Variable([1, 2])
         with pytest.warns(UserWarning, match="volatile was removed"):
             Variable(t, volatile=True)
+
+
+def test_testing_assert_allclose_like_torch():
+    """The deprecated torch.testing.assert_allclose (used by pytorch/examples' fx programs)."""
+    pairs = [
+        lambda L: ([1.0, 2.0], [1.0, 2.00001]), lambda L: ([1.0, 2.0], [1.0, 2.01]),
+        lambda L: (L.tensor([1.0, float("nan")]), L.tensor([1.0, float("nan")])),
+        lambda L: (L.tensor([1, 2]), L.tensor([1, 3])),
+        lambda L: (L.tensor([1.0, 2.0], dtype=L.float64), L.tensor([1.0, 2.00000001])),
+        lambda L: (L.ones(2), L.ones(3)),
+    ]
+    for pair in pairs:
+        outcomes = []
+        for lib in (torch, ember):
+            with pytest.warns(FutureWarning, match="assert_allclose"):
+                outcomes.append(_outcome(lambda: lib.testing.assert_allclose(*pair(lib))))
+        assert outcomes[0][0] == outcomes[1][0]
+        assert outcomes[0][1] is None or outcomes[0][1].split("\n")[0] == outcomes[1][1].split("\n")[0]
+    with pytest.warns(FutureWarning), pytest.raises(AssertionError, match="^custom$"):
+        ember.testing.assert_allclose([1.0], [2.0], msg="custom")
