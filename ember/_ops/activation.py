@@ -15,6 +15,7 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import maximum, minimum, special as S, where
 from .._tensor import Tensor, _wrap_dim
+from .pointwise import _sigmoid_kernel
 from ..autograd import grad_mode
 from ._registry import Op, assign_result, check_inplace, install
 
@@ -452,8 +453,36 @@ class Silu(Op):
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        s = x.sigmoid()
-        return grad * s * (1 + x * (1 - s))
+        return _SiluBackward.apply(grad, x)
+
+
+class _SiluBackward(Op):
+    """silu's backward, grad sigmoid(x) (1 + x (1 - sigmoid(x))), in NumPy in torch's order (silu_backward);
+    its own backward in ember ops, as torch's silu_double_backward."""
+    _name = "SiluBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, grad, x):
+        ctx.save_for_backward(grad, x)
+        w = _opmath(x)
+        s = _sigmoid_kernel(w)
+        t = np.subtract(1, s)
+        t *= w
+        t += 1
+        s *= _opmath(grad)
+        s *= t
+        return s.astype(grad.dtype, copy=False)
+
+    def backward(ctx, v):
+        grad, x = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        ggrad = _SiluBackward.apply(v, x) if need[0] else None
+        gx = None
+        if need[1]:
+            s = x.sigmoid()
+            tmp = s * (1 - s)
+            gx = v * grad * (2 * tmp + (1 - 2 * s) * x * tmp)
+        return ggrad, gx
 
 
 def silu(input, inplace=False):
@@ -551,8 +580,35 @@ class Softplus(Op):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         beta, threshold = ctx.args
-        xb = x * beta
-        return (grad * xb.sigmoid()).where(~(xb > threshold), grad)
+        return _SoftplusBackward.apply(grad, x, beta=beta, threshold=threshold)
+
+
+class _SoftplusBackward(Op):
+    """softplus's backward, grad sigmoid(beta x) (grad itself past the threshold), in NumPy (torch's
+    softplus_backward); its own backward in ember ops, as torch's softplus_double_backward."""
+    _name = "SoftplusBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, grad, x, beta, threshold):
+        ctx.save_for_backward(grad, x)
+        ctx.args = (beta, threshold)
+        g = _opmath(grad)
+        xb = _opmath(x) * beta
+        s = _sigmoid_kernel(xb)
+        s *= g
+        return where(xb > threshold, g, s).astype(grad.dtype, copy=False)
+
+    def backward(ctx, v):
+        grad, x = ctx.saved_tensors
+        beta, threshold = ctx.args
+        need = ctx.needs_input_grad
+        ggrad = _SoftplusBackward.apply(v, x, beta=beta, threshold=threshold) if need[0] else None
+        gx = None
+        if need[1]:
+            xb = x * beta
+            s = xb.sigmoid()
+            gx = v * grad * s * (1 - s) * (xb < threshold) * beta
+        return ggrad, gx
 
 
 def softplus(input, beta=1.0, threshold=20.0):
