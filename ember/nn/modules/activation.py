@@ -139,7 +139,8 @@ class Hardswish(_InplaceOnly):
         return ""
 
 
-class ELU(Module):
+class _AlphaInplace(Module):
+    """ELU and CELU: a scale alpha for the negative part, and `inplace`."""
     __constants__ = ["alpha", "inplace"]
 
     def __init__(self, alpha=1.0, inplace=False):
@@ -147,26 +148,18 @@ class ELU(Module):
         self.alpha = alpha
         self.inplace = inplace
 
+    def extra_repr(self):
+        return f"alpha={self.alpha}{_inplace_str(self.inplace)}"
+
+
+class ELU(_AlphaInplace):
     def forward(self, input):
         return F.elu(input, self.alpha, self.inplace)
 
-    def extra_repr(self):
-        return f"alpha={self.alpha}{_inplace_str(self.inplace)}"
 
-
-class CELU(Module):
-    __constants__ = ["alpha", "inplace"]
-
-    def __init__(self, alpha=1.0, inplace=False):
-        super().__init__()
-        self.alpha = alpha
-        self.inplace = inplace
-
+class CELU(_AlphaInplace):
     def forward(self, input):
         return F.celu(input, self.alpha, self.inplace)
-
-    def extra_repr(self):
-        return f"alpha={self.alpha}{_inplace_str(self.inplace)}"
 
 
 class SELU(_InplaceOnly):
@@ -202,18 +195,21 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class Hardshrink(Module):
+class _Shrink(Module):
+    """Hardshrink and Softshrink: the threshold lambd."""
     __constants__ = ["lambd"]
 
     def __init__(self, lambd=0.5):
         super().__init__()
         self.lambd = lambd
 
-    def forward(self, input):
-        return F.hardshrink(input, self.lambd)
-
     def extra_repr(self):
         return f"{self.lambd}"
+
+
+class Hardshrink(_Shrink):
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
 
 
 class LeakyReLU(Module):
@@ -251,18 +247,12 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-class Softshrink(Module):
-    __constants__ = ["lambd"]
-
-    def __init__(self, lambd=0.5):
-        super().__init__()
-        self.lambd = lambd
-
+class Softshrink(_Shrink):
     def forward(self, input):
         return F.softshrink(input, self.lambd)
 
     def extra_repr(self):
-        return str(self.lambd)
+        return str(self.lambd)  # as torch: str(), so a 0-d tensor lambd shows as tensor(...), unlike Hardshrink
 
 
 class PReLU(Module):

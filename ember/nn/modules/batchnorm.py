@@ -5,11 +5,10 @@ running_mean, running_var and num_batches_tracked (int64; state_dict version 2 a
 so loading an older state_dict fills it in, as torch does).
 """
 from ... import _dtype as D
-from ..._ops.creation import empty, ones, tensor, zeros
+from ..._ops.creation import ones, tensor, zeros
 from .. import functional as F
-from .. import init
-from ..parameter import Parameter
 from .module import Module
+from .normalization import _affine_parameters, _reset_affine
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
@@ -27,15 +26,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if self.affine:
-            self.weight = Parameter(empty(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, bias, num_features, device, dtype)
         if self.track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
@@ -55,10 +46,7 @@ class _NormBase(Module):
     def reset_parameters(self):
         """Running stats to (0, 1, 0); weight to ones, bias to zeros."""
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def _check_input_dim(self, input):
         raise NotImplementedError

@@ -197,24 +197,21 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
 
 
-class CosineEmbeddingLoss(_Loss):
+class _PairMarginLoss(_Loss):
+    """CosineEmbeddingLoss and MarginRankingLoss: a margin (default 0) for pairs of inputs labelled by target."""
     __constants__ = ["margin", "reduction"]
 
     def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
+
+class CosineEmbeddingLoss(_PairMarginLoss):
     def forward(self, input1, input2, target):
         return F.cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
 
 
-class MarginRankingLoss(_Loss):
-    __constants__ = ["margin", "reduction"]
-
-    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
-        super().__init__(size_average, reduce, reduction)
-        self.margin = margin
-
+class MarginRankingLoss(_PairMarginLoss):
     def forward(self, input1, input2, target):
         return F.margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
 

@@ -35,6 +35,27 @@ def _as_shape(normalized_shape):
     return tuple(normalized_shape)
 
 
+def _affine_parameters(module, affine, bias, shape, device, dtype):
+    """The norm layers' weight and bias Parameters of `shape` (uninitialized); None when not affine or no bias."""
+    if affine:
+        module.weight = Parameter(empty(shape, device=device, dtype=dtype))
+        if bias:
+            module.bias = Parameter(empty(shape, device=device, dtype=dtype))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module, affine):
+    """weight to ones, bias to zeros (when they exist)."""
+    if affine:
+        init.ones_(module.weight)
+        if module.bias is not None:
+            init.zeros_(module.bias)
+
+
 class LayerNorm(Module):
     """Normalization over the last len(normalized_shape) dims, with elementwise weight and bias."""
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
@@ -44,23 +65,12 @@ class LayerNorm(Module):
         self.normalized_shape = _as_shape(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if self.elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, elementwise_affine, bias, self.normalized_shape, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
         """weight to ones, bias to zeros."""
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.elementwise_affine)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -82,23 +92,12 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if self.affine:
-            self.weight = Parameter(empty(num_channels, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(num_channels, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, bias, num_channels, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
         """weight to ones, bias to zeros."""
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)

@@ -14,10 +14,12 @@ _sextuple = _ntuple(6)
 
 class _ConstantPadNd(Module):
     __constants__ = ["padding", "value"]
+    _tuple = None
 
-    def __init__(self, value):
+    def __init__(self, padding, value):
         super().__init__()
         self.value = value
+        self.padding = type(self)._tuple(padding)
 
     def forward(self, input):
         return F.pad(input, self.padding, "constant", self.value)
@@ -28,56 +30,39 @@ class _ConstantPadNd(Module):
 
 class ConstantPad1d(_ConstantPadNd):
     """Pads the last dim with a constant: padding int or (left, right)."""
-
-    def __init__(self, padding, value):
-        super().__init__(value)
-        self.padding = _pair(padding)
+    _tuple = staticmethod(_pair)
 
 
 class ConstantPad2d(_ConstantPadNd):
     """Pads the last 2 dims with a constant: padding int or (left, right, top, bottom)."""
-
-    def __init__(self, padding, value):
-        super().__init__(value)
-        self.padding = _quadruple(padding)
+    _tuple = staticmethod(_quadruple)
 
 
 class ConstantPad3d(_ConstantPadNd):
     """Pads the last 3 dims with a constant: padding int or a 6-tuple (last dim first)."""
-
-    def __init__(self, padding, value):
-        super().__init__(value)
-        self.padding = _sextuple(padding)
+    _tuple = staticmethod(_sextuple)
 
 
-class ZeroPad1d(ConstantPad1d):
+class _ZeroPadNd:
+    """ZeroPad1d/2d/3d: their ConstantPad with value 0, shown without the value."""
+
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class ZeroPad1d(_ZeroPadNd, ConstantPad1d):
     """Pads the last dim with zeros."""
 
-    def __init__(self, padding):
-        super().__init__(padding, 0.0)
 
-    def extra_repr(self):
-        return f"{self.padding}"
-
-
-class ZeroPad2d(ConstantPad2d):
+class ZeroPad2d(_ZeroPadNd, ConstantPad2d):
     """Pads the last 2 dims with zeros."""
 
-    def __init__(self, padding):
-        super().__init__(padding, 0.0)
 
-    def extra_repr(self):
-        return f"{self.padding}"
-
-
-class ZeroPad3d(ConstantPad3d):
+class ZeroPad3d(_ZeroPadNd, ConstantPad3d):
     """Pads the last 3 dims with zeros."""
-
-    def __init__(self, padding):
-        super().__init__(padding, 0.0)
-
-    def extra_repr(self):
-        return f"{self.padding}"
 
 
 class _ModePadNd(Module):

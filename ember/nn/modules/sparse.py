@@ -25,7 +25,32 @@ def _check_padding(padding_idx, num_embeddings, what):
     return padding_idx
 
 
-class Embedding(Module):
+class _LookupTable(Module):
+    """Embedding and EmbeddingBag: the (num_embeddings, embedding_dim) weight and its padding row."""
+
+    def _init_weight(self, _weight, requires_grad, device, dtype):
+        """A fresh table (reset_parameters), or `_weight` itself as the Parameter when it has the table's shape."""
+        if _weight is None:
+            self.weight = Parameter(empty((self.num_embeddings, self.embedding_dim), device=device, dtype=dtype),
+                                    requires_grad=requires_grad)
+            self.reset_parameters()
+        else:
+            if list(_weight.shape) != [self.num_embeddings, self.embedding_dim]:
+                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+            self.weight = Parameter(_weight, requires_grad=requires_grad)
+
+    def reset_parameters(self):
+        """weight ~ N(0, 1), the padding row zero."""
+        init.normal_(self.weight)
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self):
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+
+class Embedding(_LookupTable):
     """A (num_embeddings, embedding_dim) table looked up by integer indices."""
     __constants__ = ["num_embeddings", "embedding_dim", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq",
                      "sparse"]
@@ -39,25 +64,8 @@ class Embedding(Module):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        if _weight is None:
-            self.weight = Parameter(empty((num_embeddings, embedding_dim), device=device, dtype=dtype),
-                                    requires_grad=not _freeze)
-            self.reset_parameters()
-        else:
-            if list(_weight.shape) != [num_embeddings, embedding_dim]:
-                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
-            self.weight = Parameter(_weight, requires_grad=not _freeze)
+        self._init_weight(_weight, not _freeze, device, dtype)
         self.sparse = sparse
-
-    def reset_parameters(self):
-        """weight ~ N(0, 1), the padding row zero."""
-        init.normal_(self.weight)
-        self._fill_padding_idx_with_zero()
-
-    def _fill_padding_idx_with_zero(self):
-        if self.padding_idx is not None:
-            with no_grad():
-                self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
@@ -89,7 +97,7 @@ class Embedding(Module):
                    scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 
-class EmbeddingBag(Module):
+class EmbeddingBag(_LookupTable):
     """Sums, means or maxes of bags of embeddings, without materializing the per-index rows' output."""
     __constants__ = ["num_embeddings", "embedding_dim", "max_norm", "norm_type", "scale_grad_by_freq", "mode",
                      "sparse", "include_last_offset", "padding_idx"]
@@ -104,26 +112,10 @@ class EmbeddingBag(Module):
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
         self.padding_idx = _check_padding(padding_idx, num_embeddings, "padding_idx")
-        if _weight is None:
-            self.weight = Parameter(empty((num_embeddings, embedding_dim), device=device, dtype=dtype))
-            self.reset_parameters()
-        else:
-            if list(_weight.shape) != [num_embeddings, embedding_dim]:
-                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
-            self.weight = Parameter(_weight)
+        self._init_weight(_weight, True, device, dtype)
         self.mode = mode
         self.sparse = sparse
         self.include_last_offset = include_last_offset
-
-    def reset_parameters(self):
-        """weight ~ N(0, 1), the padding row zero."""
-        init.normal_(self.weight)
-        self._fill_padding_idx_with_zero()
-
-    def _fill_padding_idx_with_zero(self):
-        if self.padding_idx is not None:
-            with no_grad():
-                self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
