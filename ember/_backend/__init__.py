@@ -26,6 +26,12 @@ def as_array(x):
     return np.asarray(x)
 
 
+def opmath(x):
+    """Half-precision arrays (float16, bfloat16: the only 2-byte floats) are computed in float32,
+    as torch's opmath does; float32/float64 as they are."""
+    return x.astype(np.float32) if x.dtype.itemsize == 2 else x
+
+
 def scalar_array(value, np_dtype):
     """A Python scalar as a 0-d array of `np_dtype`, wrapping out-of-range ints like torch
     (NumPy 2 raises OverflowError for `np.int8(1000)`)."""

@@ -16,8 +16,8 @@ import inspect
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import as_array, check_internal_overlap, check_partial_overlap, scalar_array
-from .._tensor import Tensor, _dtype_of
+from .._backend import check_internal_overlap, check_partial_overlap, scalar_array
+from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, init_node
 

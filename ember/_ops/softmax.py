@@ -1,0 +1,170 @@
+"""The softmax family: softmax, log_softmax, softmin (torch.* and F.* forms; re-exported by
+activation.py). Own kernels (stable: the row maximum is subtracted first; only the output is
+saved) and fused backward ops with their own double backward.
+"""
+import warnings
+
+import numpy as np
+
+from .. import _dtype as D
+from .._backend import opmath as _opmath
+from .._tensor import _wrap_dim
+from ._registry import Op, install
+
+_NAMES = D.SCALAR_NAMES
+
+
+def _row(a):
+    """A 0-d array as a row of one (softmax over dim 0 of a scalar)."""
+    return a if a.ndim else a.reshape(1)
+
+
+class Softmax(Op):
+    """exp(x - max) / sum, along one dim (own kernel: stable, and saves only the output)."""
+    _name = "SoftmaxBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        w = _row(_opmath(x))
+        if w.size:
+            e = np.subtract(w, np.maximum.reduce(w, axis=dim, keepdims=True))
+            np.exp(e, out=e)
+            e /= np.add.reduce(e, axis=dim, keepdims=True)
+        else:
+            e = w.copy()
+        out = e.astype(x.dtype, copy=False).reshape(x.shape)
+        ctx.save_for_backward(out)
+        return out
+
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return _SoftmaxBackwardData.apply(grad, out, dim=ctx.dim)
+
+
+class _SoftmaxBackwardData(Op):
+    """softmax's backward, out * (grad - sum(grad * out)), in one temporary (torch's
+    _softmax_backward_data); its own backward (double backward) in ember ops."""
+    _name = "SoftmaxBackwardDataBackward0"
+
+    @staticmethod
+    def forward(ctx, grad, out, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(grad, out)
+        g = _row(_opmath(grad))
+        o = _row(_opmath(out))
+        t = np.multiply(g, o)
+        s = np.add.reduce(t, axis=dim, keepdims=True)
+        np.subtract(g, s, out=t)
+        t *= o
+        return t.astype(grad.dtype, copy=False).reshape(grad.shape)
+
+    def backward(ctx, v):
+        grad, out = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        dim = ctx.dim
+        ggrad = _SoftmaxBackwardData.apply(v, out, dim=dim) if need[0] else None
+        gout = None
+        if need[1]:
+            gout = v * (grad - (grad * out).sum(dim, keepdim=True)) - grad * (v * out).sum(dim, keepdim=True)
+        return ggrad, gout
+
+
+class LogSoftmax(Op):
+    _name = "LogSoftmaxBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        w = _row(_opmath(x))
+        if w.size:
+            shifted = np.subtract(w, np.maximum.reduce(w, axis=dim, keepdims=True))
+            e = np.exp(shifted)
+            shifted -= np.log(np.add.reduce(e, axis=dim, keepdims=True))
+        else:
+            shifted = w.copy()
+        out = shifted.astype(x.dtype, copy=False).reshape(x.shape)
+        ctx.save_for_backward(out)
+        return out
+
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return _LogSoftmaxBackwardData.apply(grad, out, dim=ctx.dim)
+
+
+class _LogSoftmaxBackwardData(Op):
+    """log_softmax's backward, grad - exp(out) * sum(grad), in one temporary (torch's
+    _log_softmax_backward_data); its own backward in ember ops."""
+    _name = "LogSoftmaxBackwardDataBackward0"
+
+    @staticmethod
+    def forward(ctx, grad, out, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(grad, out)
+        g = _row(_opmath(grad))
+        t = np.exp(_row(_opmath(out)))
+        t *= np.add.reduce(g, axis=dim, keepdims=True)
+        np.subtract(g, t, out=t)
+        return t.astype(grad.dtype, copy=False).reshape(grad.shape)
+
+    def backward(ctx, v):
+        grad, out = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        dim = ctx.dim
+        p = out.exp()
+        ggrad = v - (v * p).sum(dim, keepdim=True) if need[0] else None
+        gout = -v * p * grad.sum(dim, keepdim=True) if need[1] else None
+        return ggrad, gout
+
+
+def _softmax_call(op, kernel, input, dim, dtype):
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"{kernel.split('_lastdim')[0]}(): argument 'dim' (position 2) must be int, not "
+                        f"{type(dim).__name__}")
+    x = input if dtype is None or dtype is input._dtype else input.to(dtype)
+    if x._dtype.category != D.FLOAT:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_NAMES[x._dtype]}'")
+    d = _wrap_dim(dim, x._data.ndim)
+    return op.apply(x, dim=d)
+
+
+def _softmax(input, dim, dtype=None):
+    return _softmax_call(Softmax, "softmax_lastdim_kernel_impl", input, dim, dtype)
+
+
+def _log_softmax(input, dim, dtype=None):
+    return _softmax_call(LogSoftmax, "log_softmax_lastdim_kernel_impl", input, dim, dtype)
+
+
+def _implicit_dim(name, ndim, stacklevel):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
+                  "dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _implicit_dim("softmax", input.dim(), _stacklevel)
+    return _softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _implicit_dim("log_softmax", input.dim(), _stacklevel)
+    return _log_softmax(input, dim, dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _implicit_dim("softmin", input.dim(), _stacklevel)
+    x = input if dtype is None else input.to(dtype)
+    return _softmax(-x, dim)
+
+
+def _named(fn, name):
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+install(_named(_softmax, "softmax"), "softmax")
+install(_named(_log_softmax, "log_softmax"), "log_softmax")
