@@ -584,27 +584,53 @@ class Tensor:
     # numpy-facing properties (torch exposes these too)
     @property
     def T(self):
-        if self._data.ndim not in (0, 2):
+        nd = self._data.ndim
+        if nd != 2:
             import warnings
-            warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
-                          "deprecated and it will throw an error in a future release.", UserWarning,
-                          stacklevel=2)
-        return self.permute(*range(self._data.ndim - 1, -1, -1))
+            warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases."
+                          if nd == 0 else
+                          "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+                          "deprecated and it will throw an error in a future release. Consider `x.mT` to transpose "
+                          "batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the "
+                          "dimensions of a tensor.", UserWarning, stacklevel=2)
+        return self.permute(*range(nd - 1, -1, -1))
 
     @property
     def mT(self):
-        if self._data.ndim < 2:
-            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
-                               f"{self._data.ndim}-D tensor.")
+        nd = self._data.ndim
+        if nd == 0:
+            import warnings
+            warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
+                          UserWarning, stacklevel=2)
+            return self
+        if nd < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {nd}-D tensor.")
         return self.transpose(-2, -1)
 
     @property
     def H(self):
-        return self.T.conj() if self.is_complex() else self.T
+        nd = self._data.ndim
+        if nd == 0:
+            import warnings
+            warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning,
+                          stacklevel=2)
+            return self
+        if nd != 2:
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {nd}-D tensor."
+                               + (" For batches of matrices, consider using tensor.mH" if nd > 2 else ""))
+        return self.transpose(0, 1).conj() if self.is_complex() else self.transpose(0, 1)
 
     @property
     def mH(self):
-        return self.mT.conj() if self.is_complex() else self.mT
+        nd = self._data.ndim
+        if nd == 0:
+            import warnings
+            warnings.warn("Tensor.mH is deprecated on 0-D tensors. Consider using x.conj().", UserWarning,
+                          stacklevel=2)
+            return self
+        if nd < 2:
+            raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got {nd}-D tensor.")
+        return self.transpose(-2, -1).conj() if self.is_complex() else self.transpose(-2, -1)
 
 
 _new = object.__new__
