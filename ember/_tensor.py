@@ -545,41 +545,38 @@ class Tensor:
     def type_as(self, other):
         return self.to(other._dtype)
 
-    def float(self, memory_format=None):
-        return self.to(D.float32)
+    # float()/double()/long()/... are made by _conversion() below the class
 
-    def double(self, memory_format=None):
-        return self.to(D.float64)
+    def resize_(self, *sizes, memory_format=None):
+        """Reshape in place; growing keeps the old elements first (new ones are uninitialized)."""
+        from ._ops.creation import size_args
+        if self._requires_grad:
+            raise RuntimeError("cannot resize variables that require grad")
+        shape = size_args(sizes, "resize_")
+        n = 1
+        for k in shape:
+            n *= k
+        flat = self._data.reshape(-1) if _is_contiguous(self._data) else np.ascontiguousarray(self._data).ravel()
+        if n <= flat.size:
+            self._data = flat[:n].reshape(shape)
+        else:
+            grown = np.empty(n, dtype=self._data.dtype)
+            grown[:flat.size] = flat
+            self._data = grown.reshape(shape)
+        return self
 
-    def half(self, memory_format=None):
-        return self.to(D.float16)
+    def resize_as_(self, other, memory_format=None):
+        return self.resize_(other._data.shape)
 
-    def bfloat16(self, memory_format=None):
-        return self.to(D.bfloat16)
+    def resize(self, *sizes):
+        """Deprecated out-of-place resize: a tensor of the new size over the same elements."""
+        import warnings
+        warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+        return self.detach().resize_(*sizes)
 
-    def long(self, memory_format=None):
-        return self.to(D.int64)
-
-    def int(self, memory_format=None):
-        return self.to(D.int32)
-
-    def short(self, memory_format=None):
-        return self.to(D.int16)
-
-    def char(self, memory_format=None):
-        return self.to(D.int8)
-
-    def byte(self, memory_format=None):
-        return self.to(D.uint8)
-
-    def bool(self, memory_format=None):
-        return self.to(D.bool)
-
-    def cfloat(self):
-        return self.to(D.complex64)
-
-    def cdouble(self):
-        return self.to(D.complex128)
+    @property
+    def is_cpu(self):
+        return True
 
     # numpy-facing properties (torch exposes these too)
     @property
@@ -640,6 +637,20 @@ _CPP_TYPE_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32
                    "complex64": "c10::complex<float>", "complex128": "c10::complex<double>", "int64": "long int",
                    "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
                    "bool": "bool"}
+
+
+def _conversion(name, dtype):
+    """Tensor.float() and friends: self.to(dtype)."""
+    def convert(self, memory_format=None):
+        return self.to(dtype)
+    convert.__name__ = convert.__qualname__ = name
+    return convert
+
+
+for _name, _d in (("float", D.float32), ("double", D.float64), ("half", D.float16), ("bfloat16", D.bfloat16),
+                  ("long", D.int64), ("int", D.int32), ("short", D.int16), ("char", D.int8), ("byte", D.uint8),
+                  ("bool", D.bool), ("cfloat", D.complex64), ("cdouble", D.complex128)):
+    setattr(Tensor, _name, _conversion(_name, _d))
 
 
 def _element_strides(arr):

@@ -170,6 +170,10 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
          _disable_byteorder_record=False):
     """torch.save. A path is written through a temporary file in the same directory that
     replaces the target only once complete, so a failure leaves any old file intact."""
+    if not _use_new_zipfile_serialization:
+        import warnings
+        warnings.warn("ember.save writes only the zip checkpoint format (torch >= 1.6 reads it); "
+                      "_use_new_zipfile_serialization=False is ignored", UserWarning, stacklevel=2)
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         directory = os.path.dirname(os.path.abspath(path))
