@@ -435,22 +435,78 @@ def _load_zip(f, path, weights_only, mmap):
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
-    """torch.load for files written by torch.save or ember.save (zip format)."""
+    """torch.load for files written by torch.save or ember.save (zip format, and torch's
+    legacy pre-1.6 format)."""
     if weights_only is None:
         weights_only = True
     if map_location is not None:
         _check_map_location(map_location)
-    path = None
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         with open(path, "rb") as fh:
-            if not _is_zip(fh):
-                raise RuntimeError(f"{path} is not a zip-format checkpoint (legacy pre-1.6 torch files are not "
-                                   "supported); it may be truncated or corrupt")
-            return _load_zip(fh, path, weights_only, mmap)
-    if not _is_zip(f):
-        raise RuntimeError("not a zip-format checkpoint (legacy pre-1.6 torch files are not supported)")
-    return _load_zip(f, None, weights_only, mmap)
+            if _is_zip(fh):
+                return _load_zip(fh, path, weights_only, mmap)
+            return _load_legacy(fh, path, weights_only)
+    if _is_zip(f):
+        return _load_zip(f, None, weights_only, mmap)
+    return _load_legacy(f, None, weights_only)
+
+
+# ---- torch's legacy (pre-1.6) format: a stream of pickles, then raw storages ---------------
+
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+_LEGACY_PROTOCOL = 1001
+
+
+class _LegacyUnpickler(_Unpickler):
+    """Storage ids of the legacy format: ('storage', type, key, location, numel, view_metadata)."""
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
+            raise pickle.UnpicklingError(f"unsupported persistent id {pid!r}")
+        _, stype, key, location, numel, view = pid
+        if not isinstance(stype, _StorageType):
+            raise pickle.UnpicklingError(f"unsupported storage type {stype!r}")
+        root = self.storages.get(key)
+        if root is None:
+            root = self.storages[key] = _Storage(np.zeros(numel, dtype=stype.dtype.np), stype.dtype)
+        if view is None:
+            return root
+        _, offset, size = view
+        return _Storage(root.array[offset:offset + size], stype.dtype)
+
+
+def _load_legacy(f, path, weights_only):
+    where = f" (file: {path})" if path else ""
+    try:
+        magic = _Unpickler(f, None, True).load()
+    except Exception:
+        magic = None
+    if magic != _LEGACY_MAGIC:
+        raise RuntimeError(f"not a torch checkpoint: neither a zip archive nor the legacy format{where}; it may "
+                           "be truncated or corrupt")
+    try:
+        version = _Unpickler(f, None, True).load()
+        if version != _LEGACY_PROTOCOL:
+            raise RuntimeError(f"unsupported legacy checkpoint protocol {version}{where}")
+        _Unpickler(f, None, True).load()  # sys_info: byte order and type sizes
+        unpickler = _LegacyUnpickler(f, None, weights_only)
+        result = unpickler.load()
+        keys = _Unpickler(f, None, True).load()
+        for key in keys:
+            storage = unpickler.storages[key]
+            count = struct.unpack("<q", f.read(8))[0]
+            nbytes = count * storage.dtype.itemsize
+            raw = f.read(nbytes)
+            if count != storage.array.size or len(raw) != nbytes:
+                raise RuntimeError(f"legacy checkpoint storage {key} is truncated or corrupt{where}")
+            storage.array[...] = np.frombuffer(raw, dtype=storage.dtype.np)
+    except (EOFError, struct.error, KeyError, pickle.UnpicklingError) as e:
+        if isinstance(e, pickle.UnpicklingError) and "Weights only load failed" in str(e):
+            raise
+        raise RuntimeError(f"failed reading legacy checkpoint: {e}{where}; the file is truncated or corrupt") \
+            from None
+    return result
 
 
 def _check_map_location(m):

@@ -225,3 +225,21 @@ def test_plain_pickle_of_tensors():
     x = ember.arange(6.).reshape(2, 3).requires_grad_()
     y = pickle.loads(pickle.dumps(x))
     assert y.requires_grad and y.tolist() == x.tolist() and y.dtype is ember.float32
+
+
+def test_legacy_format_written_by_torch(tmp_path):
+    x = torch.arange(12.).reshape(3, 4)
+    obj = {"a": x, "row": x[1], "t": x.t(), "i": torch.tensor([1, 2]), "bf": torch.ones(2, dtype=torch.bfloat16),
+           "sd": torch.nn.Linear(2, 3).state_dict()}
+    torch.save(obj, tmp_path / "old.pt", _use_new_zipfile_serialization=False)
+    back = ember.load(tmp_path / "old.pt")
+    np.testing.assert_array_equal(back["a"].numpy(), x.numpy())
+    assert back["t"].stride() == x.t().stride()
+    assert back["bf"].dtype is ember.bfloat16
+    np.testing.assert_array_equal(back["sd"]["weight"].numpy(), obj["sd"]["weight"].numpy())
+    back["a"][1, 0] = 100.0
+    assert back["row"][0].item() == 100.0  # storage sharing survives
+    raw = (tmp_path / "old.pt").read_bytes()
+    (tmp_path / "cut.pt").write_bytes(raw[:-10])
+    with pytest.raises(RuntimeError, match="cut.pt"):
+        ember.load(tmp_path / "cut.pt")
