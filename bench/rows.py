@@ -6,6 +6,7 @@ ember and torch see the same numbers. Targets are on the ember/torch ratio (see 
 import os
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -157,6 +158,13 @@ def dataloader(lib, n=6400):
 def _probe(*args):
     threads = str(harness.THREADS)  # the same thread count as in this process, for both libraries
     env = dict(os.environ, OPENBLAS_NUM_THREADS=threads, BENCH_THREADS=threads)
+    # Note [bytecode cache]: an installed package imports from cached bytecode (pip writes torch's
+    # .pyc files at install). With PYTHONDONTWRITEBYTECODE set (as in this project's shared
+    # checkout) every import of ember would compile its ~180 modules from source, about 0.4 s that
+    # an installed ember does not pay. The probes keep bytecode for both libraries in a private
+    # cache tree (PYTHONPYCACHEPREFIX), filled by an untimed first import, and leave the checkout alone.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = PYCACHE
     out = subprocess.run([sys.executable, os.path.join(HERE, "probe.py"), *args], capture_output=True, text=True,
                          timeout=600, env=env)
     if out.returncode != 0:
@@ -164,11 +172,18 @@ def _probe(*args):
     return float(out.stdout.split()[-1])
 
 
+PYCACHE = os.path.join(tempfile.gettempdir(), f"ember-bench-pycache-{os.getuid() if hasattr(os, 'getuid') else 0}")
+_WARM = set()
+
+
 @row("import time (fresh interpreter)", "system", "measure", "s", ("<=", 0.2), rounds=7,
-     note="`import X` timed inside a new python process; target: >= 5x faster than torch")
+     note="`import X` timed inside a new python process, bytecode cached; target: >= 5x faster than torch")
 def import_time(name, smoke):
     if smoke:  # minimal mode: the probe's code in this process (the module is already imported)
         return probe.import_seconds(name)
+    if name not in _WARM:  # fill the bytecode cache (Note [bytecode cache]); not a sample
+        _probe("import", name)
+        _WARM.add(name)
     return _probe("import", name)
 
 
