@@ -97,7 +97,7 @@ def _dtype_of(arr):
 
 class Tensor:
     """torch.Tensor. See https://pytorch.org/docs/stable/tensors.html"""
-    __slots__ = ("_data", "_dtype", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_version",
+    __slots__ = ("_data", "_dtype", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_version_counter",
                  "_base", "_view_version", "_grad_acc", "_hooks", "_retains_grad", "__dict__",
                  "__weakref__")
     __array_priority__ = 1000  # NumPy defers binary operators to Tensor
@@ -118,7 +118,7 @@ class Tensor:
         t._grad = None
         t._grad_fn = None
         t._output_nr = 0
-        t._version = VersionCounter()
+        t._version_counter = VersionCounter()
         t._base = None
         t._grad_acc = None
         t._hooks = None
@@ -250,7 +250,8 @@ class Tensor:
 
     @property
     def grad_fn(self):
-        if self._grad_fn is not None and self._base is not None and self._view_version != self._version.value:
+        if (self._grad_fn is not None and self._base is not None
+                and self._view_version != self._version_counter.value):
             from .autograd.graph import regenerate_view_grad_fn
             return regenerate_view_grad_fn(self)
         return self._grad_fn
@@ -267,8 +268,9 @@ class Tensor:
         return self._output_nr
 
     @property
-    def _version_value(self):
-        return self._version.value
+    def _version(self):
+        """torch's Tensor._version: how many in-place writes the storage has seen (an int)."""
+        return self._version_counter.value
 
     @property
     def grad(self):
@@ -344,7 +346,7 @@ class Tensor:
     def detach(self):
         """A tensor sharing storage and version counter, with no history."""
         t = Tensor._make(self._data, self._dtype)
-        t._version = self._version
+        t._version_counter = self._version_counter
         return t
 
     def detach_(self):
@@ -489,7 +491,7 @@ class Tensor:
         t._grad = None
         t._grad_fn = None
         t._output_nr = 0
-        t._version = VersionCounter()
+        t._version_counter = VersionCounter()
         t._base = None
         t._grad_acc = None
         t._hooks = None

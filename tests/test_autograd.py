@@ -823,8 +823,8 @@ def test_third_derivative():
 # ---- version counters and in-place ops -----------------------------------------------------------
 
 def version(t):
-    """torch's Tensor._version is an int; ember keeps the shared counter object there."""
-    return t._version if isinstance(t, torch.Tensor) else t._version.value
+    """Tensor._version is an int in both libraries."""
+    return t._version
 
 
 def test_version_counter_shared_by_views():

@@ -66,9 +66,9 @@ def _run(lib, case, arrays, grad_enabled):
     tensors = [lib.from_numpy(a.copy()) for a in arrays]
     target = tensors[0]
     with lib.set_grad_enabled(grad_enabled):
-        before = target._version if lib is torch else target._version.value
+        before = target._version
         r = call(lib, *tensors)
-        after = target._version if lib is torch else target._version.value
+        after = target._version
     return target, r, after - before
 
 

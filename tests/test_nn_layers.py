@@ -38,9 +38,8 @@ def raises_like(fn):
 
 
 def version(t):
-    """torch's t._version is an int; ember keeps its shared counter object in that slot."""
-    v = t._version
-    return v if isinstance(v, int) else v.value
+    """Tensor._version is an int in both libraries."""
+    return t._version
 
 
 def copy_state(tmod, emod):

@@ -85,9 +85,9 @@ def _wrap(o):
 
 def _mark_views(src, outs):
     base = src if src._base is None else src._base
-    version = src._version
+    version = src._version_counter
     for o in outs:
-        o._version = version
+        o._version_counter = version
         o._base = base
         o._view_version = version.value
 
@@ -112,16 +112,16 @@ def _resolve(item, inputs, arrays, outs):
         for i, a in enumerate(arrays):
             if a is item:
                 t = inputs[i]
-                return SavedTensor("input", t, None, t._version.value)
+                return SavedTensor("input", t, None, t._version_counter.value)
         for i, o in enumerate(outs):
             if o._data is item:
-                return SavedTensor("output", item, o._version, o._version.value, i)
+                return SavedTensor("output", item, o._version_counter, o._version_counter.value, i)
         return SavedTensor("const", item)
     if isinstance(item, Tensor):
         for i, o in enumerate(outs):
             if o is item:
-                return SavedTensor("output", o._data, o._version, o._version.value, i)
-        return SavedTensor("input", item, None, item._version.value)
+                return SavedTensor("output", o._data, o._version_counter, o._version_counter.value, i)
+        return SavedTensor("input", item, None, item._version_counter.value)
     return SavedTensor("value", item)
 
 
@@ -236,11 +236,11 @@ def _save_row(node, row, a, b, x_arr, y_arr, out):
     saved = []
     for n in row.save_names:
         if n == "out":
-            saved.append(SavedTensor("output", out._data, out._version, 0, 0))
+            saved.append(SavedTensor("output", out._data, out._version_counter, 0, 0))
         else:
             v = a if n == "x" else b
             if isinstance(v, Tensor):
-                saved.append(SavedTensor("input", v, None, v._version.value))
+                saved.append(SavedTensor("input", v, None, v._version_counter.value))
             else:
                 saved.append(SavedTensor("value", v))
     node._saved = tuple(saved)
@@ -414,7 +414,7 @@ def write_out(out, r, opname):
                           f"{list(r._data.shape)}. This behavior is deprecated.", UserWarning, stacklevel=3)
         out._data = np.empty(r._data.shape, dtype=out._data.dtype)
     np.copyto(out._data, r._data, casting="unsafe")
-    out._version.value += 1
+    out._version_counter.value += 1
     return out
 
 
@@ -518,7 +518,7 @@ def row_out(row, out, opname, a, b=None):
     if not _needs_graph(out, operands, None):
         check_overlap(out, operands)
         if row.ufunc and into(row, out, a, b):
-            out._version.value += 1
+            out._version_counter.value += 1
             return out
     r = unary_call(row, a) if row.arity == 1 else binary_call(row, a, b)
     return write_out(out, r, opname)
@@ -542,7 +542,7 @@ def make_inplace(fn, name, row=None, fast=None):
             check_inplace(self)
             check_overlap(self, args if not kwargs else args + tuple(kwargs.values()))
             if not _needs_graph(self, args, kwargs) and fast(self, *args, **kwargs):
-                self._version.value += 1
+                self._version_counter.value += 1
                 return self
             return assign_result(self, fn(self, *args, **kwargs), opname)
     inplace.__name__ = inplace.__qualname__ = opname
@@ -572,7 +572,7 @@ def assign_result(self, r, opname):
         _snapshot_saved_self(node, self)
     if r._data is not self._data:
         np.copyto(self._data, r._data, casting="unsafe")
-    self._version.value += 1
+    self._version_counter.value += 1
     if node is not None:
         _retarget_saved_output(node, r, self)
         from .shape import rebase_history
@@ -589,7 +589,7 @@ def _retarget_saved_output(node, r, self):
     new = list(saved)
     for i, s in enumerate(saved):
         if s.kind == "output" and s.obj is r._data:
-            new[i] = SavedTensor("output", self._data, self._version, self._version.value, s.output_nr)
+            new[i] = SavedTensor("output", self._data, self._version_counter, self._version_counter.value, s.output_nr)
     node._saved = tuple(new)
 
 

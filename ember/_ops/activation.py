@@ -135,7 +135,7 @@ def _relu_(input):
     check_inplace(input)
     if _no_grad_needed(input):
         maximum(np.zeros((), input._data.dtype), input._data, out=input._data)
-        input._version.value += 1
+        input._version_counter.value += 1
         return input
     return assign_result(input, Relu.apply(input), "relu_")
 

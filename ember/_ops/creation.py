@@ -44,7 +44,7 @@ def into_out(out, arr, dtype):
         np.copyto(out._data, arr, casting="unsafe")
     else:
         out._data = np.ascontiguousarray(arr)
-    out._version.value += 1
+    out._version_counter.value += 1
     return out
 
 

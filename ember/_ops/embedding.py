@@ -144,7 +144,7 @@ def embedding_renorm_(input, indices, max_norm, norm_type):
     if over.any():
         scale = max_norm / (norms[over] + 1e-7)
         table[rows[over]] *= scale[:, None].astype(table.dtype)
-        input._version.value += 1
+        input._version_counter.value += 1
     return input
 
 

@@ -552,7 +552,7 @@ def _setitem_nograd(self, p, value):
             view[...] = value
         except ValueError:
             raise RuntimeError(_copy_shape_error(_make(value), _make(view))) from None
-    self._version.value += 1
+    self._version_counter.value += 1
 
 
 Tensor.__getitem__ = getitem

@@ -203,7 +203,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if training:
         for buf in (running_mean, running_var):
             if buf is not None:
-                buf._version.value += 1
+                buf._version_counter.value += 1
     return out
 
 
@@ -240,7 +240,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         for buf, rep in ((running_mean, rm), (running_var, rv)):
             if buf is not None:
                 buf._data[...] = rep._data.reshape(n, c).mean(0).astype(buf._data.dtype)
-                buf._version.value += 1
+                buf._version_counter.value += 1
     return out.reshape(shape)
 
 

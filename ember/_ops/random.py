@@ -141,7 +141,7 @@ def _write(self, values, node_name, others=()):
         return assign_result(self, r, node_name)
     if values is not self._data:
         np.copyto(self._data, values, casting="unsafe")
-    self._version.value += 1
+    self._version_counter.value += 1
     return self
 
 
@@ -670,7 +670,7 @@ def fill_(self, value):
     if _state.enabled and self._requires_grad:
         return _write(self, np.full(self._data.shape, v, dtype=d.np), "FillBackward2")
     self._data.fill(v)
-    self._version.value += 1
+    self._version_counter.value += 1
     return self
 
 
@@ -678,7 +678,7 @@ def zero_(self):
     if _state.enabled and self._requires_grad:
         return _write(self, np.zeros(self._data.shape, dtype=self._dtype.np), "ZeroBackward0")
     self._data.fill(0)
-    self._version.value += 1
+    self._version_counter.value += 1
     return self
 
 
@@ -727,7 +727,7 @@ def copy_(self, src, non_blocking=False):
     except ValueError:
         _check_copy_shapes(dst, s)
         raise
-    self._version.value += 1
+    self._version_counter.value += 1
     return self
 
 

@@ -65,7 +65,7 @@ def inplace_variant(fn, name, plan=None, no_overlap=True):
             cls, tensors, params = plan(self, *args, **kwargs)
             arrays = [t._data if isinstance(t, Tensor) else t for t in tensors]
             cls.forward(object.__new__(cls), self._data, *arrays, into=True, **params)
-            self._version.value += 1
+            self._version_counter.value += 1
             return self
         return assign_result(self, fn(self, *args, **kwargs), name)
     inplace.__name__ = inplace.__qualname__ = name

@@ -139,7 +139,7 @@ def _view_dtype(self, dtype):
             strides = [s * ratio for s in strides[:-1]] + [1]
     arr = B.restride_as(x, dtype.np, tuple(shape), tuple(strides))
     t = _make(arr, dtype)
-    t._version = self._version
+    t._version_counter = self._version_counter
     return t
 
 
@@ -613,7 +613,7 @@ def _meta_inplace(name, fn, node_name):
         check_inplace(self)
         r = fn(self, *args, **kwargs)
         self._data = r._data
-        self._version.value += 1
+        self._version_counter.value += 1
         node = r._grad_fn
         if node is not None:
             node._name = node_name(args, kwargs) if callable(node_name) else node_name
@@ -621,7 +621,7 @@ def _meta_inplace(name, fn, node_name):
             self._output_nr = 0
             self._requires_grad = True
         if self._base is not None:
-            self._view_version = self._version.value
+            self._view_version = self._version_counter.value
         return self
     inplace.__name__ = inplace.__qualname__ = name
     install(inplace, name, function=False)

@@ -350,7 +350,7 @@ def _make_sparse(indices, values, size, coalesced):
     s._sp_coalesced = bool(coalesced)
     s._dtype = values._dtype
     s._output_nr = 0
-    s._version = values._version
+    s._version_counter = values._version_counter
     s._base = None
     s._grad_acc = None
     s._hooks = None

@@ -132,7 +132,7 @@ def _view_node(view, base):
     view._grad_fn = node
     view._output_nr = 0
     view._requires_grad = True
-    view._view_version = view._version.value
+    view._view_version = view._version_counter.value
     return node
 
 
@@ -145,7 +145,7 @@ def view_of_base(t):
                            "multiple views. Such functions do not allow the output views to be modified inplace. "
                            "You should replace the inplace operation by an out-of-place one.")
     if not base._requires_grad:
-        t._view_version = t._version.value
+        t._view_version = t._version_counter.value
         return t._grad_fn
     return _view_node(t, base)
 

@@ -507,7 +507,7 @@ class _LeafSink:
             except ValueError:  # a read-only or broadcast .grad set by the user
                 t._grad = Tensor._make(old._data + g._data, old._dtype)
                 return
-            old._version.value += 1
+            old._version_counter.value += 1
 
     def _stealable(self, arr):
         return (self.may_steal and id(arr) not in self.user_arrays and arr.flags.owndata

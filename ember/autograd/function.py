@@ -208,9 +208,9 @@ def _record(ctx, tensors, outs):
                             f"{type(t).__name__}")
         elif _is_in(t, outs) and not _is_in(t, tensors):
             nr = next(j for j, o in enumerate(outs) if o is t)
-            saved.append(SavedTensor("output", t._data, t._version, t._version.value, nr))
+            saved.append(SavedTensor("output", t._data, t._version_counter, t._version_counter.value, nr))
         else:
-            saved.append(SavedTensor("input", t, None, t._version.value))
+            saved.append(SavedTensor("input", t, None, t._version_counter.value))
     ctx._saved = tuple(saved)
 
 

@@ -66,9 +66,9 @@ class SavedTensor:
         kind = self.kind
         if kind == "input":
             t = self.obj
-            if t._version.value != self.version:
+            if t._version_counter.value != self.version:
                 raise _version_error(t._data.shape, t._dtype, t.grad_fn, t._output_nr,
-                                     t._version.value, self.version)
+                                     t._version_counter.value, self.version)
             return t
         if kind == "output":
             counter = self.version_counter
@@ -77,7 +77,7 @@ class SavedTensor:
                 raise _version_error(self.obj.shape, meta[1], node, self.output_nr, counter.value,
                                      self.version)
             out = _make_tensor(self.obj, meta[1])
-            out._version = counter
+            out._version_counter = counter
             out._requires_grad = True
             out._grad_fn = node
             out._output_nr = self.output_nr
@@ -180,7 +180,7 @@ def init_node(node, inputs):
             fn = t._grad_fn  # gradient_edge(t), inlined: this runs for every input of every op
             if fn is None:
                 edges.append((grad_accumulator(t), 0))
-            elif t._base is not None and t._view_version != t._version.value:
+            elif t._base is not None and t._view_version != t._version_counter.value:
                 edges.append((regenerate_view_grad_fn(t), t._output_nr))
             else:
                 edges.append((fn, t._output_nr))
@@ -203,7 +203,7 @@ def gradient_edge(t):
     fn = t._grad_fn
     if fn is None:
         return (grad_accumulator(t), 0)
-    if t._base is not None and t._view_version != t._version.value:
+    if t._base is not None and t._view_version != t._version_counter.value:
         fn = regenerate_view_grad_fn(t)
     return (fn, t._output_nr)
 

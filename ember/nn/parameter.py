@@ -25,7 +25,7 @@ class Parameter(Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
         p = _new(cls)
         Tensor._init_copy(p, data._data, data._dtype, False)
-        p._version = data._version  # like detach(): same storage, same version counter
+        p._version_counter = data._version_counter  # like detach(): same storage, same version counter
         if requires_grad:
             if data._dtype.category < 2:
                 raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")

@@ -44,7 +44,7 @@ def _register_parameter_or_buffer(module, name, X):
 def _maybe_set(dest, src):
     """dest takes src's storage, keeping dest's identity (torch's Tensor.set_)."""
     dest.data = src
-    dest._version.value += 1
+    dest._version_counter.value += 1
 
 
 class ParametrizationList(ModuleList):
