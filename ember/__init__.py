@@ -97,5 +97,13 @@ from ._ops.sparse import sparse_coo_tensor, spmm  # noqa: E402  (sparse COO tens
 from . import sparse  # noqa: E402  (torch.sparse)
 from ._layout import *  # noqa: E402,F401,F403  (torch.layout, torch.memory_format and their values)
 from ._globals import *  # noqa: E402,F401,F403  (default device, determinism flags, matmul precision, typename)
-from . import testing  # noqa: E402  (torch.testing: assert_close, make_tensor)
-from . import distributions  # noqa: E402  (torch.distributions)
+
+
+_LAZY_SUBMODULES = ("distributions", "testing")  # imported on first use: keeps `import ember` fast
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")
