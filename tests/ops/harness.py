@@ -232,7 +232,7 @@ def run_case(case, dtype):
         g = rng.standard_normal(tuple(a.shape))
         if a.is_complex():
             g = g + 1j * rng.standard_normal(tuple(a.shape))
-        g = g.astype(to_numpy(a).dtype)
+        g = np.asarray(g).astype(to_numpy(a).dtype)  # asarray: a 0-d complex sum is a NumPy scalar
         t_go.append(torch.from_numpy(g).to(a.dtype))
         e_go.append(ember.from_numpy(g.astype(np.float32) if dtype_name(a.dtype) == "bfloat16" else g).to(
             getattr(ember, dtype_name(a.dtype))))
@@ -261,7 +261,10 @@ def _check_gradgrad(case, dtype, t_g, e_g, t_in, e_in, gcase):
         if a is None or b is None or not a.requires_grad:
             continue
         assert b.requires_grad, "ember first-order gradient does not require grad under create_graph=True"
-        v = rng.standard_normal(tuple(a.shape)).astype(to_numpy(a).dtype)
+        v = rng.standard_normal(tuple(a.shape))
+        if a.is_complex():
+            v = v + 1j * rng.standard_normal(tuple(a.shape))
+        v = np.asarray(v).astype(to_numpy(a).dtype)
         t_sel.append(a)
         e_sel.append(b)
         t_v.append(torch.from_numpy(v))
