@@ -191,8 +191,6 @@ def test_rotary_embedding_real_form_gradients():
     np.testing.assert_allclose(res[ember][1], res[torch][1], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="complex autograd: mul's gradient is not conjugated (ember/_ops/pointwise.py "
-                                       "documents complex gradients as unsupported)")
 def test_rotary_embedding_complex_form_gradients():
     res = _rope_run(_rope)
     np.testing.assert_allclose(res[ember][1], res[torch][1], rtol=1e-5, atol=1e-5)

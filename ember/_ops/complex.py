@@ -1,14 +1,20 @@
 """Complex numbers: real/imag and view_as_real/view_as_complex as views, complex, polar,
 conj, angle.
 
+Complex autograd follows torch's convention (conjugate Wirtinger calculus): for a holomorphic
+f the gradient is grad * conj(f'(z)), which every derivative formula writes as `cj(...)` on the
+values it multiplies by (`cj` below: the conjugate of a complex tensor or number, anything real
+returned itself, so real-valued training pays one type check). abs, sgn, angle, real, imag and
+conj have formulas of their own.
+
 Where ember differs from torch: conj() of a complex tensor is a copy (torch returns a lazy
-view with the conjugate bit set; is_conj() is always False here), there is no complex32,
-and gradients through complex-valued ops are not conjugated as torch's are, so complex
-autograd is not supported beyond these linear views (real, imag, view_as_real/complex, complex).
+view with the conjugate bit set; is_conj() is always False here), and there is no complex32.
 """
 import math
 
 import numpy as np
+
+_pycomplex = complex  # the Python type (complex() below is the op)
 
 from .. import _dtype as D
 from .._backend.numpy_cpu import strided_view
@@ -168,6 +174,16 @@ class ConjPhysical(Op):
         return conj(grad)
 
 
+def cj(v):
+    """The conjugate of a value in a derivative formula: complex tensors and numbers conjugated,
+    real ones (and None) returned themselves, at no cost to real-valued autograd."""
+    if isinstance(v, Tensor):
+        return ConjPhysical.apply(v) if v._dtype.category == D.COMPLEX else v
+    if isinstance(v, (_pycomplex, np.complexfloating)):
+        return v.conjugate()
+    return v
+
+
 def conj(input):
     """A real tensor is returned itself; a complex one is conjugated into a copy (not a view)."""
     if input._dtype.category != D.COMPLEX:
@@ -195,7 +211,14 @@ def _angle_kernel(x):
     return np.where(np.isnan(x), x, np.where(x < 0, np.array(math.pi, x.dtype), np.zeros((), x.dtype)))
 
 
-angle = unary("angle", _angle_kernel, TO_FLOAT, dx=lambda g: zeros_like(g), inplace=False)
+def _angle_dx(g, x):
+    """0 for real input; grad * i z / |z|^2 for complex z (0 at z = 0), as torch's angle_backward."""
+    if x._dtype.category != D.COMPLEX:
+        return zeros_like(g)
+    return (g * x / x.abs().pow(2) * 1j).where(x != 0, 0.0)
+
+
+angle = unary("angle", _angle_kernel, TO_FLOAT, dx=_angle_dx, inplace=False)
 
 install(real, "real", method=False)
 install(imag, "imag", method=False)

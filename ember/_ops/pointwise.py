@@ -4,10 +4,11 @@ A derivative lambda's parameter names say what it needs: g (incoming gradient),
 x / y (inputs), out (result); the registry saves exactly those. Formulas use ember
 ops, so they are differentiable again (create_graph=True). Formulas are torch's
 (derivatives.yaml), so the same values are saved and the same in-place errors fire.
-Ops with parameters or three operands are in pointwise_params.py, complex views in
-complex.py. Complex inputs run forward; their gradients are not conjugated as torch's
-are, so complex autograd is not supported (see complex.py).
+Complex gradients follow torch's convention, grad * conj(f'(z)): `cj` conjugates complex
+values and returns real ones unchanged (see complex.py). Ops with parameters or three
+operands are in pointwise_params.py, complex views in complex.py.
 """
+import cmath
 import math
 
 import numpy as np
@@ -17,6 +18,7 @@ from .._backend import scalar_array, special as S, where as _select
 from .._tensor import Tensor
 from ._registry import (COMPARE, INTEGRAL, LOGICAL, TO_FLOAT, Op, binary, fits, install, into, keeps_dtype,
                         make_inplace, row_out, unary, write_out)
+from .complex import cj
 from .creation import ones_like, zeros_like
 
 _NAMES = D.SCALAR_NAMES
@@ -105,10 +107,10 @@ _add = binary("_add", np.add, dx=lambda g: g, dy=lambda g: g, method=False, inpl
               node_name="AddBackward0")
 _sub = binary("_sub", np.subtract, dx=lambda g: g, dy=lambda g: -g, method=False, inplace=False,
               node_name="SubBackward0")
-mul = binary("mul", np.multiply, dx=lambda g, y: g * y, dy=lambda g, x: g * x, dunder="mul", rdunder=True,
+mul = binary("mul", np.multiply, dx=lambda g, y: g * cj(y), dy=lambda g, x: g * cj(x), dunder="mul", rdunder=True,
              aliases=("multiply",))
-_true_div = binary("true_divide", np.true_divide, TO_FLOAT, dx=lambda g, y: g / y,
-                   dy=lambda g, x, y: -g * x / (y * y), node_name="DivBackward0", inplace=False)
+_true_div = binary("true_divide", np.true_divide, TO_FLOAT, dx=lambda g, y: g / cj(y),
+                   dy=lambda g, x, y: -g * cj(x) / cj(y * y), node_name="DivBackward0", inplace=False)
 
 
 def _trunc_div_kernel(x, y):
@@ -268,17 +270,34 @@ def _pow_dx(g, x, y):
     if not isinstance(y, Tensor):
         if y == 0:
             return zeros_like(g)
-        return g * (y * x.pow(y - 1))
-    return g * (y * x.pow(y - 1)).where(y != 0, 0.0)
+        return g * cj(y * x.pow(y - 1))
+    return g * cj((y * x.pow(y - 1)).where(y != 0, 0.0))
+
+
+def _nonnegative_real(y):
+    """y >= 0, for a complex y: real part >= 0 and imaginary part 0 (torch's pow_backward_exponent)."""
+    if isinstance(y, Tensor) and y._dtype.category == D.COMPLEX:
+        return (y.imag == 0) & (y.real >= 0)
+    return y >= 0
 
 
 def _pow_dy(g, x, y, out):
-    """d x**y / dy = out * log(x), defined as 0 where x == 0 and y >= 0 (as torch)."""
+    """d x**y / dy = out * log(x), defined as 0 where x == 0 and y >= 0 (as torch); a real base of a
+    complex power takes the complex log (log(-2) = log 2 + i pi)."""
+    cplx = out._dtype.category == D.COMPLEX
     if not isinstance(x, Tensor):
         if x == 0:
-            return (g * 0).where(y >= 0, g * out * float("-inf"))  # g * 0 keeps torch's NaNs in double backward
+            return (g * 0).where(_nonnegative_real(y), g * cj(out) * float("-inf"))  # g * 0 keeps torch's NaNs
+        if cplx:
+            return g * cj(out) * cmath.log(x).conjugate()
         return g * out * math.log(x) if x > 0 else g * out * float("nan")
-    return (g * out * x.log()).where((x != 0) | (y < 0), 0.0)
+    if cplx and x._dtype.category != D.COMPLEX:
+        x = x.to(out._dtype)
+    if y._dtype.category == D.COMPLEX:
+        keep = (x != 0) | (y.imag != 0) | (y.real < 0)
+    else:
+        keep = (x != 0) | (y < 0)
+    return (g * cj(out) * cj(x.log())).where(keep, 0.0)
 
 
 _pow = binary("pow", _pow_kernel, dx=_pow_dx, dy=_pow_dy, dunder="pow", rdunder=True, check=_nyi("pow", _is_bool))
@@ -416,8 +435,8 @@ fmin = binary("fmin", np.fmin, dx=lambda g, x, y: g.where((x <= y) | y.isnan(), 
               check=_no_complex("fmin", msg="fmin not implemented for complex tensors."))
 xlogy = binary("xlogy", _xlogy_kernel, TO_FLOAT, dx=lambda g, x, y: xlogy(g, y).masked_fill((x == 0) & (y <= 0), 0),
                dy=lambda g, x, y: g * x / y, check=_nyi("xlogy_cpu", _is_complex))
-logaddexp = binary("logaddexp", _logaddexp_kernel, dx=lambda g, x, y: g / (1 + (y - x).exp()),
-                   dy=lambda g, x, y: g / (1 + (x - y).exp()), inplace=False, tensors=_T2,
+logaddexp = binary("logaddexp", _logaddexp_kernel, dx=lambda g, x, y: g / cj(1 + (y - x).exp()),
+                   dy=lambda g, x, y: g / cj(1 + (x - y).exp()), inplace=False, tensors=_T2,
                    check=_nyi("logaddexp_cpu", _is_integral))
 logaddexp2 = binary("logaddexp2", np.logaddexp2, dx=lambda g, x, y: g / (1 + (y - x).exp2()),
                     dy=lambda g, x, y: g / (1 + (x - y).exp2()), inplace=False, tensors=_T2,
@@ -453,8 +472,8 @@ class Ldexp(Op):
         need = ctx.needs_input_grad
         # torch's formula grad * pow(2, other) stays integral for an integral other, so negative
         # exponents give 0 there; reproduced as is
-        gx = grad * _pow(2, other) if need[0] else None
-        gother = grad * x * scale * math.log(2) if need[1] else None
+        gx = grad * cj(_pow(2, other)) if need[0] else None
+        gother = grad * cj(x) * cj(scale) * math.log(2) if need[1] else None
         return gx, gother, None
 
 
@@ -561,7 +580,23 @@ def _sigmoid_kernel(x):
 
 def _sinc_dx(g, x):
     px = math.pi * x
-    return g * ((px * px.cos() - px.sin()) / (px * x)).where(x != 0, 0.0)
+    return g * cj(((px * px.cos() - px.sin()) / (px * x)).where(x != 0, 0.0))
+
+
+def _sgn_dx(g, x, out):
+    """0 for real input (torch's ZeroTensor); for complex z with s = z/|z|, the Wirtinger gradient
+    (g - s^2 conj(g)) / (2|z|), 0 at z = 0."""
+    if x._dtype.category != D.COMPLEX:
+        return zeros_like(g)
+    a = x.abs()
+    return ((g - out * out * g.conj()) / (2 * a)).where(a != 0, 0.0)
+
+
+def _acosh_dx(g, x):
+    """g / sqrt(x^2 - 1); complex x needs sqrt(x + 1) sqrt(x - 1) (the two differ off the real line)."""
+    if x._dtype.category != D.COMPLEX:
+        return g * (x * x - 1).rsqrt()
+    return g * ((x + 1).rsqrt() * (x - 1).rsqrt()).conj()
 
 
 def _i1_dx(g, x):
@@ -573,35 +608,35 @@ neg = unary("neg", np.negative, dx=lambda g: -g, aliases=("negative",), dunder="
 abs = unary("abs", np.abs, dx=lambda g, x: g * x.sgn(), aliases=("absolute",), dunder="abs",
             check=_nyi("abs_cpu", _is_bool))
 sign = unary("sign", _sign_kernel, dx=_zeros, check=_rejects(_is_complex, NotImplementedError, _SIGN_COMPLEX))
-sgn = unary("sgn", _sgn_kernel, dx=_zeros)
+sgn = unary("sgn", _sgn_kernel, dx=_sgn_dx)
 signbit = unary("signbit", np.signbit, inplace=False,
                 check=_rejects(_is_complex, NotImplementedError, "signbit is not implemented for complex tensors."))
-exp = unary("exp", np.exp, TO_FLOAT, dx=lambda g, out: g * out)
-exp2 = unary("exp2", np.exp2, TO_FLOAT, dx=lambda g, out: g * out * math.log(2))
-expm1 = unary("expm1", np.expm1, TO_FLOAT, dx=lambda g, out: g * (out + 1))
-log = unary("log", np.log, TO_FLOAT, dx=lambda g, x: g / x)
-log2 = unary("log2", np.log2, TO_FLOAT, dx=lambda g, x: g / (x * math.log(2)))
-log10 = unary("log10", np.log10, TO_FLOAT, dx=lambda g, x: g / (x * math.log(10)))
-log1p = unary("log1p", np.log1p, TO_FLOAT, dx=lambda g, x: g / (x + 1))
-sqrt = unary("sqrt", np.sqrt, TO_FLOAT, dx=lambda g, out: g / (2 * out))
+exp = unary("exp", np.exp, TO_FLOAT, dx=lambda g, out: g * cj(out))
+exp2 = unary("exp2", np.exp2, TO_FLOAT, dx=lambda g, out: g * cj(out) * math.log(2))
+expm1 = unary("expm1", np.expm1, TO_FLOAT, dx=lambda g, out: g * cj(out + 1))
+log = unary("log", np.log, TO_FLOAT, dx=lambda g, x: g / cj(x))
+log2 = unary("log2", np.log2, TO_FLOAT, dx=lambda g, x: g / cj(x * math.log(2)))
+log10 = unary("log10", np.log10, TO_FLOAT, dx=lambda g, x: g / cj(x * math.log(10)))
+log1p = unary("log1p", np.log1p, TO_FLOAT, dx=lambda g, x: g / cj(x + 1))
+sqrt = unary("sqrt", np.sqrt, TO_FLOAT, dx=lambda g, out: g / cj(2 * out))
 rsqrt = unary("rsqrt", _float_kernel(lambda x: 1 / np.sqrt(x)), TO_FLOAT,
-              dx=lambda g, out: -0.5 * g * out.pow(3))
-reciprocal = unary("reciprocal", np.reciprocal, TO_FLOAT, dx=lambda g, out: -g * out * out)
-sin = unary("sin", np.sin, TO_FLOAT, dx=lambda g, x: g * x.cos())
-cos = unary("cos", np.cos, TO_FLOAT, dx=lambda g, x: -g * x.sin())
-tan = unary("tan", np.tan, TO_FLOAT, dx=lambda g, out: g * (1 + out * out))
-asin = unary("asin", np.arcsin, TO_FLOAT, dx=lambda g, x: g * (1 - x * x).rsqrt(), aliases=("arcsin",))
-acos = unary("acos", np.arccos, TO_FLOAT, dx=lambda g, x: -g * (1 - x * x).rsqrt(), aliases=("arccos",))
-atan = unary("atan", np.arctan, TO_FLOAT, dx=lambda g, x: g / (1 + x * x), aliases=("arctan",))
-sinh = unary("sinh", np.sinh, TO_FLOAT, dx=lambda g, x: g * x.cosh())
-cosh = unary("cosh", np.cosh, TO_FLOAT, dx=lambda g, x: g * x.sinh())
-tanh = unary("tanh", np.tanh, TO_FLOAT, dx=lambda g, out: g * (1 - out * out))
-asinh = unary("asinh", np.arcsinh, TO_FLOAT, dx=lambda g, x: g * (x * x + 1).rsqrt(), aliases=("arcsinh",))
-acosh = unary("acosh", np.arccosh, TO_FLOAT, dx=lambda g, x: g * (x * x - 1).rsqrt(), aliases=("arccosh",))
-atanh = unary("atanh", np.arctanh, TO_FLOAT, dx=lambda g, x: g / (1 - x * x), aliases=("arctanh",))
+              dx=lambda g, out: -0.5 * g * cj(out.pow(3)))
+reciprocal = unary("reciprocal", np.reciprocal, TO_FLOAT, dx=lambda g, out: -g * cj(out) * cj(out))
+sin = unary("sin", np.sin, TO_FLOAT, dx=lambda g, x: g * cj(x.cos()))
+cos = unary("cos", np.cos, TO_FLOAT, dx=lambda g, x: -g * cj(x.sin()))
+tan = unary("tan", np.tan, TO_FLOAT, dx=lambda g, out: g * cj(1 + out * out))
+asin = unary("asin", np.arcsin, TO_FLOAT, dx=lambda g, x: g * cj((1 - x * x).rsqrt()), aliases=("arcsin",))
+acos = unary("acos", np.arccos, TO_FLOAT, dx=lambda g, x: -g * cj((1 - x * x).rsqrt()), aliases=("arccos",))
+atan = unary("atan", np.arctan, TO_FLOAT, dx=lambda g, x: g / cj(1 + x * x), aliases=("arctan",))
+sinh = unary("sinh", np.sinh, TO_FLOAT, dx=lambda g, x: g * cj(x.cosh()))
+cosh = unary("cosh", np.cosh, TO_FLOAT, dx=lambda g, x: g * cj(x.sinh()))
+tanh = unary("tanh", np.tanh, TO_FLOAT, dx=lambda g, out: g * cj(1 - out * out))
+asinh = unary("asinh", np.arcsinh, TO_FLOAT, dx=lambda g, x: g * cj((x * x + 1).rsqrt()), aliases=("arcsinh",))
+acosh = unary("acosh", np.arccosh, TO_FLOAT, dx=_acosh_dx, aliases=("arccosh",))
+atanh = unary("atanh", np.arctanh, TO_FLOAT, dx=lambda g, x: g / cj(1 - x * x), aliases=("arctanh",))
 deg2rad = unary("deg2rad", np.deg2rad, TO_FLOAT, dx=lambda g: g * (math.pi / 180), check=_no_complex("deg2rad"))
 rad2deg = unary("rad2deg", np.rad2deg, TO_FLOAT, dx=lambda g: g * (180 / math.pi), check=_no_complex("rad2deg"))
-sigmoid = unary("sigmoid", _float_kernel(_sigmoid_kernel), TO_FLOAT, dx=lambda g, out: g * out * (1 - out))
+sigmoid = unary("sigmoid", _float_kernel(_sigmoid_kernel), TO_FLOAT, dx=lambda g, out: g * cj(out) * cj(1 - out))
 erf = unary("erf", S.erf, TO_FLOAT, dx=lambda g, x: g * (2 / math.sqrt(math.pi)) * (-x * x).exp(),
             check=_nyi("erf_vml_cpu", _is_complex))
 erfc = unary("erfc", S.erfc, TO_FLOAT, dx=lambda g, x: -g * (2 / math.sqrt(math.pi)) * (-x * x).exp(),

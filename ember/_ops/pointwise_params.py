@@ -9,6 +9,7 @@ from .. import return_types
 from .._backend import maximum, minimum, where as _select
 from .._tensor import Tensor
 from ._registry import Op, fits, install, make_inplace, write_out
+from .complex import cj
 from .creation import zeros_like
 
 _make = Tensor._make
@@ -175,9 +176,9 @@ class Lerp(Op):
     def backward(ctx, grad):
         x, end, weight = ctx.saved_tensors
         need = ctx.needs_input_grad
-        gx = grad * (1 - weight) if need[0] else None
-        gend = grad * weight if need[1] else None
-        gw = grad * (end - x) if need[2] else None
+        gx = grad * cj(1 - weight) if need[0] else None
+        gend = grad * cj(weight) if need[1] else None
+        gw = grad * cj(end - x) if need[2] else None
         return gx, gend, gw
 
 

@@ -15,6 +15,7 @@ from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor, _wrap_dim
 from ._registry import Op, register, write_out
+from .complex import cj
 
 _make = Tensor._make
 _bool = builtins.bool
@@ -343,13 +344,13 @@ class Prod(Op):
         shape, dims, keepdim = ctx.args
         g = expand_grad(grad, shape, dims, keepdim)
         if not (x._data == 0).any():
-            return g * expand_grad(out, shape, dims, keepdim) / x
+            return g * cj(expand_grad(out, shape, dims, keepdim)) / cj(x)
         # with zeros, divide-by-x is undefined: use the product of all *other* elements,
         # written with cumprods so that it is differentiable again (second order at zeros)
         if len(dims) == 1:
-            return g * prod_of_others(x, dims[0])
+            return g * cj(prod_of_others(x, dims[0]))
         flat = x.reshape(-1)
-        return g * prod_of_others(flat, 0).reshape(shape)
+        return g * cj(prod_of_others(flat, 0).reshape(shape))
 
 
 def prod_of_others(x, dim):

@@ -11,6 +11,7 @@ from .. import return_types
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ._registry import Op, assign_result, check_inplace, register
+from .complex import cj
 from .reduction import _as_1d, _make, check_tensor, finish, index_grad, numpy_names, one_dim, sum_dtype
 
 
@@ -82,16 +83,16 @@ def cumprod_grad(grad, x, out, dim, reverse):
     if x._data.ndim == 0:
         return grad
     if not (x._data == 0).any():
-        return cumsum_dir(grad * out, dim, back) / x
+        return cumsum_dir(grad * cj(out), dim, back) / cj(x)
     if grad_mode._state.enabled:
         return _cumprod_grad_table(grad, x, dim, reverse)
     zero = x == 0
     zeros_so_far = cumsum_dir(zero, dim, reverse)
     before = zeros_so_far == 0
     first = zero & (zeros_so_far == 1)
-    part_before = (cumsum_dir(grad * out, dim, back) / x.masked_fill(~before, 1)).masked_fill(~before, 0)
+    part_before = (cumsum_dir(grad * cj(out), dim, back) / cj(x.masked_fill(~before, 1))).masked_fill(~before, 0)
     skip_zero = cumprod_dir(x.masked_fill(first, 1), dim, reverse)
-    part_first = cumsum_dir(grad * skip_zero, dim, back).masked_fill(~first, 0)
+    part_first = cumsum_dir(grad * cj(skip_zero), dim, back).masked_fill(~first, 0)
     return part_before + part_first
 
 
@@ -107,7 +108,7 @@ def _cumprod_grad_table(grad, x, dim, reverse):
     table = xm.unsqueeze(-2).expand(xm.shape[:-1] + (n, n)).masked_fill(eye, 1)
     products = cumprod_dir(table, table._data.ndim - 1, reverse)
     later = _make(np.tril(np.ones((n, n), bool), -1) if not reverse else np.triu(np.ones((n, n), bool), 1))
-    terms = (products * gm.unsqueeze(-2)).masked_fill(later, 0)
+    terms = (cj(products) * gm.unsqueeze(-2)).masked_fill(later, 0)
     return terms.sum(-1).movedim(-1, dim)
 
 

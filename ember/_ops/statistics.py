@@ -13,6 +13,7 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor
 from ._registry import Op, register
+from .complex import cj
 from .reduction import check_tensor, finish, keep, mean, numel_of, numpy_names, reduce_dims
 
 _bool = builtins.bool
@@ -123,7 +124,7 @@ class LogSumExp(Op):
     def backward(ctx, grad):
         x, out = ctx.saved_tensors
         shape, dims, keepdim = ctx.args
-        return keep(grad, shape, dims, keepdim) * (x - keep(out, shape, dims, keepdim)).exp()
+        return keep(grad, shape, dims, keepdim) * cj((x - keep(out, shape, dims, keepdim)).exp())
 
 
 @register()

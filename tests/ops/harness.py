@@ -145,7 +145,7 @@ def to_numpy(t):
         t = t.detach()
         if t.dtype == torch.bfloat16:
             t = t.float()
-        return t.resolve_conj().numpy() if t.is_complex() else t.numpy()
+        return t.resolve_conj().resolve_neg().numpy()  # torch's lazy conj/neg bits (real * complex grads)
     arr = t.detach().numpy()
     if arr.dtype.name == "bfloat16":
         arr = arr.astype(np.float32)
