@@ -45,6 +45,7 @@ def is_storage(obj):
     return False
 
 from . import cuda, accelerator, backends, version  # noqa: E402
+from . import cpu  # noqa: E402  (torch.cpu; controls of the caching allocator)
 
 import builtins  # noqa: E402  (int, float ... are dtypes in this namespace)
 

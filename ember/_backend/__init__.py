@@ -9,6 +9,8 @@ import os
 
 import numpy as np
 
+from . import allocator
+
 xp = np  # the cpu array module; a CUDA device would map to cupy here
 
 ndarray = np.ndarray
@@ -58,7 +60,7 @@ def where(cond, a, b):
     if cond.size >= _LARGE and type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype \
             and cond.dtype == np.bool_ and a.dtype.itemsize in _BITS:
         bits = _BITS[a.dtype.itemsize]
-        diff = np.bitwise_xor(a.view(bits), b.view(bits))
+        diff = ufunc(np.bitwise_xor, a.view(bits), b.view(bits))
         if np.broadcast_shapes(diff.shape, cond.shape) == diff.shape:
             diff *= cond
             diff ^= b.view(bits)
@@ -73,7 +75,7 @@ def _against_scalar(ufunc, a, b, out):
     if big.size < _LARGE or small.ndim or big.ndim == 0 or small.dtype != big.dtype:
         return ufunc(a, b, out=out)
     if out is None:
-        full = np.empty_like(big)
+        full = empty_like(big)
     elif out.shape == big.shape and not np.may_share_memory(out, big):
         full = out
     else:  # in place: no full-size temporary, the slow loop it is
@@ -131,6 +133,106 @@ def check_partial_overlap(out, src):
         raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
                            "refer to a single memory location. Please clone() the tensor before performing the "
                            "operation.")
+
+
+# ---- where large arrays are born (Note [Caching allocator] in allocator.py) ----------------------
+# Kernels allocate through these helpers, never through the pool itself. Results are bit-identical
+# to NumPy's own calls: the same loops write into a pooled buffer instead of a fresh one.
+
+empty = allocator.empty
+zeros = allocator.zeros
+
+
+def empty_like(a):
+    """np.empty_like(a) (a's layout), pooled when a is C-contiguous and large."""
+    if a.flags.c_contiguous:
+        return allocator.empty(a.shape, a.dtype)
+    return np.empty_like(a)
+
+
+def full(shape, value, dtype):
+    out = allocator.empty(shape, dtype)
+    out.fill(value)
+    return out
+
+
+_UFUNC_OUT = {}  # (ufunc, input dtypes...) -> output dtype, or None when NumPy resolves none
+
+
+def _ufunc_out_dtype(f, dtypes):
+    key = (f,) + dtypes
+    d = _UFUNC_OUT.get(key, False)
+    if d is False:
+        try:
+            d = f.resolve_dtypes(dtypes + (None,))[-1]
+        except (TypeError, ValueError, AttributeError):
+            d = None
+        if d is not None and d.hasobject:
+            d = None
+        _UFUNC_OUT[key] = d
+    return d
+
+
+def ufunc(f, *args):
+    """f(*args) for a NumPy ufunc of one output on arrays, written into a pooled buffer when the
+    result is large. Only where NumPy's own result would be C-contiguous: every operand that is
+    not 0-d is C-contiguous (NumPy keeps the operands' layout otherwise, as torch does)."""
+    if not allocator.enabled or f.nout != 1:
+        return f(*args)
+    shape = None
+    for a in args:
+        if a.ndim:
+            if not a.flags.c_contiguous:
+                return f(*args)
+            if shape is None:
+                shape = a.shape
+            elif a.shape != shape:
+                try:
+                    shape = np.broadcast_shapes(shape, a.shape)
+                except ValueError:
+                    return f(*args)  # NumPy's own error
+    if shape is None:
+        return f(*args)
+    d = _ufunc_out_dtype(f, tuple(a.dtype for a in args))
+    if d is None:
+        return f(*args)
+    nbytes = d.itemsize
+    for n in shape:
+        nbytes *= n
+    if nbytes < allocator.threshold:
+        return f(*args)
+    return f(*args, out=allocator.pooled(shape, d, nbytes))
+
+
+def matmul(a, b):
+    """np.matmul(a, b), written into a pooled buffer when the product is large (operands of one dtype,
+    both at least 2-D: NumPy's result is then C-contiguous of that dtype)."""
+    if a.ndim < 2 or b.ndim < 2 or a.dtype != b.dtype or not allocator.enabled or a.dtype.hasobject:
+        return np.matmul(a, b)
+    n = a.shape[-2]
+    m = b.shape[-1]
+    if a.ndim == 2 and b.ndim == 2:
+        shape = (n, m)
+    else:
+        try:
+            shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (n, m)
+        except ValueError:
+            return np.matmul(a, b)  # NumPy's own error
+    nbytes = a.dtype.itemsize
+    for k in shape:
+        nbytes *= k
+    if nbytes < allocator.threshold or a.shape[-1] != b.shape[-2]:
+        return np.matmul(a, b)
+    return np.matmul(a, b, out=allocator.pooled(shape, a.dtype, nbytes))
+
+
+def contiguous(a):
+    """np.ascontiguousarray(a): a itself when C-contiguous, else a C-ordered copy (pooled when large)."""
+    if a.flags.c_contiguous:
+        return a
+    out = allocator.empty(a.shape, a.dtype)
+    np.copyto(out, a)
+    return out
 
 
 # NumPy warns on 0/0, overflow in exp, log(0) ...; torch silently returns nan/inf.

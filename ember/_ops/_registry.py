@@ -16,7 +16,8 @@ import inspect
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import check_internal_overlap, check_partial_overlap, scalar_array
+from .._backend import allocator as _pool
+from .._backend import check_internal_overlap, check_partial_overlap, scalar_array, ufunc
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, init_node
@@ -253,7 +254,10 @@ def unary_call(row, input):
     d = input._dtype
     cd = d if row.plain else row.compute_dtype_of(d)
     x = input._data if cd is d else input._data.astype(cd.np)
-    r = row.kernel(x)
+    if row.ufunc and x.nbytes >= _pool.threshold:  # a large result: into a pooled buffer
+        r = ufunc(row.kernel, x)
+    else:
+        r = row.kernel(x)
     if type(r) is not np.ndarray:
         r = np.asarray(r)
     out = _make(r)
@@ -345,7 +349,10 @@ def _coerce_other(v, opname):
 def binary_call(row, a, b):
     x, y, cd = binary_operands(row, a, b)
     try:
-        r = row.kernel(x, y)
+        if row.ufunc and (x.nbytes >= _pool.threshold or y.nbytes >= _pool.threshold):
+            r = ufunc(row.kernel, x, y)  # a large result: into a pooled buffer
+        else:
+            r = row.kernel(x, y)
     except ValueError:
         raise shapes_error(row.name, x, y) from None
     if type(r) is not np.ndarray:
