@@ -2,6 +2,7 @@
 machinery that records in-place writes through views (CopySlices), see Note [In-place on views]."""
 import numpy as np
 
+from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from ..autograd.graph import init_node
 from ._registry import Op, register
@@ -120,11 +121,74 @@ class StridedGather(Op):
                                     stride=stride, offset=offset)
 
 
+# Note [Views that change the dtype]: real/imag/view_as_real of a complex tensor (and
+# view_as_complex of a real one) address half (or two) elements of their base. Their window is
+# described in the real layout (a complex array read as its (..., 2) real view, same memory),
+# and RealLayoutScatter/RealLayoutGather pass gradients through view_as_real/view_as_complex
+# around the ordinary strided scatter/gather.
+
+def _real_layout(arr):
+    """arr itself, or a complex arr as its (..., 2) real view."""
+    if arr.dtype.kind != "c":
+        return arr
+    re = arr.real
+    strides = tuple(s // re.itemsize for s in re.strides)
+    return B.strided_view(re, arr.shape + (2,), strides + (1,))
+
+
+def _layouts(base, view):
+    """(base array, view array, whether in the real layout) for the window geometry."""
+    b = base._data
+    v = view._data
+    if (b.dtype.kind == "c") == (v.dtype.kind == "c"):
+        return b, v, False
+    return _real_layout(b), _real_layout(v), True
+
+
+def _as_real(g):
+    from .complex import view_as_real
+    return view_as_real(g) if g._data.dtype.kind == "c" else g
+
+
+def _from_real(g, dtype):
+    """A gradient computed in the real layout, back in `dtype` (complex: view_as_complex)."""
+    if dtype.category != D.COMPLEX:
+        return g
+    from .complex import view_as_complex
+    return view_as_complex(g.contiguous())
+
+
+class RealLayoutScatter(StridedScatter):
+    """StridedScatter for a view whose dtype is not its base's (Note [Views that change the dtype])."""
+
+    def backward(ctx, grad):
+        geom = dict(zip(("base_shape", "base_strides", "size", "stride", "offset"), ctx.geom))
+        need = ctx.needs_input_grad
+        gr = _as_real(grad)
+        gx = gsrc = None
+        if need[0]:
+            gx = _from_real(StridedScatter.apply(gr, gr.new_zeros(geom["size"]), **geom), ctx._input_meta[0][1])
+        if need[1]:
+            gsrc = _from_real(StridedGather.apply(gr, **geom), ctx._input_meta[1][1])
+        return gx, gsrc
+
+
+class RealLayoutGather(StridedGather):
+    """StridedGather for a view whose dtype is not its base's (Note [Views that change the dtype])."""
+
+    def backward(ctx, grad):
+        base_shape, base_strides, size, stride, offset = ctx.geom
+        g = StridedScatter.apply(None, _as_real(grad), base_shape=base_shape, base_strides=base_strides, size=size,
+                                 stride=stride, offset=offset)
+        return _from_real(g, ctx._input_meta[0][1])
+
+
 def _view_node(view, base):
     """Give `view` the history 'a window of base' (StridedGather of base)."""
-    base_shape, base_strides = B.layout_of(base._data)
-    size, stride, offset = B.geometry(base._data, view._data)
-    node = object.__new__(StridedGather)
+    b, v, real_layout = _layouts(base, view)
+    base_shape, base_strides = B.layout_of(b)
+    size, stride, offset = B.geometry(b, v)
+    node = object.__new__(RealLayoutGather if real_layout else StridedGather)
     init_node(node, (base,))
     node._saved = ()
     node.geom = (base_shape, base_strides, size, stride, offset)
@@ -158,9 +222,10 @@ def rebase_history(self, r):
         self._requires_grad = True
         return
     base = self._base
-    base_shape, base_strides = B.layout_of(base._data)
-    size, stride, offset = B.geometry(base._data, self._data)
-    node = object.__new__(StridedScatter)
+    b, v, real_layout = _layouts(base, self)
+    base_shape, base_strides = B.layout_of(b)
+    size, stride, offset = B.geometry(b, v)
+    node = object.__new__(RealLayoutScatter if real_layout else StridedScatter)
     init_node(node, (base, r))
     node._saved = ()
     node.geom = (base_shape, base_strides, size, stride, offset)
