@@ -3,7 +3,11 @@
 Slow mode builds both Jacobians in full: numerically, one pair of evaluations
 f(x + eps e_j), f(x - eps e_j) per input element; analytically, one backward per
 output element. Fast mode compares only a random projection v^T J u of each.
-Real dtypes only; see https://pytorch.org/docs/stable/generated/torch.autograd.gradcheck.html
+Complex tensors are checked as pairs of real ones (as torch does): a complex input
+element is two coordinates (perturbed by eps and by eps * 1j), a complex output element
+two rows (backward with grad_output 1 and 1j); under torch's convention the gradient
+re + i im is exactly the row of J^T for (re, im).
+See https://pytorch.org/docs/stable/generated/torch.autograd.gradcheck.html
 """
 import warnings
 
@@ -38,28 +42,44 @@ def _outputs(func, inputs):
 
 # ---- numerical Jacobian ----------------------------------------------------------------
 
+def _as_real(a):
+    """An array as flat float64 coordinates: a complex one as interleaved (re, im) pairs."""
+    if a.dtype.kind == "c":
+        return np.stack([a.real, a.imag], -1).astype(np.float64).ravel()
+    return np.array(a, dtype=np.float64).ravel()
+
+
+def _directions(arr):
+    """The unit perturbations of one element: 1, and 1j as well for a complex array."""
+    return (1, 1j) if arr.dtype.kind == "c" else (1,)
+
+
 def _evaluate(func, inputs, out_index):
     """func's differentiable outputs as flat float64 arrays (no graph kept)."""
     outs = _outputs(func, inputs)
-    return [np.array(outs[k]._data, dtype=np.float64).ravel() for k in out_index]
+    return [_as_real(outs[k]._data) for k in out_index]
 
 
 def _numerical_jacobians(func, inputs, diff_index, out_index, eps):
-    """jac[i][k]: (numel of input i, numel of output k), by central differences."""
+    """jac[i][k]: (real coordinates of input i, real coordinates of output k), by central differences."""
     base = _evaluate(func, inputs, out_index)
     jac = []
     for i in diff_index:
         arr = inputs[i]._data  # perturbed in place, bypassing the version counter (as torch's x.data)
-        rows = [np.zeros((arr.size, b.size)) for b in base]
-        for j, idx in enumerate(np.ndindex(arr.shape)):
-            orig = arr[idx].copy()
-            arr[idx] = orig + eps
-            plus = _evaluate(func, inputs, out_index)
-            arr[idx] = orig - eps
-            minus = _evaluate(func, inputs, out_index)
-            arr[idx] = orig
-            for k in range(len(base)):
-                rows[k][j] = (plus[k] - minus[k]) / (2 * eps)
+        dirs = _directions(arr)
+        rows = [np.zeros((arr.size * len(dirs), b.size)) for b in base]
+        j = 0
+        for idx in np.ndindex(arr.shape):
+            for d in dirs:
+                orig = arr[idx].copy()
+                arr[idx] = orig + eps * d
+                plus = _evaluate(func, inputs, out_index)
+                arr[idx] = orig - eps * d
+                minus = _evaluate(func, inputs, out_index)
+                arr[idx] = orig
+                for k in range(len(base)):
+                    rows[k][j] = (plus[k] - minus[k]) / (2 * eps)
+                j += 1
         jac.append(rows)
     return jac
 
@@ -69,19 +89,22 @@ def _numerical_jacobians(func, inputs, diff_index, out_index, eps):
 def _analytical_jacobians(outs, diff_inputs, out_index):
     """jac[i][k]: (numel of input i, numel of output k), one backward per output element."""
     Tensor = _tensor_cls()
-    jac = [[np.zeros((x._data.size, outs[k]._data.size)) for k in out_index] for x in diff_inputs]
+    jac = [[np.zeros((x._data.size * len(_directions(x._data)), outs[k]._data.size * len(_directions(outs[k]._data))))
+            for k in out_index] for x in diff_inputs]
     for c, k in enumerate(out_index):
         out = outs[k]
         if not out._requires_grad:
             continue
+        dirs = _directions(out._data)
         for e in range(out._data.size):
-            onehot = np.zeros(out._data.size, dtype=out._data.dtype)
-            onehot[e] = 1
-            go = Tensor._make(onehot.reshape(out._data.shape), out._dtype)
-            grads = _grad((out,), diff_inputs, (go,), retain_graph=True, allow_unused=True)
-            for i, g in enumerate(grads):
-                if g is not None:
-                    jac[i][c][:, e] = np.asarray(g._data, dtype=np.float64).ravel()
+            for m, d in enumerate(dirs):
+                onehot = np.zeros(out._data.size, dtype=out._data.dtype)
+                onehot[e] = d
+                go = Tensor._make(onehot.reshape(out._data.shape), out._dtype)
+                grads = _grad((out,), diff_inputs, (go,), retain_graph=True, allow_unused=True)
+                for i, g in enumerate(grads):
+                    if g is not None:
+                        jac[i][c][:, e * len(dirs) + m] = _as_real(g._data)
     return jac
 
 
@@ -102,9 +125,7 @@ def _check_inputs(inputs):
     for i, t in enumerate(inputs):
         if not (_is_float(t) and t._requires_grad):
             continue
-        if t._dtype.category == 3:
-            raise NotImplementedError("ember's gradcheck supports real floating point inputs only")
-        if t._dtype.name != "float64":
+        if t._dtype.name not in ("float64", "complex128"):
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point or complex. "
                           "This check will likely fail if all the inputs are not of double precision floating point "
                           "or complex. ", UserWarning, stacklevel=3)
@@ -188,11 +209,11 @@ def _fast_check(func, inputs, diff_index, outs, out_index, eps, atol, rtol, rais
     difference against one backward per output."""
     Tensor = _tensor_cls()
     rng = np.random.default_rng(0)
-    us = [rng.uniform(-1, 1, inputs[i]._data.shape) for i in diff_index]
+    us = [_random_like(rng, inputs[i]._data) for i in diff_index]
     diff_inputs = tuple(inputs[i] for i in diff_index)
     for c, k in enumerate(out_index):
         out = outs[k]
-        v = rng.uniform(-1, 1, out._data.shape)
+        v = _random_like(rng, out._data)
         for pos, i in enumerate(diff_index):
             arr = inputs[i]._data
             orig = arr.copy()
@@ -201,19 +222,27 @@ def _fast_check(func, inputs, diff_index, outs, out_index, eps, atol, rtol, rais
             arr[...] = orig - eps * us[pos].astype(arr.dtype)
             minus = _evaluate(func, inputs, [k])[0]
             arr[...] = orig
-            numerical = float(v.ravel() @ ((plus - minus) / (2 * eps)))
+            numerical = float(_as_real(v) @ ((plus - minus) / (2 * eps)))
             analytical = 0.0
             if out._requires_grad:
                 go = Tensor._make(v.astype(out._data.dtype), out._dtype)
                 g = _grad((out,), diff_inputs, (go,), retain_graph=True, allow_unused=True)[pos]
                 if g is not None:
-                    analytical = float(np.asarray(g._data, dtype=np.float64).ravel() @ us[pos].ravel())
+                    analytical = float(_as_real(g._data) @ _as_real(us[pos]))
             if not np.isclose(analytical, numerical, rtol=rtol, atol=atol):
                 return _fail(raise_exception, f"Jacobian mismatch for output {c} with respect to input {i},\n"
                                               f"numerical:{numerical}\nanalytical:{analytical}\n\n"
                                               "The above quantities relating the numerical and analytical jacobians "
                                               "are computed in fast mode (a random projection v^T J u).")
     return True
+
+
+def _random_like(rng, arr):
+    """Uniform(-1, 1) values of arr's shape, complex (both parts random) for a complex arr."""
+    u = rng.uniform(-1, 1, arr.shape)
+    if arr.dtype.kind == "c":
+        u = u + 1j * rng.uniform(-1, 1, arr.shape)
+    return u
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
@@ -231,7 +260,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         rng = np.random.default_rng(0)
         grad_outputs = []
         for k in out_index:
-            v = rng.uniform(-1, 1, outs[k]._data.shape).astype(outs[k]._data.dtype)
+            v = np.asarray(_random_like(rng, outs[k]._data)).astype(outs[k]._data.dtype)
             g = Tensor._make(v, outs[k]._dtype)
             g._requires_grad = True
             grad_outputs.append(g)
