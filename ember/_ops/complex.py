@@ -14,8 +14,6 @@ import math
 
 import numpy as np
 
-_pycomplex = complex  # the Python type (complex() below is the op)
-
 from .. import _dtype as D
 from .._backend.numpy_cpu import strided_view
 from .._tensor import Tensor
@@ -24,6 +22,8 @@ from .creation import zeros_like
 
 _make = Tensor._make
 _NAMES = D.SCALAR_NAMES
+_COMPLEX = D.COMPLEX
+_COMPLEX_NUMBERS = (complex, np.complexfloating)  # (the name complex is the op below)
 
 
 class Real(Op):
@@ -178,10 +178,8 @@ def cj(v):
     """The conjugate of a value in a derivative formula: complex tensors and numbers conjugated,
     real ones (and None) returned themselves, at no cost to real-valued autograd."""
     if isinstance(v, Tensor):
-        return ConjPhysical.apply(v) if v._dtype.category == D.COMPLEX else v
-    if isinstance(v, (_pycomplex, np.complexfloating)):
-        return v.conjugate()
-    return v
+        return v if v._dtype.category != _COMPLEX else ConjPhysical.apply(v)
+    return v.conjugate() if isinstance(v, _COMPLEX_NUMBERS) else v
 
 
 def conj(input):

@@ -17,7 +17,7 @@ from .. import _dtype as D
 from .._backend import scalar_array, special as S, where as _select
 from .._tensor import Tensor
 from ._registry import (COMPARE, INTEGRAL, LOGICAL, TO_FLOAT, Op, binary, fits, install, into, keeps_dtype,
-                        make_inplace, row_out, unary, write_out)
+                        make_inplace, namespace, row_out, unary, write_out)
 from .complex import cj
 from .creation import ones_like, zeros_like
 
@@ -750,6 +750,17 @@ Tensor.__truediv__ = div
 Tensor.__rtruediv__ = _rdiv_dunder
 Tensor.__itruediv__ = Tensor.div_
 Tensor.__pos__ = positive
+_abs_real = Tensor.abs_
+
+
+def _abs_(self):
+    """abs_: torch refuses complex tensors (the real result cannot be written back into them)."""
+    if self._dtype.category == D.COMPLEX:
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return _abs_real(self)
+
+
+Tensor.abs_ = Tensor.absolute_ = namespace["abs_"] = namespace["absolute_"] = _abs_
 
 from . import pointwise_params as _params, complex as _complex  # noqa: E402,F401  (the rest of the family)
 from .pointwise_params import where, clamp, polygamma  # noqa: E402,F401  (imported by other families)

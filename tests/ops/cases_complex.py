@@ -194,6 +194,9 @@ CASES = [
     C("Tensor.type_as", [(3, 4), T((3, 4), dtype="complex128", grad=False)],
       lambda t, x, y: x.type_as(y) * y, dtypes=("float64",), id="real-to-complex"),
     _c("ldexp", [(3, 4), (3, 4)], lambda t, x, y: t.ldexp(x, y)),
+    # ---- errors ---------------------------------------------------------------------------------
+    _c("abs_", [(3, 4)], lambda t, x: (x * 1).abs_(), error=RuntimeError, id="inplace"),
+    _c("Tensor.backward", [(3, 4)], lambda t, x: (x * x).sum().backward(), error=RuntimeError, id="complex-scalar"),
 ]
 
 
