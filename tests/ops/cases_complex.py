@@ -170,6 +170,15 @@ CASES = [
     _c("linalg.svdvals", [(4, 3)], lambda t, x: t.linalg.svdvals(x), id="cplx"),
     _c("linalg.eigvalsh", [(3, 3)], lambda t, x: t.linalg.eigvalsh(x @ x.mH), id="cplx"),
     _c("linalg.matrix_norm", [(3, 3)], lambda t, x: t.linalg.matrix_norm(x), id="cplx-fro"),
+    _c("linalg.eigh", [(3, 3)],
+       lambda t, x: _eigh_invariants(t.linalg.eigh(x @ x.mH + t.diag(t.arange(3.0)).to(x.dtype))), id="cplx-vectors"),
+    _c("linalg.svd", [(4, 3)], lambda t, x: _svd_invariants(t.linalg.svd(x, full_matrices=False)), id="cplx-vectors"),
+    _c("linalg.eig", [(3, 3)], lambda t, x: _eig_invariants(t.linalg.eig(x + t.diag(t.arange(3.0) * 3).to(x.dtype))),
+       id="cplx-vectors"),
+    _c("linalg.matrix_exp", [(3, 3)], lambda t, x: t.linalg.matrix_exp(x * 0.5), id="cplx-scaled"),
+    _c("linalg.pinv", [(3, 4)], lambda t, x: t.linalg.pinv(x), id="cplx-wide"),
+    _c("linalg.cholesky", [(3, 3)], lambda t, x: t.linalg.cholesky(x @ x.mH + 3 * t.eye(3, dtype=x.dtype)),
+       gradgrad=True, id="cplx-gradgrad"),
     # ---- views, copies, indexing (linear: the gradient routes unchanged) -------------------------
     _c("reshape", [(3, 4)], lambda t, x: (x.reshape(4, 3) * 2, x.view(2, 6).square(), x.flatten())),
     _c("transpose", [(3, 4)], lambda t, x: (x.transpose(0, 1) * x.T, x.mT, x.permute(1, 0), x.t())),
@@ -191,6 +200,7 @@ CASES = [
       dtypes=("float32", "float64"), id="real-to-complex"),
     C("Tensor.to", [(3, 4)], lambda t, x: x.to(t.complex128).square(), dtypes=("complex64",), id="widen"),
     C("Tensor.to", [(3, 4)], lambda t, x: x.to(t.complex64) * x.to(t.complex64), dtypes=C128, id="narrow"),
+    _c("Tensor.to", [(3, 4)], lambda t, x: ((x * x).to(x.real.dtype).exp(), x.to(t.float64)), id="complex-to-real"),
     C("Tensor.type_as", [(3, 4), T((3, 4), dtype="complex128", grad=False)],
       lambda t, x, y: x.type_as(y) * y, dtypes=("float64",), id="real-to-complex"),
     _c("ldexp", [(3, 4), (3, 4)], lambda t, x, y: t.ldexp(x, y)),
@@ -206,3 +216,18 @@ def _setitem(x, v):
     y[2:, 0] = 1 - 2j
     return y
 
+
+def _eigh_invariants(r):
+    """Eigenvalues and functions of the eigenvectors that do not depend on their phases."""
+    L, V = r
+    return L, (V * V.conj()).real, (V * L.unsqueeze(-2)) @ V.mH
+
+
+def _svd_invariants(r):
+    U, S, Vh = r
+    return S, U @ Vh, (U * U.conj()).real
+
+
+def _eig_invariants(r):
+    L, V = r
+    return L, (V * V.conj()).real.sum(-2)
