@@ -257,8 +257,10 @@ _F = ember.nn.functional
     lambda x, y: ember.linalg.solve(x[:, :3] + 4 * ember.eye(3), y[:, :2]),
     lambda x, y: _F.silu(x) + ember.nan_to_num(y),  # torch refuses complex autograd for these two
     lambda x, y: _F.mse_loss(x, y) + _F.cosine_similarity(x, y).sum(),  # (and these)
+    lambda x, y: x.scatter_reduce(0, ember.tensor([[0, 1, 1, 0], [2, 2, 0, 1], [1, 0, 2, 2]]), y, "prod"),  # (and)
+    lambda x, y: ember.sparse.mm(x.to_sparse(), y.mT) + ember.sparse.addmm(x[:, :3], x.to_sparse(), y.mT, beta=1j),
 ], ids=["holomorphic", "nonholomorphic", "matmul-chain", "view-as-real", "prod-cumprod", "solve", "silu-nan-to-num",
-        "losses"])
+        "losses", "scatter-reduce-prod", "sparse-mm"])
 def test_gradcheck_complex(fn):
     rng = np.random.default_rng(2)
     x = ember.tensor(rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4)), requires_grad=True)

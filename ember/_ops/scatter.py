@@ -12,6 +12,7 @@ from .._backend import numpy_cpu as B
 from .._tensor import Tensor, _wrap_dim
 from ..autograd import grad_mode
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
+from .complex import cj
 
 _make = Tensor._make
 _state = grad_mode._state
@@ -335,18 +336,18 @@ def _prod_grads(grad, x, index, src, out, dim, include_self, need):
     ones = x.new_ones(x.shape)
     src_prod = ones.scatter_reduce(dim, index, src, "prod")
     if need[0]:
-        gx = grad * src_prod if include_self else grad.scatter(dim, index, 0)
+        gx = grad * cj(src_prod) if include_self else grad.scatter(dim, index, 0)
     if need[2]:
         nonzero_src = src.masked_fill(src == 0, 1)
         zero_count = x.new_zeros(x.shape).scatter_add(dim, index, (src == 0).to(x.dtype))
         prod_nonzero = ones.scatter_reduce(dim, index, nonzero_src, "prod")
         if include_self:
             prod_nonzero = prod_nonzero * x
-        g_pos = (grad * prod_nonzero).gather(dim, index)
+        g_pos = (grad * cj(prod_nonzero)).gather(dim, index)
         zc = zero_count.gather(dim, index)
         is_zero = src == 0
         # nonzero src: the others' product is prod_nonzero / src_j when no zero sits there, else 0
-        g_nonzero = (g_pos / nonzero_src).masked_fill(zc > 0, 0)
+        g_nonzero = (g_pos / cj(nonzero_src)).masked_fill(zc != 0, 0)  # (a count; != also works for complex)
         # a zero src: the others' product is prod_nonzero when it is the only zero there, else 0
         g_zero = g_pos.masked_fill(zc != 1, 0)
         from .pointwise import where

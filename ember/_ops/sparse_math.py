@@ -7,6 +7,7 @@ from .. import _dtype as D
 from .._backend.numpy_cpu import index_add_rows
 from .._tensor import Tensor, _wrap_dim
 from ._registry import Op
+from .complex import cj
 from .sparse import SparseTensor, _alias, _coalesce, _flat, _long, _make_sparse, _unflat, to_dense
 
 _make = Tensor._make
@@ -32,9 +33,9 @@ class SparseMm(Op):
         need = ctx.needs_input_grad
         gv = gd = None
         if need[0]:
-            gv = (grad.index_select(0, _long(rows)) * dense.index_select(0, _long(cols))).sum(-1)
+            gv = (grad.index_select(0, _long(rows)) * cj(dense.index_select(0, _long(cols)))).sum(-1)
         if need[1]:
-            gd = type(ctx).apply(values, grad, rows=cols, cols=rows, m=dense.shape[0])
+            gd = type(ctx).apply(cj(values), grad, rows=cols, cols=rows, m=dense.shape[0])  # S^H @ grad
         return gv, gd
 
 
