@@ -8,7 +8,7 @@ import numpy as np
 from .._tensor import Tensor
 from .._ops import activation as _activation
 from .._ops._registry import Op
-from .._ops.complex import cj
+from .._ops.complex import cj as _cj
 
 # ======================================================================================
 # activation functions: declared (with F's signatures) in ember/_ops/activation.py
@@ -52,11 +52,11 @@ class _Linear(Op):
         need = ctx.needs_input_grad
         gx = gw = gb = None
         if need[0]:
-            gx = linear(grad, cj(w).t())  # grad @ conj(w)
+            gx = linear(grad, _cj(w).t())  # grad @ conj(w)
         if need[1] or need[2]:
             g2 = grad.reshape(-1, w.shape[0])
             if need[1]:
-                gw = linear(g2.t(), cj(x).reshape(-1, x.shape[-1]).t())  # g2.T @ conj(x2)
+                gw = linear(g2.t(), _cj(x).reshape(-1, x.shape[-1]).t())  # g2.T @ conj(x2)
             if need[2]:
                 gb = g2.sum(0)
         return gx, gw, gb
