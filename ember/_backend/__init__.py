@@ -150,9 +150,16 @@ def empty_like(a):
     return np.empty_like(a)
 
 
+def owns_memory(arr):
+    """Is arr the one array over its memory (no view of another): NumPy's own buffer or a pool block's
+    array. Views of arr may exist; the caller knows whether anyone else holds them."""
+    return arr.flags.owndata or allocator.is_root(arr)
+
+
 def full(shape, value, dtype):
+    """np.full(shape, value, dtype), pooled when large."""
     out = allocator.empty(shape, dtype)
-    out.fill(value)
+    np.copyto(out, value, casting="unsafe")  # as np.full and np.ones fill
     return out
 
 
@@ -173,16 +180,33 @@ def _ufunc_out_dtype(f, dtypes):
     return d
 
 
+def _c_ordered(a):
+    """Would NumPy lay out a ufunc's output in C order for this operand? Yes when its axes that move
+    (non-zero stride, more than one element) have positive, non-increasing strides: C-contiguous
+    arrays, their slices and broadcast (expanded) views. NumPy orders the output's axes by the
+    operands' strides ignoring zero strides, C order winning ties and conflicts."""
+    if a.flags.c_contiguous:
+        return True
+    last = None
+    for n, st in zip(a.shape, a.strides):
+        if st == 0 or n == 1:
+            continue
+        if st < 0 or (last is not None and st > last):
+            return False
+        last = st
+    return True
+
+
 def ufunc(f, *args):
     """f(*args) for a NumPy ufunc of one output on arrays, written into a pooled buffer when the
-    result is large. Only where NumPy's own result would be C-contiguous: every operand that is
-    not 0-d is C-contiguous (NumPy keeps the operands' layout otherwise, as torch does)."""
+    result is large. Only where NumPy's own result is C-contiguous (every operand _c_ordered):
+    otherwise NumPy keeps the operands' layout, as torch does."""
     if not allocator.enabled or f.nout != 1:
         return f(*args)
     shape = None
     for a in args:
         if a.ndim:
-            if not a.flags.c_contiguous:
+            if not _c_ordered(a):
                 return f(*args)
             if shape is None:
                 shape = a.shape

@@ -29,6 +29,7 @@ inherited are its own private copies and return to its own lists when they die.
 import collections
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -77,14 +78,16 @@ _stats = _Stats()
 
 
 class _Block:
-    """A raw buffer of the pool: `size` bytes (a bucket) from 64-byte aligned address `addr` in `buf`."""
-    __slots__ = ("buf", "addr", "size", "__weakref__")
+    """A raw buffer of the pool: `size` bytes (a bucket) from 64-byte aligned address `addr`, which is
+    `offset` bytes into `buf`."""
+    __slots__ = ("buf", "addr", "offset", "size", "__weakref__")
 
-    def __init__(self, size):
-        buf = np.empty(size + _ALIGN, dtype=np.uint8)
+    def __init__(self, size, zero=False):
+        buf = (np.zeros if zero else np.empty)(size + _ALIGN, dtype=np.uint8)  # calloc: pages zeroed lazily
         start = buf.__array_interface__["data"][0]
         self.buf = buf
         self.addr = (start + _ALIGN - 1) & -_ALIGN
+        self.offset = self.addr - start
         self.size = size
 
 
@@ -103,7 +106,7 @@ def _release(block, nbytes):
 
 class _Owner:
     """The `.base` of a pooled array (see Note [Caching allocator]); returns its block when it dies."""
-    __slots__ = ("__array_interface__", "block", "nbytes")
+    __slots__ = ("__array_interface__", "block", "nbytes", "root")
 
     def __del__(self, _release=_release):
         block = self.block
@@ -205,37 +208,43 @@ def _typestr(dtype):
     return t
 
 
-def _new_block(size, nbytes):
+def _new_block(size, nbytes, zero):
     """A fresh block from glibc (after releasing the cache if glibc has no memory left), counted."""
     try:
-        block = _Block(size)
+        block = _Block(size, zero)
     except MemoryError:
         empty_cache()
-        block = _Block(size)
+        block = _Block(size, zero)
     with _lock:
         _count(size, nbytes)
     return block
 
 
-def pooled(shape, dtype, nbytes):
-    """An uninitialized C-contiguous array of shape/dtype (nbytes in all) over a pool block."""
+def pooled(shape, dtype, nbytes, zero=False):
+    """An uninitialized (zero: all-zero bytes) C-contiguous array of shape/dtype, nbytes in all,
+    over a pool block."""
     nbytes = int(nbytes)
-    if min(shape) < 0:
+    if shape and min(shape) < 0:
         return np.empty(shape, dtype)  # NumPy's error for a negative dimension
     size = bucket(nbytes)
     with _lock:
         block = _take(size, nbytes)
     if block is None:
-        block = _new_block(size, nbytes)
+        block = _new_block(size, nbytes, zero)
+    elif zero:
+        block.buf[block.offset:block.offset + nbytes].fill(0)
     owner = _Owner()
     owner.block = block
     owner.nbytes = nbytes
+    owner.root = None
     t = _typestr(dtype)
     if t is not None:
         owner.__array_interface__ = {"shape": shape, "typestr": t, "data": (block.addr, False), "version": 3}
         return np.asarray(owner)
     owner.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (block.addr, False), "version": 3}
-    return np.ndarray(shape, dtype, np.asarray(owner))
+    arr = np.ndarray(shape, dtype, np.asarray(owner))
+    owner.root = weakref.ref(arr)
+    return arr
 
 
 def empty(shape, dtype):
@@ -261,12 +270,18 @@ def zeros(shape, dtype):
         nbytes *= n
     if nbytes < threshold or not enabled or nbytes <= 0:
         return np.zeros(shape, dtype)
-    out = pooled(shape, dtype, nbytes)
-    if dtype.kind == "V":  # bfloat16 and other dtypes without a fill from Python 0: clear the bytes
-        out.view(np.uint8).fill(0)
-    else:
-        out.fill(0)
-    return out
+    return pooled(shape, dtype, nbytes, zero=True)
+
+
+def is_root(arr):
+    """Is arr the array pooled() made over its block (not a view of it)?"""
+    b = arr.base
+    if type(b) is _Owner:
+        return True
+    if type(b) is np.ndarray and type(b.base) is _Owner:  # a dtype without a typestr: a view of raw bytes
+        root = b.base.root
+        return root is not None and root() is arr
+    return False
 
 
 def is_pooled(arr):

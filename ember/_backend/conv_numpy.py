@@ -18,6 +18,8 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from . import allocator
+
 _scratch = threading.local()
 _SCRATCH_LIMIT = 1 << 28  # keep at most 256 MB per thread between calls
 
@@ -29,6 +31,8 @@ def scratch(shape, dtype):
     next scratch() call in the same thread."""
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dtype.itemsize
+    if allocator.enabled and nbytes >= allocator.threshold:
+        return allocator.pooled(tuple(shape), dtype, nbytes)  # back to the pool when the caller is done
     if nbytes > _SCRATCH_LIMIT:
         return np.empty(shape, dtype)
     buf = getattr(_scratch, "buf", None)
@@ -53,10 +57,8 @@ def padded(x, lo, hi, value=0, batch_second=False):
         return x.transpose((1, 0) + tuple(range(2, x.ndim))) if batch_second else x
     shape = tuple(s + a + b for s, a, b in zip(spatial, lo, hi))
     lead = (c, n) if batch_second else (n, c)
-    if value == 0:
-        buf = np.zeros(lead + shape, dtype=x.dtype)
-    else:
-        buf = np.full(lead + shape, value, dtype=x.dtype)
+    buf = allocator.empty(lead + shape, x.dtype)
+    np.copyto(buf, value, casting="unsafe")  # np.full's fill
     inner = tuple(slice(a, a + s) for a, s in zip(lo, spatial))
     src = x.transpose((1, 0) + tuple(range(2, x.ndim))) if batch_second else x
     buf[(slice(None), slice(None)) + inner] = src
@@ -102,7 +104,7 @@ def scatter_windows(cols, kernel, stride, dilation, lo, hi, spatial):
     b = cols.shape[1 + len(kernel)]
     out = cols.shape[2 + len(kernel):]
     full = tuple(s + x + y for s, x, y in zip(spatial, lo, hi))
-    buf = np.zeros((a, b) + full, dtype=cols.dtype)
+    buf = allocator.zeros((a, b) + full, cols.dtype)
     for tap, sl in tap_slices(kernel, stride, dilation, out):
         buf[sl] += cols[(slice(None),) + tap]
     inner = tuple(slice(x, x + s) for x, s in zip(lo, spatial))
@@ -114,13 +116,22 @@ def col2im(cols, x_shape, kernel, stride, dilation, lo, hi, out):
     n, c = x_shape[:2]
     cols = cols.reshape((c,) + tuple(kernel) + (n,) + tuple(out))
     crop = scatter_windows(cols, kernel, stride, dilation, lo, hi, x_shape[2:])
-    return np.ascontiguousarray(crop.transpose((1, 0) + tuple(range(2, crop.ndim))))
+    return _c_order(crop.transpose((1, 0) + tuple(range(2, crop.ndim))))
+
+
+def _c_order(a):
+    """np.ascontiguousarray(a), the copy (when one is needed) in pooled memory."""
+    if a.flags.c_contiguous:
+        return a
+    out = allocator.empty(a.shape, a.dtype)
+    np.copyto(out, a)
+    return out
 
 
 def to_channel_major(y, groups):
     """y (N, O, *P) copied to (groups, O/groups, N * positions), the layout of a GEMM operand."""
     n, o = y.shape[:2]
-    t = np.ascontiguousarray(y.transpose((1, 0) + tuple(range(2, y.ndim))))
+    t = _c_order(y.transpose((1, 0) + tuple(range(2, y.ndim))))
     return t.reshape(groups, o // groups, -1)
 
 
@@ -128,7 +139,7 @@ def from_channel_major(y, n, out, bias=None):
     """y (O, N * positions) back to a fresh (N, O, *out) array, adding bias (O,) on the way."""
     o = y.shape[0]
     src = y.reshape((o, n) + tuple(out)).transpose((1, 0) + tuple(range(2, 2 + len(out))))
-    res = np.empty((n, o) + tuple(out), dtype=y.dtype)
+    res = allocator.empty((n, o) + tuple(out), y.dtype)
     if bias is None:
         np.copyto(res, src)
     else:

@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 
+from .. import _backend as B
 from .._backend import conv_numpy as K
 from .._tensor import Tensor
 from ._registry import Op, install
@@ -59,7 +60,7 @@ def conv_forward(x, w, b, geo):
         n = x.shape[0]
         g = geo.groups
         cols = K.im2col(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g)
-        y = np.matmul(w.reshape(g, w.shape[0] // g, -1), cols)
+        y = B.matmul(w.reshape(g, w.shape[0] // g, -1), cols)
         y = K.from_channel_major(y.reshape(w.shape[0], -1), n, out, b)
     return y if y.dtype == dtype else y.astype(dtype)
 

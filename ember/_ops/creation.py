@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from .. import _backend as B
 from .. import _dtype as D
 from .._device import as_device, device as _device_cls
 from .._tensor import Tensor, Size
@@ -414,7 +415,7 @@ def size_args(size, name):
 
 
 def _zeros(shape, dtype):
-    return _make(np.zeros(shape, dtype=dtype.np), dtype)
+    return _make(B.zeros(shape, dtype.np), dtype)
 
 
 def _filled(name, fill):
@@ -423,15 +424,15 @@ def _filled(name, fill):
         shape = size_args(size, name)
         d = _out_dtype(dtype, out)
         if fill is None:
-            arr = np.empty(shape, dtype=d.np)
+            arr = B.empty(shape, d.np)
             if memory_format is not None and str(memory_format) != "torch.preserve_format":
                 from .._layout import format_strides  # channels_last strides, as torch.empty
                 from .._backend.numpy_cpu import layout_buffer
                 arr = layout_buffer(shape, format_strides(shape, memory_format), d.np)[1]
         elif fill == 0:
-            arr = np.zeros(shape, dtype=d.np)
+            arr = B.zeros(shape, d.np)
         else:
-            arr = np.ones(shape, dtype=d.np)
+            arr = B.full(shape, 1, d.np)
         if out is not None:
             return into_out(out, arr, d)
         return finish(arr, d, requires_grad, device)
@@ -471,7 +472,7 @@ def _full(size, fill_value, out, dtype, device, requires_grad, name):
     shape = size_args((size,), name)
     value, vdtype = _fill_value(fill_value, name)
     d = dtype or (out._dtype if out is not None else vdtype or D.scalar_dtype(value))
-    arr = np.full(shape, checked_scalar(value, d), dtype=d.np)
+    arr = B.full(shape, checked_scalar(value, d), d.np)
     if out is not None:
         return into_out(out, arr, d)
     return finish(arr, d, requires_grad, device)
@@ -488,9 +489,9 @@ def _like_array(input, d, memory_format, fill):
     elif str(memory_format) == "torch.channels_last" and x.ndim == 4:
         order = [0, 2, 3, 1]
     if order is None:
-        return np.empty(shape, d.np) if fill is None else np.full(shape, fill, d.np)
+        return B.empty(shape, d.np) if fill is None else B.full(shape, fill, d.np)
     perm_shape = tuple(shape[i] for i in order)
-    buf = np.empty(perm_shape, d.np) if fill is None else np.full(perm_shape, fill, d.np)
+    buf = B.empty(perm_shape, d.np) if fill is None else B.full(perm_shape, fill, d.np)
     return buf.transpose(np.argsort(order))
 
 

@@ -13,6 +13,7 @@ contiguous, as torch does.
 import ml_dtypes
 import numpy as np
 
+from .. import _backend as B
 from .. import _dtype as D
 from .._backend import scalar_array
 from .._tensor import Tensor
@@ -66,9 +67,9 @@ def matmul_kernel(x, y):
         return np.matmul(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
     if x.ndim > 2 and y.ndim == 2 and x.flags.c_contiguous:
         k = x.shape[-1]
-        r = np.matmul(x.reshape(-1, k), y)
+        r = B.matmul(x.reshape(-1, k), y)
         return r.reshape(x.shape[:-1] + (y.shape[-1],))
-    return np.matmul(x, y)
+    return B.matmul(x, y)
 
 
 def matmul_backward(grad, x, y, need):

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
+from .._backend import ufunc
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ._registry import Op, install
@@ -149,7 +150,7 @@ class CrossEntropy(Op):
         xf = _opmath(x)
         c = xf.shape[cd]
         m = np.max(xf, axis=cd, keepdims=True)
-        e = np.subtract(xf, m)
+        e = ufunc(np.subtract, xf, m)
         np.exp(e, out=e)  # softmax = e / s: the division is folded into the backward's coefficients
         s = np.sum(e, axis=cd, keepdims=True)
         lse = (m + np.log(s)).squeeze(cd)
@@ -186,7 +187,7 @@ class CrossEntropy(Op):
         if reduction == "mean":
             g = g / denom if denom else np.zeros_like(g)  # every target ignored: nan loss, zero gradient
         gi = np.expand_dims(np.broadcast_to(g, wt.shape), cd)
-        gx = e * (gi * np.expand_dims(a, cd) / s)
+        gx = ufunc(np.multiply, e, gi * np.expand_dims(a, cd) / s)
         at_target = np.take_along_axis(gx, tk, axis=cd) - gi * np.expand_dims((1 - smoothing) * wt, cd)
         np.put_along_axis(gx, tk, at_target, axis=cd)
         if smoothing:

@@ -13,6 +13,7 @@ import numbers
 
 import numpy as np
 
+from .. import _backend as B
 from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd import grad_mode
@@ -57,7 +58,7 @@ class BatchNorm(Op):
         count = x3.shape[0] * x3.shape[2]
         if training:
             mean = np.einsum("ncl->c", x3) / count
-            xc = x3 - mean[:, None]
+            xc = B.ufunc(np.subtract, x3, mean[:, None])  # becomes the output: pooled when large
             var = np.einsum("ncl,ncl->c", xc, xc) / count
             invstd = 1.0 / np.sqrt(var + eps)
             if running_mean is not None:
@@ -68,7 +69,7 @@ class BatchNorm(Op):
         else:
             mean = running_mean.astype(np.float32 if x.dtype.itemsize == 2 else x.dtype)  # a copy: the
             invstd = 1.0 / np.sqrt(_opmath(running_var) + eps)  # buffers may change before backward
-            xc = x3 - mean[:, None]
+            xc = B.ufunc(np.subtract, x3, mean[:, None])
         scale = invstd if weight is None else invstd * _opmath(weight)
         np.multiply(xc, scale[:, None], out=xc)  # xc is a fresh array: it becomes the output
         if bias is not None:
@@ -88,7 +89,7 @@ class BatchNorm(Op):
         m = mean._data
         s = invstd._data
         count = g3.shape[0] * g3.shape[2]
-        xc = x3 - m[:, None]
+        xc = B.ufunc(np.subtract, x3, m[:, None])  # becomes gx: pooled when large
         sum_g = np.einsum("ncl->c", g3)
         sum_gxc = np.einsum("ncl,ncl->c", g3, xc)
         gw = _cast(sum_gxc * s, weight) if weight is not None and need[1] else None
@@ -268,7 +269,7 @@ class LayerNorm(Op):
         inner = int(np.prod(shape[x.ndim - k:]))
         x2 = _opmath(x).reshape(-1, inner)
         rows = x2.shape[0]
-        out = np.empty(x2.shape, dtype=x2.dtype)
+        out = B.empty(x2.shape, x2.dtype)
         mean = np.empty(rows, dtype=x2.dtype)
         invstd = np.empty(rows, dtype=x2.dtype)
         w = None if weight is None else _opmath(weight).reshape(-1)
@@ -304,7 +305,7 @@ class LayerNorm(Op):
         w = None if weight is None else _opmath(weight._data).reshape(-1)
         want_w = weight is not None and need[1]
         want_b = bias_needed(need)
-        gx = np.empty(g2.shape, dtype=g2.dtype) if need[0] else None
+        gx = B.empty(g2.shape, g2.dtype) if need[0] else None
         gw = np.zeros(inner, dtype=g2.dtype) if want_w else None
         gb = np.zeros(inner, dtype=g2.dtype) if want_b else None
         starts, step = _row_blocks(g2.shape[0], inner)

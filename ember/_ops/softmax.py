@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._backend import opmath as _opmath
+from .._backend import ufunc
 from .._tensor import _wrap_dim
 from ._registry import Op, install
 
@@ -28,7 +29,7 @@ class Softmax(Op):
         ctx.dim = dim
         w = _row(_opmath(x))
         if w.size:
-            e = np.subtract(w, np.maximum.reduce(w, axis=dim, keepdims=True))
+            e = ufunc(np.subtract, w, np.maximum.reduce(w, axis=dim, keepdims=True))
             np.exp(e, out=e)
             e /= np.add.reduce(e, axis=dim, keepdims=True)
         else:
@@ -53,7 +54,7 @@ class _SoftmaxBackwardData(Op):
         ctx.save_for_backward(grad, out)
         g = _row(_opmath(grad))
         o = _row(_opmath(out))
-        t = np.multiply(g, o)
+        t = ufunc(np.multiply, g, o)
         s = np.add.reduce(t, axis=dim, keepdims=True)
         np.subtract(g, s, out=t)
         t *= o
@@ -78,8 +79,8 @@ class LogSoftmax(Op):
         ctx.dim = dim
         w = _row(_opmath(x))
         if w.size:
-            shifted = np.subtract(w, np.maximum.reduce(w, axis=dim, keepdims=True))
-            e = np.exp(shifted)
+            shifted = ufunc(np.subtract, w, np.maximum.reduce(w, axis=dim, keepdims=True))
+            e = ufunc(np.exp, shifted)
             shifted -= np.log(np.add.reduce(e, axis=dim, keepdims=True))
         else:
             shifted = w.copy()
@@ -102,7 +103,7 @@ class _LogSoftmaxBackwardData(Op):
         ctx.dim = dim
         ctx.save_for_backward(grad, out)
         g = _row(_opmath(grad))
-        t = np.exp(_row(_opmath(out)))
+        t = ufunc(np.exp, _row(_opmath(out)))
         t *= np.add.reduce(g, axis=dim, keepdims=True)
         np.subtract(g, t, out=t)
         return t.astype(grad.dtype, copy=False).reshape(grad.shape)

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from .._backend import owns_memory
 from . import grad_mode
 from .graph import AccumulateGrad, FREED_SLOT, gradient_edge
 
@@ -510,7 +511,7 @@ class _LeafSink:
             old._version_counter.value += 1
 
     def _stealable(self, arr):
-        return (self.may_steal and id(arr) not in self.user_arrays and arr.flags.owndata
+        return (self.may_steal and id(arr) not in self.user_arrays and owns_memory(arr)
                 and arr.flags.c_contiguous and arr.flags.writeable)
 
 

@@ -5,6 +5,7 @@ add a new family as a new banner section (or import its functions from ember/_op
 """
 import numpy as np
 
+from .. import _backend
 from .._tensor import Tensor
 from .._ops import activation as _activation
 from .._ops._registry import Op
@@ -40,9 +41,9 @@ class _Linear(Op):
         if x.ndim > 2:
             # one 2-D GEMM over all leading dims (NumPy's batched matmul would loop)
             x2 = x.reshape(-1, x.shape[-1])
-            out = np.matmul(x2, w.T).reshape(x.shape[:-1] + (w.shape[0],))
+            out = _backend.matmul(x2, w.T).reshape(x.shape[:-1] + (w.shape[0],))
         else:
-            out = np.matmul(x, w.T)
+            out = _backend.matmul(x, w.T)
         if b is not None:
             out += b  # out is a fresh array, so adding in place is safe
         return out if out.dtype == dtype else out.astype(dtype)
