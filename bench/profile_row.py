@@ -1,7 +1,7 @@
 """Where a row's time goes: a line sampler and cProfile over its step, by line, function and file.
 
     python bench/profile_row.py resnet                 # ember, the first row matching 'resnet'
-    python bench/profile_row.py resnet --lib torch     # the same row on torch (mostly one C call)
+    python bench/profile_row.py resnet --lib torch     # the same row on torch (torch.profiler, per aten op)
     python bench/profile_row.py gnmt --steps 5 --top 30 --threads 1
 
 Two views, because neither alone is right:
@@ -202,6 +202,13 @@ def main():
     plain = (time.perf_counter() - t0) / args.steps
     print(f"# {r.name} on {args.lib}, {args.threads} thread(s); {plain * 1e3:.1f} ms/step unprofiled; "
           f"load {os.getloadavg()[0]:.1f}")
+    if args.lib == "torch" and not args.cprofile:  # torch's own per-op profiler: where torch spends the same step
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(args.steps):
+                step()
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.top))
+        return
     if not args.cprofile:
         with LineSampler(threading.get_ident()) as sampler:
             for _ in range(args.steps):

@@ -47,7 +47,7 @@ def _cells(res):
     if "error" in res:
         return ["error", "", "", res["error"][:60].replace("|", "/")]
     v = res["value"]
-    ratio = "-" if res["ratio"] is None else f"{res['ratio']:.2f}"
+    ratio = "-" if res["ratio"] is None else (f"{res['ratio']:.2f}" if res["ratio"] >= 0.1 else f"{res['ratio']:.2g}")
     return [fmt(v.get("ember")), fmt(v.get("torch")), ratio, _status(res)]
 
 
