@@ -4,10 +4,12 @@ torch's CPU allocator does not cache; ember's does (Note [Caching allocator] in
 ember/_backend/allocator.py): buffers of large tensors go back to size-bucketed free lists
 when their last tensor dies and are reused. The memory functions mirror torch.cuda's
 (memory_allocated, memory_stats, empty_cache ...) and count the pooled buffers only: arrays
-of at least the threshold (256 KiB) made by ember's kernels, not NumPy's internal temporaries.
+of at least the threshold made by ember's kernels, not NumPy's internal temporaries nor the
+smaller buffers glibc keeps for reuse itself.
 
     EMBER_CACHING_ALLOCATOR=0          the pool off (every buffer is NumPy's own)
-    EMBER_ALLOCATOR_THRESHOLD=256K     smallest pooled buffer
+    EMBER_ALLOCATOR_THRESHOLD=32M      smallest pooled buffer (default 32M where ember tunes glibc,
+                                       that is on Linux unless EMBER_KEEP_FREED_MEMORY=0; else 256K)
     EMBER_ALLOCATOR_MAX_CACHED=12.5%   cap on cached (free) bytes: bytes, K/M/G, or % of RAM
 """
 from ._backend import allocator as _allocator

@@ -346,6 +346,18 @@ def test_env_switch_turns_the_pool_off():
     assert out.stdout.split() == ["True", str(MB), str(64 * MB)]
 
 
+def test_default_threshold_follows_the_glibc_tuning():
+    """32 MiB where ember tunes glibc (which keeps smaller buffers itself), 256 KiB without the tuning."""
+    code = "import ember; from ember._backend import allocator as A; print(A.threshold)"
+    glibc = hasattr(os, "register_at_fork") and sys.platform.startswith("linux")
+    for keep, expected in (("1", 32 * MB if glibc else 256 * KB), ("0", 256 * KB)):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("EMBER_ALLOCATOR")}
+        env["EMBER_KEEP_FREED_MEMORY"] = keep
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert int(out.stdout) == expected
+
+
 def test_settings_strings():
     assert A.parse_bytes("512K") == 512 * KB and A.parse_bytes("1.5G") == 3 << 29 and A.parse_bytes(4096) == 4096
     assert 0 < A.parse_bytes("10%") < A.parse_bytes("20%")
@@ -410,7 +422,8 @@ def test_pooled_ufunc_strides_match_numpy_for_views():
     assert pooled > 50
 
 
-@pytest.mark.parametrize("shapes", [((512, 300), (300, 512)), ((4, 200, 100), (100, 300)), ((3, 1, 100, 200), (5, 200, 300))])
+@pytest.mark.parametrize("shapes", [((512, 300), (300, 512)), ((4, 200, 100), (100, 300)),
+                                    ((3, 1, 100, 200), (5, 200, 300))])
 def test_pooled_matmul_matches_numpy(shapes):
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal(s).astype(np.float32) for s in shapes)

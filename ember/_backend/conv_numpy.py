@@ -28,13 +28,13 @@ def scratch(shape, dtype):
     """A transient array for an im2col matrix or a GEMM result that is consumed before the kernel
     returns, reused across calls: a fresh 10-100 MB array costs a page fault per 4 KB on first touch
     (glibc returns big blocks to the OS on free), measured at ~30% of an im2col copy. Valid until the
-    next scratch() call in the same thread."""
+    next scratch() call in the same thread. One buffer serves every size: the caching allocator
+    keeps a block per size bucket, which for the scratch of a batch-128 ResNet-8 step meant ~60 MB
+    more at the step's peak (RSS +233 MB instead of +173 MB), for no time gained."""
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dtype.itemsize
-    if allocator.enabled and nbytes >= allocator.threshold:
-        return allocator.pooled(tuple(shape), dtype, nbytes)  # back to the pool when the caller is done
     if nbytes > _SCRATCH_LIMIT:
-        return np.empty(shape, dtype)
+        return allocator.empty(shape, dtype)
     buf = getattr(_scratch, "buf", None)
     if buf is None or buf.nbytes < nbytes:
         buf = np.empty(max(nbytes, 1), dtype=np.uint8)
