@@ -2,6 +2,7 @@
 
     python bench/report.py bench/results/latest.json                      # one run
     python bench/report.py bench/results/latest.json bench/results/latest-1thread.json
+    python bench/report.py --groups training,micro,system A.json B.json   # leave out the extra rows
 
 The first run gives the full columns; each further run adds its ember, torch and ratio columns
 (for instance the same suite with one thread per library).
@@ -76,7 +77,7 @@ def describe(machine):
             f"{' (--quick)' if machine.get('quick') else ''}")
 
 
-def render(runs, labels=None):
+def render(runs, labels=None, groups=None):
     """A markdown table of runs (each {"machine", "rows"}); rows follow the first run's order."""
     labels = labels or ([""] if len(runs) == 1 else [f"{r['machine']['torch_threads']} thr" for r in runs])
     others = [{res["name"]: res for res in r["rows"]} for r in runs[1:]]
@@ -84,6 +85,8 @@ def render(runs, labels=None):
     group = None
     width = 4 + 4 * len(runs)
     for res in runs[0]["rows"]:
+        if groups is not None and res["group"] not in groups:
+            continue
         if res["group"] != group:
             group = res["group"]
             out.append(f"| *{group}* |" + " |" * (width - 1))
@@ -91,7 +94,12 @@ def render(runs, labels=None):
     return "\n".join(out)
 
 
-def main(paths):
+def main(argv):
+    groups = None
+    if argv and argv[0] == "--groups":
+        groups = argv[1].split(",")
+        argv = argv[2:]
+    paths = argv
     runs = []
     for p in paths:
         with open(p) as f:
@@ -99,7 +107,7 @@ def main(paths):
     for r in runs:
         print("- " + describe(r["machine"]))
     print()
-    print(render(runs))
+    print(render(runs, groups=groups))
 
 
 if __name__ == "__main__":
