@@ -18,7 +18,7 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from . import allocator
+from . import allocator, parallel
 
 _scratch = threading.local()
 _SCRATCH_LIMIT = 1 << 28  # keep at most 256 MB per thread between calls
@@ -58,10 +58,13 @@ def padded(x, lo, hi, value=0, batch_second=False):
     shape = tuple(s + a + b for s, a, b in zip(spatial, lo, hi))
     lead = (c, n) if batch_second else (n, c)
     buf = allocator.empty(lead + shape, x.dtype)
-    np.copyto(buf, value, casting="unsafe")  # np.full's fill
-    inner = tuple(slice(a, a + s) for a, s in zip(lo, spatial))
+    inner = (slice(None), slice(None)) + tuple(slice(a, a + s) for a, s in zip(lo, spatial))
     src = x.transpose((1, 0) + tuple(range(2, x.ndim))) if batch_second else x
-    buf[(slice(None), slice(None)) + inner] = src
+
+    def fill(i, j):  # np.full's fill, then the interior, on a slice of the leading axis
+        np.copyto(buf[i:j], value, casting="unsafe")
+        np.copyto(buf[inner][i:j], src[i:j])
+    parallel.run(fill, buf.shape[0], buf.nbytes)
     return buf
 
 
@@ -91,7 +94,7 @@ def im2col(x, kernel, stride, dilation, lo, hi, out, groups):
     buf = padded(x, lo, hi, batch_second=True)
     view = windows(buf, kernel, stride, dilation, out)
     cols = scratch(view.shape, x.dtype)
-    np.copyto(cols, view)
+    parallel.copyto(cols, view)
     taps = int(np.prod(kernel))
     positions = n * int(np.prod(out))
     return cols.reshape(groups, (c // groups) * taps, positions)
@@ -105,8 +108,12 @@ def scatter_windows(cols, kernel, stride, dilation, lo, hi, spatial):
     out = cols.shape[2 + len(kernel):]
     full = tuple(s + x + y for s, x, y in zip(spatial, lo, hi))
     buf = allocator.zeros((a, b) + full, cols.dtype)
-    for tap, sl in tap_slices(kernel, stride, dilation, out):
-        buf[sl] += cols[(slice(None),) + tap]
+    taps = list(tap_slices(kernel, stride, dilation, out))
+
+    def add(start, stop):
+        for tap, sl in taps:
+            buf[(slice(start, stop),) + sl[1:]] += cols[(slice(start, stop),) + tap]
+    parallel.run(add, a, cols.nbytes)
     inner = tuple(slice(x, x + s) for x, s in zip(lo, spatial))
     return buf[(slice(None), slice(None)) + inner]
 
@@ -124,7 +131,7 @@ def _c_order(a):
     if a.flags.c_contiguous:
         return a
     out = allocator.empty(a.shape, a.dtype)
-    np.copyto(out, a)
+    parallel.copyto(out, a)
     return out
 
 
@@ -141,9 +148,10 @@ def from_channel_major(y, n, out, bias=None):
     src = y.reshape((o, n) + tuple(out)).transpose((1, 0) + tuple(range(2, 2 + len(out))))
     res = allocator.empty((n, o) + tuple(out), y.dtype)
     if bias is None:
-        np.copyto(res, src)
+        parallel.copyto(res, src)
     else:
-        np.add(src, bias.reshape((o,) + (1,) * len(out)).astype(y.dtype, copy=False), out=res)
+        b = bias.reshape((o,) + (1,) * len(out)).astype(y.dtype, copy=False)
+        parallel.run(lambda i, j: np.add(src[i:j], b, out=res[i:j]), n, res.nbytes)
     return res
 
 
@@ -476,12 +484,17 @@ class DepthwisePlan:
             xt[lead + xs] = self._grid(buf, i)[lead + qs]
         return x
 
-    def _blocks(self, channels):
+    def _blocks(self, start, stop):
         """(c0, c1, a, b): blocks of whole channel rows, or pieces of one row when a row is long."""
         if self.row <= _BLOCK:
             cb = max(1, _BLOCK // self.row)
-            return [(c, min(channels, c + cb), 0, self.row) for c in range(0, channels, cb)]
-        return [(c, c + 1, a, min(self.row, a + _BLOCK)) for c in range(channels) for a in range(0, self.row, _BLOCK)]
+            return [(c, min(stop, c + cb), 0, self.row) for c in range(start, stop, cb)]
+        return [(c, c + 1, a, min(self.row, a + _BLOCK)) for c in range(start, stop) for a in range(0, self.row, _BLOCK)]
+
+    def _each_channel_range(self, channels, body, itemsize):
+        """body(start, stop) over channel ranges, one per intra-op thread: every kernel below writes
+        only the rows of its own channels, so the ranges run concurrently."""
+        parallel.run(body, channels, channels * self.row * itemsize * len(self.taps))
 
     def _source(self, x):
         """Phase rows of x, one per output channel (repeated for a channel multiplier)."""
@@ -493,17 +506,20 @@ class DepthwisePlan:
         channels = self.c * self.mult
         taps = w.reshape(channels, -1)
         y = np.empty((channels, self.row), dtype=x.dtype)
-        tmp = np.empty(_BLOCK, dtype=x.dtype)
-        for c0, c1, a, b in self._blocks(channels):
-            yb = y[c0:c1, a:b]
-            t = tmp[:(c1 - c0) * (b - a)].reshape(c1 - c0, b - a)
-            for k, (ph, off) in enumerate(self.taps):
-                wk = taps[c0:c1, k:k + 1]
-                if k == 0:
-                    np.multiply(src[ph, c0:c1, a + off:b + off], wk, out=yb)
-                else:
-                    np.multiply(src[ph, c0:c1, a + off:b + off], wk, out=t)
-                    yb += t
+
+        def part(start, stop):
+            tmp = np.empty(_BLOCK, dtype=x.dtype)
+            for c0, c1, a, b in self._blocks(start, stop):
+                yb = y[c0:c1, a:b]
+                t = tmp[:(c1 - c0) * (b - a)].reshape(c1 - c0, b - a)
+                for k, (ph, off) in enumerate(self.taps):
+                    wk = taps[c0:c1, k:k + 1]
+                    if k == 0:
+                        np.multiply(src[ph, c0:c1, a + off:b + off], wk, out=yb)
+                    else:
+                        np.multiply(src[ph, c0:c1, a + off:b + off], wk, out=t)
+                        yb += t
+        self._each_channel_range(channels, part, y.itemsize)
         return self._crop(y, bias)
 
     def _valid(self, rows):
@@ -531,13 +547,16 @@ class DepthwisePlan:
         channels = self.c * self.mult
         taps = w.reshape(channels, -1)
         dst = np.zeros((len(self.phases), channels, self.row + self.tail), dtype=g.dtype)
-        tmp = np.empty(_BLOCK, dtype=g.dtype)
-        for c0, c1, a, b in self._blocks(channels):
-            gb = gz[c0:c1, a:b]
-            t = tmp[:(c1 - c0) * (b - a)].reshape(c1 - c0, b - a)
-            for k, (ph, off) in enumerate(self.taps):
-                np.multiply(gb, taps[c0:c1, k:k + 1], out=t)
-                dst[ph, c0:c1, a + off:b + off] += t
+
+        def part(start, stop):
+            tmp = np.empty(_BLOCK, dtype=g.dtype)
+            for c0, c1, a, b in self._blocks(start, stop):
+                gb = gz[c0:c1, a:b]
+                t = tmp[:(c1 - c0) * (b - a)].reshape(c1 - c0, b - a)
+                for k, (ph, off) in enumerate(self.taps):
+                    np.multiply(gb, taps[c0:c1, k:k + 1], out=t)
+                    dst[ph, c0:c1, a + off:b + off] += t
+        self._each_channel_range(channels, part, dst.itemsize)
         if self.mult > 1:
             dst = dst.reshape(len(self.phases), self.c, self.mult, -1).sum(2)
         return self.from_phases(dst)
@@ -547,10 +566,13 @@ class DepthwisePlan:
         gz = self._grad_rows(g)
         channels = self.c * self.mult
         gw = np.zeros((channels, len(self.taps)), dtype=g.dtype)
-        for c0, c1, a, b in self._blocks(channels):
-            gb = gz[c0:c1, a:b]
-            for k, (ph, off) in enumerate(self.taps):
-                gw[c0:c1, k] += _rowdot(gb, src[ph, c0:c1, a + off:b + off])
+
+        def part(start, stop):
+            for c0, c1, a, b in self._blocks(start, stop):
+                gb = gz[c0:c1, a:b]
+                for k, (ph, off) in enumerate(self.taps):
+                    gw[c0:c1, k] += _rowdot(gb, src[ph, c0:c1, a + off:b + off])
+        self._each_channel_range(channels, part, gw.itemsize)
         return gw.reshape(w_shape)
 
     def window_max(self, x):
@@ -564,7 +586,7 @@ class DepthwisePlan:
         code = np.uint8 if len(self.taps) < 256 else np.int32
         arg = np.zeros((self.c, self.row), dtype=code)
         gt = np.empty(_BLOCK, dtype=bool)
-        for c0, c1, a, b in self._blocks(self.c):
+        for c0, c1, a, b in self._blocks(0, self.c):
             mb = m[c0:c1, a:b]
             ab = arg[c0:c1, a:b]
             gb = gt[:(c1 - c0) * (b - a)].reshape(c1 - c0, b - a)
@@ -593,7 +615,7 @@ class DepthwisePlan:
         dst = np.zeros((len(self.phases), self.c, self.row + self.tail), dtype=g.dtype)
         tmp = np.empty(_BLOCK, dtype=g.dtype)
         eq = np.empty(_BLOCK, dtype=bool)
-        for c0, c1, a, b in self._blocks(self.c):
+        for c0, c1, a, b in self._blocks(0, self.c):
             shape = (c1 - c0, b - a)
             t = tmp[:shape[0] * shape[1]].reshape(shape)
             e = eq[:shape[0] * shape[1]].reshape(shape)
