@@ -388,3 +388,24 @@ def test_conv_noncontiguous_inputs():
     check(lambda lib, x, w: lib.nn.functional.conv_transpose2d(x[:, :, ::2], w, None, 2), (2, 3, 6, 5),
           (3, 2, 3, 3))
     check(lambda lib, x: lib.nn.functional.max_pool2d(x.transpose(2, 3), 3, 2, 1), (2, 3, 7, 6))
+
+
+@pytest.mark.parametrize("groups,stride,padding", [(1, 1, 1), (1, 2, 2), (4, 1, 1), (8, 2, 1), (8, 1, 0)])
+def test_conv2d_split_across_intraop_threads(monkeypatch, groups, stride, padding):
+    """With the split threshold at zero every copy and depthwise kernel runs on two threads in
+    pieces; results and all three gradients must still match torch."""
+    from ember._backend import parallel
+    monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "threads", lambda: 2)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 8, 9, 10))
+    w = rng.standard_normal((8, 8 // groups, 3, 3))
+    b = rng.standard_normal(8)
+    outs = []
+    for lib in LIBS:
+        xs, ws, bs = (_tensor(lib, a, True) for a in (x, w, b))
+        y = lib.nn.functional.conv2d(xs, ws, bs, stride=stride, padding=padding, groups=groups)
+        (y * y).sum().backward()
+        outs.append([_np(y), _np(xs.grad), _np(ws.grad), _np(bs.grad)])
+    for t, e in zip(*outs):
+        np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)
