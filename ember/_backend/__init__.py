@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from . import allocator
+from . import allocator, parallel
 
 xp = np  # the cpu array module; a CUDA device would map to cupy here
 
@@ -220,9 +220,7 @@ def ufunc(f, *args):
     d = _ufunc_out_dtype(f, tuple(a.dtype for a in args))
     if d is None:
         return f(*args)
-    nbytes = d.itemsize
-    for n in shape:
-        nbytes *= n
+    nbytes = allocator.nbytes(shape, d.itemsize)
     if nbytes < allocator.threshold:
         return f(*args)
     return f(*args, out=allocator.pooled(shape, d, nbytes))
@@ -242,20 +240,19 @@ def matmul(a, b):
             shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (n, m)
         except ValueError:
             return np.matmul(a, b)  # NumPy's own error
-    nbytes = a.dtype.itemsize
-    for k in shape:
-        nbytes *= k
+    nbytes = allocator.nbytes(shape, a.dtype.itemsize)
     if nbytes < allocator.threshold or a.shape[-1] != b.shape[-2]:
         return np.matmul(a, b)
     return np.matmul(a, b, out=allocator.pooled(shape, a.dtype, nbytes))
 
 
 def contiguous(a):
-    """np.ascontiguousarray(a): a itself when C-contiguous, else a C-ordered copy (pooled when large)."""
+    """np.ascontiguousarray(a): a itself when C-contiguous, else a C-ordered copy (pooled when large,
+    split across the intra-op threads when big)."""
     if a.flags.c_contiguous:
         return a
     out = allocator.empty(a.shape, a.dtype)
-    np.copyto(out, a)
+    parallel.copyto(out, a)
     return out
 
 

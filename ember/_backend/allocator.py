@@ -255,30 +255,32 @@ def pooled(shape, dtype, nbytes, zero=False):
     return arr
 
 
-def empty(shape, dtype):
-    """np.empty(shape, dtype) (C order), from the pool when it has at least `threshold` bytes."""
+def nbytes(shape, itemsize):
+    """Bytes of an array of `shape` with items of `itemsize` bytes."""
+    for n in shape:
+        itemsize *= n
+    return itemsize
+
+
+def _request(shape, dtype):
+    """An allocation request normalised: (shape as a tuple, np.dtype, bytes, served by the pool?)."""
     if type(shape) is not tuple:
         shape = tuple(shape) if hasattr(shape, "__len__") else (shape,)
     dtype = np.dtype(dtype)
-    nbytes = dtype.itemsize
-    for n in shape:
-        nbytes *= n
-    if nbytes < threshold or not enabled or nbytes <= 0:
-        return np.empty(shape, dtype)
-    return pooled(shape, dtype, nbytes)
+    size = nbytes(shape, dtype.itemsize)
+    return shape, dtype, size, enabled and size >= threshold and size > 0
+
+
+def empty(shape, dtype):
+    """np.empty(shape, dtype) (C order), from the pool when it has at least `threshold` bytes."""
+    shape, dtype, size, pool = _request(shape, dtype)
+    return pooled(shape, dtype, size) if pool else np.empty(shape, dtype)
 
 
 def zeros(shape, dtype):
     """np.zeros(shape, dtype), from the pool when large (a cached block is cleared with one memset)."""
-    if type(shape) is not tuple:
-        shape = tuple(shape) if hasattr(shape, "__len__") else (shape,)
-    dtype = np.dtype(dtype)
-    nbytes = dtype.itemsize
-    for n in shape:
-        nbytes *= n
-    if nbytes < threshold or not enabled or nbytes <= 0:
-        return np.zeros(shape, dtype)
-    return pooled(shape, dtype, nbytes, zero=True)
+    shape, dtype, size, pool = _request(shape, dtype)
+    return pooled(shape, dtype, size, zero=True) if pool else np.zeros(shape, dtype)
 
 
 def is_root(arr):

@@ -18,7 +18,7 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from . import allocator, parallel
+from . import allocator, contiguous, parallel
 
 _scratch = threading.local()
 _SCRATCH_LIMIT = 1 << 28  # keep at most 256 MB per thread between calls
@@ -123,22 +123,13 @@ def col2im(cols, x_shape, kernel, stride, dilation, lo, hi, out):
     n, c = x_shape[:2]
     cols = cols.reshape((c,) + tuple(kernel) + (n,) + tuple(out))
     crop = scatter_windows(cols, kernel, stride, dilation, lo, hi, x_shape[2:])
-    return _c_order(crop.transpose((1, 0) + tuple(range(2, crop.ndim))))
-
-
-def _c_order(a):
-    """np.ascontiguousarray(a), the copy (when one is needed) in pooled memory."""
-    if a.flags.c_contiguous:
-        return a
-    out = allocator.empty(a.shape, a.dtype)
-    parallel.copyto(out, a)
-    return out
+    return contiguous(crop.transpose((1, 0) + tuple(range(2, crop.ndim))))
 
 
 def to_channel_major(y, groups):
     """y (N, O, *P) copied to (groups, O/groups, N * positions), the layout of a GEMM operand."""
     n, o = y.shape[:2]
-    t = _c_order(y.transpose((1, 0) + tuple(range(2, y.ndim))))
+    t = contiguous(y.transpose((1, 0) + tuple(range(2, y.ndim))))
     return t.reshape(groups, o // groups, -1)
 
 
