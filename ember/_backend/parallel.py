@@ -48,8 +48,10 @@ if hasattr(os, "register_at_fork"):
 def chunks(length, nbytes):
     """[(start, stop)] splitting range(length) in one piece per thread, or one piece when the work
     (nbytes) is too small to gain or we are already on a pool thread."""
+    if nbytes < _MIN_BYTES or length < 2:  # the common case first: no thread count asked for
+        return [(0, length)]
     n = min(threads(), length)
-    if n <= 1 or nbytes < _MIN_BYTES or threading.current_thread().name.startswith("ember-intraop"):
+    if n <= 1 or threading.current_thread().name.startswith("ember-intraop"):
         return [(0, length)]
     step = -(-length // n)
     return [(a, min(length, a + step)) for a in range(0, length, step)]
