@@ -100,6 +100,21 @@ def im2col(x, kernel, stride, dilation, lo, hi, out, groups):
     return cols.reshape(groups, (c // groups) * taps, positions)
 
 
+def im2col_per_sample(x, kernel, stride, dilation, lo, hi, out, groups):
+    """The (N, groups, C/groups * taps, positions) im2col matrices of the samples of x (N, C, *S), in
+    scratch memory: a GEMM with W (groups, O/groups, C/groups * taps) gives y (N, O, *out) in NCHW order
+    directly (see Note [Convolution layout])."""
+    n, c = x.shape[:2]
+    buf = padded(x, lo, hi)
+    st = buf.strides
+    shape = (n, c) + tuple(kernel) + tuple(out)
+    strides = st[:2] + tuple(s * d for s, d in zip(st[2:], dilation)) + tuple(s * t for s, t in zip(st[2:], stride))
+    view = as_strided(buf, shape, strides, writeable=False)
+    cols = scratch(shape, x.dtype)
+    parallel.copyto(cols, view)
+    return cols.reshape(n, groups, (c // groups) * int(np.prod(kernel)), int(np.prod(out)))
+
+
 def scatter_windows(cols, kernel, stride, dilation, lo, hi, spatial):
     """Transpose of a window view: cols (A, *kernel, B, *out) summed into a zero (A, B, *padded)
     buffer with one strided add per tap; returns the (A, B, *spatial) crop (a view)."""
