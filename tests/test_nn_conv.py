@@ -411,7 +411,7 @@ def test_conv2d_split_across_intraop_threads(monkeypatch, groups, stride, paddin
         np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("layout", ["per_sample", "pointwise", "channel_major"])
+@pytest.mark.parametrize("layout", ["per_sample", "pointwise", "channel_major", "batch_last"])
 @pytest.mark.parametrize("fn,x_shape,w_shape,kw", [
     ("conv2d", (3, 6, 7, 8), (4, 6, 3, 3), dict(padding=1)),
     ("conv2d", (3, 6, 9, 8), (4, 3, 3, 2), dict(stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2)),
@@ -426,12 +426,14 @@ def test_conv2d_split_across_intraop_threads(monkeypatch, groups, stride, paddin
     ("conv_transpose2d", (2, 4, 5, 6), (4, 3, 3, 3), dict(padding=1)),
 ])
 def test_conv_each_gemm_layout(monkeypatch, layout, fn, x_shape, w_shape, kw):
-    """The per-sample im2col, the 1x1 per-sample GEMM and the channel-major im2col are chosen by size;
-    forcing each one in turn, outputs, gradients and a second-order gradient must match torch."""
+    """The per-sample im2col, the 1x1 per-sample GEMM and the channel-major im2col (batch-second or
+    batch-last columns) are chosen by size; forcing each one in turn, outputs, gradients and a
+    second-order gradient must match torch."""
     from ember._ops import conv
     big = 10 ** 9
     monkeypatch.setattr(conv, "_PER_SAMPLE_MIN_POSITIONS", 1 if layout == "per_sample" else big)
     monkeypatch.setattr(conv, "_POINTWISE_MIN_POSITIONS", 1 if layout == "pointwise" else big)
+    monkeypatch.setattr(conv, "_BATCH_LAST_MAX_POSITIONS", big if layout == "batch_last" else 0)
     rng = np.random.default_rng(1)
     x = rng.standard_normal(x_shape)
     w = rng.standard_normal(w_shape)

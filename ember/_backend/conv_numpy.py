@@ -1,16 +1,22 @@
 """NumPy-specific helpers of the convolution, pooling and resampling kernels.
 
-Note [Convolution layout]: a convolution is one GEMM per group. The input is copied once into a
-channel-major, batch-second buffer (C, N, *padded) so that the im2col matrix, a strided window
-view of that buffer taken with as_strided, reads as (C, *kernel, N, *out): reshaped to
-(groups, C/groups * taps, N * positions) it is the right operand of a single GEMM
-W (groups, O/groups, C/groups * taps) @ cols. The transposed scatter (col2im) is one strided add
-per kernel tap, vectorised over channels, batch and positions. Measured on Conv2d(64, 64, 3,
-padding=1), forward + backward of 32x64x32x32 float32 (medians, this layout / alternative):
-1 BLAS thread, CPU time 192 / 196 ms for per-tap accumulation over 9 shifted flat views (no im2col
-matrix, 9 GEMMs per pass) and 192 / 536 ms for an NHWC (positions, taps * C) im2col; 2 threads,
-wall time 240 / 3626 ms for the per-tap variant (its long-reduction GEMMs thread badly). Per-sample
-batched GEMMs over (N, C * taps, positions) were slower still. torch: 130 ms (1 thread).
+Note [Convolution layout]: a convolution is one GEMM per group, W (groups, O/groups, C/groups *
+taps) @ cols, where cols is an im2col matrix copied from a strided window view (as_strided) of a
+padded copy of the input. Which way cols is laid out decides how fast the copy runs and whether
+the GEMM's result needs a layout copy, and the best choice depends on the output size (the
+measurements sit with the thresholds in ember/_ops/conv.py):
+- channel-major, batch-second: the input is copied to (C, N, *padded), cols read (C, *kernel, N,
+  *out), reshaped (groups, C/groups * taps, N * positions); one GEMM for the whole batch, whose
+  (O, N, *out) result is copied back to NCHW. The weight gradient always uses it from 24x24 up.
+- channel-major, batch-last: (C, *padded, N) and cols (C, *kernel, *out, N); a tap's copy moves
+  runs of out[-1] * N contiguous elements instead of out[-1], 2x faster overall at 16x16 and below.
+- per sample: cols (N, C * taps, positions); the GEMM writes NCHW directly and a sample's matrix is
+  still in cache when its GEMM reads it. Fastest forward from 32x32 up.
+The transposed scatter (col2im, for strided input gradients) is one strided add per kernel tap,
+vectorised over channels, batch and positions. Rejected, on Conv2d(64, 64, 3, padding=1) forward +
+backward of 32x64x32x32 (medians): per-tap accumulation over 9 shifted flat views (no im2col, 9
+GEMMs) 240 vs 3626 ms at 2 threads (its long-reduction GEMMs thread badly); an NHWC (positions,
+taps * C) im2col 192 vs 536 ms at 1 thread.
 """
 import itertools
 import threading
@@ -47,23 +53,35 @@ def conv_out_size(size, k, s, d, lo, hi):
     return (size + lo + hi - d * (k - 1) - 1) // s + 1
 
 
-def padded(x, lo, hi, value=0, batch_second=False):
+def _operand_order(ndim, batch_second, batch_last):
+    """The axis order of an (N, C, *S) array as a GEMM operand: (C, N, *S) batch-second, (C, *S, N)
+    batch-last, else as it is."""
+    if batch_last:
+        return (1,) + tuple(range(2, ndim)) + (0,)
+    if batch_second:
+        return (1, 0) + tuple(range(2, ndim))
+    return tuple(range(ndim))
+
+
+def padded(x, lo, hi, value=0, batch_second=False, batch_last=False):
     """x (N, C, *S) as a fresh array padded by lo/hi per spatial dim with `value`; with
-    batch_second the copy is laid out (C, N, *padded). Without padding and in the natural
-    layout x itself is returned (callers only read it)."""
-    n, c = x.shape[:2]
-    spatial = x.shape[2:]
+    batch_second the copy is laid out (C, N, *padded), with batch_last (C, *padded, N). Without
+    padding x itself is returned, in that axis order (callers only read it)."""
+    src = x.transpose(_operand_order(x.ndim, batch_second, batch_last))
     if not any(lo) and not any(hi):
-        return x.transpose((1, 0) + tuple(range(2, x.ndim))) if batch_second else x
-    shape = tuple(s + a + b for s, a, b in zip(spatial, lo, hi))
-    lead = (c, n) if batch_second else (n, c)
-    buf = allocator.empty(lead + shape, x.dtype)
-    inner = (slice(None), slice(None)) + tuple(slice(a, a + s) for a, s in zip(lo, spatial))
-    src = x.transpose((1, 0) + tuple(range(2, x.ndim))) if batch_second else x
+        return src
+    first = 1 if batch_last else 2  # the first spatial axis of src
+    shape = list(src.shape)
+    inner = [slice(None)] * x.ndim
+    for i, (a, b, size) in enumerate(zip(lo, hi, x.shape[2:])):
+        shape[first + i] += a + b
+        inner[first + i] = slice(a, a + size)
+    buf = allocator.empty(tuple(shape), x.dtype)
+    interior = buf[tuple(inner)]
 
     def fill(i, j):  # np.full's fill, then the interior, on a slice of the leading axis
         np.copyto(buf[i:j], value, casting="unsafe")
-        np.copyto(buf[inner][i:j], src[i:j])
+        np.copyto(interior[i:j], src[i:j])
     parallel.run(fill, buf.shape[0], buf.nbytes)
     return buf
 
@@ -77,22 +95,31 @@ def tap_slices(kernel, stride, dilation, out):
         yield tap, (slice(None), slice(None)) + sl
 
 
-def windows(buf, kernel, stride, dilation, out):
+def windows(buf, kernel, stride, dilation, out, batch_last=False):
     """A (A, *kernel, B, *out) read-only view of a padded (A, B, *S) buffer: element
-    [a, k..., b, o...] is buf[a, b, o * stride + k * dilation]."""
+    [a, k..., b, o...] is buf[a, b, o * stride + k * dilation]. With batch_last, buf is
+    (A, *S, B) and the view (A, *kernel, *out, B)."""
     st = buf.strides
-    shape = buf.shape[:1] + tuple(kernel) + buf.shape[1:2] + tuple(out)
-    tap_strides = tuple(s * d for s, d in zip(st[2:], dilation))
-    pos_strides = tuple(s * t for s, t in zip(st[2:], stride))
-    strides = st[:1] + tap_strides + st[1:2] + pos_strides
+    spatial = st[1:-1] if batch_last else st[2:]
+    tap_strides = tuple(s * d for s, d in zip(spatial, dilation))
+    pos_strides = tuple(s * t for s, t in zip(spatial, stride))
+    if batch_last:
+        shape = buf.shape[:1] + tuple(kernel) + tuple(out) + buf.shape[-1:]
+        strides = st[:1] + tap_strides + pos_strides + st[-1:]
+    else:
+        shape = buf.shape[:1] + tuple(kernel) + buf.shape[1:2] + tuple(out)
+        strides = st[:1] + tap_strides + st[1:2] + pos_strides
     return as_strided(buf, shape, strides, writeable=False)
 
 
-def im2col(x, kernel, stride, dilation, lo, hi, out, groups):
-    """The (groups, C/groups * taps, N * positions) im2col matrix of x (N, C, *S), in scratch memory."""
+def im2col(x, kernel, stride, dilation, lo, hi, out, groups, batch_last=False):
+    """The (groups, C/groups * taps, N * positions) im2col matrix of x (N, C, *S), in scratch memory.
+    Its columns run over (batch, position), or with batch_last over (position, batch): then a
+    tap's copy reads runs of out[-1] * N contiguous elements instead of out[-1], which is what
+    makes small images fast (see Note [Convolution layout])."""
     n, c = x.shape[:2]
-    buf = padded(x, lo, hi, batch_second=True)
-    view = windows(buf, kernel, stride, dilation, out)
+    buf = padded(x, lo, hi, batch_second=not batch_last, batch_last=batch_last)
+    view = windows(buf, kernel, stride, dilation, out, batch_last)
     cols = scratch(view.shape, x.dtype)
     parallel.copyto(cols, view)
     taps = int(np.prod(kernel))
@@ -141,22 +168,28 @@ def col2im(cols, x_shape, kernel, stride, dilation, lo, hi, out):
     return contiguous(crop.transpose((1, 0) + tuple(range(2, crop.ndim))))
 
 
-def to_channel_major(y, groups):
-    """y (N, O, *P) copied to (groups, O/groups, N * positions), the layout of a GEMM operand."""
-    n, o = y.shape[:2]
-    t = contiguous(y.transpose((1, 0) + tuple(range(2, y.ndim))))
+def to_channel_major(y, groups, batch_last=False):
+    """y (N, O, *P) copied to (groups, O/groups, N * positions), the layout of a GEMM operand; with
+    batch_last its columns run over (position, batch)."""
+    o = y.shape[1]
+    t = contiguous(y.transpose(_operand_order(y.ndim, True, batch_last)))
     return t.reshape(groups, o // groups, -1)
 
 
-def from_channel_major(y, n, out, bias=None):
-    """y (O, N * positions) back to a fresh (N, O, *out) array, adding bias (O,) on the way."""
+def from_channel_major(y, n, out, bias=None, batch_last=False):
+    """y (O, N * positions) back to a fresh (N, O, *out) array, adding bias (O,) on the way; with
+    batch_last y's columns run over (position, batch)."""
     o = y.shape[0]
-    src = y.reshape((o, n) + tuple(out)).transpose((1, 0) + tuple(range(2, 2 + len(out))))
+    nd = len(out)
+    if batch_last:
+        src = y.reshape((o,) + tuple(out) + (n,)).transpose((nd + 1, 0) + tuple(range(1, nd + 1)))
+    else:
+        src = y.reshape((o, n) + tuple(out)).transpose((1, 0) + tuple(range(2, 2 + nd)))
     res = allocator.empty((n, o) + tuple(out), y.dtype)
     if bias is None:
         parallel.copyto(res, src)
     else:
-        b = bias.reshape((o,) + (1,) * len(out)).astype(y.dtype, copy=False)
+        b = bias.reshape((o,) + (1,) * nd).astype(y.dtype, copy=False)
         parallel.run(lambda i, j: np.add(src[i:j], b, out=res[i:j]), n, res.nbytes)
     return res
 
@@ -471,23 +504,29 @@ class DepthwisePlan:
 
     def to_phases(self, x, fill=0):
         """x (N, C, *S) -> (phases, C, row + tail): channel rows per phase, padded with `fill`."""
-        shape = (len(self.phases), self.c, self.row + self.tail)
-        buf = np.zeros(shape, dtype=x.dtype) if fill == 0 else np.full(shape, fill, dtype=x.dtype)
+        buf = allocator.empty((len(self.phases), self.c, self.row + self.tail), x.dtype)
         xt = x.transpose((1, 0) + tuple(range(2, x.ndim)))
         lead = (slice(None), slice(None))
-        for i, p in enumerate(self.phases):
-            qs, xs = self._phase_slices(p)
-            self._grid(buf, i)[lead + qs] = xt[lead + xs]
+        pieces = [(i,) + self._phase_slices(p) for i, p in enumerate(self.phases)]
+
+        def part(start, stop):  # the fill, then the copies, for a range of channels
+            np.copyto(buf[:, start:stop], fill, casting="unsafe")
+            for i, qs, xs in pieces:
+                self._grid(buf, i)[start:stop][lead + qs] = xt[start:stop][lead + xs]
+        parallel.run(part, self.c, buf.nbytes)
         return buf
 
     def from_phases(self, buf):
         """The transpose of to_phases: (phases, C, row + tail) -> a fresh (N, C, *S) array."""
-        x = np.empty((self.n, self.c) + self.spatial, dtype=buf.dtype)
+        x = allocator.empty((self.n, self.c) + self.spatial, buf.dtype)
         xt = x.transpose((1, 0) + tuple(range(2, x.ndim)))
         lead = (slice(None), slice(None))
-        for i, p in enumerate(self.phases):
-            qs, xs = self._phase_slices(p)
-            xt[lead + xs] = self._grid(buf, i)[lead + qs]
+        pieces = [(i,) + self._phase_slices(p) for i, p in enumerate(self.phases)]
+
+        def part(start, stop):
+            for i, qs, xs in pieces:
+                xt[start:stop][lead + xs] = self._grid(buf, i)[start:stop][lead + qs]
+        parallel.run(part, self.c, x.nbytes)
         return x
 
     def _blocks(self, start, stop):
@@ -544,8 +583,14 @@ class DepthwisePlan:
 
     def _grad_rows(self, g):
         """g (N, C*mult, *out) as channel rows, zero at the garbage positions."""
-        gz = np.zeros((g.shape[1], self.row), dtype=g.dtype)
-        self._valid(gz)[...] = g
+        gz = allocator.empty((g.shape[1], self.row), g.dtype)
+        valid = self._valid(gz).transpose((1, 0) + tuple(range(2, g.ndim)))  # (channels, N, *out)
+        src = g.transpose((1, 0) + tuple(range(2, g.ndim)))
+
+        def part(start, stop):
+            gz[start:stop] = 0
+            valid[start:stop] = src[start:stop]
+        parallel.run(part, gz.shape[0], gz.nbytes)
         return gz
 
     def input_grad(self, g, w):
