@@ -359,6 +359,37 @@ def test_loader_with_sampler_batch_sampler_and_collate_fn():
         assert results[1] == results[0], kwargs
 
 
+def _mixed_tensor_ds(lib, data):
+    rng = np.random.default_rng(3)
+    arrays = (rng.standard_normal((9, 2, 3)), rng.integers(-5, 5, 9).astype(np.int32), rng.random(9) > 0.5)
+    return data.TensorDataset(*(lib.from_numpy(a) for a in arrays), lib.arange(9, dtype=lib.bfloat16))
+
+
+@pytest.mark.parametrize("kwargs", [dict(batch_size=4), dict(batch_size=4, drop_last=True),
+                                    dict(batch_sampler=[[8, 0, 0], [-1, 3], [5]]), dict(sampler=[2, 7, 7, 1], batch_size=3)])
+def test_loader_tensor_dataset_batches_match_torch(kwargs):
+    """A TensorDataset batch is gathered in one indexing per tensor (not collated row by row): the
+    batches, their dtypes, shapes and the list around them are torch's, repeated and negative indices
+    included."""
+    results = [_loader_output(lib, data, _mixed_tensor_ds, **kwargs) for lib, data in LIBS]
+    assert results[1] == results[0]
+
+
+def test_loader_tensor_dataset_subclass_and_grad_take_the_per_sample_path():
+    class Doubled(edata.TensorDataset):
+        def __getitem__(self, index):
+            return tuple(2 * t[index] for t in self.tensors)
+    batches = [b[0].tolist() for b in edata.DataLoader(Doubled(ember.arange(4.0)), batch_size=3)]
+    assert batches == [[0.0, 2.0, 4.0], [6.0]]
+    fns = []
+    for lib, data in LIBS:
+        w = lib.arange(6.0).reshape(3, 2).requires_grad_()
+        (b,) = next(iter(data.DataLoader(data.TensorDataset(w), batch_size=2)))
+        b.sum().backward()
+        fns.append((b.grad_fn.name(), w.grad.tolist()))
+    assert fns[1] == fns[0]
+
+
 def test_loader_uses_getitems():
     class Batched(Squares):
         calls = []
