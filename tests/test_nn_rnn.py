@@ -520,3 +520,26 @@ def test_nn_utils_rnn_namespace():
         assert getattr(ember.nn, name) is getattr(ember.nn.modules.rnn, name)
     for name in ("lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "lstm", "gru", "rnn_tanh", "rnn_relu"):
         assert callable(getattr(ember, name))
+
+
+@pytest.mark.parametrize("used", ["all", "out", "h_n", "c_n"])
+def test_lstm_sequence_gradients_through_each_output_match_torch(used):
+    """The whole-sequence LSTM op: gradients reaching it through the output, h_n or c_n alone (the
+    others arrive as None) or all three, with a grad-requiring initial state, both directions."""
+    torch.manual_seed(1)
+    tm = torch.nn.LSTM(3, 5, num_layers=2, bidirectional=True, batch_first=True)
+    em = ember.nn.LSTM(3, 5, num_layers=2, bidirectional=True, batch_first=True)
+    copy_weights(tm, em)
+    x = torch.randn(2, 6, 3)
+    h0 = torch.randn(4, 2, 5)
+    c0 = torch.randn(4, 2, 5)
+    results = []
+    for lib, mod, arrays in ((torch, tm, (x, h0, c0)), (ember, em, tuple(E(a) for a in (x, h0, c0)))):
+        inp, h, c = (a.clone().requires_grad_() for a in arrays)
+        out, (h_n, c_n) = mod(inp, (h, c))
+        terms = {"out": (out * out).sum(), "h_n": (h_n * h_n.detach()).sum(), "c_n": c_n.sum() * 3}
+        loss = sum(terms.values()) if used == "all" else terms[used]
+        loss.backward()
+        results.append([out, h_n, c_n, inp.grad, h.grad, c.grad] + [p.grad for p in mod.parameters()])
+    for a, b in zip(*results):
+        close(a, b, torch.float32)

@@ -569,10 +569,10 @@ def _sgn_kernel(x):
     return np.where(a == 0, 0, x / np.where(a == 0, 1, a)).astype(x.dtype)
 
 
-def _sigmoid_kernel(x):
+def _sigmoid_kernel(x, out=None):
     """1 / (1 + exp(-x)) as torch computes it: exp overflowing to inf gives exactly 0, and the
-    result keeps its relative accuracy for negative x. One buffer, updated in place."""
-    t = np.negative(x)
+    result keeps its relative accuracy for negative x. One buffer (out, which may be x), updated in place."""
+    t = np.negative(x, out=out)
     np.exp(t, out=t)
     t += 1
     return np.reciprocal(t, out=t)

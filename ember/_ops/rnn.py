@@ -177,6 +177,133 @@ def _lstm_gates_backward_graph(gates, c, c_new, gh, gc, gw):
     return dgates, dc * f
 
 
+# ---- a whole LSTM sequence in one op ----------------------------------------------------
+
+class _LSTMSequence(Op):
+    """(out, h_n, c_n) of one LSTM layer direction over a whole unpacked sequence, from the projected
+    inputs xg (T, B, 4H), the initial state and w_hh (see Note [RNN time loop]). The time loop runs in
+    NumPy with the gates, states and tanh(c) kept per step; the backward runs the recursion back in
+    NumPy and gets w_hh's gradient from one GEMM over all steps. Under create_graph the backward is
+    rebuilt from ember ops (the forward recomputed differentiably, then the same recursion)."""
+    _name = "MkldnnRnnLayerBackward0"
+
+    @staticmethod
+    def forward(ctx, xg, h0, c0, w_hh, reverse):
+        ctx.save_for_backward(xg, h0, c0, w_hh)
+        ctx.reverse = reverse
+        steps, batch, width = xg.shape
+        n = width // 4
+        w_t = np.ascontiguousarray(w_hh.T)
+        gates = np.empty((steps, batch, width), dtype=xg.dtype)
+        hs = np.empty((steps + 1, batch, n), dtype=xg.dtype)  # in processing order, hs[0] = h0
+        cs = np.empty((steps + 1, batch, n), dtype=xg.dtype)
+        tcs = np.empty((steps, batch, n), dtype=xg.dtype)
+        hs[0] = h0
+        cs[0] = c0
+        tmp = np.empty((batch, n), dtype=xg.dtype)
+        for k in range(steps):
+            a = gates[k]
+            np.matmul(hs[k], w_t, out=a)
+            a += xg[steps - 1 - k if reverse else k]
+            _sigmoid_kernel(a[:, :2 * n], out=a[:, :2 * n])
+            np.tanh(a[:, 2 * n:3 * n], out=a[:, 2 * n:3 * n])
+            _sigmoid_kernel(a[:, 3 * n:], out=a[:, 3 * n:])
+            np.multiply(a[:, n:2 * n], cs[k], out=cs[k + 1])
+            np.multiply(a[:, :n], a[:, 2 * n:3 * n], out=tmp)
+            cs[k + 1] += tmp
+            np.tanh(cs[k + 1], out=tcs[k])
+            np.multiply(a[:, 3 * n:], tcs[k], out=hs[k + 1])
+        ctx.workspace = (gates, hs, cs, tcs)
+        out = hs[:0:-1] if reverse else hs[1:]
+        return np.ascontiguousarray(out), hs[steps].copy(), cs[steps].copy()
+
+    def backward(ctx, g_out, g_h, g_c):
+        xg, h0, c0, w_hh = ctx.saved_tensors
+        if _state.enabled:
+            return _lstm_sequence_backward_graph(xg, h0, c0, w_hh, ctx.reverse, g_out, g_h, g_c)
+        gates, hs, cs, tcs = ctx.workspace
+        need = ctx.needs_input_grad
+        steps, batch, width = gates.shape
+        n = width // 4
+        w = w_hh._data
+        dh = np.zeros((batch, n), dtype=gates.dtype) if g_h is None else g_h._data.copy()
+        dc = np.zeros((batch, n), dtype=gates.dtype) if g_c is None else g_c._data.copy()
+        go = None if g_out is None else g_out._data
+        dgates = np.empty_like(gates)
+        tmp = np.empty((batch, n), dtype=gates.dtype)
+        for k in range(steps - 1, -1, -1):
+            if go is not None:
+                dh += go[steps - 1 - k if ctx.reverse else k]
+            a = gates[k]
+            i, f, g, o = a[:, :n], a[:, n:2 * n], a[:, 2 * n:3 * n], a[:, 3 * n:]
+            tc = tcs[k]
+            d = dgates[k]
+            # the output gate: dh * tanh(c) * o(1 - o); the cell: dc + dh * o * (1 - tanh(c)^2)
+            np.multiply(dh, tc, out=d[:, 3 * n:])
+            d[:, 3 * n:] *= o
+            np.subtract(1, o, out=tmp)
+            d[:, 3 * n:] *= tmp
+            np.multiply(tc, tc, out=tmp)
+            np.subtract(1, tmp, out=tmp)
+            tmp *= o
+            tmp *= dh
+            dc += tmp
+            np.multiply(dc, g, out=d[:, :n])  # input gate: dc * g * i(1 - i)
+            d[:, :n] *= i
+            np.subtract(1, i, out=tmp)
+            d[:, :n] *= tmp
+            np.multiply(dc, cs[k], out=d[:, n:2 * n])  # forget gate: dc * c_prev * f(1 - f)
+            d[:, n:2 * n] *= f
+            np.subtract(1, f, out=tmp)
+            d[:, n:2 * n] *= tmp
+            np.multiply(g, g, out=tmp)  # cell candidate: dc * i * (1 - g^2)
+            np.subtract(1, tmp, out=tmp)
+            tmp *= i
+            np.multiply(dc, tmp, out=d[:, 2 * n:3 * n])
+            dc *= f
+            dh = np.matmul(d, w)
+        gxg = None
+        if need[0]:
+            gxg = Tensor._make(np.ascontiguousarray(dgates[::-1]) if ctx.reverse else dgates)
+        gw = None
+        if need[3]:
+            gw = Tensor._make(np.matmul(dgates.reshape(-1, width).T, hs[:steps].reshape(-1, n)))
+        return gxg, Tensor._make(dh) if need[1] else None, Tensor._make(dc) if need[2] else None, gw
+
+
+def _lstm_sequence_backward_graph(xg, h0, c0, w_hh, reverse, g_out, g_h, g_c):
+    """_LSTMSequence's gradients in ember ops, differentiable again: the forward is recomputed from
+    the inputs so that the saved gates and states carry their own history."""
+    steps = xg.shape[0]
+    order = range(steps - 1, -1, -1) if reverse else range(steps)
+    h, c = h0, c0
+    trace = []
+    for t in order:
+        i, f, g, o = (xg[t] + h.matmul(w_hh.t())).chunk(4, 1)
+        gates = cat([i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()], 1)
+        i, f, g, o = gates.chunk(4, 1)
+        c_new = f * c + i * g
+        trace.append((t, gates, c, c_new, h))
+        h, c = o * c_new.tanh(), c_new
+    dh, dc, gw = g_h, g_c, None
+    dxg = [None] * steps
+    for t, gates, c_prev, c_new, h_prev in reversed(trace):
+        if g_out is not None:
+            dh = g_out[t] if dh is None else dh + g_out[t]
+        d, dc = _lstm_gates_backward_graph(gates, c_prev, c_new, dh, dc, None)
+        dxg[t] = d
+        dh = d.matmul(w_hh)
+        step_gw = d.t().matmul(h_prev)
+        gw = step_gw if gw is None else gw + step_gw
+    return stack(dxg, 0), dh, dc, gw
+
+
+def _lstm_sequence(xg, h0, c0, w_hh, reverse):
+    out, h, c = _LSTMSequence.apply(xg, h0, c0, w_hh, reverse=reverse)
+    _no_materialize(out)
+    return out, h, c
+
+
 def _lstm_step(xg, hg, c):
     h, c, _ = _LSTMGates.apply(xg, hg, c)
     _no_materialize(h)
@@ -345,6 +472,13 @@ class _Layer:
             bias = bias + self.b_hh
         return _linear(x, self.w_ih, bias)
 
+    def whole_sequence(self, xg, h0, c0):
+        """Whether the sequence runs as one _LSTMSequence op: an LSTM without projection, float32 or
+        float64 throughout."""
+        if self.mode != "LSTM" or self.w_hr is not None or xg._dtype not in _BLAS_DTYPES:
+            return False
+        return all(t._dtype is xg._dtype for t in (h0, c0, self.w_hh))
+
     def step(self, xg, h, c):
         mode = self.mode
         if mode == "LSTM":
@@ -362,6 +496,8 @@ def _run_direction(layer, x, h0, c0, batch_sizes, reverse):
     """Run one layer over x (T, B, in) or packed data (N, in) with batch_sizes; returns
     (outputs stacked like x, final h, final c)."""
     xg = layer.project_inputs(x)
+    if batch_sizes is None and layer.whole_sequence(xg, h0, c0):
+        return _lstm_sequence(xg, h0, c0, layer.w_hh, reverse)
     if batch_sizes is None:
         steps = unbind(xg, 0)
     else:
