@@ -453,3 +453,30 @@ def test_torch_level_norm_functions():
                          ("group_norm", lambda L: (L.tensor(x), 3, L.tensor(w), L.tensor(b))),
                          ("rms_norm", lambda L: (L.tensor(x), [5]))):
         close(getattr(ember, lib_fn)(*args(ember)), getattr(torch, lib_fn)(*args(torch)), "float64", what=lib_fn)
+
+
+@pytest.mark.parametrize("affine,training", [(True, True), (False, True), (True, False)])
+def test_batch_norm_split_across_intraop_threads(monkeypatch, affine, training):
+    """With the split threshold at zero the batch-norm kernels run on two threads over channel ranges
+    (odd C, so the ranges differ in size); outputs, running stats and gradients must match torch."""
+    from ember._backend import parallel
+    monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "threads", lambda: 2)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 5, 3, 6)) * 3 + 1
+    g = rng.standard_normal(x.shape)
+    outs = []
+    for lib in (torch, ember):
+        bn = lib.nn.BatchNorm2d(5, affine=affine).double()
+        if affine:
+            with lib.no_grad():
+                bn.weight.copy_(lib.from_numpy(np.linspace(0.5, 2, 5)))
+                bn.bias.copy_(lib.from_numpy(np.linspace(-1, 1, 5)))
+        bn.train(training)
+        xs = lib.from_numpy(x.copy()).requires_grad_()
+        y = bn(xs)
+        y.backward(lib.from_numpy(g))
+        grads = [xs.grad] + ([bn.weight.grad, bn.bias.grad] if affine else [])
+        outs.append([a.detach().numpy() for a in [y, bn.running_mean, bn.running_var] + grads])
+    for t, e in zip(*outs):
+        np.testing.assert_allclose(e, t, rtol=1e-10, atol=1e-10)
