@@ -414,6 +414,7 @@ def test_conv2d_split_across_intraop_threads(monkeypatch, groups, stride, paddin
 @pytest.mark.parametrize("layout", ["per_sample", "pointwise", "channel_major", "batch_last"])
 @pytest.mark.parametrize("fn,x_shape,w_shape,kw", [
     ("conv2d", (3, 6, 7, 8), (4, 6, 3, 3), dict(padding=1)),
+    ("conv2d", (2, 1, 6, 7), (5, 1, 3, 3), dict(padding=1)),  # widening: input gradient by GEMM + col2im
     ("conv2d", (3, 6, 9, 8), (4, 3, 3, 2), dict(stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2)),
     ("conv2d", (3, 6, 7, 8), (5, 6, 1, 1), {}),
     ("conv2d", (3, 6, 7, 8), (5, 6, 1, 1), dict(stride=2)),
