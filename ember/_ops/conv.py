@@ -8,7 +8,7 @@ of the trilinear form T(x, w, y) = <conv(x, w), y>:
 Each is an Op whose backward is written with the other two, so gradients of every order work.
 The GEMM layout is described in Note [Convolution layout] (ember/_backend/conv_numpy.py);
 depthwise convolutions (one input channel per group) take a per-tap multiply-accumulate path
-over contiguous slices (Note [Depthwise flat layout], same file).
+over contiguous slices (Note [Depthwise flat layout], ember/_backend/depthwise_numpy.py).
 """
 import warnings
 
@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _backend as B
 from .._backend import conv_numpy as K
+from .._backend import depthwise_numpy as DW
 from .._tensor import Tensor
 from ._registry import Op, install
 
@@ -226,7 +227,7 @@ def _pointwise_weight(x, y, geo, w_shape):
 
 def _depthwise_plan(x_shape, w_shape, geo):
     mult = w_shape[0] // x_shape[1]
-    return K.DepthwisePlan(x_shape, w_shape[2:], geo.stride, geo.dilation, geo.lo, geo.hi, mult)
+    return DW.DepthwisePlan(x_shape, w_shape[2:], geo.stride, geo.dilation, geo.lo, geo.hi, mult)
 
 
 def _depthwise_forward(x, w, b, geo, out):

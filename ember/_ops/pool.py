@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._backend import conv_numpy as K
+from .._backend import depthwise_numpy as DW
 from .._tensor import Tensor
 from ._registry import Op, install
 from .sampling import _area_map, _named, apply_maps
@@ -109,7 +110,7 @@ class MaxPool(Op):
     def forward(ctx, x, kernel, stride, padding, dilation, out, want_indices):
         spatial = x.shape[2:]
         hi = tuple(_hi_pad(*a, o) for a, o in zip(zip(spatial, kernel, stride, padding, dilation), out))
-        plan = K.DepthwisePlan(x.shape, kernel, stride, dilation, padding, hi, 1)
+        plan = DW.DepthwisePlan(x.shape, kernel, stride, dilation, padding, hi, 1)
         val, arg = plan.window_max(x)
         ctx.save_for_backward(x)
         ctx.pool = (plan, arg, kernel, stride, padding, dilation, out)

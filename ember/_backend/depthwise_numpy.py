@@ -1,0 +1,254 @@
+"""Depthwise convolution and window maxima in a flat, channel-major phase layout (NumPy).
+
+Used by conv (groups == channels) and by max pooling; see Note [Depthwise flat layout].
+"""
+import itertools
+
+import numpy as np
+
+from . import allocator, parallel
+
+# Note [Depthwise flat layout]: a depthwise convolution (one input channel per group) is K
+# multiply-adds per output, too little work for a GEMM. Done as per-tap products of strided 4-D
+# views, NumPy spends as long dispatching its short inner loops as computing. So the input is laid
+# out channel-major, every channel one flat row holding its N planes one after another, split into
+# stride phases (space-to-depth: padded position q*s + p goes to phase p at q). Tap k then reads one
+# phase at one flat offset for *every* output position of a channel: a long contiguous slice, so a
+# tap is one multiply by a per-channel weight column and one add per block of channels. Outputs
+# whose window straddles a plane boundary are garbage and are cropped. The input gradient scatters
+# the same way into the phase rows; the weight gradient is one row-wise dot product per tap.
+# Measured on 32x192x28x28 (3x3): ~5x faster than per-tap products of 4-D views, and 25% faster than
+# the same flat scheme in sample-major rows with precomputed weight planes.
+
+_rowdot = getattr(np, "vecdot", None)
+# elements per block (2 MB of float32): 5-10% faster than 2^17 on MobileNet's shapes, 2^20 slower;
+# below 2^15 NumPy's per-call overhead dominates (2^13: 3x slower)
+_BLOCK = 1 << 19
+
+
+def _rowdot_fallback(a, b):
+    return np.einsum("ij,ij->i", a, b)
+
+
+if _rowdot is None:
+    _rowdot = _rowdot_fallback
+
+
+class DepthwisePlan:
+    """Geometry of one depthwise convolution in the flat phase layout."""
+
+    def __init__(self, x_shape, kernel, stride, dilation, lo, hi, mult):
+        self.n, self.c = x_shape[:2]
+        self.spatial = tuple(x_shape[2:])
+        self.mult = mult
+        self.lo = tuple(lo)
+        self.stride = tuple(stride)
+        padded_sizes = [s + a + b for s, a, b in zip(self.spatial, lo, hi)]
+        self.out = tuple((p - d * (k - 1) - 1) // st + 1 for p, k, st, d in
+                         zip(padded_sizes, kernel, stride, dilation))
+        self.q = tuple(-(-p // st) for p, st in zip(padded_sizes, stride))  # phase grid
+        self.row = self.n * int(np.prod(self.q))  # one channel: its N planes of the phase grid
+        qstrides = [int(np.prod(self.q[i + 1:])) for i in range(len(self.q))]
+        self.phases = list(itertools.product(*[range(s) for s in stride]))
+        phase_index = {p: i for i, p in enumerate(self.phases)}
+        self.taps = []
+        for tap in itertools.product(*[range(k) for k in kernel]):
+            shift = [t * d for t, d in zip(tap, dilation)]
+            ph = phase_index[tuple(v % s for v, s in zip(shift, stride))]
+            off = sum((v // s) * qs for v, s, qs in zip(shift, stride, qstrides))
+            self.taps.append((ph, off))
+        self.tail = max(off for _, off in self.taps)
+
+    def _phase_slices(self, p):
+        """(phase-grid slices, input slices) of the input positions that land in phase p."""
+        qs, xs = [], []
+        for pi, s, a, size, q in zip(p, self.stride, self.lo, self.spatial, self.q):
+            q0 = max(0, -(-(a - pi) // s))
+            i0 = q0 * s + pi - a
+            count = max(0, min(q - q0, -(-(size - i0) // s)))
+            qs.append(slice(q0, q0 + count))
+            xs.append(slice(i0, i0 + s * (count - 1) + 1 if count else i0, s))
+        return tuple(qs), tuple(xs)
+
+    def _grid(self, buf, i):
+        return buf[i, :, :self.row].reshape((buf.shape[1], self.n) + self.q)
+
+    def to_phases(self, x, fill=0):
+        """x (N, C, *S) -> (phases, C, row + tail): channel rows per phase, padded with `fill`."""
+        buf = allocator.empty((len(self.phases), self.c, self.row + self.tail), x.dtype)
+        xt = x.transpose((1, 0) + tuple(range(2, x.ndim)))
+        lead = (slice(None), slice(None))
+        pieces = [(i,) + self._phase_slices(p) for i, p in enumerate(self.phases)]
+
+        def part(start, stop):  # the fill, then the copies, for a range of channels
+            np.copyto(buf[:, start:stop], fill, casting="unsafe")
+            for i, qs, xs in pieces:
+                self._grid(buf, i)[start:stop][lead + qs] = xt[start:stop][lead + xs]
+        parallel.run(part, self.c, buf.nbytes)
+        return buf
+
+    def from_phases(self, buf):
+        """The transpose of to_phases: (phases, C, row + tail) -> a fresh (N, C, *S) array."""
+        x = allocator.empty((self.n, self.c) + self.spatial, buf.dtype)
+        xt = x.transpose((1, 0) + tuple(range(2, x.ndim)))
+        lead = (slice(None), slice(None))
+        pieces = [(i,) + self._phase_slices(p) for i, p in enumerate(self.phases)]
+
+        def part(start, stop):
+            for i, qs, xs in pieces:
+                xt[start:stop][lead + xs] = self._grid(buf, i)[start:stop][lead + qs]
+        parallel.run(part, self.c, x.nbytes)
+        return x
+
+    def _blocks(self, start, stop):
+        """(c0, c1, a, b): blocks of whole channel rows, or pieces of one row when a row is long."""
+        if self.row <= _BLOCK:
+            cb = max(1, _BLOCK // self.row)
+            return [(c, min(stop, c + cb), 0, self.row) for c in range(start, stop, cb)]
+        return [(c, c + 1, a, min(self.row, a + _BLOCK)) for c in range(start, stop) for a in range(0, self.row, _BLOCK)]
+
+    def _each_channel_range(self, channels, body, itemsize):
+        """body(start, stop) over channel ranges, one per intra-op thread: every kernel below writes
+        only the rows of its own channels, so the ranges run concurrently."""
+        parallel.run(body, channels, channels * self.row * itemsize * len(self.taps))
+
+    def _source(self, x):
+        """Phase rows of x, one per output channel (repeated for a channel multiplier)."""
+        src = self.to_phases(x)
+        return np.repeat(src, self.mult, axis=1) if self.mult > 1 else src
+
+    def forward(self, x, w, bias):
+        src = self._source(x)
+        channels = self.c * self.mult
+        taps = w.reshape(channels, -1)
+        y = np.empty((channels, self.row), dtype=x.dtype)
+
+        def part(start, stop):
+            tmp = np.empty(_BLOCK, dtype=x.dtype)
+            for c0, c1, a, b in self._blocks(start, stop):
+                yb = y[c0:c1, a:b]
+                t = tmp[:(c1 - c0) * (b - a)].reshape(c1 - c0, b - a)
+                for k, (ph, off) in enumerate(self.taps):
+                    wk = taps[c0:c1, k:k + 1]
+                    if k == 0:
+                        np.multiply(src[ph, c0:c1, a + off:b + off], wk, out=yb)
+                    else:
+                        np.multiply(src[ph, c0:c1, a + off:b + off], wk, out=t)
+                        yb += t
+        self._each_channel_range(channels, part, y.itemsize)
+        return self._crop(y, bias)
+
+    def _valid(self, rows):
+        grid = rows.reshape((rows.shape[0], self.n) + self.q)
+        valid = grid[(slice(None), slice(None)) + tuple(slice(0, o) for o in self.out)]
+        return valid.transpose((1, 0) + tuple(range(2, valid.ndim)))  # (N, channels, *out)
+
+    def _crop(self, y, bias):
+        valid = self._valid(y)
+        out = np.empty(valid.shape, dtype=y.dtype)
+        if bias is None:
+            np.copyto(out, valid)
+        else:
+            np.add(valid, bias.reshape((-1,) + (1,) * len(self.out)).astype(y.dtype, copy=False), out=out)
+        return out
+
+    def _grad_rows(self, g):
+        """g (N, C*mult, *out) as channel rows, zero at the garbage positions."""
+        gz = allocator.empty((g.shape[1], self.row), g.dtype)
+        valid = self._valid(gz).transpose((1, 0) + tuple(range(2, g.ndim)))  # (channels, N, *out)
+        src = g.transpose((1, 0) + tuple(range(2, g.ndim)))
+
+        def part(start, stop):
+            gz[start:stop] = 0
+            valid[start:stop] = src[start:stop]
+        parallel.run(part, gz.shape[0], gz.nbytes)
+        return gz
+
+    def input_grad(self, g, w):
+        gz = self._grad_rows(g)
+        channels = self.c * self.mult
+        taps = w.reshape(channels, -1)
+        dst = np.zeros((len(self.phases), channels, self.row + self.tail), dtype=g.dtype)
+
+        def part(start, stop):
+            tmp = np.empty(_BLOCK, dtype=g.dtype)
+            for c0, c1, a, b in self._blocks(start, stop):
+                gb = gz[c0:c1, a:b]
+                t = tmp[:(c1 - c0) * (b - a)].reshape(c1 - c0, b - a)
+                for k, (ph, off) in enumerate(self.taps):
+                    np.multiply(gb, taps[c0:c1, k:k + 1], out=t)
+                    dst[ph, c0:c1, a + off:b + off] += t
+        self._each_channel_range(channels, part, dst.itemsize)
+        if self.mult > 1:
+            dst = dst.reshape(len(self.phases), self.c, self.mult, -1).sum(2)
+        return self.from_phases(dst)
+
+    def weight_grad(self, x, g, w_shape):
+        src = self._source(x)
+        gz = self._grad_rows(g)
+        channels = self.c * self.mult
+        gw = np.zeros((channels, len(self.taps)), dtype=g.dtype)
+
+        def part(start, stop):
+            for c0, c1, a, b in self._blocks(start, stop):
+                gb = gz[c0:c1, a:b]
+                for k, (ph, off) in enumerate(self.taps):
+                    gw[c0:c1, k] += _rowdot(gb, src[ph, c0:c1, a + off:b + off])
+        self._each_channel_range(channels, part, gw.itemsize)
+        return gw.reshape(w_shape)
+
+    def window_max(self, x):
+        """Max pooling in the flat layout: (max, tap index of the max) per output, both (N, C, *out).
+        Ties keep the first tap; NaN wins, the last NaN of the window (torch's scan order)."""
+        fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        src = self.to_phases(x, fill)
+        m = np.empty((self.c, self.row), dtype=x.dtype)
+        # the tap of the last strict improvement is the largest k with v_k > running max, so the argmax is
+        # a running maximum of k * (v_k > m): integer arithmetic, ~50x faster than masked assignment
+        code = np.uint8 if len(self.taps) < 256 else np.int32
+        arg = np.zeros((self.c, self.row), dtype=code)
+        gt = np.empty(_BLOCK, dtype=bool)
+        for c0, c1, a, b in self._blocks(0, self.c):
+            mb = m[c0:c1, a:b]
+            ab = arg[c0:c1, a:b]
+            gb = gt[:(c1 - c0) * (b - a)].reshape(c1 - c0, b - a)
+            for k, (ph, off) in enumerate(self.taps):
+                v = src[ph, c0:c1, a + off:b + off]
+                if k == 0:
+                    np.copyto(mb, v)
+                    continue
+                np.greater(v, mb, out=gb)
+                step = gb.view(np.uint8) if code is np.uint8 else gb.astype(code)
+                np.maximum(ab, step * code(k), out=ab)
+                np.maximum(mb, v, out=mb)  # NaN propagates into the max
+        val = self._valid(m)
+        if x.dtype.kind == "f":
+            nan = np.isnan(val)
+            if nan.any():  # NaN windows: the index of the last NaN tap
+                idx = self._valid(arg)
+                for k, (ph, off) in enumerate(self.taps):
+                    v = self._valid(src[ph, :, off:off + self.row])
+                    idx[nan & np.isnan(v)] = k
+        return np.ascontiguousarray(val), arg
+
+    def window_scatter(self, g, arg):
+        """The transpose of window_max: g (N, C, *out) sent to the tap arg (channel rows) chose."""
+        gz = self._grad_rows(g)
+        dst = np.zeros((len(self.phases), self.c, self.row + self.tail), dtype=g.dtype)
+        tmp = np.empty(_BLOCK, dtype=g.dtype)
+        eq = np.empty(_BLOCK, dtype=bool)
+        for c0, c1, a, b in self._blocks(0, self.c):
+            shape = (c1 - c0, b - a)
+            t = tmp[:shape[0] * shape[1]].reshape(shape)
+            e = eq[:shape[0] * shape[1]].reshape(shape)
+            gb = gz[c0:c1, a:b]
+            ab = arg[c0:c1, a:b]
+            for k, (ph, off) in enumerate(self.taps):
+                np.equal(ab, k, out=e)
+                np.multiply(gb, e, out=t)
+                dst[ph, c0:c1, a + off:b + off] += t
+        return self.from_phases(dst)
+
+    def valid_taps(self, arg):
+        """arg (channel rows) cropped to an (N, C, *out) array."""
+        return np.ascontiguousarray(self._valid(arg))
