@@ -411,6 +411,7 @@ def test_conv2d_split_across_intraop_threads(monkeypatch, groups, stride, paddin
         np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
 @pytest.mark.parametrize("layout", ["per_sample", "pointwise", "channel_major", "batch_last"])
 @pytest.mark.parametrize("fn,x_shape,w_shape,kw", [
     ("conv2d", (3, 6, 7, 8), (4, 6, 3, 3), dict(padding=1)),
@@ -426,7 +427,7 @@ def test_conv2d_split_across_intraop_threads(monkeypatch, groups, stride, paddin
     ("conv_transpose2d", (2, 4, 5, 6), (4, 3, 1, 1), dict(stride=2)),
     ("conv_transpose2d", (2, 4, 5, 6), (4, 3, 3, 3), dict(padding=1)),
 ])
-def test_conv_each_gemm_layout(monkeypatch, layout, fn, x_shape, w_shape, kw):
+def test_conv_each_gemm_layout(monkeypatch, dtype, layout, fn, x_shape, w_shape, kw):
     """The per-sample im2col, the 1x1 per-sample GEMM and the channel-major im2col (batch-second or
     batch-last columns) are chosen by size; forcing each one in turn, outputs, gradients and a
     second-order gradient must match torch."""
@@ -436,15 +437,19 @@ def test_conv_each_gemm_layout(monkeypatch, layout, fn, x_shape, w_shape, kw):
     monkeypatch.setattr(conv, "_POINTWISE_MIN_POSITIONS", 1 if layout == "pointwise" else big)
     monkeypatch.setattr(conv, "_BATCH_LAST_MAX_POSITIONS", big if layout == "batch_last" else 0)
     rng = np.random.default_rng(1)
-    x = rng.standard_normal(x_shape)
-    w = rng.standard_normal(w_shape)
-    b = rng.standard_normal(w_shape[1] * kw.get("groups", 1) if "transpose" in fn else w_shape[0])
+
+    def draw(shape):
+        a = rng.standard_normal(shape)
+        return a + 1j * rng.standard_normal(shape) if dtype == "complex128" else a
+    x = draw(x_shape)
+    w = draw(w_shape)
+    b = draw(w_shape[1] * kw.get("groups", 1) if "transpose" in fn else w_shape[0])
     outs = []
     for lib in LIBS:
         xs, ws, bs = (_tensor(lib, a, True) for a in (x, w, b))
         y = getattr(lib.nn.functional, fn)(xs, ws, bs, **kw)
-        gx, gw = lib.autograd.grad((y * y).sum(), (xs, ws), create_graph=True)
-        (gx.square().sum() + gw.square().sum()).backward()
+        gx, gw = lib.autograd.grad((y * y.conj()).real.sum(), (xs, ws), create_graph=True)
+        ((gx * gx.conj()).real.sum() + (gw * gw.conj()).real.sum()).backward()
         outs.append([_np(y), _np(gx), _np(gw), _np(xs.grad), _np(ws.grad), _np(bs.grad)])
     for t, e in zip(*outs):
         np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)
