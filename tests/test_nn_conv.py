@@ -453,3 +453,26 @@ def test_conv_each_gemm_layout(monkeypatch, dtype, layout, fn, x_shape, w_shape,
         outs.append([_np(y), _np(gx), _np(gw), _np(xs.grad), _np(ws.grad), _np(bs.grad)])
     for t, e in zip(*outs):
         np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("layout", ["per_sample", "pointwise", "channel_major", "batch_last"])
+@pytest.mark.parametrize("k,pad", [(3, 1), (1, 0), (3, 0)])
+def test_conv_each_gemm_layout_on_strided_views(monkeypatch, layout, k, pad):
+    """An input that is a flipped, transposed and strided view (negative and non-contiguous strides)
+    reaches each layout's window view and copies as it is."""
+    from ember._ops import conv
+    big = 10 ** 9
+    monkeypatch.setattr(conv, "_PER_SAMPLE_MIN_POSITIONS", 1 if layout == "per_sample" else big)
+    monkeypatch.setattr(conv, "_POINTWISE_MIN_POSITIONS", 1 if layout == "pointwise" else big)
+    monkeypatch.setattr(conv, "_BATCH_LAST_MAX_POSITIONS", big if layout == "batch_last" else 0)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 6, 9, 8))
+    w = rng.standard_normal((4, 6, k, k))
+    outs = []
+    for lib in LIBS:
+        xs = _tensor(lib, x, True)
+        y = lib.nn.functional.conv2d(xs.flip(2).transpose(2, 3)[:, :, ::2], _tensor(lib, w), padding=pad)
+        y.square().sum().backward()
+        outs.append([_np(y), _np(xs.grad)])
+    for t, e in zip(*outs):
+        np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)
