@@ -543,3 +543,16 @@ def test_lstm_sequence_gradients_through_each_output_match_torch(used):
         results.append([out, h_n, c_n, inp.grad, h.grad, c.grad] + [p.grad for p in mod.parameters()])
     for a, b in zip(*results):
         close(a, b, torch.float32)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_lstm_output_written_in_place_before_backward_raises_like_torch(batch_first):
+    """The sequence op saves its output (as torch's oneDNN layer does), so writing into it before
+    backward is caught by the version check with torch's message."""
+    def run(lib):
+        lib.manual_seed(0)
+        m = lib.nn.LSTM(3, 4, batch_first=batch_first)
+        out, _ = m(lib.tensor(np.linspace(-1, 1, 30, dtype=np.float32).reshape(5, 2, 3)))
+        out.mul_(2)
+        out.sum().backward()
+    raises_like(run)

@@ -189,7 +189,6 @@ class _LSTMSequence(Op):
 
     @staticmethod
     def forward(ctx, xg, h0, c0, w_hh, reverse):
-        ctx.save_for_backward(xg, h0, c0, w_hh)
         ctx.reverse = reverse
         steps, batch, width = xg.shape
         n = width // 4
@@ -214,11 +213,13 @@ class _LSTMSequence(Op):
             np.tanh(cs[k + 1], out=tcs[k])
             np.multiply(a[:, 3 * n:], tcs[k], out=hs[k + 1])
         ctx.workspace = (gates, hs, cs, tcs)
-        out = hs[:0:-1] if reverse else hs[1:]
-        return np.ascontiguousarray(out), hs[steps].copy(), cs[steps].copy()
+        out = (hs[:0:-1] if reverse else hs[1:]).copy()  # a copy: the backward reads hs
+        # the output is saved as torch's oneDNN layer saves it: writing into it before backward raises
+        ctx.save_for_backward(xg, h0, c0, w_hh, out)
+        return out, hs[steps].copy(), cs[steps].copy()
 
     def backward(ctx, g_out, g_h, g_c):
-        xg, h0, c0, w_hh = ctx.saved_tensors
+        xg, h0, c0, w_hh, _ = ctx.saved_tensors
         if _state.enabled:
             return _lstm_sequence_backward_graph(xg, h0, c0, w_hh, ctx.reverse, g_out, g_h, g_c)
         gates, hs, cs, tcs = ctx.workspace
