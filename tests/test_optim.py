@@ -597,3 +597,19 @@ def test_adam_array_update_equals_the_general_path(monkeypatch, dtype, kwargs):
                      p._version])
     for a, b in zip(*runs):
         np.testing.assert_array_equal(a, b)
+
+
+def test_adam_updates_a_non_contiguous_parameter_like_torch():
+    """A parameter that is a transposed view is updated in place (not through a flattened copy)."""
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((3, 4)).astype(np.float32)
+    grad = rng.standard_normal((4, 3)).astype(np.float32)
+    results = []
+    for lib in (torch, ember):
+        p = lib.nn.Parameter(lib.from_numpy(base.copy()).t())
+        p.grad = lib.from_numpy(grad.copy())
+        opt = lib.optim.Adam([p], lr=0.1)
+        for _ in range(2):
+            opt.step()
+        results.append(p.detach().numpy().copy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6, atol=1e-7)

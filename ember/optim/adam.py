@@ -88,7 +88,7 @@ class Adam(Optimizer):
 
 def _plain(p, grad, state):
     """Whether a parameter takes _update: float32/float64 parameter, gradient and moments of one dtype
-    and shape, a float32 step counter."""
+    and shape, the written ones C-contiguous, a float32 step counter."""
     d = p._dtype
     if d is not D.float32 and d is not D.float64:
         return False
@@ -97,7 +97,8 @@ def _plain(p, grad, state):
     shape = p._data.shape
     return (type(grad) is Tensor and not grad.is_sparse and grad._dtype is d and m._dtype is d and v._dtype is d
             and grad._data.shape == shape and m._data.shape == shape and v._data.shape == shape
-            and state["step"]._dtype is D.float32)
+            and state["step"]._dtype is D.float32
+            and all(a.flags.c_contiguous for a in (p._data, m._data, v._data)))  # flat views write through
 
 
 _BLOCK = 1 << 17  # elements per block (measured best of 2^13..2^20: fewer calls, still cache-sized)
