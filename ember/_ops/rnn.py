@@ -459,8 +459,20 @@ class _Layer:
         self.b_ih = weights[2] if has_biases else None
         self.b_hh = weights[3] if has_biases else None
         self.w_hr = weights[-1] if has_proj else None
-        self.w_hh_t = _transposed(self.w_hh)
-        self.w_hr_t = None if self.w_hr is None else _transposed(self.w_hr)
+        self._w_hh_t = None  # made on the first step (a whole-sequence LSTM never needs it)
+        self._w_hr_t = None
+
+    @property
+    def w_hh_t(self):
+        if self._w_hh_t is None:
+            self._w_hh_t = _transposed(self.w_hh)
+        return self._w_hh_t
+
+    @property
+    def w_hr_t(self):
+        if self._w_hr_t is None and self.w_hr is not None:
+            self._w_hr_t = _transposed(self.w_hr)
+        return self._w_hr_t
 
     def project_inputs(self, x):
         """x @ W_ih^T + bias for all steps at once; GRU keeps b_hh per step (b_hn sits inside r * (...))."""
