@@ -476,3 +476,44 @@ def test_conv_each_gemm_layout_on_strided_views(monkeypatch, layout, k, pad):
         outs.append([_np(y), _np(xs.grad)])
     for t, e in zip(*outs):
         np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("x_shape,w_shape,kw", [
+    ((2, 3, 7), (3, 2, 3), dict(dilation=2, output_padding=1, padding=1)),
+    ((2, 4, 5, 6), (4, 1, 2, 2), dict(dilation=(2, 1), output_padding=(1, 0), groups=4)),  # depthwise
+    ((2, 4, 5, 6), (4, 3, 1, 1), dict(stride=(2, 1), dilation=2, output_padding=(0, 1))),  # 1x1
+    ((1, 2, 4, 4, 3), (2, 2, 2, 1, 2), dict(dilation=(2, 2, 1), output_padding=(1, 1, 0), padding=(1, 0, 0))),
+])
+def test_conv_transpose_output_padding_at_stride_one_matches_torch(x_shape, w_shape, kw):
+    """output_padding in a stride-1 dim (allowed when dilation > 1) lengthens the output; the extra
+    positions flow through every backward and double-backward path (flipped conv, depthwise, 1x1)."""
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
+    fn = f"conv_transpose{len(x_shape) - 2}d"
+    outs = []
+    for lib in LIBS:
+        xs, ws = _tensor(lib, x, True), _tensor(lib, w, True)
+        y = getattr(lib.nn.functional, fn)(xs, ws, **kw)
+        gx, gw = lib.autograd.grad((y * y).sum(), (xs, ws), create_graph=True)
+        (gx.square().sum() + gw.square().sum()).backward()
+        outs.append([_np(y), _np(gx), _np(gw), _np(xs.grad), _np(ws.grad)])
+    for t, e in zip(*outs):
+        np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("padding", [2, 3])
+def test_conv_transpose_empty_or_negative_output_like_torch(dtype, padding):
+    """A zero-length output is an empty tensor or torch's error depending on the dtype (torch's backends
+    differ); a negative one is always a RuntimeError (torch's oneDNN path words it its own way; the
+    native one, as ember, reports 1-d as 2-d)."""
+    results = []
+    for lib in LIBS:
+        d = getattr(lib, dtype)
+        try:
+            y = lib.nn.functional.conv_transpose1d(lib.zeros(2, 9, 2, dtype=d), lib.zeros(9, 3, 2, dtype=d),
+                                                   padding=padding, dilation=2, groups=3)
+            results.append(tuple(y.shape))
+        except RuntimeError as e:
+            results.append(str(e) if dtype in ("float64", "float16") else "RuntimeError")
+    assert results[1] == results[0]

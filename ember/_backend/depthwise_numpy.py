@@ -153,9 +153,12 @@ class DepthwisePlan:
         return out
 
     def _grad_rows(self, g):
-        """g (N, C*mult, *out) as channel rows, zero at the garbage positions."""
+        """g (N, C*mult, *out) as channel rows, zero at the garbage positions. g may cover fewer
+        positions than out (a transposed convolution's output_padding at stride 1 makes the plan's
+        input longer than the gradient reaches): the rest is zero."""
         gz = allocator.empty((g.shape[1], self.row), g.dtype)
         valid = self._valid(gz).transpose((1, 0) + tuple(range(2, g.ndim)))  # (channels, N, *out)
+        valid = valid[(slice(None), slice(None)) + tuple(slice(0, n) for n in g.shape[2:])]
         src = g.transpose((1, 0) + tuple(range(2, g.ndim)))
 
         def part(start, stop):
