@@ -239,3 +239,15 @@ def test_pool_grad_fn_names():
 ])
 def test_pool_errors(fn):
     raises_like(fn)
+
+
+def test_avg_pool3d_input_smaller_than_kernel_raises_like_torch():
+    """torch's avg_pool3d (only it) refuses an input dim shorter than the kernel even when padding
+    would make the window fit."""
+    msgs = []
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError) as info:
+            lib.nn.functional.avg_pool3d(lib.zeros(1, 1, 1, 4, 4), kernel_size=(3, 1, 1), padding=(1, 0, 0), stride=1)
+        msgs.append(str(info.value))
+        assert tuple(lib.nn.functional.max_pool3d(lib.zeros(1, 1, 1, 4, 4), (3, 1, 1), 1, (1, 0, 0)).shape) == (1, 1, 1, 4, 4)
+    assert msgs[1] == msgs[0]

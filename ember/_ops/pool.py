@@ -395,6 +395,9 @@ def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_
     if x.dtype.category < D.FLOAT and x.dtype is not D.int64 or x.dtype.category == D.COMPLEX:
         raise NotImplementedError(f"\"{fname}\" not implemented for '{_scalar(x.dtype)}'")
     spatial = tuple(x.shape[2:])
+    if nd == 3 and any(s < k for s, k in zip(spatial, kernel)):  # torch checks this for avg_pool3d only
+        raise RuntimeError("input image (T: {} H: {} W: {}) smaller than kernel size (kT: {} kH: {} kW: {})".format(
+            *spatial, *kernel))
     hi = tuple(_hi_pad(s, k, st, p, 1, o) for s, k, st, p, o in zip(spatial, kernel, stride, padding, out))
     scale = _avg_scale(spatial, kernel, stride, padding, out, count_include_pad, divisor_override, x._data.dtype)
     op = _named(AvgPool, f"AvgPool{max(nd, 2)}DBackward0")
