@@ -87,6 +87,16 @@ def _against_scalar(ufunc, a, b, out):
     return ufunc(a, full, out=target)
 
 
+def negative(x, out=None):
+    """np.negative, with a strided out= written through a fresh result: NumPy 2.4's negative loop
+    writes wrong values into some strided outputs (every 4th float32 or every 8th float64, as in a
+    column of an (n, 4) float32 array), found by tests/test_numpy_workarounds.py."""
+    if out is None or out.flags.c_contiguous or out.flags.f_contiguous:
+        return np.negative(x, out=out)
+    np.copyto(out, np.negative(x), casting="unsafe")
+    return out
+
+
 def maximum(a, b, out=None):
     """np.maximum (see Note [Slow NumPy loops])."""
     return _against_scalar(np.maximum, a, b, out)

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import scalar_array, special as S, where as _select
+from .._backend import negative, scalar_array, special as S, where as _select
 from .._tensor import Tensor
 from ._registry import (COMPARE, INTEGRAL, LOGICAL, TO_FLOAT, Op, binary, fits, install, into, keeps_dtype,
                         make_inplace, namespace, row_out, unary, write_out)
@@ -572,7 +572,7 @@ def _sgn_kernel(x):
 def _sigmoid_kernel(x, out=None):
     """1 / (1 + exp(-x)) as torch computes it: exp overflowing to inf gives exactly 0, and the
     result keeps its relative accuracy for negative x. One buffer (out, which may be x), updated in place."""
-    t = np.negative(x, out=out)
+    t = negative(x, out=out)
     np.exp(t, out=t)
     t += 1
     return np.reciprocal(t, out=t)
@@ -603,7 +603,7 @@ def _i1_dx(g, x):
     return g * (i0(x) - _i1(x) / x).where(x != 0, 0.5)
 
 
-neg = unary("neg", np.negative, dx=lambda g: -g, aliases=("negative",), dunder="neg",
+neg = unary("neg", negative, dx=lambda g: -g, aliases=("negative",), dunder="neg",
             check=_rejects(_is_bool, RuntimeError, _NEG_BOOL))
 abs = unary("abs", np.abs, dx=lambda g, x: g * x.sgn(), aliases=("absolute",), dunder="abs",
             check=_nyi("abs_cpu", _is_bool))
