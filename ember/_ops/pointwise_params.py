@@ -258,8 +258,8 @@ def _addc_(self, tensor1, tensor2, value, divide):
         return False
     op = np.true_divide if divide else np.multiply
     if value != 1:
-        t = np.multiply(a, np.array(value, dtype=d.np))
-        t = op(t, b, out=t) if fits(b.shape, t.shape) else op(t, b)
+        t = np.asarray(np.multiply(a, np.array(value, dtype=d.np)))  # 0-d operands give a NumPy scalar
+        t = op(t, b, out=t) if t.ndim and fits(b.shape, t.shape) else op(t, b)
     else:
         t = op(a, b)
     x += t
