@@ -4,6 +4,7 @@ A tensor sent through a queue or pipe is moved to shared memory and the receiver
 memory, so in-place changes on either side are seen by the other; spawn()/start_processes() run
 fn(i, *args) and report a failed child the way torch does.
 """
+import gc
 import multiprocessing
 import os
 from multiprocessing.reduction import ForkingPickler
@@ -121,6 +122,17 @@ def test_non_leaf_requiring_grad_is_refused_like_torch():
 
 
 def test_received_segments_free_their_descriptors():
+    # objects left by earlier tests in this worker (pipes, loaders) closing their descriptors when the
+    # cycle collector happens to run would move the count: collect first, and not during the counting
+    gc.collect()
+    gc.disable()
+    try:
+        _count_received_segment_descriptors()
+    finally:
+        gc.enable()
+
+
+def _count_received_segment_descriptors():
     ctx = multiprocessing.get_context("fork")
     here, there = ctx.Pipe()
     t = ember.zeros(1000).share_memory_()
