@@ -483,6 +483,9 @@ def setitem(self, key, value):
         return
     p = parse_key(x, key)
     if p.adv and v is not None and v._dtype is not self._dtype:
+        if v._data.size == 1 and len(p.adv) == 1 and p.adv[0][1].dtype == bool:
+            v = v.to(self._dtype)  # torch fills through one mask with a one-element value: masked_fill_, any dtype
+    if p.adv and v is not None and v._dtype is not self._dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{D.SCALAR_NAMES[self._dtype]} for the destination and {D.SCALAR_NAMES[v._dtype]} "
                            f"for the source.")
@@ -490,7 +493,7 @@ def setitem(self, key, value):
     if v is not None:
         _check_partial_overlap(_view_array(x, p), v._data)
     if not (_state.enabled and (self._requires_grad or (v is not None and v._requires_grad))):
-        _setitem_nograd(self, p, value if v is None else v._data)
+        _setitem_nograd(self, p, value if v is None else _strip_leading_ones(v)._data)
         return
     target = self
     if not p.identity:

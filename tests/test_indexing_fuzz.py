@@ -1,0 +1,90 @@
+"""Random indexing against torch: keys mixing ints, slices (negative bounds, steps), None, Ellipsis,
+integer lists and tensors and boolean masks; getitem with its gradient, then setitem of a number and
+of a float32 tensor of the selection's shape (into float64: torch's dtype rules for index_put_ and
+its masked_fill shortcut). Values, shapes, gradients and raised exception types must match torch.
+"""
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+
+def _key(rng, shape, lib):
+    parts = []
+    dim = 0
+    ellipsis = False
+    while dim < len(shape) and len(parts) <= len(shape):
+        r = rng.random()
+        n = shape[dim]
+        if r < 0.25:
+            parts.append(int(rng.integers(-n, n)))
+            dim += 1
+        elif r < 0.55:
+            start = int(rng.integers(-n - 1, n + 1)) if rng.random() < 0.7 else None
+            stop = int(rng.integers(-n - 1, n + 2)) if rng.random() < 0.7 else None
+            parts.append(slice(start, stop, int(rng.choice([1, 1, 2, 3]))))
+            dim += 1
+        elif r < 0.62:
+            parts.append(None)
+        elif r < 0.67 and not ellipsis:
+            parts.append(Ellipsis)
+            ellipsis = True
+            dim = len(shape) - int(rng.integers(0, len(shape) - dim + 1))
+        elif r < 0.82:
+            idx = rng.integers(-n, n, int(rng.integers(0, 4))).tolist()
+            parts.append(lib.tensor(idx, dtype=lib.int64) if rng.random() < 0.7 else idx)
+            dim += 1
+        else:
+            parts.append(lib.tensor((rng.random(n) < 0.5).tolist(), dtype=lib.bool))
+            dim += 1
+    return tuple(parts)
+
+
+def _run(lib, x, key_seed, number):
+    key = _key(np.random.default_rng(key_seed), x.shape, lib)
+    xs = lib.from_numpy(x.copy()).requires_grad_()
+    try:
+        y = xs[key]
+        y.backward(lib.ones_like(y) * 0.5)
+        z = lib.from_numpy(x.copy())
+        z[key] = 7.0 if number else lib.arange(float(y.numel())).reshape(y.shape)
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return type(e).__name__
+    return [y.detach().numpy(), xs.grad.numpy(), z.numpy()]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_indexing_matches_torch(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        x = rng.standard_normal(tuple(int(s) for s in rng.integers(1, 5, size=int(rng.integers(1, 4)))))
+        key_seed, number = int(rng.integers(0, 2 ** 31)), bool(rng.random() < 0.5)
+        t, e = _run(torch, x, key_seed, number), _run(ember, x, key_seed, number)
+        what = (x.shape, key_seed, number)
+        if isinstance(t, str) or isinstance(e, str):
+            assert e == t, what
+            continue
+        for a, b in zip(e, t):
+            assert a.shape == b.shape, what
+            np.testing.assert_allclose(a, b, err_msg=str(what))
+
+
+@pytest.mark.parametrize("key,value", [
+    ([False, True, False, False], [5.0]),   # one mask, a one-element value of another dtype: masked_fill
+    ([True, True, False, False], 5.0),      # 0-d value
+    ([True, True, False, False], [[5.0]]),  # leading ones dropped
+    ([True, True, False, False], [5.0, 6.0]),  # two elements: index_put_ refuses the dtype
+    ([0, 2], 5.0),                          # integer index: refused even for a 0-d value
+])
+def test_setitem_value_dtype_rules_match_torch(key, value):
+    results = []
+    for lib in (torch, ember):
+        x = lib.zeros(4, dtype=lib.float64)
+        k = lib.tensor(key)
+        try:
+            x[k] = lib.tensor(value, dtype=lib.float32)
+            results.append(x.tolist())
+        except RuntimeError as e:
+            results.append(str(e))
+    assert results[1] == results[0]
