@@ -483,6 +483,9 @@ def _amax_amin(name, largest, input, dim, keepdim, out):
     check_tensor(input, name)
     x = input._data
     dims = reduce_dims(dim, x.ndim)
+    if x.size == 0 and (dim is None or (isinstance(dim, (tuple, list)) and not dim)):
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                           "reduction dim with the 'dim' argument.")
     if x.ndim:
         empty_dim_error(name, x, dims)
     r = Amax.apply(input, dims=dims, keepdim=keepdim, largest=largest)
