@@ -272,7 +272,7 @@ class Flip(Op):
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
-        return np.ascontiguousarray(np.flip(x, dims)) if dims else np.array(x, copy=True, order="C")
+        return np.flip(x, dims).copy(order="C")  # a copy, as torch's: canonical strides even on size-1 dims
 
     def backward(ctx, grad):
         return grad.flip(ctx.dims)
@@ -293,6 +293,8 @@ def _flip_dims(input, dims):
 
 @register()
 def flip(input, *dims):
+    if not dims:
+        raise TypeError('flip() missing 1 required positional arguments: "dims"')
     return Flip.apply(input, dims=_flip_dims(input, dims))
 
 
@@ -316,7 +318,7 @@ class Roll(Op):
     @staticmethod
     def forward(ctx, x, shifts, dims):
         ctx.args = (shifts, dims)
-        return np.roll(x, shifts, dims)
+        return np.ascontiguousarray(np.roll(x, shifts, dims))  # torch's roll is contiguous; NumPy keeps x's layout
 
     def backward(ctx, grad):
         shifts, dims = ctx.args
@@ -382,7 +384,7 @@ class Repeat(Op):
     def forward(ctx, x, repeats):
         ctx.args = (x.shape, repeats)
         pad = len(repeats) - x.ndim
-        return np.tile(x.reshape((1,) * pad + x.shape), repeats)
+        return np.ascontiguousarray(np.tile(x.reshape((1,) * pad + x.shape), repeats))  # contiguous, as torch's
 
     def backward(ctx, grad):
         in_shape, repeats = ctx.args

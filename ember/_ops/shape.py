@@ -23,10 +23,16 @@ _make = Tensor._make
 
 # ---- arguments --------------------------------------------------------------------------
 
+_REQUIRED = {"reshape": "shape", "repeat": "repeats", "expand": "size", "permute": "dims"}
+
+
 def shape_args(args, name="view"):
     """Accept f(2, 3), f((2, 3)), f([2, 3]), f(torch.Size) and 0-d integer tensors."""
-    if not args and name in ("view", "reshape"):
-        raise TypeError(f"{name}() missing 1 required positional arguments: \"shape\"")
+    if not args and name == "view":
+        raise TypeError("view() received an invalid combination of arguments - got (), but expected one of:\n"
+                        " * (torch.dtype dtype)\n * (tuple of ints size)\n")
+    if not args and name in _REQUIRED:
+        raise TypeError(f"{name}() missing 1 required positional arguments: \"{_REQUIRED[name]}\"")
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
     try:
