@@ -1,9 +1,8 @@
 """Random chains of shape and view ops against torch: reshape/view, permute, transpose, flatten,
 squeeze/unsqueeze, expand, repeat, flip, roll, narrow, movedim, contiguous, t, split, chunk,
 unflatten, diagonal, unfold, select and strided slicing, one to three in a row, then backward.
-Shapes, strides, contiguity, values, the input gradient and raised exception types must match
-torch; except that after a flip only values are compared (torch's flip keeps a non-contiguous
-input's memory order, ember's flip always returns a C-ordered copy), as for empty results.
+Shapes, strides (of dims longer than 1, and of non-empty results), contiguity, values, the input
+gradient and raised exception types must match torch.
 """
 import numpy as np
 import pytest
@@ -76,7 +75,8 @@ def test_random_shape_op_chains_match_torch(seed):
             assert e == t, what
             continue
         assert e[0] == t[0], what
-        if t[3].size and not any(op == "flip" for op, _ in ops):  # an empty result's strides are arbitrary
-            assert e[1:3] == t[1:3], what
+        if t[3].size:  # an empty result's strides are arbitrary, as are those of size-1 dims
+            assert [st for st, n in zip(e[1], e[0]) if n > 1] == [st for st, n in zip(t[1], t[0]) if n > 1], what
+            assert e[2] == t[2], what
         np.testing.assert_allclose(e[3], t[3], err_msg=str(what))
         np.testing.assert_allclose(e[4], t[4], err_msg=str(what))

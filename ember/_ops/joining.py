@@ -10,7 +10,7 @@ from .._tensor import Size, Tensor, _wrap_dim
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
 from .geometry import diagonal_geometry, strides_of
 from .shape import dims_arg, shape_args
-from .._backend import numpy_cpu as B
+from .._backend import _dense, numpy_cpu as B
 
 _make = Tensor._make
 
@@ -272,7 +272,8 @@ class Flip(Op):
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
-        return np.flip(x, dims).copy(order="C")  # a copy, as torch's: canonical strides even on size-1 dims
+        # a copy, in x's memory order when x is dense (torch's preserve_format), else C order
+        return np.flip(x, dims).copy(order="K" if _dense(x) else "C")
 
     def backward(ctx, grad):
         return grad.flip(ctx.dims)
