@@ -67,9 +67,14 @@ def matmul_kernel(x, y):
         return np.matmul(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
     if x.ndim > 2 and y.ndim == 2 and x.flags.c_contiguous:
         k = x.shape[-1]
-        r = B.matmul(x.reshape(-1, k), y)
+        r = B.matmul(x.reshape(_rows(x.shape), k), y)  # explicit rows: -1 is ambiguous when k == 0
         return r.reshape(x.shape[:-1] + (y.shape[-1],))
     return B.matmul(x, y)
+
+
+def _rows(shape):
+    """The number of rows when all but the last dim are folded into one."""
+    return int(np.prod(shape[:-1]))
 
 
 def matmul_backward(grad, x, y, need):
@@ -90,7 +95,7 @@ def matmul_backward(grad, x, y, need):
             if xd == 2:
                 gy = matmul(adj(x), grad)
             else:
-                gy = matmul(adj(x.reshape(-1, x._data.shape[-1])), grad.reshape(-1))
+                gy = matmul(adj(x.reshape(_rows(x._data.shape), x._data.shape[-1])), grad.reshape(-1))
         return gx, gy
     if xd == 1:
         if need[0]:
@@ -106,7 +111,8 @@ def matmul_backward(grad, x, y, need):
     if need[1]:
         if yd == 2 and xd > 2:
             # fold the batch: one (k x B*n) @ (B*n x m) GEMM instead of a batch then a sum
-            gy = matmul(adj(x.reshape(-1, x._data.shape[-1])), grad.reshape(-1, grad._data.shape[-1]))
+            gy = matmul(adj(x.reshape(_rows(x._data.shape), x._data.shape[-1])),
+                        grad.reshape(_rows(grad._data.shape), grad._data.shape[-1]))
         else:
             gy = matmul(adj(x), grad)
     return gx, gy
