@@ -61,3 +61,19 @@ def test_random_matmuls_match_torch(seed):
         assert e[:2] == t[:2], what
         for p, q in zip(e[2:], t[2:]):
             np.testing.assert_allclose(p, q, err_msg=str(what), **TOL[dtype])
+
+
+@pytest.mark.parametrize("x_shape,w_shape", [((2, 3, 0), (4, 0)), ((2, 0, 3), (4, 3)), ((2, 3, 3), (0, 3)),
+                                             ((0, 3), (2, 3)), ((3, 0), (2, 0)), ((0,), (2, 0)), ((3,), (2, 3))])
+def test_linear_with_empty_dims_matches_torch(x_shape, w_shape):
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal(x_shape), rng.standard_normal(w_shape), rng.standard_normal(w_shape[0])
+    results = []
+    for lib in (torch, ember):
+        xs, ws, bs = (lib.from_numpy(a.copy()).requires_grad_() for a in (x, w, b))
+        y = lib.nn.functional.linear(xs, ws, bs)
+        y.backward(lib.ones_like(y))
+        results.append([t.detach().numpy() for t in (y, xs.grad, ws.grad, bs.grad)])
+    for e, t in zip(results[1], results[0]):
+        assert e.shape == t.shape
+        np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)

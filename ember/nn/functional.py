@@ -40,7 +40,7 @@ class _Linear(Op):
             b = None if b is None else b.astype(np.float32)
         if x.ndim > 2:
             # one 2-D GEMM over all leading dims (NumPy's batched matmul would loop)
-            x2 = x.reshape(-1, x.shape[-1])
+            x2 = x.reshape(int(np.prod(x.shape[:-1])), x.shape[-1])  # explicit rows: -1 is ambiguous if empty
             out = _backend.matmul(x2, w.T).reshape(x.shape[:-1] + (w.shape[0],))
         else:
             out = _backend.matmul(x, w.T)
@@ -55,9 +55,10 @@ class _Linear(Op):
         if need[0]:
             gx = linear(grad, _cj(w).t())  # grad @ conj(w)
         if need[1] or need[2]:
-            g2 = grad.reshape(-1, w.shape[0])
+            rows = int(np.prod(x.shape[:-1]))  # explicit: -1 is ambiguous when a size is 0
+            g2 = grad.reshape(rows, w.shape[0])
             if need[1]:
-                gw = linear(g2.t(), _cj(x).reshape(-1, x.shape[-1]).t())  # g2.T @ conj(x2)
+                gw = linear(g2.t(), _cj(x).reshape(rows, x.shape[-1]).t())  # g2.T @ conj(x2)
             if need[2]:
                 gb = g2.sum(0)
         return gx, gw, gb
