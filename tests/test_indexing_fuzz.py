@@ -88,3 +88,15 @@ def test_setitem_value_dtype_rules_match_torch(key, value):
         except RuntimeError as e:
             results.append(str(e))
     assert results[1] == results[0]
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_take_along_dim_counts_negative_indices_from_the_end_like_torch(dim):
+    idx = [[-1, 0, -2], [1, -1, 0]]
+    results = []
+    for lib in (torch, ember):
+        x = lib.arange(6.0).reshape(2, 3).requires_grad_()
+        y = lib.take_along_dim(x, lib.tensor(idx), dim)
+        y.backward(lib.ones_like(y))
+        results.append((y.tolist(), x.grad.tolist()))
+    assert results[1] == results[0]

@@ -444,6 +444,9 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         shape_in[d] = input._data.shape[d]
         shape_idx = common.copy()
         shape_idx[d] = indices._data.shape[d]
+        idx = indices._data
+        if idx.size and idx.min() < 0:  # along a dim, torch counts negative indices from the end
+            indices = Tensor._make(np.where(idx < 0, idx + input._data.shape[d], idx), D.int64)
         r = input.expand(shape_in).gather(d, indices.expand(shape_idx))
     return r if out is None else write_out(out, r, "take_along_dim")
 
