@@ -53,24 +53,29 @@ def conv_out_size(size, k, s, d, lo, hi):
     return (size + lo + hi - d * (k - 1) - 1) // s + 1
 
 
-def _operand_order(ndim, batch_second, batch_last):
-    """The axis order of an (N, C, *S) array as a GEMM operand: (C, N, *S) batch-second, (C, *S, N)
-    batch-last, else as it is."""
-    if batch_last:
+# im2col layouts (see Note [Convolution layout]); the names also say how a padded input is laid out
+BATCH_SECOND = "batch_second"  # input (C, N, *S), cols (C, *kernel, N, *out)
+BATCH_LAST = "batch_last"      # input (C, *S, N), cols (C, *kernel, *out, N)
+PER_SAMPLE = "per_sample"      # input (N, C, *S), cols (N, C, *kernel, *out)
+
+
+def _operand_order(ndim, layout):
+    """The axis order of an (N, C, *S) array laid out for layout."""
+    if layout == BATCH_LAST:
         return (1,) + tuple(range(2, ndim)) + (0,)
-    if batch_second:
+    if layout == BATCH_SECOND:
         return (1, 0) + tuple(range(2, ndim))
     return tuple(range(ndim))
 
 
-def padded(x, lo, hi, value=0, batch_second=False, batch_last=False):
-    """x (N, C, *S) as a fresh array padded by lo/hi per spatial dim with `value`; with
-    batch_second the copy is laid out (C, N, *padded), with batch_last (C, *padded, N). Without
-    padding x itself is returned, in that axis order (callers only read it)."""
-    src = x.transpose(_operand_order(x.ndim, batch_second, batch_last))
+def padded(x, lo, hi, value=0, layout=PER_SAMPLE):
+    """x (N, C, *S) as a fresh array padded by lo/hi per spatial dim with `value`, its axes in layout's
+    order ((N, C, *padded) by default). Without padding x itself is returned, in that axis order
+    (callers only read it)."""
+    src = x.transpose(_operand_order(x.ndim, layout))
     if not any(lo) and not any(hi):
         return src
-    first = 1 if batch_last else 2  # the first spatial axis of src
+    first = 1 if layout == BATCH_LAST else 2  # the first spatial axis of src
     shape = list(src.shape)
     inner = [slice(None)] * x.ndim
     for i, (a, b, size) in enumerate(zip(lo, hi, x.shape[2:])):
@@ -95,51 +100,40 @@ def tap_slices(kernel, stride, dilation, out):
         yield tap, (slice(None), slice(None)) + sl
 
 
-def windows(buf, kernel, stride, dilation, out, batch_last=False):
-    """A (A, *kernel, B, *out) read-only view of a padded (A, B, *S) buffer: element
-    [a, k..., b, o...] is buf[a, b, o * stride + k * dilation]. With batch_last, buf is
-    (A, *S, B) and the view (A, *kernel, *out, B)."""
+def windows(buf, kernel, stride, dilation, out, layout=BATCH_SECOND):
+    """A read-only window view of a padded buffer: element [.., k..., .., o...] is the buffer at
+    position o * stride + k * dilation. BATCH_SECOND: buf (A, B, *S) -> (A, *kernel, B, *out);
+    BATCH_LAST: buf (A, *S, B) -> (A, *kernel, *out, B); PER_SAMPLE: buf (A, B, *S) -> (A, B, *kernel, *out)."""
     st = buf.strides
-    spatial = st[1:-1] if batch_last else st[2:]
+    spatial = st[1:-1] if layout == BATCH_LAST else st[2:]
     tap_strides = tuple(s * d for s, d in zip(spatial, dilation))
     pos_strides = tuple(s * t for s, t in zip(spatial, stride))
-    if batch_last:
-        shape = buf.shape[:1] + tuple(kernel) + tuple(out) + buf.shape[-1:]
+    kernel, out = tuple(kernel), tuple(out)
+    if layout == BATCH_LAST:
+        shape = buf.shape[:1] + kernel + out + buf.shape[-1:]
         strides = st[:1] + tap_strides + pos_strides + st[-1:]
+    elif layout == PER_SAMPLE:
+        shape = buf.shape[:2] + kernel + out
+        strides = st[:2] + tap_strides + pos_strides
     else:
-        shape = buf.shape[:1] + tuple(kernel) + buf.shape[1:2] + tuple(out)
+        shape = buf.shape[:1] + kernel + buf.shape[1:2] + out
         strides = st[:1] + tap_strides + st[1:2] + pos_strides
     return as_strided(buf, shape, strides, writeable=False)
 
 
-def im2col(x, kernel, stride, dilation, lo, hi, out, groups, batch_last=False):
-    """The (groups, C/groups * taps, N * positions) im2col matrix of x (N, C, *S), in scratch memory.
-    Its columns run over (batch, position), or with batch_last over (position, batch): then a
-    tap's copy reads runs of out[-1] * N contiguous elements instead of out[-1], which is what
-    makes small images fast (see Note [Convolution layout])."""
+def im2col(x, kernel, stride, dilation, lo, hi, out, groups, layout=BATCH_SECOND):
+    """The im2col matrix of x (N, C, *S), in scratch memory: (groups, C/groups * taps, N * positions)
+    with columns over (batch, position) for BATCH_SECOND or (position, batch) for BATCH_LAST, or
+    (N, groups, C/groups * taps, positions) for PER_SAMPLE (see Note [Convolution layout])."""
     n, c = x.shape[:2]
-    buf = padded(x, lo, hi, batch_second=not batch_last, batch_last=batch_last)
-    view = windows(buf, kernel, stride, dilation, out, batch_last)
+    view = windows(padded(x, lo, hi, layout=layout), kernel, stride, dilation, out, layout)
     cols = scratch(view.shape, x.dtype)
     parallel.copyto(cols, view)
-    taps = int(np.prod(kernel))
-    positions = n * int(np.prod(out))
-    return cols.reshape(groups, (c // groups) * taps, positions)
-
-
-def im2col_per_sample(x, kernel, stride, dilation, lo, hi, out, groups):
-    """The (N, groups, C/groups * taps, positions) im2col matrices of the samples of x (N, C, *S), in
-    scratch memory: a GEMM with W (groups, O/groups, C/groups * taps) gives y (N, O, *out) in NCHW order
-    directly (see Note [Convolution layout])."""
-    n, c = x.shape[:2]
-    buf = padded(x, lo, hi)
-    st = buf.strides
-    shape = (n, c) + tuple(kernel) + tuple(out)
-    strides = st[:2] + tuple(s * d for s, d in zip(st[2:], dilation)) + tuple(s * t for s, t in zip(st[2:], stride))
-    view = as_strided(buf, shape, strides, writeable=False)
-    cols = scratch(shape, x.dtype)
-    parallel.copyto(cols, view)
-    return cols.reshape(n, groups, (c // groups) * int(np.prod(kernel)), int(np.prod(out)))
+    rows = (c // groups) * int(np.prod(kernel))
+    positions = int(np.prod(out))
+    if layout == PER_SAMPLE:
+        return cols.reshape(n, groups, rows, positions)
+    return cols.reshape(groups, rows, n * positions)
 
 
 def scatter_windows(cols, kernel, stride, dilation, lo, hi, spatial):
@@ -168,20 +162,20 @@ def col2im(cols, x_shape, kernel, stride, dilation, lo, hi, out):
     return contiguous(crop.transpose((1, 0) + tuple(range(2, crop.ndim))))
 
 
-def to_channel_major(y, groups, batch_last=False):
-    """y (N, O, *P) copied to (groups, O/groups, N * positions), the layout of a GEMM operand; with
-    batch_last its columns run over (position, batch)."""
+def to_channel_major(y, groups, layout=BATCH_SECOND):
+    """y (N, O, *P) copied to (groups, O/groups, N * positions), the layout of a GEMM operand, its
+    columns over (batch, position), or (position, batch) for BATCH_LAST."""
     o = y.shape[1]
-    t = contiguous(y.transpose(_operand_order(y.ndim, True, batch_last)))
+    t = contiguous(y.transpose(_operand_order(y.ndim, layout)))
     return t.reshape(groups, o // groups, -1)
 
 
-def from_channel_major(y, n, out, bias=None, batch_last=False):
-    """y (O, N * positions) back to a fresh (N, O, *out) array, adding bias (O,) on the way; with
-    batch_last y's columns run over (position, batch)."""
+def from_channel_major(y, n, out, bias=None, layout=BATCH_SECOND):
+    """y (O, N * positions) back to a fresh (N, O, *out) array, adding bias (O,) on the way; y's
+    columns run over (batch, position), or (position, batch) for BATCH_LAST."""
     o = y.shape[0]
     nd = len(out)
-    if batch_last:
+    if layout == BATCH_LAST:
         src = y.reshape((o,) + tuple(out) + (n,)).transpose((nd + 1, 0) + tuple(range(1, nd + 1)))
     else:
         src = y.reshape((o, n) + tuple(out)).transpose((1, 0) + tuple(range(2, 2 + nd)))

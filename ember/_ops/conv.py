@@ -60,20 +60,16 @@ def conv_forward(x, w, b, geo):
         y = _depthwise_forward(x, w, b, geo, out)
     elif _pointwise(x.shape, kernel, geo):
         y = _pointwise_forward(x, w, b, geo)
-    elif _per_sample(out):
-        n = x.shape[0]
-        g = geo.groups
-        cols = K.im2col_per_sample(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g)
-        y = B.matmul(w.reshape(g, w.shape[0] // g, -1), cols).reshape((n, w.shape[0]) + out)
-        if b is not None:
-            y += b.reshape((-1,) + (1,) * len(out)).astype(y.dtype, copy=False)
     else:
         n = x.shape[0]
         g = geo.groups
-        last = _batch_last(out)
-        cols = K.im2col(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g, last)
+        layout = K.PER_SAMPLE if _per_sample(out) else _channel_major(out)
+        cols = K.im2col(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g, layout)
         y = B.matmul(w.reshape(g, w.shape[0] // g, -1), cols)
-        y = K.from_channel_major(y.reshape(w.shape[0], -1), n, out, b, last)
+        if layout == K.PER_SAMPLE:
+            y = _add_bias(y.reshape((n, w.shape[0]) + out), b)
+        else:
+            y = K.from_channel_major(y.reshape(w.shape[0], -1), n, out, b, layout)
     return y if y.dtype == dtype else y.astype(dtype)
 
 
@@ -145,9 +141,9 @@ def conv_weight(x, y, geo, w_shape):
         w = _pointwise_weight(x, y, geo, w_shape)
     else:
         g = geo.groups
-        last = _batch_last(out)
-        yt = K.to_channel_major(y, g, last)
-        cols = K.im2col(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g, last)
+        layout = _channel_major(out)
+        yt = K.to_channel_major(y, g, layout)
+        cols = K.im2col(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g, layout)
         # cols @ y^T, transposed, measured faster than y @ cols^T (OpenBLAS packs the long
         # reduction dim better this way round)
         w = np.matmul(cols, yt.transpose(0, 2, 1)).transpose(0, 2, 1).reshape(w_shape)
@@ -176,8 +172,16 @@ def _per_sample(out):
 _BATCH_LAST_MAX_POSITIONS = 256
 
 
-def _batch_last(out):
-    return int(np.prod(out)) <= _BATCH_LAST_MAX_POSITIONS
+def _channel_major(out):
+    """The channel-major im2col layout for out positions per sample."""
+    return K.BATCH_LAST if int(np.prod(out)) <= _BATCH_LAST_MAX_POSITIONS else K.BATCH_SECOND
+
+
+def _add_bias(y, b):
+    """y (N, O, *S) += b (O,) in place (y is a fresh result); y when b is None."""
+    if b is not None:
+        y += b.reshape((-1,) + (1,) * (y.ndim - 2)).astype(y.dtype, copy=False)
+    return y
 
 
 # A 1x1 convolution without padding (groups 1) is a GEMM per sample over (C, positions) planes,
@@ -203,9 +207,7 @@ def _pointwise_forward(x, w, b, geo):
     xs = x[_read(geo.out_size(x.shape[2:], w.shape[2:]), geo.stride)]
     n, c = xs.shape[:2]
     y = B.matmul(w.reshape(w.shape[0], c), B.contiguous(xs).reshape(n, c, -1))
-    if b is not None:
-        y += b.reshape(-1, 1).astype(y.dtype, copy=False)
-    return y.reshape((n, w.shape[0]) + xs.shape[2:])
+    return _add_bias(y, b).reshape((n, w.shape[0]) + xs.shape[2:])
 
 
 def _pointwise_input(y, w, geo, x_shape):
@@ -352,10 +354,7 @@ class ConvTranspose(Op):
     def forward(ctx, y, w, b, geo, x_shape):
         ctx.save_for_backward(y, w)
         ctx.geo = geo
-        x = conv_input(y, w, geo, x_shape)
-        if b is not None:
-            x += b.reshape((-1,) + (1,) * (x.ndim - 2)).astype(x.dtype, copy=False)
-        return x
+        return _add_bias(conv_input(y, w, geo, x_shape), b)
 
     def backward(ctx, grad):
         y, w = _conj(ctx.saved_tensors)
