@@ -107,14 +107,9 @@ class _LSTMGates(Op):
     @staticmethod
     def forward(ctx, xg, hg, c):
         gates = np.add(xg, hg)  # a fresh buffer, activated in place
-        n = c.shape[-1]
-        gates[:, :2 * n] = _sigmoid_kernel(gates[:, :2 * n])
-        np.tanh(gates[:, 2 * n:3 * n], out=gates[:, 2 * n:3 * n])
-        gates[:, 3 * n:] = _sigmoid_kernel(gates[:, 3 * n:])
-        c_new = gates[:, n:2 * n] * c
-        c_new += gates[:, :n] * gates[:, 2 * n:3 * n]
-        h = np.tanh(c_new)
-        h *= gates[:, 3 * n:]
+        c_new = np.empty_like(c)
+        h = np.empty_like(c)
+        _lstm_cell(gates, c, c_new, h, h)
         ctx.save_for_backward(gates, c, c_new)
         return h, c_new, gates
 
@@ -125,6 +120,19 @@ class _LSTMGates(Op):
         else:
             dgates, dc = _lstm_gates_backward_kernel(gates._data, c._data, c_new._data, gh, gc, gw)
         return dgates, dgates, dc
+
+
+def _lstm_cell(gates, c, c_new, tanh_c, h):
+    """One LSTM step on arrays: activates the pre-activations gates (B, 4H; order i, f, g, o) in place
+    and writes c_new = f * c + i * g, tanh_c = tanh(c_new) and h = o * tanh_c (tanh_c may be h)."""
+    n = c.shape[-1]
+    _sigmoid_kernel(gates[:, :2 * n], out=gates[:, :2 * n])
+    np.tanh(gates[:, 2 * n:3 * n], out=gates[:, 2 * n:3 * n])
+    _sigmoid_kernel(gates[:, 3 * n:], out=gates[:, 3 * n:])
+    np.multiply(gates[:, n:2 * n], c, out=c_new)
+    c_new += gates[:, :n] * gates[:, 2 * n:3 * n]
+    np.tanh(c_new, out=tanh_c)
+    np.multiply(gates[:, 3 * n:], tanh_c, out=h)
 
 
 def _lstm_gates_backward_kernel(gates, c, c_new, gh, gc, gw):
@@ -199,19 +207,11 @@ class _LSTMSequence(Op):
         tcs = np.empty((steps, batch, n), dtype=xg.dtype)
         hs[0] = h0
         cs[0] = c0
-        tmp = np.empty((batch, n), dtype=xg.dtype)
         for k in range(steps):
             a = gates[k]
             np.matmul(hs[k], w_t, out=a)
             a += xg[steps - 1 - k if reverse else k]
-            _sigmoid_kernel(a[:, :2 * n], out=a[:, :2 * n])
-            np.tanh(a[:, 2 * n:3 * n], out=a[:, 2 * n:3 * n])
-            _sigmoid_kernel(a[:, 3 * n:], out=a[:, 3 * n:])
-            np.multiply(a[:, n:2 * n], cs[k], out=cs[k + 1])
-            np.multiply(a[:, :n], a[:, 2 * n:3 * n], out=tmp)
-            cs[k + 1] += tmp
-            np.tanh(cs[k + 1], out=tcs[k])
-            np.multiply(a[:, 3 * n:], tcs[k], out=hs[k + 1])
+            _lstm_cell(a, cs[k], cs[k + 1], tcs[k], hs[k + 1])
         ctx.workspace = (gates, hs, cs, tcs)
         out = (hs[:0:-1] if reverse else hs[1:]).copy()  # a copy: the backward reads hs
         # the output is saved as torch's oneDNN layer saves it: writing into it before backward raises
