@@ -73,30 +73,37 @@ class DepthwisePlan:
     def _grid(self, buf, i):
         return buf[i, :, :self.row].reshape((buf.shape[1], self.n) + self.q)
 
+    def _phase_views(self, buf, x):
+        """(phase-grid view, input view) pairs, both (C, N, ...): the positions of x (N, C, *S) that
+        each phase of buf (phases, C, row + tail) holds."""
+        xt = x.transpose((1, 0) + tuple(range(2, x.ndim)))
+        lead = (slice(None), slice(None))
+        views = []
+        for i, p in enumerate(self.phases):
+            qs, xs = self._phase_slices(p)
+            views.append((self._grid(buf, i)[lead + qs], xt[lead + xs]))
+        return views
+
     def to_phases(self, x, fill=0):
         """x (N, C, *S) -> (phases, C, row + tail): channel rows per phase, padded with `fill`."""
         buf = allocator.empty((len(self.phases), self.c, self.row + self.tail), x.dtype)
-        xt = x.transpose((1, 0) + tuple(range(2, x.ndim)))
-        lead = (slice(None), slice(None))
-        pieces = [(i,) + self._phase_slices(p) for i, p in enumerate(self.phases)]
+        views = self._phase_views(buf, x)
 
         def part(start, stop):  # the fill, then the copies, for a range of channels
             np.copyto(buf[:, start:stop], fill, casting="unsafe")
-            for i, qs, xs in pieces:
-                self._grid(buf, i)[start:stop][lead + qs] = xt[start:stop][lead + xs]
+            for grid, xv in views:
+                grid[start:stop] = xv[start:stop]
         parallel.run(part, self.c, buf.nbytes)
         return buf
 
     def from_phases(self, buf):
         """The transpose of to_phases: (phases, C, row + tail) -> a fresh (N, C, *S) array."""
         x = allocator.empty((self.n, self.c) + self.spatial, buf.dtype)
-        xt = x.transpose((1, 0) + tuple(range(2, x.ndim)))
-        lead = (slice(None), slice(None))
-        pieces = [(i,) + self._phase_slices(p) for i, p in enumerate(self.phases)]
+        views = self._phase_views(buf, x)
 
         def part(start, stop):
-            for i, qs, xs in pieces:
-                xt[start:stop][lead + xs] = self._grid(buf, i)[start:stop][lead + qs]
+            for grid, xv in views:
+                xv[start:stop] = grid[start:stop]
         parallel.run(part, self.c, x.nbytes)
         return x
 
@@ -138,9 +145,14 @@ class DepthwisePlan:
         self._each_channel_range(channels, part, y.itemsize)
         return self._crop(y, bias)
 
-    def _valid(self, rows):
+    def _valid_rows(self, rows, out=None):
+        """The (channels, N, *out) view of channel rows at the outputs' positions (the first `out`,
+        default all, of each phase-grid dim)."""
         grid = rows.reshape((rows.shape[0], self.n) + self.q)
-        valid = grid[(slice(None), slice(None)) + tuple(slice(0, o) for o in self.out)]
+        return grid[(slice(None), slice(None)) + tuple(slice(0, o) for o in (out or self.out))]
+
+    def _valid(self, rows):
+        valid = self._valid_rows(rows)
         return valid.transpose((1, 0) + tuple(range(2, valid.ndim)))  # (N, channels, *out)
 
     def _crop(self, y, bias):
@@ -157,8 +169,7 @@ class DepthwisePlan:
         positions than out (a transposed convolution's output_padding at stride 1 makes the plan's
         input longer than the gradient reaches): the rest is zero."""
         gz = allocator.empty((g.shape[1], self.row), g.dtype)
-        valid = self._valid(gz).transpose((1, 0) + tuple(range(2, g.ndim)))  # (channels, N, *out)
-        valid = valid[(slice(None), slice(None)) + tuple(slice(0, n) for n in g.shape[2:])]
+        valid = self._valid_rows(gz, g.shape[2:])
         src = g.transpose((1, 0) + tuple(range(2, g.ndim)))
 
         def part(start, stop):

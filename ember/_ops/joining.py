@@ -9,7 +9,7 @@ from .. import _dtype as D
 from .._tensor import Size, Tensor, _wrap_dim
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
 from .geometry import diagonal_geometry, strides_of
-from .shape import dims_arg, shape_args
+from .shape import dims_arg, require_args, shape_args
 from .._backend import _dense, numpy_cpu as B
 
 _make = Tensor._make
@@ -294,8 +294,7 @@ def _flip_dims(input, dims):
 
 @register()
 def flip(input, *dims):
-    if not dims:
-        raise TypeError('flip() missing 1 required positional arguments: "dims"')
+    require_args(dims, "flip")
     return Flip.apply(input, dims=_flip_dims(input, dims))
 
 

@@ -104,10 +104,9 @@ class BatchNorm(Op):
 # thread over the whole tensor, and 4.0 / 3.9 ms in 256 KB blocks.
 
 
-def _over_channel_ranges(shape, body):
-    """body(a, b) over ranges of whole channels of an (N, C, L) array, one per intra-op thread."""
-    n, c, l = shape
-    parallel.run(body, c, n * c * l * 4)
+def _over_channel_ranges(arr, body):
+    """body(a, b) over ranges of whole channels of arr (N, C, L), one per intra-op thread."""
+    parallel.run(body, arr.shape[1], arr.nbytes)
 
 
 def _batch_norm_train(x3, eps, weight, bias):
@@ -128,7 +127,7 @@ def _batch_norm_train(x3, eps, weight, bias):
         np.multiply(ys, (invstd if weight is None else invstd * weight[a:b])[:, None], out=ys)
         if bias is not None:
             ys += bias[a:b][:, None]
-    _over_channel_ranges(x3.shape, block)
+    _over_channel_ranges(x3, block)
     return y, stats[0], stats[1], stats[2]
 
 
@@ -153,7 +152,7 @@ def _batch_norm_train_grads(g3, x3, mean, invstd, weight, need_gx):
             np.subtract(gs, buf, out=buf)
             buf -= (sum_g / count)[:, None]
             buf *= (s if weight is None else s * weight[a:b])[:, None]
-    _over_channel_ranges(g3.shape, block)
+    _over_channel_ranges(g3, block)
     return gx, sums[0], sums[1]
 
 

@@ -23,16 +23,23 @@ _make = Tensor._make
 
 # ---- arguments --------------------------------------------------------------------------
 
-_REQUIRED = {"reshape": "shape", "repeat": "repeats", "expand": "size", "permute": "dims"}
+_REQUIRED = {"reshape": "shape", "repeat": "repeats", "expand": "size", "permute": "dims", "flip": "dims"}
+
+
+def require_args(args, name):
+    """torch's TypeError when a method taking sizes or dims as *args gets none."""
+    if args:
+        return
+    if name == "view":
+        raise TypeError("view() received an invalid combination of arguments - got (), but expected one of:\n"
+                        " * (torch.dtype dtype)\n * (tuple of ints size)\n")
+    if name in _REQUIRED:
+        raise TypeError(f"{name}() missing 1 required positional arguments: \"{_REQUIRED[name]}\"")
 
 
 def shape_args(args, name="view"):
     """Accept f(2, 3), f((2, 3)), f([2, 3]), f(torch.Size) and 0-d integer tensors."""
-    if not args and name == "view":
-        raise TypeError("view() received an invalid combination of arguments - got (), but expected one of:\n"
-                        " * (torch.dtype dtype)\n * (tuple of ints size)\n")
-    if not args and name in _REQUIRED:
-        raise TypeError(f"{name}() missing 1 required positional arguments: \"{_REQUIRED[name]}\"")
+    require_args(args, name)
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
     try:
