@@ -114,6 +114,14 @@ class DepthwisePlan:
             return [(c, min(stop, c + cb), 0, self.row) for c in range(start, stop, cb)]
         return [(c, c + 1, a, min(self.row, a + _BLOCK)) for c in range(start, stop) for a in range(0, self.row, _BLOCK)]
 
+    def _scratch_blocks(self, start, stop, *dtypes):
+        """(c0, c1, a, b, *scratch) for each of _blocks: scratch arrays shaped like the block, one per
+        dtype, reused from block to block."""
+        bufs = [np.empty(_BLOCK, dtype=d) for d in dtypes]
+        for c0, c1, a, b in self._blocks(start, stop):
+            shape = (c1 - c0, b - a)
+            yield (c0, c1, a, b) + tuple(buf[:shape[0] * shape[1]].reshape(shape) for buf in bufs)
+
     def _each_channel_range(self, channels, body, itemsize):
         """body(start, stop) over channel ranges, one per intra-op thread: every kernel below writes
         only the rows of its own channels, so the ranges run concurrently."""
@@ -131,10 +139,8 @@ class DepthwisePlan:
         y = np.empty((channels, self.row), dtype=x.dtype)
 
         def part(start, stop):
-            tmp = np.empty(_BLOCK, dtype=x.dtype)
-            for c0, c1, a, b in self._blocks(start, stop):
+            for c0, c1, a, b, t in self._scratch_blocks(start, stop, x.dtype):
                 yb = y[c0:c1, a:b]
-                t = tmp[:(c1 - c0) * (b - a)].reshape(c1 - c0, b - a)
                 for k, (ph, off) in enumerate(self.taps):
                     wk = taps[c0:c1, k:k + 1]
                     if k == 0:
@@ -185,10 +191,8 @@ class DepthwisePlan:
         dst = np.zeros((len(self.phases), channels, self.row + self.tail), dtype=g.dtype)
 
         def part(start, stop):
-            tmp = np.empty(_BLOCK, dtype=g.dtype)
-            for c0, c1, a, b in self._blocks(start, stop):
+            for c0, c1, a, b, t in self._scratch_blocks(start, stop, g.dtype):
                 gb = gz[c0:c1, a:b]
-                t = tmp[:(c1 - c0) * (b - a)].reshape(c1 - c0, b - a)
                 for k, (ph, off) in enumerate(self.taps):
                     np.multiply(gb, taps[c0:c1, k:k + 1], out=t)
                     dst[ph, c0:c1, a + off:b + off] += t
@@ -221,11 +225,9 @@ class DepthwisePlan:
         # a running maximum of k * (v_k > m): integer arithmetic, ~50x faster than masked assignment
         code = np.uint8 if len(self.taps) < 256 else np.int32
         arg = np.zeros((self.c, self.row), dtype=code)
-        gt = np.empty(_BLOCK, dtype=bool)
-        for c0, c1, a, b in self._blocks(0, self.c):
+        for c0, c1, a, b, gb in self._scratch_blocks(0, self.c, bool):
             mb = m[c0:c1, a:b]
             ab = arg[c0:c1, a:b]
-            gb = gt[:(c1 - c0) * (b - a)].reshape(c1 - c0, b - a)
             for k, (ph, off) in enumerate(self.taps):
                 v = src[ph, c0:c1, a + off:b + off]
                 if k == 0:
@@ -249,12 +251,7 @@ class DepthwisePlan:
         """The transpose of window_max: g (N, C, *out) sent to the tap arg (channel rows) chose."""
         gz = self._grad_rows(g)
         dst = np.zeros((len(self.phases), self.c, self.row + self.tail), dtype=g.dtype)
-        tmp = np.empty(_BLOCK, dtype=g.dtype)
-        eq = np.empty(_BLOCK, dtype=bool)
-        for c0, c1, a, b in self._blocks(0, self.c):
-            shape = (c1 - c0, b - a)
-            t = tmp[:shape[0] * shape[1]].reshape(shape)
-            e = eq[:shape[0] * shape[1]].reshape(shape)
+        for c0, c1, a, b, t, e in self._scratch_blocks(0, self.c, g.dtype, bool):
             gb = gz[c0:c1, a:b]
             ab = arg[c0:c1, a:b]
             for k, (ph, off) in enumerate(self.taps):
