@@ -17,6 +17,7 @@ import numpy as np
 from .. import _backend as B
 from .. import _dtype as D
 from .._backend import conv_numpy as K
+from .._backend import cpu_features
 from .._backend import depthwise_numpy as DW
 from .._tensor import Tensor
 from ._registry import Op, install
@@ -589,8 +590,9 @@ def _conv_transposend(fname, nd, input, weight, bias, stride, padding, output_pa
     spatial = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in
                     zip(x.shape[2:], stride, padding, dilation, kernel, output_padding))
     # torch 2.13 on CPU: an empty output is refused by its native kernels (float64, float16, ...) but
-    # returned by oneDNN, which takes float32, bfloat16 and complex64; a negative size always raises
-    empty_ok = x._dtype in (D.float32, D.bfloat16, D.complex64)
+    # returned by oneDNN, which takes float32 and complex64, and bfloat16 where the CPU runs it natively;
+    # a negative size always raises
+    empty_ok = x._dtype in (D.float32, D.complex64) or (x._dtype is D.bfloat16 and cpu_features.onednn_bf16())
     if any(s < 0 or (s == 0 and not empty_ok) for s in spatial):
         lead = (1,) if nd == 1 else ()  # torch runs 1-d as 2-d and reports the added dim
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, lead + x.shape[2:]))}). Calculated "
