@@ -505,8 +505,8 @@ def test_conv_transpose_output_padding_at_stride_one_matches_torch(x_shape, w_sh
 @pytest.mark.parametrize("padding", [2, 3])
 def test_conv_transpose_empty_or_negative_output_like_torch(dtype, padding):
     """A zero-length output is an empty tensor or torch's error depending on the dtype (torch's backends
-    differ, and bfloat16 goes to oneDNN only on CPUs that run it natively); a negative one is always a RuntimeError (torch's oneDNN path words it its own way; the
-    native one, as ember, reports 1-d as 2-d)."""
+    differ, and bfloat16 goes to oneDNN only on CPUs that run it natively); a negative one is always a
+    RuntimeError (torch's oneDNN path words it its own way; the native one, as ember, reports 1-d as 2-d)."""
     results = []
     for lib in LIBS:
         d = getattr(lib, dtype)
