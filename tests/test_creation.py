@@ -349,3 +349,27 @@ def test_fill_checks_value():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ember.zeros(2).fill_(np.float64(1.5))
+
+
+@pytest.mark.parametrize("make", [
+    lambda t: t.tensor([[1., 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]]).t().unsqueeze(1).expand(4, 5, 3),
+    lambda t: t.zeros(3, 4).t(),
+    lambda t: t.zeros(2, 3, 4, 5).permute(0, 2, 3, 1),
+    lambda t: t.zeros(6, 4)[::2],
+    lambda t: t.zeros(1, 3).expand(4, 3),
+    lambda t: t.zeros(4, 1, 3).transpose(0, 2).expand(3, 2, 4),
+    lambda t: t.zeros(2, 3, 4)[:, ::2].transpose(1, 2),
+], ids=["expanded-transposed", "transposed", "permuted", "sliced", "expanded", "expanded-size1", "gap-transposed"])
+@pytest.mark.parametrize("fn", ["empty_like", "zeros_like", "ones_like", "full_like", "clone"])
+def test_like_functions_preserve_format_strides_match_torch(make, fn):
+    """preserve_format: a dense input keeps its strides, any other (expanded, sliced) gets dense strides in
+    its stride order, as torch's empty_like/clone give them."""
+    got = []
+    for lib in (torch, ember):
+        x = make(lib)
+        y = lib.full_like(x, 2.0) if fn == "full_like" else getattr(lib, fn)(x)
+        got.append((y.stride(), y.is_contiguous(), tuple(y.shape)))
+        want = {"clone": x, "full_like": 2.0, "ones_like": 1.0, "zeros_like": 0.0}.get(fn)
+        if want is not None:
+            assert (y == want).all()
+    assert got[0] == got[1]

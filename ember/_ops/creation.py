@@ -8,11 +8,13 @@ import warnings
 import numpy as np
 
 from .. import _backend as B
+from .._backend import numpy_cpu
 from .. import _dtype as D
 from .._device import as_device, device as _device_cls
 from .._tensor import Tensor, Size
 from ..autograd import grad_mode
 from ._registry import install, namespace
+from .geometry import contiguous_strides, dense_strides_like, strides_of
 
 _make = Tensor._make
 _state = grad_mode._state
@@ -479,13 +481,17 @@ def _full(size, fill_value, out, dtype, device, requires_grad, name):
 
 
 def _like_array(input, d, memory_format, fill):
-    """A new array of input's shape; preserve_format keeps a dense input's stride order, as torch."""
+    """A new array of input's shape; preserve_format gives torch's strides (the input's own when it
+    is dense, else dense strides in its stride order: expanded and overlapping inputs included)."""
     x = input._data
     shape = x.shape
     order = None
     if memory_format is None or str(memory_format) == "torch.preserve_format":
-        if not x.flags.c_contiguous and x.ndim > 1 and _is_dense(x):
-            order = sorted(range(x.ndim), key=lambda i: -x.strides[i])
+        if not x.flags.c_contiguous and x.ndim > 1:
+            strides = dense_strides_like(shape, strides_of(x))
+            if strides != contiguous_strides(shape):
+                buf = B.empty(x.size, d.np) if fill is None else B.full(x.size, fill, d.np)
+                return numpy_cpu.restride(buf, shape, strides)
     elif str(memory_format) == "torch.channels_last" and x.ndim == 4:
         order = [0, 2, 3, 1]
     if order is None:

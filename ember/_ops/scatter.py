@@ -107,7 +107,7 @@ def _dim_key(index, dim):
 def _check_dim_index(x, dim, index, name, src=None):
     """torch's shape rules for gather/scatter: same ndim, index no larger than self (and src)
     outside dim; indices in range."""
-    if index.ndim != max(x.ndim, 1) and not (index.ndim == 0 and x.ndim == 0) and index.size:
+    if max(index.ndim, 1) != max(x.ndim, 1) and index.size:  # torch compares ensure_nonempty_dim of both
         raise RuntimeError("Index tensor must have the same number of dimensions as "
                            f"{'input' if name == 'gather' else 'self'} tensor")
     for d in range(index.ndim):

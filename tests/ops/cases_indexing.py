@@ -90,6 +90,10 @@ CASES = [
     C("gather", [(3, 4)], lambda t, x: t.gather(x * x, 1, idx(t, [[0, 0], [3, 1], [2, 2]])), gradgrad=True),
     C("gather", [(3, 4)], lambda t, x: x.gather(0, idx(t, [[2, 1, 0, 0]])), id="dim0"),
     C("gather", [(3, 4)], lambda t, x: x.gather(0, idx(t, [[-1]])), error=RuntimeError, id="negative"),
+    # a 0-d index counts as 1-d (torch compares max(ndim, 1)): gather(1-d, 0, 0-d) is a 0-d result
+    C("gather", [(2,)], lambda t, x: t.gather(x, 0, idx(t, 1)), id="0d-index"),
+    C("gather", [(3, 2)], lambda t, x: t.gather(x, 0, idx(t, 1)), error=RuntimeError, id="0d-index-2d"),
+    C("scatter", [(3,), ()], lambda t, x, s: x.scatter(0, idx(t, 2), s), id="0d-index"),
     C("gather", [NC], lambda t, x: x.gather(-1, idx(t, [[1], [0]])), id="small-index"),
     C("gather", [(3, 4)], lambda t, x: x.gather(1, idx(t, [[4]])), error=RuntimeError, id="oob"),
     C("gather", [(3, 4)], lambda t, x: x.gather(1, idx(t, [0])), error=RuntimeError, id="ndim"),
