@@ -44,6 +44,7 @@ class Op(Node):
     __slots__ = ()
     view = False
     nondiff = ()
+    elementwise = False  # True: 0-d inputs run as (1,) views (Note [0-d kernels])
 
     @staticmethod
     def forward(ctx, *arrays, **params):
@@ -62,7 +63,10 @@ def apply(cls, inputs, params):
     ctx = _new(cls)
     ctx._saved = ()
     arrays = [None if t is None else t._data for t in inputs]
-    out = cls.forward(ctx, *arrays, **params)
+    if cls.elementwise and _all_0d(arrays):
+        out = _forward_0d(cls, ctx, arrays, params)
+    else:
+        out = cls.forward(ctx, *arrays, **params)
     if type(out) is tuple:
         result = outs = tuple(_wrap(o) for o in out)
     else:
@@ -76,6 +80,33 @@ def apply(cls, inputs, params):
                 _attach(ctx, inputs, arrays, outs)
                 break
     return result
+
+
+def _all_0d(arrays):
+    return all(a is None or a.ndim == 0 for a in arrays)
+
+
+def _forward_0d(cls, ctx, arrays, params):
+    """Note [0-d kernels]: NumPy turns the results of arithmetic on 0-d arrays into scalars, which a
+    kernel's `out=` refuses; an elementwise op therefore runs on (1,)-shaped views of 0-d inputs, and
+    its outputs and saved arrays are turned back into 0-d arrays (saved inputs stay the inputs)."""
+    flat = [a if a is None else a.reshape(1) for a in arrays]
+    out = cls.forward(ctx, *flat, **params)
+    many = type(out) is tuple
+    outs = out if many else (out,)
+    back = tuple(np.asarray(o).reshape(()) for o in outs)
+    swap = {id(f): a for f, a in zip(flat, arrays) if f is not None}
+    swap.update((id(o), b) for o, b in zip(outs, back))
+
+    def unflat(item):
+        if type(item) is not np.ndarray:
+            return item
+        hit = swap.get(id(item))
+        if hit is not None:
+            return hit
+        return item.reshape(()) if item.shape == (1,) else item
+    ctx._saved = tuple(unflat(item) for item in ctx._saved)
+    return back if many else back[0]
 
 
 def _wrap(o):
@@ -256,8 +287,10 @@ def unary_call(row, input):
     x = input._data if cd is d else input._data.astype(cd.np)
     if row.ufunc and x.nbytes >= _pool.threshold:  # a large result: into a pooled buffer
         r = ufunc(row.kernel, x)
-    else:
+    elif x.ndim or row.ufunc:
         r = row.kernel(x)
+    else:  # a composite kernel: see Note [0-d kernels]
+        r = row.kernel(x.reshape(1)).reshape(())
     if type(r) is not np.ndarray:
         r = np.asarray(r)
     out = _make(r)

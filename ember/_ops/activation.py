@@ -53,6 +53,7 @@ class _MaskGrad(Op):
     an input only so that the result requires grad exactly when torch's does (its derivative
     is zero). slope is a number, a constant array, or a Tensor (prelu's weight, differentiable)."""
     _name = "ThresholdBackwardBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, grad, src, slope_t, keep, slope):
@@ -103,6 +104,7 @@ def _inplace(fn, name):
 
 class Relu(Op):
     _name = "ReluBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, x):
@@ -112,7 +114,8 @@ class Relu(Op):
 
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        keep = out._data <= 0
+        keep = np.empty(out._data.shape, dtype=bool)  # an array also when 0-d (Note [0-d kernels])
+        np.less_equal(out._data, 0, out=keep)
         np.logical_not(keep, out=keep)  # as torch: the gradient passes where result > 0 or NaN
         return _mask_grad(grad, out, keep)
 
@@ -150,6 +153,7 @@ def relu_(input):
 
 class Threshold(Op):
     _name = "ThresholdBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, x, threshold, value):
@@ -186,6 +190,7 @@ def threshold_(input, threshold, value):
 
 class Hardtanh(Op):
     _name = "HardtanhBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, x, lo, hi):
@@ -227,6 +232,7 @@ def relu6(input, inplace=False):
 
 class LeakyRelu(Op):
     _name = "LeakyReluBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, x, slope):
@@ -252,6 +258,7 @@ def leaky_relu_(input, negative_slope=0.01):
 
 class Hardshrink(Op):
     _name = "HardshrinkBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, x, lambd):
@@ -303,6 +310,7 @@ def softsign(input):
 class Elu(Op):
     """scale * x for x > 0, else scale * alpha * (exp(x * input_scale) - 1) (elu, selu, celu)."""
     _name = "EluBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, x, alpha, scale, input_scale):
@@ -369,6 +377,7 @@ def celu_(input, alpha=1.0):
 
 class Gelu(Op):
     _name = "GeluBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, x, approximate):
@@ -404,6 +413,7 @@ class _GeluBackward(Op):
     """gelu's backward, grad (Phi(x) + x phi(x)), in NumPy with one exp for Phi and phi (torch's
     gelu_backward); its own backward (double backward) in ember ops, as torch's."""
     _name = "GeluBackwardBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, grad, x):
@@ -436,6 +446,7 @@ def gelu(input, approximate="none"):
 
 class Silu(Op):
     _name = "SiluBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, x):
@@ -455,6 +466,7 @@ class _SiluBackward(Op):
     """silu's backward, grad sigmoid(x) (1 + x (1 - sigmoid(x))), in NumPy in torch's order (silu_backward);
     its own backward in ember ops, as torch's silu_double_backward."""
     _name = "SiluBackwardBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, grad, x):
@@ -491,6 +503,7 @@ def silu(input, inplace=False):
 
 class Mish(Op):
     _name = "MishBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, x):
@@ -511,6 +524,7 @@ def mish(input, inplace=False):
 
 class Hardswish(Op):
     _name = "HardswishBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, x):
@@ -536,6 +550,7 @@ def hardswish(input, inplace=False):
 
 class Hardsigmoid(Op):
     _name = "HardsigmoidBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, x):
@@ -560,6 +575,7 @@ def hardsigmoid(input, inplace=False):
 
 class Softplus(Op):
     _name = "SoftplusBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, x, beta, threshold):
@@ -582,6 +598,7 @@ class _SoftplusBackward(Op):
     """softplus's backward, grad sigmoid(beta x) (grad itself past the threshold), in NumPy (torch's
     softplus_backward); its own backward in ember ops, as torch's softplus_double_backward."""
     _name = "SoftplusBackwardBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, grad, x, beta, threshold):
@@ -613,6 +630,7 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 class LogSigmoid(Op):
     _name = "LogSigmoidBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, x):
@@ -686,6 +704,7 @@ def prelu(input, weight):
 
 class _Rrelu(Op):
     _name = "RreluWithNoiseBackward0"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, x, noise):

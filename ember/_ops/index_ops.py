@@ -67,7 +67,7 @@ class IndexSelect(Op):
         ctx.args = (x.shape, dim)
         idx = _wrap(index.reshape(-1), x.shape[dim] if x.ndim else 1)
         if x.ndim == 0:
-            return x.reshape(1)[idx].reshape(index.shape)
+            return x.reshape(1)[idx].reshape(())  # a 0-d input gives a 0-d result (one index)
         return np.take(x, idx, axis=dim)
 
     def backward(ctx, grad):
@@ -80,6 +80,8 @@ class IndexSelect(Op):
 def index_select(input, dim, index, *, out=None):
     d = _wrap_dim(dim, input._data.ndim)
     _vector_index(index, "index_select", input._data, d)
+    if input._data.ndim == 0 and index._data.size != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index._data.size} value(s)")
     r = IndexSelect.apply(input, index, dim=d)
     return r if out is None else write_out(out, r, "index_select")
 

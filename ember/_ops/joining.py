@@ -384,6 +384,8 @@ class Repeat(Op):
     def forward(ctx, x, repeats):
         ctx.args = (x.shape, repeats)
         pad = len(repeats) - x.ndim
+        if not repeats:  # np.tile makes a 0-d input 1-d
+            return x.copy()
         return np.ascontiguousarray(np.tile(x.reshape((1,) * pad + x.shape), repeats))  # contiguous, as torch's
 
     def backward(ctx, grad):

@@ -183,3 +183,18 @@ CASES = [
       lambda t, x: bool(((t.rrelu(x, 0.1, 0.3, training=True) / x - 0.2).abs() <= 0.1 + 1e-6).all()),
       id="training-range"),
 ]
+
+# 0-d inputs: every elementwise activation and its gradient (second order too) on a scalar tensor; NumPy turns
+# 0-d intermediates into scalars, which broke kernels that write with out= (Note [0-d kernels])
+_ZERO_D = ["relu", "relu6", "hardtanh", "elu", "selu", "celu", "leaky_relu", "gelu", "silu", "mish", "hardswish",
+           "hardsigmoid", "softplus", "logsigmoid", "softsign", "tanhshrink", "hardshrink", "softshrink", "sigmoid",
+           "tanh"]
+CASES += [_fn(n, T((), low=-2.0, high=2.0), gradgrad=n not in ("hardshrink", "softshrink", "hardsigmoid"), id="0d") for n in _ZERO_D]
+CASES += [
+    _fn("threshold", T((), low=-2.0, high=2.0), kw=dict(threshold=0.1, value=2.0), id="0d"),
+    _fn("gelu", T((), low=-2.0, high=2.0), kw=dict(approximate="tanh"), gradgrad=True, id="0d-tanh"),
+    _fn("rrelu", T((), low=-2.0, high=2.0), id="0d"),
+    C("sigmoid", [T((), low=-2.0, high=2.0)], lambda t, x: (t.sigmoid(x), t.erfc(x), F(t).sigmoid(x)), id="0d"),
+    C("F.binary_cross_entropy_with_logits", [T((), low=-2.0, high=2.0)],
+      lambda t, x: F(t).binary_cross_entropy_with_logits(x, t.tensor(1.0, dtype=x.dtype)), id="0d"),
+]

@@ -160,6 +160,8 @@ def compare(tv, ev, case, where="output"):
     """Recursively compare a torch result with an ember result."""
     if isinstance(tv, torch.Tensor):
         assert isinstance(ev, ember.Tensor), f"{where}: torch gave a Tensor, ember gave {type(ev).__name__}"
+        storage = getattr(ev, "_data", None)  # the invariant: a Tensor's storage is an ndarray, 0-d too
+        assert storage is None or type(storage) is np.ndarray, f"{where}: ember's storage is a {type(storage)}"
         assert tuple(tv.shape) == tuple(ev.shape), f"{where}: shape torch {tuple(tv.shape)} vs ember {tuple(ev.shape)}"
         assert dtype_name(tv.dtype) == dtype_name(ev.dtype), \
             f"{where}: dtype torch {tv.dtype} vs ember {ev.dtype}"
