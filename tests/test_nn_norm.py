@@ -480,3 +480,41 @@ def test_batch_norm_split_across_intraop_threads(monkeypatch, affine, training):
         outs.append([a.detach().numpy() for a in [y, bn.running_mean, bn.running_var] + grads])
     for t, e in zip(*outs):
         np.testing.assert_allclose(e, t, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("case", ["bn-empty-train", "bn-empty-eval", "bn-empty-affine", "gn-empty", "bn-1d-eval",
+                                  "bn-1d-train", "bn-2d"])
+def test_norm_edge_inputs_like_torch(case):
+    """Zero-size batches (torch: output = input * weight[0] + bias[0], running stats untouched, a gradient path to
+    the parameters), group_norm on an empty batch, batch_norm of 1-d and 2-d inputs."""
+    results = []
+    for lib in (torch, ember):
+        F = lib.nn.functional
+        try:
+            if case.startswith("bn-empty"):
+                m = lib.nn.BatchNorm2d(3)
+                with lib.no_grad():
+                    m.weight.copy_(lib.tensor([2.0, 3.0, 4.0]))
+                    m.bias.copy_(lib.tensor([0.5, 0.25, 1.0]))
+                if case == "bn-empty-eval":
+                    m.eval()
+                x = lib.zeros(0, 3, 2, 2, requires_grad=True)
+                y = m(x)
+                y.sum().backward()
+                got = (tuple(y.shape), m.running_mean.tolist(), m.running_var.tolist(),
+                       int(m.num_batches_tracked), m.weight.grad.tolist(), tuple(x.grad.shape))
+            elif case == "gn-empty":
+                x = lib.zeros(0, 4, 3, requires_grad=True)
+                y = F.group_norm(x, 2, lib.ones(4), lib.zeros(4))
+                got = (tuple(y.shape), y.requires_grad)
+            elif case == "bn-1d-eval":
+                got = F.batch_norm(lib.arange(4.0), lib.zeros(4), lib.ones(4), training=False)
+            elif case == "bn-1d-train":
+                got = F.batch_norm(lib.arange(4.0), None, None, training=True)
+            else:
+                y = F.batch_norm(lib.arange(8.0).reshape(2, 4), lib.zeros(4), lib.ones(4), training=True)
+                got = np.round(y.numpy(), 5).tolist()
+        except Exception as e:  # noqa: BLE001 (the exception type is the result compared)
+            got = type(e).__name__ if type(e).__name__ != "LinAlgError" else "RuntimeError"
+        results.append(got)
+    assert results[0] == results[1] or (isinstance(results[0], str) and results[1] == results[0]), results

@@ -450,9 +450,38 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     return _out(x, out, "cholesky_solve")
 
 
+class CholeskyInverse(Op):
+    """(L L^H)^-1 from the triangle LAPACK's potri reads; the gradient is torch's formula, which
+    treats the whole input matrix as the factor (so it is nonzero off the triangle too). A complex
+    diagonal (never a Cholesky factor's) is taken as given, where LAPACK's lauum drops parts of it."""
+    _name = "CholeskyInverseBackward0"
+
+    @staticmethod
+    def forward(ctx, L, upper):
+        ctx.upper = upper
+        t = np.triu(L) if upper else np.tril(L)
+        n = t.shape[-1]
+        zero = (np.diagonal(t, axis1=-2, axis2=-1) == 0).reshape(-1, n) if t.size else np.zeros((0, 0), bool)
+        if zero.any():  # trtri's check: the first exactly-zero diagonal element of the first such matrix
+            b = int(np.flatnonzero(zero.any(1))[0])
+            i = int(np.argmax(zero[b])) + 1
+            raise LinAlgError(f"cholesky_inverse: {batch_prefix(L.shape, b)}The diagonal element {i} is "
+                              f"zero, the inversion could not be completed because the input matrix is singular.")
+        t_inv = np.linalg.inv(t) if t.size else t.copy()
+        t_inv_h = np.conj(np.swapaxes(t_inv, -1, -2))
+        out = np.matmul(t_inv, t_inv_h) if upper else np.matmul(t_inv_h, t_inv)
+        ctx.save_for_backward(L, out)
+        return out
+
+    def backward(ctx, grad):
+        L, x = ctx.saved_tensors
+        common = matmul(matmul(x, grad + adj(grad)), x)
+        return -matmul(L, common) if ctx.upper else -matmul(common, L)
+
+
 def cholesky_inverse(L, upper=False, *, out=None):
     check_matrix(L, "cholesky_inverse")
-    return _out(cholesky_solve(eye_like(L).expand(L._data.shape), L, upper), out, "cholesky_inverse")
+    return _out(CholeskyInverse.apply(L, upper=bool(upper)), out, "cholesky_inverse")
 
 
 # ---- matrix_power ---------------------------------------------------------------------

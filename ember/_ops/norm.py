@@ -11,12 +11,14 @@ the per-channel/per-row mean and 1/std, as torch does. Their backward has two pa
 """
 import numbers
 
+import math
+
 import numpy as np
 
 from .. import _backend as B
 from .. import _dtype as D
 from .._backend import allocator, parallel
-from .._tensor import Tensor
+from .._tensor import Tensor, _wrap_dim
 from ..autograd import grad_mode
 from ._registry import Op, install
 
@@ -227,13 +229,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                eps=1e-5):
     """See https://pytorch.org/docs/stable/generated/torch.nn.functional.batch_norm.html"""
     if training:
+        if input.dim() < 2:
+            _wrap_dim(1, input.dim())  # torch's IndexError: training needs a channel dim
         _verify_batch_size(input.size())
     if training and eps <= 0.0:
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
     if eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     _float_only(input, "batch_norm")
-    c = input.size(1)
+    c = input.size(1) if input.dim() > 1 else 0  # torch counts no channels in a 1-d input
     _check_channels("weight", weight, c)
     _check_channels("bias", bias, c)
     if not training and running_mean is None:
@@ -243,6 +247,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     _check_channels("running_mean", running_mean, c)
     _check_channels("running_var", running_var, c)
     _check_param_dtype(input, (weight, bias, running_mean, running_var))
+    if input._data.size == 0:  # as torch: no statistics; the output keeps a gradient path to the parameters
+        out = input.clone()
+        if weight is not None:
+            out = out * weight[0]
+        if bias is not None:
+            out = out + bias[0]
+        return out
     rm = None if running_mean is None else running_mean._data.reshape(-1)
     rv = None if running_var is None else running_var._data.reshape(-1)
     out = BatchNorm.apply(input, _flat(weight), _flat(bias), running_mean=rm, running_var=rv,
@@ -464,7 +475,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                                f"but got {name} of shape {_shape_list(t.shape)} and input of shape "
                                f"{_shape_list(shape)}")
     _float_only(input, "group_norm")
-    y = LayerNorm.apply(input.reshape(n, num_groups, -1), None, None, k=1, eps=eps).reshape(shape)
+    per_group = c // num_groups * math.prod(shape[2:])  # explicit: reshape(n, g, -1) is ambiguous when n == 0
+    y = LayerNorm.apply(input.reshape(n, num_groups, per_group), None, None, k=1, eps=eps).reshape(shape)
     if weight is not None:
         y = y * _channel_view(weight, len(shape))
     if bias is not None:

@@ -441,8 +441,7 @@ logaddexp = binary("logaddexp", _logaddexp_kernel, dx=lambda g, x, y: g / cj(1 +
 logaddexp2 = binary("logaddexp2", np.logaddexp2, dx=lambda g, x, y: g / (1 + (y - x).exp2()),
                     dy=lambda g, x, y: g / (1 + (x - y).exp2()), inplace=False, tensors=_T2,
                     check=_nyi("logaddexp2_cpu", _not_float))
-nextafter = binary("nextafter", _nextafter_kernel, dx=_not_differentiable("nextafter"),
-                   dy=_not_differentiable("nextafter"), node_name="NotImplemented", tensors=_T2,
+nextafter = binary("nextafter", _nextafter_kernel, dx=lambda g: g, dy=_zeros, tensors=_T2,  # torch's formula
                    check=_nyi("nextafter_cpu", _not_float))
 _heaviside = binary("_heaviside", _heaviside_kernel, dx=_not_differentiable("heaviside"),
                     dy=_not_differentiable("heaviside"), node_name="NotImplemented", tensors=_T2,

@@ -445,12 +445,26 @@ def equal(input, other):
 
 # ---- frexp -------------------------------------------------------------------------------
 
+class Frexp(Op):
+    _name = "FrexpBackward0"
+    nondiff = (1,)
+
+    @staticmethod
+    def forward(ctx, x):
+        mantissa, exponent = np.frexp(x)
+        exponent = exponent.astype(np.int32)
+        ctx.save_for_backward(exponent)
+        return mantissa.astype(x.dtype, copy=False), exponent
+
+    def backward(ctx, grad, grad_exponent=None):
+        (exponent,) = ctx.saved_tensors
+        return grad / exponent.to(grad.dtype).exp2()  # x = mantissa * 2**exponent
+
+
 def frexp(input, *, out=None):
     if input._dtype.category != D.FLOAT:
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
-    mantissa, exponent = np.frexp(input._data)
-    r = return_types.frexp((_make(mantissa.astype(input._dtype.np), input._dtype),
-                            _make(exponent.astype(np.int32), D.int32)))
+    r = return_types.frexp(Frexp.apply(input))
     if out is not None:
         write_out(out[0], r[0], "frexp")
         write_out(out[1], r[1], "frexp")

@@ -177,6 +177,9 @@ CASES = [
        id="cplx-vectors"),
     _c("linalg.matrix_exp", [(3, 3)], lambda t, x: t.linalg.matrix_exp(x * 0.5), id="cplx-scaled"),
     _c("linalg.pinv", [(3, 4)], lambda t, x: t.linalg.pinv(x), id="cplx-wide"),
+    # a Cholesky factor: triangular with a real positive diagonal (LAPACK's lauum ignores imaginary diagonals)
+    _c("cholesky_inverse", [(3, 3)], lambda t, x: (t.cholesky_inverse(x.tril(-1) + (2 + x.real.abs()).diag().diag(
+        ).to(x.dtype)), t.cholesky_inverse(x.triu(1) + 2 * t.eye(3, dtype=x.dtype), True))),
     _c("linalg.cholesky", [(3, 3)], lambda t, x: t.linalg.cholesky(x @ x.mH + 3 * t.eye(3, dtype=x.dtype)),
        gradgrad=True, id="cplx-gradgrad"),
     # ---- views, copies, indexing (linear: the gradient routes unchanged) -------------------------

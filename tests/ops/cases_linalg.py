@@ -249,6 +249,15 @@ CASES = [
     C("triangular_solve", [(4, 2), (4, 4)], lambda t, b, a: t.triangular_solve(b, well(t, a))),
     C("cholesky_solve", [(4, 2), (4, 4)], lambda t, b, a: t.cholesky_solve(b, t.linalg.cholesky(spd(t, a)))),
     C("cholesky_inverse", [(4, 4)], lambda t, a: t.cholesky_inverse(t.linalg.cholesky(spd(t, a)))),
+    # torch's gradient treats the whole input as the factor: nonzero off the triangle, also for upper=True
+    C("cholesky_inverse", [(3, 4, 4)], lambda t, a: t.cholesky_inverse(t.linalg.cholesky(spd(t, a), upper=True),
+                                                                       upper=True), gradgrad=True, id="upper"),
+    C("cholesky_inverse", [T((4, 4), low=0.5, high=1.0)], lambda t, a: (t.cholesky_inverse(a + 2 * t.eye(4)),
+                                                                        t.cholesky_inverse(a + 2 * t.eye(4), True)),
+      id="full-input"),
+    C("cholesky_inverse", [T((2, 2), grad=False)], lambda t, a: t.cholesky_inverse(t.stack([t.eye(2) + a.tril(), a.tril(
+        ).index_fill(1, t.tensor([1]), 0)])), error=RuntimeError, id="singular"),
+    C("cholesky_inverse", [T((0, 3, 3))], lambda t, a: t.cholesky_inverse(a), id="empty"),
     # ---- cholesky, LU ----
     C("linalg.cholesky", [(4, 4)], lambda t, x: t.linalg.cholesky(spd(t, x)), gradgrad=True),
     C("linalg.cholesky", [(2, 3, 3)], lambda t, x: t.linalg.cholesky(spd(t, x), upper=True), id="upper-batched"),

@@ -83,6 +83,7 @@ CASES = [
     C("mvlgamma", [T((3, 4), low=2.0, high=5.0)], lambda t, x: (t.mvlgamma(x, 3), x.mvlgamma(1))),
     C("positive", [(3,)], lambda t, x: t.positive(x) is x, grad=False),
     C("frexp", [T(values=[0.0, 1.0, -3.5, 1024.0, 1e-3])], lambda t, x: t.frexp(x), grad=False),
+    C("frexp", [T(values=[0.75, 1.0, -3.5, 1024.0, 1e-3])], lambda t, x: t.frexp(x)[0], gradgrad=True, id="grad"),
 
     # ---- unary: edge values (0, -0, +-inf, NaN) -----------------------------------------------
     C("exp", [EDGE_NOGRAD], lambda t, x: (x.exp(), x.expm1(), x.exp2()), id="edge"),
@@ -257,6 +258,7 @@ CASES = [
     C("heaviside", [(3,), T((3,), dtype="float64")], lambda t, x, y: t.heaviside(x, y), dtypes=F32,
       error=RuntimeError, id="mixed-dtype"),
     C("nextafter", [(3, 4), (3, 4)], lambda t, x, y: t.nextafter(x, y), grad=False),
+    C("nextafter", [(3, 4), (3, 4)], lambda t, x, y: t.nextafter(x, y), dtypes=["float64"], id="grad"),
     C("ldexp", [(3, 4), T((3, 4), dtype="int64", low=-5, high=5)], lambda t, x, y: t.ldexp(x, y)),
     C("gcd", [T((3, 4), low=-10, high=10), T((3, 4), low=-10, high=10)],
       lambda t, x, y: (t.gcd(x, y), t.lcm(x, y)), dtypes=INTS[1:]),
