@@ -66,7 +66,10 @@ CASES = [
     _unary("digamma", T((3, 4), low=0.1, high=12), gradgrad=True),
     _unary("digamma", T(values=[-3.5, -0.5, -1.3, 1.4616321449683623]), id="negative"),
     _unary("i0", T((3, 4), low=-5, high=5), gradgrad=True),
-    _unary("sinc", T(values=[[0.0, 0.5, -1.0], [1.5, -2.25, 3.0]]), gradgrad=True),
+    _unary("sinc", T(values=[[0.0, 0.5, -1.0], [1.5, -2.25, 3.0]])),
+    # ember's gradient is a Taylor series for |pi x| <= 0.5 (torch's quotient cancels there: 13% off in float32 at
+    # 1e-4, NaN second derivative at 0, where ember gives the limit); away from 0 both agree to second order
+    _unary("sinc", T(values=[[0.2, 0.5, -1.0], [1.5, -2.25, 3.0]]), gradgrad=True, id="gradgrad"),
     _unary("abs", NONZERO),  # no gradgrad: torch returns a ZeroTensor there
     _unary("neg"),
     _unary("sign", NONZERO),
