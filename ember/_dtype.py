@@ -246,3 +246,8 @@ class iinfo:
 SCALAR_NAMES = {bool: "Bool", uint8: "Byte", int8: "Char", int16: "Short", int32: "Int", int64: "Long",
                 float16: "Half", bfloat16: "BFloat16", float32: "Float", float64: "Double",
                 complex64: "ComplexFloat", complex128: "ComplexDouble"}
+
+# the C++ type names other messages print ("float", "long int", "c10::Half" ...)
+C_TYPE_NAMES = {bool: "bool", uint8: "unsigned char", int8: "signed char", int16: "short int", int32: "int",
+                int64: "long int", float16: "c10::Half", bfloat16: "c10::BFloat16", float32: "float",
+                float64: "double", complex64: "c10::complex<float>", complex128: "c10::complex<double>"}

@@ -289,7 +289,7 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
             if value._dtype is not self._dtype:
-                raise RuntimeError(f"attempting to assign a gradient with dtype '{_CPP_TYPE_NAMES[value._dtype.name]}' "
+                raise RuntimeError(f"attempting to assign a gradient with dtype '{D.C_TYPE_NAMES[value._dtype]}' "
                                    f"to a tensor with grad_dtype '{D.SCALAR_NAMES[self._dtype]}'. The gradient must "
                                    "match the tensor's grad_dtype (defaults to the tensor's dtype). You can set the "
                                    "tensor's grad_dtype attribute with a specific dtype, or None to allow any dtype. "
@@ -634,11 +634,6 @@ class Tensor:
 
 _new = object.__new__
 
-# the C++ type names torch prints in the .grad dtype error
-_CPP_TYPE_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
-                   "complex64": "c10::complex<float>", "complex128": "c10::complex<double>", "int64": "long int",
-                   "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-                   "bool": "bool"}
 
 
 def _conversion(name, dtype):

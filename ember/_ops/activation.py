@@ -218,12 +218,18 @@ def _check_hardtanh(input, min_val):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:  # F.hardtanh's own check (torch's hardtanh_ kernel has none)
+        raise ValueError("min_val cannot be greater than max_val")
+    return _hardtanh(input, min_val, max_val, inplace)
+
+
+def _hardtanh(input, min_val, max_val, inplace):
     _check_hardtanh(input, min_val)
     return _finish(input, Hardtanh.apply(input, lo=min_val, hi=max_val), inplace, "hardtanh")
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    return hardtanh(input, min_val, max_val, inplace=True)
+    return _hardtanh(input, min_val, max_val, True)
 
 
 def relu6(input, inplace=False):

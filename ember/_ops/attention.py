@@ -18,14 +18,10 @@ from ._registry import Op, install, shapes_error
 from .random import _np_gen
 
 _make = Tensor._make
-_C10_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-              "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
-              "complex128": "c10::complex<double>"}
 
 
 def _c10(dtype):
-    return _C10_NAMES.get(dtype.name, dtype.name)
+    return D.C_TYPE_NAMES[dtype]
 
 
 # ---- scaled dot product attention -------------------------------------------------------------

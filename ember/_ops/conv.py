@@ -374,12 +374,6 @@ _TENSOR_TYPE = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
                 "int16": "torch.ShortTensor", "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
                 "complex64": "torch.ComplexFloatTensor", "complex128": "torch.ComplexDoubleTensor",
                 "bool": "torch.BoolTensor"}
-_C_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-           "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-           "complex64": "c10::complex<float>", "complex128": "c10::complex<double>", "bool": "bool"}
-_SCALAR = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-           "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "complex64": "ComplexFloat",
-           "complex128": "ComplexDouble", "bool": "Bool"}
 
 
 def _ints(value, n, what, fname):
@@ -424,9 +418,9 @@ def _check_dtypes(input, weight, bias):
         if input._dtype.itemsize < weight._dtype.itemsize or input._dtype.category < weight._dtype.category:
             raise RuntimeError(f"Input type ({_TENSOR_TYPE[di]}) and weight type ({_TENSOR_TYPE[dw]}) should be the "
                                "same or input should be a MKLDNN tensor and weight is a dense tensor")
-        raise RuntimeError(f"expected scalar type {_SCALAR[di]} but found {_SCALAR[dw]}")
+        raise RuntimeError(f"expected scalar type {D.SCALAR_NAMES[input._dtype]} but found {D.SCALAR_NAMES[weight._dtype]}")
     if bias is not None and bias.dtype is not input.dtype:
-        raise RuntimeError(f"Input type ({_C_TYPE[di]}) and bias type ({_C_TYPE[bias.dtype.name]}) should be the same")
+        raise RuntimeError(f"Input type ({D.C_TYPE_NAMES[input._dtype]}) and bias type ({D.C_TYPE_NAMES[bias._dtype]}) should be the same")
 
 
 def _check_params(stride, padding, dilation, groups, output_padding=None):

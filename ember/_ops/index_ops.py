@@ -53,9 +53,23 @@ def _vector_index(index, name, x, dim):
         raise IndexError(f"{name}(): Expected dtype int32/int64 for index")
     idx = idx.reshape(-1)
     n = x.shape[dim] if x.ndim else 1
-    if idx.size and (idx.min() < -n or idx.max() >= n):
-        raise IndexError("index out of range in self")
+    lowest = -n if name == "index_fill" else 0  # only index_fill counts negative indices from the end
+    if idx.size and (idx.min() < lowest or idx.max() >= n):
+        bad = int(idx[(idx < lowest) | (idx >= n)][0])
+        raise _OUT_OF_RANGE.get(name, _out_of_range_in_self)(bad, dim, n)
     return _wrap(idx, n)
+
+
+def _out_of_range_in_self(bad, dim, n):
+    return IndexError("index out of range in self")
+
+
+_OUT_OF_RANGE = {  # each kernel words its bounds error its own way
+    "index_add": lambda bad, dim, n: RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {n}"),
+    "index_copy": lambda bad, dim, n: IndexError(f"index_copy_(): index {bad} is out of bounds for dimension {dim} "
+                                                 f"with size {n}"),
+    "index_fill": lambda bad, dim, n: IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}"),
+}
 
 
 class IndexSelect(Op):

@@ -25,11 +25,6 @@ _make = Tensor._make
 # bfloat16 matmul would even return float32)
 _LOW = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 
-# the C type names torch prints in "expected m1 and m2 to have the same dtype" errors
-_CNAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-           "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-           "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
-           "complex128": "c10::complex<double>"}
 
 
 def _sname(t):
@@ -37,7 +32,7 @@ def _sname(t):
 
 
 def _cname(t):
-    return _CNAMES[t._dtype.name]
+    return D.C_TYPE_NAMES[t._dtype]
 
 
 def conj(t):

@@ -183,13 +183,21 @@ def svd_backward(gU, gS, gVh, U, S, Vh):
     return gA if extra is None else gA + extra
 
 
+def _cpu_driver(driver):
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
+
+
 def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
     check_matrix(A, "linalg.svd", square=False)
+    _cpu_driver(driver)
     return _out(svd_t(*LinalgSvd.apply(A, full_matrices=full_matrices, vectors=True)), out, "linalg.svd")
 
 
 def linalg_svdvals(A, *, driver=None, out=None):
     check_matrix(A, "linalg.svdvals", square=False)
+    _cpu_driver(driver)
     if _needs_grad(A):
         return _out(LinalgSvd.apply(A, full_matrices=False, vectors="for_grad")[1], out, "linalg.svdvals")
     return _out(LinalgSvd.apply(A, full_matrices=False, vectors=False), out, "linalg.svdvals")

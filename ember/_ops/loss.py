@@ -281,9 +281,23 @@ def _weighted(loss, weight, input, reduction):
     return _reduce(loss, reduction)
 
 
+def _integral_kernel(kernel, *tensors):
+    """torch's NotImplementedError when a loss kernel would run on an integral (or bool) dtype."""
+    d = D.result_type_of(tensors)
+    if d.category < D.FLOAT:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_NAMES[d]}'")
+
+
+def _float_result_into(input, name=_NAMES):
+    """torch computes these losses into a tensor of the input's dtype: a float result can't go into an integer."""
+    if input._dtype.category < D.FLOAT:
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {name[input._dtype]}")
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """See https://pytorch.org/docs/stable/generated/torch.nn.functional.mse_loss.html"""
     _size_warning(input, target)
+    _integral_kernel("mse_cpu", input, target)
     reduction = _reduction(reduction, size_average, reduce)
     d = input - target
     loss = d * d
@@ -304,6 +318,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     reduction = _reduction(reduction, size_average, reduce)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _integral_kernel("smooth_l1_cpu", input, target)
     d = input - target
     z = d.abs()
     if beta == 0.0:
@@ -318,6 +333,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     reduction = _reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _integral_kernel("huber_cpu", input, target)
+    _float_result_into(input)
     d = input - target
     z = d.abs()
     loss = (d * d * 0.5).where(z < delta, (z - 0.5 * delta) * delta)
@@ -362,6 +379,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          f"({input.size()}) is deprecated. Please ensure they have the same size.")
     if target._dtype is not input._dtype:
         raise RuntimeError(f"Found dtype {_NAMES[target._dtype]} but expected {_NAMES[input._dtype]}")
+    _integral_kernel("binary_cross_entropy", input)
     x = input._data
     if x.size and not ((x >= 0) & (x <= 1)).all():
         raise RuntimeError("all elements of input should be between 0 and 1")
@@ -390,6 +408,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input))."""
     reduction = _reduction(reduction, size_average, reduce)
+    _float_result_into(input)
     return _reduce((-input * target).exp().log1p(), reduction)
 
 
@@ -426,6 +445,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 
 def _kl_div(input, target, reduction, log_target):
+    if input._dtype.category < D.FLOAT or target._dtype.category < D.FLOAT:
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -474,6 +495,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
+    _float_result_into(var, D.C_TYPE_NAMES)  # torch clamps var in place
     var = var + (var.clamp_min(eps) - var).detach()
     loss = 0.5 * (var.log() + (input - target) ** 2 / var)
     if full:
@@ -489,13 +511,15 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
-    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+    return _reduce((-target * (input1 - input2) + float(margin)).clamp_min(0), reduction)  # margin: a C++ double
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """input where target == 1, max(0, margin - input) where target == -1."""
     reduction = _reduction(reduction, size_average, reduce)
     zeros = input * 0
+    if input._dtype.category < D.FLOAT:  # torch computes margin - input in the input's (integer) dtype
+        margin = input.new_full((), margin)
     margin_part = (margin - input).clamp_min(0).where(target != 1, zeros)
     self_part = input.where(target != -1, zeros)
     return _reduce(margin_part + self_part, reduction)
@@ -517,6 +541,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
     _check_multi_target(input, target, "multi_margin_loss")
+    _integral_kernel("multi_margin_loss_cpu_kernel", input)
     x = input if input.dim() == 2 else input.reshape(1, -1)
     n, c = x.shape
     t = target._data.reshape(-1)
@@ -546,6 +571,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     k of max(0, 1 - (x[j] - x[k])), divided by the number of classes."""
     reduction = _reduction(reduction, size_average, reduce)
     _check_multi_target(input, target, "multilabel_margin_loss")
+    _integral_kernel("multilabel_margin_loss_forward_out_frame", input)
     if tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
     x = input if input.dim() == 2 else input.reshape(1, -1)

@@ -344,6 +344,9 @@ def float_power(input, exponent, *, out=None):
     """pow in float64 (complex128 if either operand is complex)."""
     cplx = any(isinstance(v, complex) or (isinstance(v, Tensor) and v.is_complex()) for v in (input, exponent))
     d = D.complex128 if cplx else D.float64
+    if out is not None and out._dtype is not d:
+        raise RuntimeError(f"the output given to float_power has dtype {_NAMES[out._dtype]} but the operation's "
+                           f"result requires dtype {_NAMES[d]}")
     r = _pow(_to_wide(input, d), _to_wide(exponent, d))
     return r if out is None else write_out(out, r, "float_power")
 

@@ -185,10 +185,10 @@ class Lerp(Op):
 def lerp(input, end, weight, *, out=None):
     d = input._dtype
     if end._dtype is not d:
-        raise RuntimeError(f"expected dtype {_short(d)} for `end` but got dtype {_short(end._dtype)}")
+        raise RuntimeError(f"expected dtype {D.C_TYPE_NAMES[d]} for `end` but got dtype {D.C_TYPE_NAMES[end._dtype]}")
     tensor_weight = isinstance(weight, Tensor)
     if tensor_weight and weight._dtype is not d:
-        raise RuntimeError(f"expected dtype {_short(d)} for `weight` but got dtype {_short(weight._dtype)}")
+        raise RuntimeError(f"expected dtype {D.C_TYPE_NAMES[d]} for `weight` but got dtype {D.C_TYPE_NAMES[weight._dtype]}")
     if d.category < D.FLOAT:
         kernel = "lerp_kernel_tensor" if tensor_weight else "lerp_kernel_scalar"
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_NAMES[d]}'")
@@ -221,13 +221,6 @@ def _lerp_(self, end, weight):
         diff *= 1 - w
         np.subtract(e, diff, out=x)
     return True
-
-
-def _short(d):
-    """torch's C type names in lerp's messages: float, double, long int ..."""
-    return {D.float32: "float", D.float64: "double", D.float16: "c10::Half", D.bfloat16: "c10::BFloat16",
-            D.int64: "long int", D.int32: "int", D.complex64: "c10::complex<float>",
-            D.complex128: "c10::complex<double>"}.get(d, d.name)
 
 
 def _value_in(value, tensors):

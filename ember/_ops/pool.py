@@ -307,6 +307,9 @@ def _pool_args(input, nd, fname, kernel_size, stride, padding, dilation, ceil_mo
             if p > ((k - 1) * d + 1) // 2:
                 raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
                                    f"kernel_size={k} and dilation={d}")
+        if is_max and any(d <= 0 for d in dilation):
+            named = " ".join(f"dilation{a}: {d}" for a, d in zip("THW"[3 - nd:], dilation))
+            raise RuntimeError(f"dilation should be greater than zero, but got {named}")
         if is_max and any(p > k // 2 for k, p in zip(kernel, padding)):
             pads = ", ".join(f"pad{a} = {p}" for a, p in zip("WHD", reversed(padding)))
             ks = ", ".join(f"k{a} = {k}" for a, k in zip("WHD", reversed(kernel)))
@@ -435,7 +438,10 @@ def _scalar(d):
 
 
 def _adaptive_sizes(input, nd, output_size, fname):
-    if isinstance(output_size, (int, np.integer)) or output_size is None:
+    if output_size is None:  # torch: the 1-d binding's type check, or Python's len() of the size in the others
+        raise TypeError(f"{fname}(): argument 'output_size' (position 2) must be tuple of ints, not NoneType" if nd == 1
+                        else "object of type 'NoneType' has no len()")
+    if isinstance(output_size, (int, np.integer)):
         sizes = (output_size,) * nd
     else:
         sizes = tuple(output_size)

@@ -41,6 +41,16 @@ def check_tensor(input, name):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
 
 
+def refuse_complex(input, kernel=None, message=None):
+    """Ordering ops refuse complex input as torch does: NotImplementedError '"<kernel>" not implemented for
+    '<dtype>'' from its kernel dispatch, or RuntimeError(message) where torch checks first."""
+    if input._dtype.category != D.COMPLEX:
+        return
+    if message is not None:
+        raise RuntimeError(message)
+    raise NotImplementedError(f"\"{kernel}\" not implemented for '{D.SCALAR_NAMES[input._dtype]}'")
+
+
 def reduce_dims(dim, ndim):
     """None or () -> all dims; int or sequence -> sorted tuple of wrapped dims (torch errors on repeats).
     A 0-d tensor accepts dim 0 / -1 and reduces over nothing."""
@@ -265,6 +275,7 @@ class NanSum(Op):
 @numpy_names
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "nansum")
+    refuse_complex(input, message="nansum on CPU does not support complex inputs")
     dims = reduce_dims(dim, input._data.ndim)
     d = dtype if dtype is not None else sum_dtype(input._dtype)
     return finish(NanSum.apply(input, dims=dims, keepdim=keepdim, dtype=d), out, "nansum")
@@ -324,6 +335,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 @numpy_names
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "nanmean")
+    refuse_complex(input, message="nansum on CPU does not support complex inputs")
     require_float(input, "nanmean(): expected input to have floating point or complex dtype but got {}")
     count = input.isnan().logical_not().sum(dim, keepdim)
     return finish(nansum(input, dim, keepdim, dtype=dtype) / count, out, "nanmean")
@@ -427,8 +439,9 @@ def _max_min(name, largest, input, dim, keepdim, other, out):
         from .pointwise import maximum, minimum
         r = (maximum if largest else minimum)(input, dim if other is None else other)
         return finish(r, out, name)
-    if input._dtype.category == D.COMPLEX:
-        raise RuntimeError(f"{name}(): does not support complex input")
+    if dim is None:
+        refuse_complex(input, "max_all" if largest else "min_all")
+    refuse_complex(input, message=f"{name}(): does not support complex input")
     x = input._data
     if dim is None:
         if keepdim:
@@ -481,6 +494,7 @@ class Amax(Op):
 
 def _amax_amin(name, largest, input, dim, keepdim, out):
     check_tensor(input, name)
+    refuse_complex(input, "max_values_cpu" if largest else "min_values_cpu")
     x = input._data
     dims = reduce_dims(dim, x.ndim)
     if x.size == 0 and (dim is None or (isinstance(dim, (tuple, list)) and not dim)):
@@ -510,6 +524,7 @@ def amin(input, dim=(), keepdim=False, *, out=None):
 @numpy_names
 def aminmax(input, *, dim=None, keepdim=False, out=None):
     check_tensor(input, "aminmax")
+    refuse_complex(input, "aminmax_cpu")
     x = input._data
     dims = reduce_dims(dim, x.ndim) if dim is not None else tuple(range(x.ndim))
     if dim is not None and isinstance(dim, (list, tuple)):
@@ -529,6 +544,7 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
 
 def _arg(name, largest, input, dim, keepdim, out):
     check_tensor(input, name)
+    refuse_complex(input, message=f"{name}(): does not support complex input")
     if input._dtype is D.bool:
         raise RuntimeError(f"{name}(): does not support bool input")
     x = input._data

@@ -12,7 +12,8 @@ from .._tensor import Tensor
 from ..autograd import grad_mode
 from ._registry import Op, assign_result, check_inplace, register
 from .complex import cj
-from .reduction import _as_1d, _make, check_tensor, finish, index_grad, numpy_names, one_dim, sum_dtype
+from .reduction import (_as_1d, _make, check_tensor, finish, index_grad, numpy_names, one_dim, refuse_complex,
+                        sum_dtype)
 
 
 def _scan(ufunc, x, dim, reverse, dtype=None):
@@ -169,6 +170,7 @@ class CumMax(Op):
 
 def _cum_extreme(name, largest, input, dim, out):
     check_tensor(input, name)
+    refuse_complex(input, name + "_cpu")
     d = one_dim(dim, input._data.ndim)
     values, indices = CumMax.apply(input, dim=d, largest=largest)
     if values._grad_fn is not None and not largest:

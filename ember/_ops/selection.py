@@ -5,6 +5,7 @@ from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor
 from ._registry import Op, register, shapes_error, write_out
+from .reduction import refuse_complex
 from .scatter import apply_plan, inplace_variant
 
 _make = Tensor._make
@@ -322,6 +323,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
                                "while right was True")
         right = side == "right"
+    refuse_complex(sorted_sequence, "searchsorted_out_cpu")
     b = sorted_sequence._data
     scalar = not isinstance(input, Tensor)
     values = np.asarray(input) if scalar else input._data

@@ -13,7 +13,7 @@ from .. import return_types
 from .._tensor import Tensor
 from ._registry import Op, register
 from .reduction import (_as_1d, check_tensor, empty_dim_error, evenly_distribute, finish, gather, index_grad,
-                        keep_shape, numpy_names, one_dim)
+                        keep_shape, numpy_names, one_dim, refuse_complex)
 
 _make = Tensor._make
 
@@ -62,8 +62,7 @@ class Sort(Op):
 @numpy_names
 def sort(input, dim=-1, descending=False, *, stable=False, out=None):
     check_tensor(input, "sort")
-    if input._dtype.category == D.COMPLEX:
-        raise RuntimeError("sort(): does not support complex input")
+    refuse_complex(input, message=" Sort does not support complex dtypes on CPU")
     d = one_dim(dim, input._data.ndim)
     values, indices = Sort.apply(input, dim=d, descending=descending)
     return finish(return_types.sort((values, indices)), out, "sort")
@@ -73,6 +72,7 @@ def sort(input, dim=-1, descending=False, *, stable=False, out=None):
 @numpy_names
 def argsort(input, dim=-1, descending=False, stable=False):
     check_tensor(input, "argsort")
+    refuse_complex(input, message=" Sort does not support complex dtypes on CPU")
     d = one_dim(dim, input._data.ndim)
     x = input._data
     return _make(stable_argsort(_as_1d(x), d, descending).reshape(x.shape))
@@ -117,6 +117,7 @@ class TopK(Op):
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """Always returns sorted results (allowed by torch's sorted=False, whose order is unspecified)."""
     check_tensor(input, "topk")
+    refuse_complex(input, message=" topk does not support complex dtypes on CPU")
     if input._dtype is D.bool:
         raise RuntimeError("topk does not support bool dtypes on CPU")
     d = one_dim(dim, input._data.ndim)
@@ -209,6 +210,7 @@ def _select(which, input, dim, keepdim, k, out):
 @numpy_names
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     check_tensor(input, "kthvalue")
+    refuse_complex(input, "kthvalue_cpu")
     _no_bool("kthvalue", input)
     return _select("kth", input, dim, keepdim, k, out)
 
@@ -244,6 +246,7 @@ class MedianAll(Op):
 
 def _median(which, input, dim, keepdim, out):
     check_tensor(input, which)
+    refuse_complex(input, "median_cpu" if dim is None else "median_out")
     _no_bool(which, input)
     if dim is None:
         r = MedianAll.apply(input, skip_nan=which == "nanmedian")
@@ -299,6 +302,7 @@ class Mode(Op):
 @numpy_names
 def mode(input, dim=-1, keepdim=False, *, out=None):
     check_tensor(input, "mode")
+    refuse_complex(input, "mode_cpu")
     x = input._data
     d = one_dim(dim, x.ndim)
     if x.ndim:
@@ -471,6 +475,7 @@ def _unique_result(values, inverse, counts, return_inverse, return_counts):
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """Always sorted: torch's CPU kernel sorts for sorted=False too."""
     check_tensor(input, "unique")
+    refuse_complex(input, "unique" if dim is None else "unique_dim")
     d = None if dim is None else one_dim(dim, input._data.ndim)
     values, inverse, counts = Unique.apply(input, dim=d, consecutive=False, want_inverse=return_inverse,
                                            want_counts=return_counts)
@@ -483,6 +488,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 @numpy_names
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     check_tensor(input, "unique_consecutive")
+    refuse_complex(input, "unique" if dim is None else "unique_dim")
     d = None if dim is None else one_dim(dim, input._data.ndim)
     values, inverse, counts = Unique.apply(input, dim=d, consecutive=True, want_inverse=True, want_counts=True)
     if values._grad_fn is not None:
