@@ -128,7 +128,7 @@ def release_aux(aux, own):
     return release(aux, own)
 
 
-def autograd_grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=True):
+def autograd_grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=True):
     """autograd.grad over the outputs that require grad; zeros where an input is unused (as torch.func)."""
     from .. import zeros_like
     if grad_outputs is None:

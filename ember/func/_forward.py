@@ -118,10 +118,9 @@ def linearize(func, *primals):
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """torch.func.jacfwd: the Jacobian column by column, one jvp per input element (Note [jvp by double
     vjp]); as in torch, random ops inside func raise under randomness='error'."""
-    check_randomness(randomness)
-
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        check_randomness(randomness)  # as torch: checked when called, not when wrapped
         with enable_grad():
             diff = slice_argnums(args, argnums)
             wrapped, diff_tuple, own = make_differentiable(diff)

@@ -27,8 +27,8 @@ def grad(func, argnums=0, has_aux=False):
     """torch.func.grad: a function returning the gradient of func's scalar output (and aux)."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        g, (value, aux) = _grad_and_value(func, argnums, has_aux, args, kwargs)
-        return (g, aux) if has_aux else g
+        g, value_and_aux = _grad_and_value(func, argnums, has_aux, args, kwargs)
+        return (g, value_and_aux[1]) if has_aux else g
     return wrapper
 
 
@@ -50,8 +50,8 @@ def _grad_and_value(func, argnums, has_aux, args, kwargs):
     grads = release(tree_unflatten(grads, spec), own)
     output = release(output, own)
     if has_aux:
-        aux = release_aux(aux, own)
-    return grads, (output, aux)
+        return grads, (output, release_aux(aux, own))
+    return grads, output
 
 
 def vjp(func, *primals, has_aux=False):
