@@ -218,6 +218,8 @@ def test_jvp_has_aux_and_dict_primal():
 
 def test_jvp_errors():
     x = lambda lib: t(lib, arr(3))  # noqa: E731
+    same_error(lambda lib: lib.func.jvp(lambda a: a, (x(lib),), (lib.ones(3, dtype=lib.int64),)))
+    same_error(lambda lib: lib.func.jvp(lambda a: a, (lib.ones(3, dtype=lib.int64),), (x(lib),)))
     same_error(lambda lib: lib.func.jvp(lambda a: a, x(lib), (x(lib),)))
     same_error(lambda lib: lib.func.jvp(lambda a: a, (x(lib),), (x(lib), x(lib))))
     same_error(lambda lib: lib.func.jvp(lambda a: a, (x(lib),), (t(lib, arr(4)),)))
@@ -259,6 +261,18 @@ def test_jacobian_has_aux_float32(jac):
         x = t(lib, arr(4), dtype=lib.float32)
         return getattr(lib.func, jac)(lambda a: (a.exp() * a, a.sum()), has_aux=True)(x)
     both(run, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("jac", ["jacrev", "jacfwd"])
+def test_jacobian_errors(jac):
+    if jac == "jacrev":
+        same_error(lambda lib: lib.func.jacrev(lambda a: a.long())(t(lib, arr(3))))
+    else:  # torch's jacfwd gives integer zeros there
+        both(lambda lib: lib.func.jacfwd(lambda a: (a * 4).long())(t(lib, arr(3))))
+    same_error(lambda lib: getattr(lib.func, jac)(lambda a: a.exp())(lib.tensor([1 + 2j, 3 - 1j])))
+    same_error(lambda lib: getattr(lib.func, jac)(lambda a: a + 0j)(t(lib, arr(3))))
+    same_error(lambda lib: getattr(lib.func, jac)(lambda a: a, argnums=(0, 0))(t(lib, arr(3))))
+    same_error(lambda lib: getattr(lib.func, jac)(lambda a, b: a)(t(lib, arr(3)), b=1), match_message=False)
 
 
 def test_jacrev_chunk_size_and_error():
@@ -366,12 +380,24 @@ VMAP_ERRORS = {
     "random_in_error_mode": lambda lib: lib.func.vmap(lambda a: a + lib.randn(3))(lib.ones(2, 3)),
     "dropout_in_error_mode": lambda lib: lib.func.vmap(lambda a: lib.nn.functional.dropout(a, 0.5))(lib.ones(2, 3)),
     "grad_of_vector": lambda lib: lib.func.vmap(lib.func.grad(lambda a: a * 2))(lib.ones(2, 3)),
+    "random_outer_error": lambda lib: lib.func.vmap(lib.func.vmap(lambda a: a + lib.rand(()),
+                                                                  randomness="different"))(lib.ones(2, 3)),
+    "random_inner_error": lambda lib: lib.func.vmap(lib.func.vmap(lambda a: a + lib.rand(())),
+                                                    randomness="same")(lib.ones(2, 3)),
 }
 
 
 @pytest.mark.parametrize("case", list(VMAP_ERRORS))
 def test_vmap_errors(case):
     same_error(VMAP_ERRORS[case])
+
+
+def test_vmap_empty_batch():
+    def run(lib):
+        x = lib.ones(3, 0, 4)
+        return (lib.func.vmap(lambda a, b: (a @ b, a.sum()), in_dims=(1, None), out_dims=(1, 0))(x, lib.ones(4, 2)),
+                lib.func.vmap(lambda a: a.outer(a))(lib.ones(0, 3)))
+    both(run)
 
 
 def test_vmap_randomness_modes():

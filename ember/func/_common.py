@@ -160,3 +160,20 @@ def check_tensor_outputs(flat, api):
     for o in flat:
         if not isinstance(o, Tensor):
             raise RuntimeError(f"{api}: expected f(*primals) to return only tensors, got unsupported type {type(o)}")
+
+
+def check_float_outputs(flat):
+    """vjp's refusal of integer and bool outputs."""
+    for o in flat:
+        if not (o.is_floating_point() or o.is_complex()):
+            raise RuntimeError(f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got Tensor "
+                               f"with dtype {o.dtype}")
+
+
+def error_if_complex(func_name, tree, is_input):
+    """jacrev and jacfwd take and give real tensors only (torch's check)."""
+    for idx, x in enumerate(tree_flatten(tree)[0]):
+        if isinstance(x, Tensor) and x.is_complex():
+            kind = "inputs" if is_input else "outputs"
+            raise RuntimeError(f"{func_name}: Expected all {kind} to be real but received complex tensor at flattened "
+                               f"input idx: {idx}")

@@ -13,7 +13,7 @@ from .. import autograd as _autograd
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad
 from ..utils._pytree import tree_flatten, tree_unflatten
-from ._common import (check_tensor_outputs, make_differentiable, reaches_outside, release, release_aux,
+from ._common import (check_tensor_outputs, error_if_complex, make_differentiable, reaches_outside, release, release_aux,
                       replace_args, slice_argnums, split_aux)
 from ._reverse import jacrev
 from ._vmap import check_randomness, randomness_mode
@@ -73,11 +73,20 @@ def _check_primals_tangents(primals, tangents):
             if not isinstance(x, Tensor):
                 raise RuntimeError(f"{_JVP}: Expected {name} to only contain Tensors, got {type(x)}")
     for p, t in zip(flat_p, flat_t):
+        _check_dual([p], "primal")
+        _check_dual([t], "tangent")
         if tuple(p.shape) != tuple(t.shape):
             raise RuntimeError(f"Trying to set a forward gradient that has a different size than that of the "
                                f"original Tensor, this is not supported. Tensor is of size {list(p.shape)} while the "
                                f"given forward gradient is of size {list(t.shape)}.")
     return flat_t
+
+
+def _check_dual(tensors, what):
+    """Forward-mode products are defined for floating and complex tensors only (torch's make_dual check)."""
+    for x in tensors:
+        if isinstance(x, Tensor) and not (x.is_floating_point() or x.is_complex()):
+            raise ValueError(f"Expected {what} to be floating point or complex, but got: {x.dtype}")
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
@@ -119,17 +128,20 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """torch.func.jacfwd: the Jacobian column by column, one jvp per input element (Note [jvp by double
     vjp]); as in torch, random ops inside func raise under randomness='error'."""
     @functools.wraps(func)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args):
+        error_if_complex("jacfwd", args, is_input=True)
         check_randomness(randomness)  # as torch: checked when called, not when wrapped
         with enable_grad():
             diff = slice_argnums(args, argnums)
+            _check_dual(tree_flatten(diff)[0], "primal")
             wrapped, diff_tuple, own = make_differentiable(diff)
             new = diff_tuple[0] if isinstance(argnums, int) else diff_tuple
             with randomness_mode(randomness):
-                output = func(*replace_args(args, argnums, new), **kwargs)
+                output = func(*replace_args(args, argnums, new))
             output, aux = split_aux(output, has_aux, _JVP)
             flat_out, out_spec = tree_flatten(output)
             check_tensor_outputs(flat_out, _JVP)
+            error_if_complex("jacfwd", flat_out, is_input=False)
             lin = _Linearization(flat_out, wrapped, own)
             per_input = [_jacobian_columns(lin, j, x) for j, x in enumerate(wrapped)]
         in_spec = tree_flatten(diff)[1]

@@ -9,7 +9,7 @@ from .. import eye, stack
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..utils._pytree import tree_flatten, tree_unflatten
-from ._common import (autograd_grad, check_tensor_outputs, make_differentiable, reaches_outside, release,
+from ._common import (autograd_grad, check_float_outputs, check_tensor_outputs, error_if_complex, make_differentiable, reaches_outside, release,
                       release_aux, replace_args, slice_argnums, split_aux)
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev"]
@@ -63,10 +63,7 @@ def vjp(func, *primals, has_aux=False):
         output, aux = split_aux(output, has_aux, api)
         flat_out, out_spec = tree_flatten(output)
         check_tensor_outputs(flat_out, api)
-        for o in flat_out:
-            if not (o.is_floating_point() or o.is_complex()):
-                raise RuntimeError(f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got "
-                                   f"Tensor with dtype {o.dtype}")
+        check_float_outputs(flat_out)
         keep = reaches_outside(flat_out, own)
     primals_spec = tree_flatten(primals)[1]
 
@@ -103,15 +100,18 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
         raise ValueError("jacrev: `chunk_size` should be greater than 0.")
 
     @functools.wraps(func)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args):
+        error_if_complex("jacrev", args, is_input=True)
         with enable_grad():
             diff = slice_argnums(args, argnums)
             wrapped, diff_tuple, own = make_differentiable(diff)
             new = diff_tuple[0] if isinstance(argnums, int) else diff_tuple
-            output = func(*replace_args(args, argnums, new), **kwargs)
+            output = func(*replace_args(args, argnums, new))
             output, aux = split_aux(output, has_aux, "vjp(f, *primals)")
             flat_out, out_spec = tree_flatten(output)
             check_tensor_outputs(flat_out, "vjp(f, *primals)")
+            check_float_outputs(flat_out)
+            error_if_complex("jacrev", flat_out, is_input=False)
             keep = reaches_outside(flat_out, own)
             jacs = [_jacobian_rows(o, wrapped, keep) for o in flat_out]
         in_spec = tree_flatten(diff)[1]

@@ -39,9 +39,10 @@ def check_randomness(randomness):
 
 @contextlib.contextmanager
 def randomness_mode(randomness):
-    """Random ops raise torch's error inside under 'error' (the innermost vmap decides)."""
+    """Random ops raise torch's error inside when this or any enclosing vmap is in 'error' mode."""
     guards = _random_ops._draw_guards
-    guards.append(_raise_on_draw if randomness == "error" else _allow_draw)
+    enclosing_error = bool(guards) and guards[-1] is _raise_on_draw
+    guards.append(_raise_on_draw if randomness == "error" or enclosing_error else _allow_draw)
     try:
         yield
     finally:
@@ -60,8 +61,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         _check_out_dims(out_dims, func)
         batch, flat_in_dims, flat_args, args_spec = _process_inputs(in_dims, args, func)
         if batch == 0:
-            raise RuntimeError(f"vmap({_name(func)}): ember's vmap calls the function once per sample and cannot infer "
-                               f"the outputs of an empty batch (mapped dimension of size 0)")
+            return _empty_batch(func, flat_args, flat_in_dims, args_spec, kwargs, out_dims, randomness)
         state = get_rng_state() if randomness == "same" else None
         results = []
         with randomness_mode(randomness):
@@ -72,6 +72,24 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                 results.append(func(*tree_unflatten(sample, args_spec), **kwargs))
         return _stack_outputs(results, out_dims, func)
     return wrapped
+
+
+def _empty_batch(func, flat_args, flat_in_dims, args_spec, kwargs, out_dims, randomness):
+    """A mapped dim of size 0: func runs once on a zero-filled probe sample (the random state put back
+    afterwards) only to learn the outputs' shapes; each mapped output is then that shape with 0 samples."""
+    probe = []
+    for a, d in zip(flat_args, flat_in_dims):
+        if d is not None:
+            shape = tuple(a.shape[:d]) + tuple(a.shape[d + 1:])
+            a = a.new_zeros(shape)
+        probe.append(a)
+    state = get_rng_state()
+    try:
+        with randomness_mode(randomness):
+            result = func(*tree_unflatten(probe, args_spec), **kwargs)
+    finally:
+        set_rng_state(state)
+    return _stack_outputs([result], out_dims, func, empty=True)
 
 
 def _name(func):
@@ -130,8 +148,9 @@ def _check_out_dims(out_dims, func):
         tree_map_(check, out_dims)
 
 
-def _stack_outputs(results, out_dims, func):
-    """The per-sample outputs joined along out_dims, in the structure func returned."""
+def _stack_outputs(results, out_dims, func, empty=False):
+    """The per-sample outputs joined along out_dims, in the structure func returned (with no
+    samples at all when `empty`: results then holds the probe's output, see _empty_batch)."""
     name = _name(func)
     flat0, spec = tree_flatten(results[0])
     flat = [flat0]
@@ -151,7 +170,8 @@ def _stack_outputs(results, out_dims, func):
         if not isinstance(values[0], Tensor):
             raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(values[0])}. "
                              f"Did you mean to set out_dims= to None for output?")
-        out.append(stack(values, dim=d))
+        joined = stack(values, dim=d)
+        out.append(joined.narrow(d, 0, 0) if empty else joined)
     return tree_unflatten(out, spec)
 
 
