@@ -1,6 +1,10 @@
 """ember.func against torch.func: every transform on the same functions and NumPy inputs must give
 the same values, shapes, dtypes, requires_grad and errors; plus ember.utils._pytree against
 torch.utils._pytree and functional_call/stack_module_state on real modules."""
+import collections
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -75,7 +79,10 @@ def mlp(lib, seed=0, d_in=4, hidden=5, d_out=3):
 
 # ---- pytree ----------------------------------------------------------------------------------
 
-TREES = [1, None, (1, 2), [1, (2, 3)], {"b": 1, "a": [2, (3,)]}, ({"x": 1, "y": None}, [4])]
+Pair = collections.namedtuple("Pair", "a b")
+TREES = [1, None, (1, 2), [1, (2, 3)], {"b": 1, "a": [2, (3,)]}, ({"x": 1, "y": None}, [4]), Pair(1, [2, 3]),
+         collections.OrderedDict(z=1, a=(2,)), collections.deque([1, 2], maxlen=4),
+         collections.defaultdict(list, {"k": 1, "j": [2]})]
 
 
 @pytest.mark.parametrize("tree", TREES, ids=range(len(TREES)))
@@ -88,6 +95,15 @@ def test_pytree_flatten_unflatten_map(tree):
     assert epytree.tree_unflatten(el, es) == tree
     inc = lambda v: None if v is None else v + 1  # noqa: E731
     assert epytree.tree_map(inc, tree) == tpytree.tree_map(inc, tree)
+
+
+def test_pytree_return_types():
+    """torch.return_types are nodes of their own type; vmap stacks their fields."""
+    def run(lib):
+        leaves, spec = (tpytree if lib is torch else epytree).tree_flatten(lib.max(lib.ones(2, 2), 0))
+        out = lib.func.vmap(lambda a: lib.max(a, 0))(t(lib, arr(3, 4)))
+        return leaves, repr(spec).replace("ember", "torch"), type(out).__name__, out.values, out.indices
+    both(run)
 
 
 def test_pytree_broadcast_prefix():
@@ -519,6 +535,12 @@ def test_stateless_functional_call_warns():
 
 
 def test_namespace():
-    assert ember.vmap is ember.func.vmap
-    from ember.func import grad, vmap  # noqa: F401
-    assert ember.utils._pytree.tree_map is epytree.tree_map
+    """ember.func, ember.vmap and ember.utils._pytree load on first use, not with `import ember`."""
+    code = ("import sys, ember; assert 'ember.func' not in sys.modules; "
+            "assert 'ember.utils._pytree' not in sys.modules; "
+            "assert ember.vmap is ember.func.vmap; assert callable(ember.utils._pytree.tree_map); "
+            "from ember.func import grad, vmap; from ember import vmap as v2; assert v2 is vmap; "
+            "from ember.nn.utils.stateless import functional_call")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root)
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)

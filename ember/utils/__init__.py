@@ -4,6 +4,6 @@ from . import data, hooks  # noqa: F401
 
 def __getattr__(name):
     if name == "_pytree":  # torch.utils._pytree, imported on first use
-        from . import _pytree
-        return _pytree
+        import importlib
+        return importlib.import_module("._pytree", __name__)
     raise AttributeError(f"module 'ember.utils' has no attribute '{name}'")

@@ -1,11 +1,13 @@
 """torch.utils._pytree: flatten nested containers to a list of leaves and a TreeSpec, and back.
 
-Containers are tuple, list, dict (insertion order), OrderedDict, defaultdict, deque and
-namedtuples, plus whatever register_pytree_node adds; everything else (None included, as in
+Containers are tuple, list, dict (insertion order), OrderedDict, defaultdict, deque,
+namedtuples and torch.return_types, plus whatever register_pytree_node adds; everything else (None included, as in
 torch 2.13) is a leaf. ember.func uses it for inputs, outputs, in_dims and out_dims.
 """
 import collections
 from collections import OrderedDict, defaultdict, deque
+
+from ..return_types import _ReturnType
 
 __all__ = ["TreeSpec", "LeafSpec", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure",
            "tree_map", "tree_map_", "tree_all", "tree_any", "register_pytree_node", "treespec_pprint"]
@@ -33,7 +35,7 @@ def _dict_unflatten(values, keys):
 
 
 def _defaultdict_flatten(d):
-    return list(d.values()), (d.default_factory, list(d.keys()))
+    return list(d.values()), [d.default_factory, list(d.keys())]
 
 
 def _defaultdict_unflatten(values, context):
@@ -43,6 +45,11 @@ def _defaultdict_unflatten(values, context):
 
 def _deque_flatten(d):
     return list(d), d.maxlen
+
+
+def _return_type_node(cls):
+    """torch.return_types (max(values, indices), ...) are nodes of their own type, as in torch."""
+    return _Node(lambda t: (list(t), None), lambda values, _: cls(values))
 
 
 SUPPORTED_NODES = {
@@ -68,6 +75,9 @@ def _node_type(tree):
     """The registry key of tree's container type, or None for a leaf."""
     cls = type(tree)
     if cls in SUPPORTED_NODES:
+        return cls
+    if isinstance(tree, _ReturnType):
+        SUPPORTED_NODES[cls] = _return_type_node(cls)
         return cls
     if isinstance(tree, tuple) and hasattr(cls, "_fields"):
         return collections.namedtuple
