@@ -525,6 +525,28 @@ def test_functional_call_buffers_tied_and_strict():
     same_error(lambda lib: lib.func.functional_call(mlp(lib), 3, (lib.ones(4),)))
 
 
+def test_functionalize_and_batch_norm_replacement():
+    def run(lib):
+        res = []
+        for remove in ("mutations", "mutations_and_views"):
+            for fn in (lambda a: a.add_(1).view(-1), lambda a: a.view(-1), lambda a: (a, a.sin()),
+                       lambda a: a.t().add_(1), lambda a: a.add_(1)):
+                x = lib.zeros(2, 2)
+                out = lib.func.functionalize(fn, remove=remove)(x)
+                first = out[0] if isinstance(out, tuple) else out
+                first[(0,) * first.dim()] = 5
+                res += [x, out, first is x]
+        net = lib.nn.Sequential(lib.nn.Linear(3, 3), lib.nn.BatchNorm1d(3))
+        lib.func.replace_all_batch_norm_modules_(net)
+        bn = net[1]
+        xb = t(lib, arr(4, 3), dtype=lib.float32)
+        res += [bn.running_mean is None, bn.num_batches_tracked is None, bn.track_running_stats,
+                lib.func.vmap(lambda r: r * 2)(xb).shape == (4, 3), lib.func.debug_unwrap(xb) is xb]
+        return res
+    both(run)
+    same_error(lambda lib: lib.func.functionalize(lambda a: a, remove="views"))
+
+
 def test_stateless_functional_call_warns():
     model = mlp(ember)
     with pytest.warns(FutureWarning, match="torch.func.functional_call"):
