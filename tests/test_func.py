@@ -181,6 +181,34 @@ def test_grad_composes_with_autograd():
     both(run)
 
 
+def _under_no_grad(lib, fn):
+    with lib.no_grad():
+        return fn()
+
+
+COMPOSE = {
+    "grad_no_grad": lambda lib, x, v: _under_no_grad(lib, lambda: lib.func.grad(lambda a: (a ** 3).sum())(x)),
+    "vjp_fn_no_grad": lambda lib, x, v: _under_no_grad(lib, lambda: lib.func.vjp(lambda a: a ** 3, x)[1](v)[0]),
+    "vjp_fn_plain": lambda lib, x, v: lib.func.vjp(lambda a: a ** 3, x)[1](v, create_graph=False)[0],
+    "jvp": lambda lib, x, v: lib.func.jvp(lambda a: a ** 3, (x,), (v,))[1],
+    "jvp_tangent": lambda lib, x, v: lib.func.jvp(lambda a: a ** 3, (v.detach(),), (x,))[1],
+    "jacrev": lambda lib, x, v: lib.func.jacrev(lambda a: a ** 3)(x),
+    "hessian": lambda lib, x, v: lib.func.hessian(lambda a: (a ** 3).sum())(x),
+    "vmap_no_grad": lambda lib, x, v: _under_no_grad(lib, lambda: lib.func.vmap(lambda a: a ** 3)(x)),
+}
+
+
+@pytest.mark.parametrize("case", list(COMPOSE))
+def test_transforms_of_tensors_that_require_grad(case):
+    """torch.func results stay on the autograd graph of inputs that require grad (also under no_grad)."""
+    def run(lib):
+        x = t(lib, arr(2, 3), requires_grad=True)
+        out = COMPOSE[case](lib, x, t(lib, arr(2, 3, seed=1)))
+        grads = lib.autograd.grad(out.sum(), x, allow_unused=True) if out.requires_grad else None
+        return out, grads
+    both(run)
+
+
 def test_grad_errors():
     same_error(lambda lib: lib.func.grad(lambda x: x * 2)(t(lib, arr(3))))
     same_error(lambda lib: lib.func.grad(lambda x: x.sum())(3.0))
