@@ -13,8 +13,8 @@ from .. import autograd as _autograd
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad
 from ..utils._pytree import tree_flatten, tree_unflatten
-from ._common import (check_tensor_outputs, error_if_complex, make_differentiable, reaches_outside, release, release_aux,
-                      replace_args, slice_argnums, split_aux)
+from ._common import (check_tensor_outputs, error_if_complex, make_differentiable, reaches_outside, release,
+                      release_aux, replace_args, slice_argnums, split_aux)
 from ._reverse import jacrev
 from ._vmap import check_randomness, randomness_mode
 
@@ -39,8 +39,8 @@ class _Linearization:
             self.gs = (None,) * len(wrapped)
 
     def apply(self, tangents, strict=False, retain_graph=True):
-        """J t for the tangents t (one per input), one tensor per output."""
-        pairs = [(g, t) for g, t in zip(self.gs, tangents) if g is not None and g._requires_grad]
+        """J t for the tangents t (one per input; None for an input that does not move), one tensor per output."""
+        pairs = [(g, t) for g, t in zip(self.gs, tangents) if t is not None and g is not None and g._requires_grad]
         result = [None] * len(self.flat_out)
         if pairs:
             keep = self.keep or any(t._requires_grad for _, t in pairs)
@@ -162,29 +162,17 @@ def _jacobian_columns(lin, j, x):
     if n == 0:
         return [zeros(tuple(o.shape) + tuple(x.shape), dtype=o.dtype) for o in lin.flat_out]
     basis = eye(n, dtype=x.dtype)
-    only_j = _OneInput(lin, j)  # the other inputs get no tangent
     cols = [[] for _ in lin.flat_out]
     for e in range(n):
         tangents = [None] * len(lin.gs)
         tangents[j] = basis[e].reshape(x.shape)
-        jv = _Linearization.apply(only_j, tangents)
+        jv = lin.apply(tangents)  # the other inputs get no tangent
         for k, v in enumerate(jv):
             cols[k].append(v)
     out = []
     for o, c in zip(lin.flat_out, cols):
         out.append(stack(c, dim=-1).reshape(tuple(o.shape) + tuple(x.shape)))
     return out
-
-
-class _OneInput:
-    """A view of a _Linearization that differentiates by input j alone."""
-
-    def __init__(self, lin, j):
-        self.flat_out = lin.flat_out
-        self.diff = lin.diff
-        self.us = lin.us
-        self.keep = lin.keep
-        self.gs = tuple(g if i == j else None for i, g in enumerate(lin.gs))
 
 
 def hessian(func, argnums=0):

@@ -9,8 +9,9 @@ from .. import eye, stack
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..utils._pytree import tree_flatten, tree_unflatten
-from ._common import (autograd_grad, check_float_outputs, check_tensor_outputs, error_if_complex, make_differentiable, reaches_outside, release,
-                      release_aux, replace_args, slice_argnums, split_aux)
+from ._common import (autograd_grad, check_float_outputs, check_tensor_outputs, error_if_complex,
+                      make_differentiable, reaches_outside, release, release_aux, replace_args, slice_argnums,
+                      split_aux)
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev"]
 

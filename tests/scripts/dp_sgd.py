@@ -12,7 +12,6 @@ import argparse
 import copy
 import time
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
