@@ -300,6 +300,15 @@ def test_jacobians(jac, argnums, name):
 
 
 @pytest.mark.parametrize("jac", ["jacrev", "jacfwd"])
+def test_jacobian_pytree_argnums_and_aux_errors(jac):
+    def run(lib):
+        a, k = t(lib, arr(2, 3)), t(lib, arr(2, 3, seed=1))
+        return getattr(lib.func, jac)(lambda a, b: (a[0] * b["k"]).sum(0), argnums=(0, 1))([a], {"k": k})
+    both(run)
+    same_error(lambda lib: getattr(lib.func, jac)(lambda a: (a ** 3, 3.0), has_aux=True)(t(lib, arr(3))))
+
+
+@pytest.mark.parametrize("jac", ["jacrev", "jacfwd"])
 def test_jacobian_has_aux_float32(jac):
     def run(lib):
         x = t(lib, arr(4), dtype=lib.float32)
