@@ -7,7 +7,9 @@ select sample i of each mapped input (a view, so in-place writes reach the calle
 torch), call func, and stack the per-sample outputs along out_dims. The results equal torch's;
 the cost is one Python call per sample. chunk_size is checked as torch checks it; the loop
 already holds one sample at a time. The loop is made of ember ops, so grad/jacrev/vmap nest
-around and inside it.
+around and inside it. Two limits of a loop: an empty batch runs func once on a zero-filled probe
+sample to learn the output shapes (_empty_batch), and out_dims=None can refuse a batched output
+(torch's ValueError) only when the samples' values differ.
 """
 import contextlib
 import functools
