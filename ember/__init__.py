@@ -100,11 +100,14 @@ from ._layout import *  # noqa: E402,F401,F403  (torch.layout, torch.memory_form
 from ._globals import *  # noqa: E402,F401,F403  (default device, determinism flags, matmul precision, typename)
 
 
-_LAZY_SUBMODULES = ("distributions", "testing")  # imported on first use: keeps `import ember` fast
+_LAZY_SUBMODULES = ("distributions", "testing", "func")  # imported on first use: keeps `import ember` fast
 
 
 def __getattr__(name):
     if name in _LAZY_SUBMODULES:
         import importlib
         return importlib.import_module(f".{name}", __name__)
+    if name == "vmap":  # torch.vmap is torch.func.vmap
+        from .func import vmap
+        return vmap
     raise AttributeError(f"module 'ember' has no attribute '{name}'")

@@ -106,6 +106,14 @@ def check_mingpt(m):
     assert m["grammatical"] == 1  # greedy 'the cat ' + a verb of the grammar
 
 
+def check_dp_sgd(m):
+    assert m["test_accuracy"] >= 0.75 and m["test_accuracy"] > m["initial_test_accuracy"] + 0.5
+    assert m["test_loss"] < 0.3 * m["initial_test_loss"] and m["ensemble_accuracy"] >= 0.75
+    assert m["grad_sum_error"] < 1e-4  # vmap(grad) per-sample gradients add up to autograd's batch gradient
+    assert m["ensemble_error"] < 1e-5 and m["hessian_gap"] < 1e-5
+    assert m["clipped_fraction"] > 0
+
+
 # name -> (arguments, check of the final metrics)
 CASES = {
     "mnist": (["--save-model", "--save-path", "{tmp}/mnist_cnn.pt"], check_mnist),
@@ -121,6 +129,7 @@ CASES = {
     "data_pipeline": ([], check_data_pipeline),
     "hogwild": ([], check_hogwild),
     "mingpt": ([], check_mingpt),
+    "dp_sgd": ([], check_dp_sgd),
 }
 # Arguments added on the torch side only: hogwild's spawn children would each import torch (and
 # torch._dynamo) for several seconds, so torch runs it with fork; ember runs the default, spawn

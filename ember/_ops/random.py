@@ -22,10 +22,15 @@ from .creation import _is_dense, _limits, checked_scalar, finish, into_out, size
 _state = grad_mode._state
 _make = Tensor._make
 _U64 = 1 << 64
+# Callables run before every draw, innermost last: ember.func.vmap pushes one that raises
+# in randomness="error" mode (as torch's vmap does) and a no-op for the other modes.
+_draw_guards = []
 
 
 def _np_gen(generator):
     """The NumPy Generator behind `generator` (the default one for None)."""
+    if _draw_guards:
+        _draw_guards[-1]()
     if generator is None:
         return default_generator._np
     if type(generator) is not Generator:
