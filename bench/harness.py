@@ -194,4 +194,18 @@ def git_commit():
 def machine_info(torch, numpy):
     return {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "cpu": cpu_model(), "cores": os.cpu_count(),
             "machine": platform.machine(), "python": platform.python_version(), "numpy": numpy.__version__,
-            "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "ember_commit": git_commit()}
+            "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "ember_commit": git_commit(),
+            "blas": numpy_blas(), "blas_pins": {v: os.environ[v] for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+                                                if v in os.environ}}
+
+
+def numpy_blas():
+    """NumPy's BLAS library and the kernel it runs (OpenBLAS's 'architecture'), via threadpoolctl."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "unknown (threadpoolctl missing)"
+    for lib in threadpool_info():
+        if lib.get("user_api") == "blas" and "numpy" in lib.get("filepath", ""):
+            return f"{lib.get('internal_api')} {lib.get('version')} {lib.get('architecture')}"
+    return "unknown"

@@ -14,12 +14,32 @@ ember is faster); time rows report time per step and the ratio ember/torch of ti
 ember is faster); memory and size rows report MB and the ratio ember/torch (<1 means ember is
 smaller). Both libraries get the same number of threads (torch.set_num_threads and NumPy's BLAS
 pool, default 2). Timings depend on the load of the machine: it is printed with the results.
+
+Note [BLAS kernel]: some machine images set OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) to guard old
+OpenBLAS builds; that pins NumPy's OpenBLAS to an older kernel (Haswell/AVX2) where a user's NumPy
+would pick the CPU's own (e.g. SkylakeX/AVX-512). The bench measures as a user's machine runs: it
+restarts itself without the two variables (tests and CI keep them), unless --pinned-blas, and
+records the kernel each run used (`blas` in the saved machine info, from threadpoolctl).
 """
 import argparse
 import json
 import os
 import sys
 import time
+
+_PIN_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def _run_as_users_machine():
+    """Re-exec without the OpenBLAS pins (Note [BLAS kernel]); before NumPy is imported."""
+    if "--pinned-blas" in sys.argv or not any(v in os.environ for v in _PIN_VARS):
+        return
+    env = {k: v for k, v in os.environ.items() if k not in _PIN_VARS}
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+if __name__ == "__main__":
+    _run_as_users_machine()
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -65,6 +85,8 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="fewer rounds, shorter samples")
     p.add_argument("--threads", type=int, default=2, help="threads for each library (default 2)")
     p.add_argument("--list", action="store_true", help="list the rows and exit")
+    p.add_argument("--pinned-blas", action="store_true",
+                   help="keep OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE as the environment sets them (Note [BLAS kernel])")
     args = p.parse_args(argv)
     names = select(args.only, args.group)
     if args.list:
@@ -80,7 +102,8 @@ def main(argv=None):
     info["load_start"] = os.getloadavg()[0]
     info["quick"] = args.quick
     print(f"# ember ({info['ember_commit']}) vs torch {info['torch']}; {info['cpu']}, {info['cores']} cores, "
-          f"{args.threads} threads each; {info['date']}; load {os.getloadavg()}", flush=True)
+          f"{args.threads} threads each; NumPy's BLAS {info['blas']}; {info['date']}; load {os.getloadavg()}",
+          flush=True)
     results = []
     for name in names:
         r = ROWS[name]
