@@ -2,7 +2,6 @@
 lengths, center and pad modes, normalized, onesided, return_complex, align_to_window, istft's length;
 values, dtypes, gradients (input and window, random upstream gradient, second order for a few),
 warnings and torch's errors. Through the op table's harness (tests/ops/harness.py)."""
-import pathlib
 import re
 import warnings
 
@@ -13,7 +12,6 @@ import torch
 import ember
 from tests.ops.harness import Case, T, run_case
 
-_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SINGLE = dict(atol=5e-5, rtol=5e-4)
 STFT = [  # (signal shape, window length or None, stft keyword arguments)
     ((40,), 16, {}),
@@ -135,11 +133,12 @@ def _warned(lib, code):
 
 
 def _torch_warnings_in_subprocess():
+    import inspect
     import json
     import subprocess
     import sys
-    script = ("import json, sys, torch\nsys.path.insert(0, %r)\nfrom tests.test_stft import WARNINGS, _warned\n"
-              "print(json.dumps({k: _warned(torch, v) for k, v in WARNINGS.items()}))" % str(_ROOT))
+    script = (f"import json, warnings, torch\nWARNINGS = {WARNINGS!r}\n{inspect.getsource(_warned)}\n"
+              "print(json.dumps({k: _warned(torch, v) for k, v in WARNINGS.items()}))")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
