@@ -3,7 +3,8 @@
 A kernel takes a scaling (NONE, SQRT_N or N: the result is multiplied by 1, 1/sqrt(n) or 1/n, n the
 product of the signal sizes) instead of a direction-dependent norm string, as torch's primitives do:
 the adjoint of a transform is then the opposite transform with the same scaling. NumPy 2 computes
-float32/complex64 in single precision (complex64 results), as torch does.
+float32/complex64 in single precision (complex64 results), as torch does; NumPy 1.x computes them in
+double precision, and _single() casts its results back.
 """
 import numpy as np
 
@@ -22,7 +23,7 @@ def c2c(x, axes, scaling, forward):
     if x.size == 0:
         return np.zeros(x.shape, x.dtype)
     fn = np.fft.fftn if forward else np.fft.ifftn
-    return fn(x, axes=axes, norm=norm)
+    return _single(fn(x, axes=axes, norm=norm), x)
 
 
 def r2c(x, axes, scaling, onesided):
@@ -34,8 +35,8 @@ def r2c(x, axes, scaling, onesided):
             shape[axes[-1]] = shape[axes[-1]] // 2 + 1
         return np.zeros(shape, np.result_type(x.dtype, np.complex64))
     if onesided:
-        return np.fft.rfftn(x, axes=axes, norm=norm)
-    return np.fft.fftn(x, axes=axes, norm=norm)
+        return _single(np.fft.rfftn(x, axes=axes, norm=norm), x)
+    return _single(np.fft.fftn(x, axes=axes, norm=norm), x)
 
 
 def c2r(x, axes, scaling, last_size):
@@ -49,4 +50,11 @@ def c2r(x, axes, scaling, last_size):
         out = list(x.shape)
         out[axes[-1]] = last_size
         return np.zeros(out, real)
-    return np.fft.irfftn(x, s=shape, axes=axes, norm=norm)
+    return _single(np.fft.irfftn(x, s=shape, axes=axes, norm=norm), x)
+
+
+def _single(out, x):
+    """A single-precision input's result in single precision (already so on NumPy 2: no copy)."""
+    if x.dtype.itemsize * (2 if x.dtype.kind == "f" else 1) == 8:
+        return out.astype(np.complex64 if out.dtype.kind == "c" else np.float32, copy=False)
+    return out
