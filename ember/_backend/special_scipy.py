@@ -4,6 +4,8 @@ ember[special]. Each kernel takes arrays, computes in float64 and returns the in
 A few short ones are NumPy (entr, spherical_bessel_j0, xlog1py)."""
 import numpy as np
 
+from . import special as _own
+
 _scipy = []
 
 
@@ -72,3 +74,9 @@ def xlog1py(x, y):
     """x log1p(y), 0 where x == 0 unless y is NaN."""
     out = x * np.log1p(y)
     return np.where((x == 0) & ~np.isnan(y), np.zeros((), out.dtype), out)
+
+
+def ndtr(x):
+    """ember's own normal CDF (special.py), given at least one dimension: its float32 path writes into
+    0-d temporaries with out=, which NumPy refuses for the scalars a 0-d input gives."""
+    return _own.ndtr(x.reshape(-1)).reshape(x.shape)

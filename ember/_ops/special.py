@@ -68,7 +68,7 @@ i1 = _row("i1", S.i1, halves=False, node="SpecialI1Backward0",
           dx=lambda g, x, out: g * (x.i0() - out / x).where(x != 0, 0.5))
 log_ndtr = _row("log_ndtr", SC.log_ndtr, node="SpecialLogNdtrBackward0",
                 dx=lambda g, x, out: g * (-0.5 * x * x - out).exp() / _SQRT_2PI)
-ndtr = _row("ndtr", S.ndtr, halves=False, node="MulBackward1",
+ndtr = _row("ndtr", SC.ndtr, halves=False, node="MulBackward1",
             dx=lambda g, x: g * (-0.5 * x * x).exp() / _SQRT_2PI)
 ndtri = _row("ndtri", SC.ndtri, node="SpecialNdtriBackward0",
              dx=lambda g, out: g * _SQRT_2PI * (0.5 * out * out).exp())
