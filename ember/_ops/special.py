@@ -32,9 +32,16 @@ def _no_derivative(name):
     return dx
 
 
+def _public(fn, name):
+    """The row's function under its torch.special name (for repr and help)."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.special.{name}: https://pytorch.org/docs/stable/special.html"
+    return fn
+
+
 def _row(name, kernel, dx=None, halves=True, node=None):
-    return unary(f"_special_{name}", kernel, TO_FLOAT, dx=dx, check=_refuse(name, halves), method=False,
-                 inplace=False, node_name=node)
+    return _public(unary(f"_special_{name}", kernel, TO_FLOAT, dx=dx, check=_refuse(name, halves), method=False,
+                         inplace=False, node_name=node), name)
 
 
 # ---- not differentiable in torch -----------------------------------------------------------------
@@ -108,9 +115,7 @@ def _poly(name, kernel):
 
     def fn(input, n, *, out=None):
         return row_fn(input, n, out=out)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"torch.special.{name}: https://pytorch.org/docs/stable/special.html"
-    return fn
+    return _public(fn, name)
 
 
 chebyshev_polynomial_t = _poly("chebyshev_polynomial_t", P.chebyshev_t)
@@ -125,3 +130,6 @@ hermite_polynomial_h = _poly("hermite_polynomial_h", P.hermite_h)
 hermite_polynomial_he = _poly("hermite_polynomial_he", P.hermite_he)
 laguerre_polynomial_l = _poly("laguerre_polynomial_l", P.laguerre_l)
 legendre_polynomial_p = _poly("legendre_polynomial_p", P.legendre_p)
+
+for _fn, _name in ((xlog1py, "xlog1py"), (zeta, "zeta"), (gammainc, "gammainc"), (gammaincc, "gammaincc")):
+    _public(_fn, _name)
