@@ -176,6 +176,8 @@ ERRORS = {
     "bfloat16": lambda lib: lib.fft.rfft(_r(lib, 4, dtype="bfloat16")),
     "half-fftn": lambda lib: lib.fft.fftn(_r(lib, 4, dtype="float16")),
     "norm": lambda lib: lib.fft.fft(_r(lib, 4), norm="bad"),
+    "norm-int": lambda lib: lib.fft.fftn(_r(lib, 4), norm=1),
+    "norm-empty": lambda lib: lib.fft.ihfft(_r(lib, 4), norm=""),
     "norm-nd": lambda lib: lib.fft.irfftn(_r(lib, 4, dtype="complex64"), norm="ortho2"),
     "n-zero": lambda lib: lib.fft.fft(_r(lib, 4), n=0),
     "n-negative": lambda lib: lib.fft.rfft(_r(lib, 4), n=-2),

@@ -83,9 +83,11 @@ class FftC2R(Op):
 
 # ---- argument handling ------------------------------------------------------------------------
 
-def _scaling(norm, forward):
+def _scaling(norm, forward, fname):
     """torch's norm string as a primitive's scaling: "backward" (None) scales the backward transform
     by 1/n, "forward" the forward one, "ortho" both by 1/sqrt(n)."""
+    if norm is not None and not isinstance(norm, str):
+        raise TypeError(f"fft_{fname}(): argument 'norm' must be str, not {type(norm).__name__}")
     if norm is None or norm == "backward":
         return K.NONE if forward else K.N
     if norm == "forward":
@@ -234,7 +236,7 @@ def _c2c_or_r2c(fname, input, n, dim, norm, out, forward):
     dim = _one_dim(input, dim, fname)
     size = n if n is not None else input.shape[dim]
     _check_points(size)
-    scaling = _scaling(norm, forward)
+    scaling = _scaling(norm, forward, fname)
     x = _promote(input, fname, require_complex=False)
     if n is not None:
         x = _resize(x, (dim,), (n,))
@@ -255,7 +257,7 @@ def _r2c(fname, input, n, dim, norm, out, forward):
     dim = _one_dim(input, dim, fname)
     size = n if n is not None else input.shape[dim]
     _check_points(size)
-    scaling = _scaling(norm, forward)
+    scaling = _scaling(norm, forward, fname)
     x = _promote(input, fname, require_complex=False)
     if n is not None:
         x = _resize(x, (dim,), (n,))
@@ -270,7 +272,7 @@ def _c2r(fname, input, n, dim, norm, out, forward):
     dim = _one_dim(input, dim, fname)
     last_size = n if n is not None else 2 * (input.shape[dim] - 1)
     _check_points(last_size)
-    scaling = _scaling(norm, forward)
+    scaling = _scaling(norm, forward, fname)
     x = _promote(input, fname, require_complex=True)
     if n is not None:
         x = _resize(x, (dim,), (last_size // 2 + 1,))
@@ -310,7 +312,7 @@ def hfft(input, n=None, dim=-1, norm=None, *, out=None):
 def _fftn_c2c(fname, input, s, dim, norm, out, forward):
     _check_tensor(input, fname)
     shape, dims = _shape_and_dims(input, s, dim, fname)
-    scaling = _scaling(norm, forward)
+    scaling = _scaling(norm, forward, fname)
     x = _resize(_promote(input, fname, require_complex=True), dims, shape)
     return _out(FftC2C.apply(x, dims=dims, scaling=scaling, forward=forward), out, fname)
 
@@ -340,14 +342,14 @@ def ifftn(input, s=None, dim=None, norm=None, *, out=None):
 
 def rfftn(input, s=None, dim=None, norm=None, *, out=None):
     x, dims = _nd_real_input(input, s, dim, "rfftn")
-    r = FftR2C.apply(x, dims=dims, scaling=_scaling(norm, True), onesided=True)
+    r = FftR2C.apply(x, dims=dims, scaling=_scaling(norm, True, "rfftn"), onesided=True)
     return _out(r, out, "rfftn")
 
 
 def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
     """The onesided r2c over the last dim, conjugated, then the backward c2c over the others."""
     x, dims = _nd_real_input(input, s, dim, "ihfftn")
-    scaling = _scaling(norm, False)
+    scaling = _scaling(norm, False, "ihfftn")
     r = conj(FftR2C.apply(x, dims=dims[-1:], scaling=scaling, onesided=True))
     if len(dims) > 1:
         r = FftC2C.apply(r, dims=dims[:-1], scaling=scaling, forward=False)
@@ -358,7 +360,7 @@ def irfftn(input, s=None, dim=None, norm=None, *, out=None):
     _check_tensor(input, "irfftn")
     shape, dims, last_size = _c2r_shape_and_dims(input, s, dim, "irfftn")
     x = _resize(_promote(input, "irfftn", require_complex=True), dims, shape)
-    r = FftC2R.apply(x, dims=dims, scaling=_scaling(norm, False), last_size=last_size)
+    r = FftC2R.apply(x, dims=dims, scaling=_scaling(norm, False, "irfftn"), last_size=last_size)
     return _out(r, out, "irfftn")
 
 
@@ -366,7 +368,7 @@ def hfftn(input, s=None, dim=None, norm=None, *, out=None):
     """The forward c2c over all dims but the last, then the c2r of the conjugate over the last."""
     _check_tensor(input, "hfftn")
     shape, dims, last_size = _c2r_shape_and_dims(input, s, dim, "hfftn")
-    scaling = _scaling(norm, True)
+    scaling = _scaling(norm, True, "hfftn")
     x = _resize(_promote(input, "hfftn", require_complex=True), dims, shape)
     if len(dims) > 1:
         x = FftC2C.apply(x, dims=dims[:-1], scaling=scaling, forward=True)
