@@ -16,7 +16,6 @@ from .._tensor import Tensor
 from ._registry import install
 from .fft import FftC2C, FftC2R, FftR2C
 from .sampling import ConstantPad, pad as _pad
-from .window import unfold_backward
 
 _NAMES = D.SCALAR_NAMES
 
@@ -111,6 +110,21 @@ def _promote(t):
     return t
 
 
+def _overlap_add(frames, hop, length):
+    """Frames (batch, n, size) summed into (batch, length) at offsets 0, hop, 2 hop ... (Tensor.unfold's
+    adjoint) for hop <= size, in ceil(size / hop) steps: columns [lo, lo + hop) of every frame tile the
+    signal from lo on without overlapping, so each step is a reshape and a shifted (zero-padded) add."""
+    batch, n, size = frames.shape
+    total = None
+    for lo in range(0, size, hop):
+        part = frames[:, :, lo:lo + hop]
+        if part.shape[2] < hop:
+            part = ConstantPad.apply(part, pads=(0, hop - part.shape[2]), value=0)
+        placed = ConstantPad.apply(part.reshape(batch, n * hop), pads=(lo, length - lo - n * hop), value=0)
+        total = placed if total is None else total + placed
+    return total
+
+
 def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,
           onesided=None, length=None, return_complex=False):
     """torch.istft: https://pytorch.org/docs/stable/generated/torch.istft.html"""
@@ -164,8 +178,8 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         if not onesided:
             x = x.narrow(-1, 0, n_fft // 2 + 1)
         frames = FftC2R.apply(x, dims=(2,), scaling=scaling, last_size=n_fft)
-    y = unfold_backward(frames * w, (x.shape[0], expected_len), 1, n_fft, hop_length)
-    envelope = unfold_backward(w.pow(2).expand(1, n_frames, n_fft), (1, expected_len), 1, n_fft, hop_length)
+    y = _overlap_add(frames * w, hop_length, expected_len)
+    envelope = _overlap_add(w.pow(2).expand(1, n_frames, n_fft), hop_length, expected_len)
     start = n_fft // 2 if center else 0
     if length is not None:
         end = start + length
