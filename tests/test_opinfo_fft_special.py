@@ -81,6 +81,8 @@ def _cases():
     return out
 
 
+@pytest.mark.filterwarnings("ignore:A window was not provided")  # stft/istft samples without a window
+@pytest.mark.filterwarnings("ignore:stft with return_complex=False is deprecated")
 @pytest.mark.parametrize("op,dtype", _cases())
 def test_samples(op, dtype):
     grad = op.supports_autograd and dtype in GRAD_DTYPES
