@@ -100,7 +100,8 @@ from ._layout import *  # noqa: E402,F401,F403  (torch.layout, torch.memory_form
 from ._globals import *  # noqa: E402,F401,F403  (default device, determinism flags, matmul precision, typename)
 
 
-_LAZY_SUBMODULES = ("distributions", "testing", "func")  # imported on first use: keeps `import ember` fast
+# imported on first use: keeps `import ember` fast
+_LAZY_SUBMODULES = ("distributions", "testing", "func", "fft", "signal", "special")
 
 
 def __getattr__(name):

@@ -6,3 +6,5 @@ from . import (creation, pointwise, reduction, sorting, shape, indexing, random,
 from . import dropout  # noqa: F401
 from . import rnn, attention  # noqa: F401
 from . import sampling  # noqa: F401
+from . import window_functions  # noqa: F401  (hann_window, hamming_window ...)
+from . import spectral  # noqa: F401  (stft, istft)
