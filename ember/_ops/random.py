@@ -506,9 +506,8 @@ def poisson(input, generator=None):
     lam = input._data
     if lam.size and not (lam >= 0).all():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    counts = R.poisson(_gen(generator), R.in_order(lam, lam).astype(np.float64))
-    arr = _place(lam.shape, counts.astype(input._dtype.np)) if lam.flags.c_contiguous else \
-        R.place(lam, counts.astype(input._dtype.np))
+    counts = R.poisson(_gen(generator), lam.astype(np.float64).ravel())  # C order: the output is fresh
+    arr = counts.astype(input._dtype.np).reshape(lam.shape)
     return _sampled(PoissonBackward0, arr, input._dtype, (input,))
 
 

@@ -230,19 +230,32 @@ def multinomial_with_replacement(g, p, n):
 
 
 def poisson(g, lam):
-    """torch's sample_poisson per element (lam a float64 array in iteration order): Hormann's
-    transformed rejection for lam >= 10, the product of uniforms below. The draws per element
-    vary, so uniforms come from a buffer and the unused rest is given back."""
-    src = _Uniforms(g)
+    """torch's sample_poisson per element (lam: float64 values in iteration order): Hormann's
+    transformed rejection for lam >= 10, the product of uniforms below."""
+    src = Stream(g)
     out = np.empty(lam.shape[0], dtype=np.int64)
     for i, lm in enumerate(lam.tolist()):
-        out[i] = _poisson_one(lm, src.next)
+        out[i] = _poisson_one(lm, src.uniform)
     src.close()
     return out
 
 
-class _Uniforms:
-    """53-bit uniforms drawn ahead in blocks; close() rewinds to just after the last one used."""
+def standard_gamma(g, alpha, single):
+    """torch's sample_gamma per element (Marsaglia-Tsang, boosted below alpha = 1) with double
+    uniforms and the generator's cached double normals; `single`: alpha is float32, whose
+    shape arithmetic torch does in float."""
+    src = Stream(g)
+    out = np.empty(alpha.shape[0], dtype=np.float64)
+    for i, a in enumerate(alpha.tolist()):
+        out[i] = _gamma_one(a, src, single)
+    src.close()
+    return out
+
+
+class Stream:
+    """Per-element draws for rejection samplers: 64-bit outputs fetched ahead in blocks, 53-bit
+    uniforms and Box-Muller normals (sharing the generator's cached normal) taken one at a time;
+    close() rewinds the engine to just after the last output used."""
 
     def __init__(self, g):
         self.g = g
@@ -250,7 +263,7 @@ class _Uniforms:
         self.i = 0
         self.mark = None
 
-    def next(self):
+    def uniform(self):
         if self.i == len(self.buf):
             self.mark = self.g._snapshot()
             self.buf = uniform_f64(self.g, 256).tolist()
@@ -258,10 +271,51 @@ class _Uniforms:
         self.i += 1
         return self.buf[self.i - 1]
 
+    def normal(self):
+        g = self.g
+        if g._normal_double is not None:
+            z = g._normal_double
+            g._normal_double = None
+            return z
+        u1 = self.uniform()
+        u2 = self.uniform()
+        r = math.sqrt(-2.0 * math.log1p(-u2))
+        theta = 2.0 * math.pi * u1
+        g._normal_double = r * math.sin(theta)
+        return r * math.cos(theta)
+
     def close(self):
         if self.mark is not None:
             self.g._restore(self.mark)
             self.g._u64(self.i)
+
+
+def _gamma_one(alpha, src, single):
+    f = np.float32 if single else float
+    scale = 1.0
+    if alpha < 1.0:
+        if alpha == 0.0:
+            return 0.0
+        scale *= (1.0 - src.uniform()) ** float(f(1.0) / f(alpha))
+        alpha = f(alpha) + f(1.0)
+    d = float(f(alpha) - f(np.float32(1.0) / np.float32(3.0)))
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        while True:
+            x = src.normal()
+            y = 1.0 + c * x
+            if y > 0:
+                break
+        v = y * y * y
+        u = 1.0 - src.uniform()
+        xx = x * x
+        if u < 1.0 - _C0331 * xx * xx:
+            return scale * d * v
+        if math.log(u) < 0.5 * xx + d * (1.0 - v + math.log(v)):
+            return scale * d * v
+
+
+_C0331 = float(np.float32(0.0331))
 
 
 def _poisson_one(lam, uniform):

@@ -139,13 +139,15 @@ class StandardGammaGrad(Op):
 
 
 class StandardGamma(Op):
-    """Draws from Gamma(alpha, 1) with ember's generator; gradient by implicit reparameterization."""
+    """Draws from Gamma(alpha, 1) as torch's CPU _standard_gamma; gradient by implicit reparameterization."""
     _name = "StandardGammaBackward0"
 
     @staticmethod
-    def forward(ctx, alpha, generator):
-        draw = generator._np.standard_gamma(alpha.astype(np.float64))
-        out = np.maximum(draw, np.finfo(alpha.dtype).tiny).astype(alpha.dtype)
+    def forward(ctx, alpha, generator, double):
+        from .._ops.random_draws import standard_gamma as draw_gamma
+        single = alpha.dtype == np.float32 and not double
+        draw = draw_gamma(generator, alpha.astype(np.float64).ravel(), single)  # C order
+        out = np.maximum(draw.astype(alpha.dtype).reshape(alpha.shape), np.finfo(alpha.dtype).tiny)
         ctx.save_for_backward(alpha, out)
         return out
 
@@ -154,9 +156,11 @@ class StandardGamma(Op):
         return grad * StandardGammaGrad.apply(alpha, x)
 
 
-def standard_gamma(alpha, generator=None):
-    """torch._standard_gamma: one Gamma(alpha_i, 1) draw per element of alpha."""
-    return StandardGamma.apply(alpha, generator=default_generator if generator is None else generator)
+def standard_gamma(alpha, generator=None, double=False):
+    """torch._standard_gamma: one Gamma(alpha_i, 1) draw per element of alpha (double=True: the
+    draw in double precision, as torch's _sample_dirichlet makes it)."""
+    return StandardGamma.apply(alpha, generator=default_generator if generator is None else generator,
+                               double=double)
 
 
 def standard_gamma_grad(alpha, x):

@@ -59,7 +59,10 @@ class Binomial(_ProbsOrLogits, Distribution):
         with ember.no_grad():
             n = self.total_count.expand(shape).detach().numpy().astype(np.int64)
             p = self.probs.expand(shape).detach().numpy().astype(np.float64)
-            draws = ember.random.default_generator._np.binomial(n, p)
+            # not torch's BTRS/inversion stream: NumPy's binomial, seeded by one 64-bit draw of the
+            # default generator (reproducible per seed; see Note [Random streams])
+            seed = int(ember.random.default_generator._u64(1)[0])
+            draws = np.random.default_rng(seed).binomial(n, p)
             return ember.tensor(np.asarray(draws), dtype=self.probs.dtype)
 
     def log_prob(self, value):

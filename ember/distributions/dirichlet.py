@@ -35,7 +35,7 @@ class Dirichlet(ExponentialFamily):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        gammas = standard_gamma(self.concentration.expand(shape))
+        gammas = standard_gamma(self.concentration.expand(shape), double=True)  # torch draws these in double
         return gammas / gammas.sum(-1, keepdim=True)
 
     def log_prob(self, value):
