@@ -435,6 +435,22 @@ def dropout_keep(input, shape=None):
     return lambda p: _bernoulli_mask(default_generator, layout, 1.0 - p)
 
 
+def rrelu_noise(input, lower, upper, generator=None):
+    """rrelu's training noise as torch's CPU kernel draws it: walking the elements in C order, one
+    double uniform in [lower, upper) (bounds rounded to the compute type first) for each element
+    <= 0, slope 1 for the others."""
+    x = input._data
+    flat = np.ascontiguousarray(x).ravel()
+    neg = flat <= 0
+    ct = np.float32 if x.dtype.itemsize <= 4 else np.float64
+    lo = float(ct(lower))
+    hi = float(ct(upper))
+    noise = np.ones(flat.shape, dtype=x.dtype)
+    u = R.uniform_f64(_gen(generator), int(neg.sum()))
+    noise[neg] = (u * (hi - lo) + lo).astype(x.dtype)  # Activation.cpp is built without FMA contraction
+    return noise.reshape(x.shape)
+
+
 def bernoulli(input, p=None, *, generator=None, out=None):
     """bernoulli(input): input holds the probabilities; bernoulli(input, p): a float p, input's shape/dtype."""
     if not isinstance(input, Tensor):
