@@ -108,9 +108,10 @@ class Generator:
         return _make(np.frombuffer(raw, dtype=np.uint8).copy())
 
     def set_state(self, new_state):
-        if not isinstance(new_state, Tensor) or new_state._dtype is not D.uint8:
-            name = type(new_state).__name__ if not isinstance(new_state, Tensor) else new_state.type()
-            raise TypeError(f"expected a torch.ByteTensor, but got {name}")
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        if new_state._dtype is not D.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
         raw = new_state._data.tobytes()
         if len(raw) != _STATE_BYTES:
             raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE_BYTES} but found the input RNG "
