@@ -66,6 +66,11 @@ class Generator:
         self._next624 = MT.N
         return MT.u32(self._engine, n)
 
+    def _raw_list(self, n):
+        """n outputs as Python ints (small draws)."""
+        self._next624 = MT.N
+        return self._engine.random_raw(n).tolist()
+
     def _u64(self, n):
         self._next624 = MT.N
         return MT.u64(self._engine, n)

@@ -137,11 +137,27 @@ def _add_round_odd(a, b):
     return s
 
 
+_LOW29 = np.int64((1 << 29) - 1)  # the float64 bits below float32's precision
+_HALF29 = np.int64(1 << 28)
+
+
 def fma32(a, b, c):
-    """float32 fused multiply-add a * b + c with one rounding: the product is exact in float64, the
-    sum is rounded to odd in float64 (TwoSum tells the direction), then rounded once to float32."""
-    p = np.asarray(a).astype(np.float64) * np.float64(b)
-    return _add_round_odd(p, np.asarray(c).astype(np.float64)).astype(np.float32)
+    """float32 fused multiply-add a * b + c with one rounding. The product of two floats is exact
+    in float64 and the sum rounds once there; rounding that to float32 is then exact unless the
+    double landed on a float32 halfway point without being exact (rare): those are redone with the
+    sum rounded to odd."""
+    s = a.astype(np.float64) if isinstance(a, np.ndarray) else np.asarray(b, dtype=np.float64) * a
+    if isinstance(a, np.ndarray):
+        s *= b
+    s += c
+    low = s.view(np.int64) & _LOW29
+    tie = low == _HALF29
+    if tie.any():
+        a2 = np.broadcast_to(a, s.shape)[tie]
+        b2 = np.broadcast_to(b, s.shape)[tie]
+        c2 = np.broadcast_to(c, s.shape)[tie]
+        s[tie] = _add_round_odd(np.multiply(a2, b2, dtype=np.float64), np.asarray(c2, dtype=np.float64))
+    return s.astype(np.float32)
 
 
 def _log256(x):
@@ -152,10 +168,10 @@ def _log256(x):
     e = ((bits >> 23) - 127).astype(np.float32)
     e += _ONE
     x = ((bits & ~0x7F800000) | 0x3F000000).view(np.float32)
-    mask = x < _SQRTHF
-    tmp = np.where(mask, x, _f32(0.0))
+    low = (x < _SQRTHF).astype(np.float32)  # 1 where the mantissa is below sqrt(1/2)
+    tmp = x * low
     x = x - _ONE
-    e -= mask.astype(np.float32)
+    e -= low
     x += tmp
     z = x * x
     y = fma32(_LOG_P[0], x, _LOG_P[1])
@@ -165,20 +181,22 @@ def _log256(x):
     y = fma32(y, z, e * _LOG_Q1)
     y -= z * _HALF
     x += y
-    return fma32(e, _LOG_Q2, x)
+    x += e * _LOG_Q2  # exact product (9-bit constant times a small integer): the FMA adds it once
+    return x
 
 
 def _sincos256(x):
-    """sincos256_ps for x >= 0: reduce by multiples of pi/4 (three-part Cody-Waite), two polynomials."""
+    """sincos256_ps for x >= 0: reduce by multiples of pi/4 (three-part Cody-Waite), two
+    polynomials, then the kernel's bitwise selection and sign flips on the float bits."""
     j = (x * _FOPI).astype(np.int32)
     j += 1
     j &= ~1
     y = j.astype(np.float32)
-    sin_flip = (j & 4) != 0
-    poly_sin = (j & 2) == 0
-    cos_flip = ((j - 2) & 4) == 0
-    x = fma32(y, _DP[0], x)
-    x = fma32(y, _DP[1], x)
+    sign_sin = (j & 4) << 29
+    sign_cos = (~(j - 2) & 4) << 29
+    poly = ((j & 2) >> 1) - 1  # all ones where the sine takes the sine polynomial
+    x = x + y * _DP[0]  # exact products (8- and 11-bit constants times j <= 8): FMA == multiply, add
+    x += y * _DP[1]
     x = fma32(y, _DP[2], x)
     z = x * x
     c = fma32(_COSCOF[0], z, _COSCOF[1])
@@ -190,12 +208,12 @@ def _sincos256(x):
     s = fma32(s, z, _SINCOF[2])
     s *= z
     s = fma32(s, x, x)
-    sin = np.where(poly_sin, s, c)
-    cos = np.where(poly_sin, c, s)
-    sin += _f32(0.0)  # the kernel adds the masked-off +0 to the selected value (-0 becomes +0)
-    cos += _f32(0.0)
-    np.negative(sin, out=sin, where=sin_flip)
-    np.negative(cos, out=cos, where=cos_flip)
+    s_part = (s.view(np.int32) & poly).view(np.float32)
+    c_part = (c.view(np.int32) & ~poly).view(np.float32)
+    sin = c_part + s_part
+    cos = (c - c_part) + (s - s_part)
+    sin = (sin.view(np.int32) ^ sign_sin).view(np.float32)
+    cos = (cos.view(np.int32) ^ sign_cos).view(np.float32)
     return sin, cos
 
 

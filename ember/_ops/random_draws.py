@@ -76,20 +76,40 @@ def uniform_complex(g, n, d, low=0.0, high=1.0):
 def scalar_normals(g, n):
     """n standard normals from the scalar path: Box-Muller pairs of doubles, the second value of a
     pair cached in the generator for the next draw (torch's next_double_normal_sample)."""
-    out = np.empty(n)
-    start = 0
+    head = []
     if n and g._normal_double is not None:
-        out[0] = g._normal_double
+        head = [g._normal_double]
         g._normal_double = None
-        start = 1
-    m = n - start
-    if m:
-        pairs = (m + 1) // 2
-        v = MT.box_muller(MT.uniform_from_bits(g._u64(2 * pairs), 53, np.float64))
-        out[start:] = v[:m]
+    m = n - len(head)
+    if not m:
+        return np.array(head)
+    pairs = (m + 1) // 2
+    if pairs <= 8:  # a few values: Python floats beat NumPy's per-call overhead (the same libm)
+        v = _box_muller_scalar(g._raw_list(4 * pairs))
         if m % 2:
-            g._normal_double = float(v[-1])
+            g._normal_double = v.pop()
+        return np.array(head + v)
+    v = MT.box_muller(MT.uniform_from_bits(g._u64(2 * pairs), 53, np.float64))
+    if m % 2:
+        g._normal_double = float(v[-1])
+    return np.concatenate((head, v[:m])) if head else v[:m]
+
+
+def _box_muller_scalar(words):
+    """MT.box_muller on a short list of 32-bit outputs (four per pair), in Python floats."""
+    out = []
+    for i in range(0, len(words), 4):
+        u1 = (((words[i] << 32) | words[i + 1]) & _M53) * _2M53
+        u2 = (((words[i + 2] << 32) | words[i + 3]) & _M53) * _2M53
+        theta = 2.0 * math.pi * u1
+        r = math.sqrt(-2.0 * math.log1p(-u2))
+        out.append(r * math.cos(theta))
+        out.append(r * math.sin(theta))
     return out
+
+
+_M53 = (1 << 53) - 1
+_2M53 = 2.0 ** -53
 
 
 def normal(g, n, d, contiguous, mean=0.0, std=1.0):
