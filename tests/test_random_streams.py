@@ -264,3 +264,38 @@ def _worker_seeds(t):
 
 def test_worker_seeds():
     same_stream(_worker_seeds, seeds=(0,))
+
+
+# ---- the exact fused multiply-adds the emulated kernels rely on -------------------------------
+
+def _round_ok(exact, r, np_dtype):
+    """r is exact rounded to nearest (ties to even) in np_dtype."""
+    from fractions import Fraction
+    lo = np.nextafter(r, np_dtype(-np.inf))
+    hi = np.nextafter(r, np_dtype(np.inf))
+    d = abs(exact - Fraction(float(r)))
+    if d > abs(exact - Fraction(float(lo))) or d > abs(exact - Fraction(float(hi))):
+        return False
+    return True
+
+
+def test_fma_emulation_rounds_once():
+    from fractions import Fraction
+    from ember._backend.mt19937 import fma32, fma64
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal(2000).astype(np.float32) * 10.0 ** rng.integers(-6, 6, 2000) for _ in range(3))
+    a = a.astype(np.float32)
+    b = b.astype(np.float32)
+    c = c.astype(np.float32)
+    # a double rounding trap: a * b + c = 1 + 2**-24 + 2**-60, whose float64 sum is a float32 tie
+    a[:2] = 1 + 2.0 ** -12
+    b[:2] = 2.0 ** -24 * (1 - 2.0 ** -12 + 2.0 ** -24)
+    c[:2] = (1.0, -1.0)
+    r = fma32(a, b, c)
+    assert r[0] == np.float32(1 + 2.0 ** -23)
+    for x, y, z, got in zip(a.tolist(), b.tolist(), c.tolist(), r):
+        assert _round_ok(Fraction(x) * Fraction(y) + Fraction(z), got, np.float32)
+    a64, b64, c64 = (rng.standard_normal(2000) * 10.0 ** rng.integers(-8, 8, 2000) for _ in range(3))
+    r64 = fma64(a64, 1.7, c64)
+    for x, z, got in zip(a64.tolist(), c64.tolist(), r64):
+        assert _round_ok(Fraction(x) * Fraction(1.7) + Fraction(z), got, np.float64)
