@@ -1,17 +1,23 @@
 """torch.random: the Generator, the default generator, seeding and RNG state, fork_rng.
 
-Note [Random streams]: a Generator is torch's CPU generator, bit for bit: a 32-bit Mersenne
-Twister (NumPy's MT19937 bit generator is the same engine) seeded by init_genrand with the low
-32 bits of the seed, plus the cached second values of the Box-Muller pairs (one double, one
-float), exactly as torch's CPUGeneratorImpl. get_state/set_state exchange torch's
-CPUGeneratorImplState bytes, so states move between torch and ember. The samplers in
-ember/_ops/random.py consume the stream as torch's CPU kernels do (32- or 64-bit draws, the
-same transforms, the same element order and per-size code paths); ember/_backend/mt19937.py
-holds the transforms, vectorized over whole blocks. Two results depend on the machine as they
-do in torch: float32 normals of 16 or more contiguous elements take torch's AVX2 kernel's
-polynomial log/sincos (torch on a CPU without AVX2, or with AVX-512 kernels, uses libm and
-gives other values), and the double transcendental functions (log1p, sin, cos) come from NumPy,
-which calls the same libm as torch on this machine.
+Note [Random streams]: a Generator is torch's CPU generator, bit for bit. It holds a 32-bit
+Mersenne Twister (NumPy's MT19937 bit generator is the same engine; torch seeds it with
+init_genrand on the low 32 bits of the seed) and the cached second values of Box-Muller pairs,
+as torch's CPUGeneratorImpl; get_state/set_state exchange torch's CPUGeneratorImplState bytes,
+so a state saved by torch restores the same stream in ember and back. The samplers
+(ember/_ops/random_draws.py, transforms in ember/_backend/mt19937.py) consume the stream as
+torch's CPU kernels do: 24 bits of a 32-bit draw for float32/half uniforms, 53 bits of a 64-bit
+draw (two outputs, the first the high word) for doubles; normals by the scalar Box-Muller path
+(doubles, one value cached across calls) below 16 elements or for non-contiguous outputs, else
+by the vectorized fill in blocks of 16 (the last partial block redrawn), which for float32 and
+the half types is torch's AVX2 kernel, its polynomial log/sincos and FMAs emulated exactly;
+integer ranges of 2**28 or more take 64-bit draws; elements are visited in memory order.
+Whole blocks are drawn with one NumPy call. What depends on the machine, as in torch: the AVX2
+normal kernel and the fused multiply-add of bounded uniform_ are what torch runs on AVX2 and
+AVX-512 CPUs (with ATEN_CPU_CAPABILITY=default torch gives other float32 normals and bounded
+uniforms); torch's bernoulli_(float p) (so dropout) uses MKL's own stream on Intel CPUs, ember
+the generic kernel torch runs elsewhere; transcendental functions come from the C library NumPy
+and torch share. Threads never change torch's CPU streams.
 """
 import contextlib
 import os
