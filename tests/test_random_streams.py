@@ -120,6 +120,11 @@ SAMPLERS = {
     "alpha_dropout": lambda t, n: t.nn.functional.alpha_dropout(_np(t, np.linspace(-3, 3, n)), 0.4, True),
     "rrelu": lambda t, n: t.nn.functional.rrelu(_np(t, np.linspace(-3, 3, n), "float64"), training=True),
     "gamma": lambda t, n: t.distributions.Gamma(_np(t, np.linspace(0.1, 5, n)), 2.0).sample((2,)),
+    "binomial": lambda t, n: t.distributions.Binomial(10, _np(t, np.linspace(0.05, 0.95, n))).sample(),
+    "binomial-btrs": lambda t, n: t.distributions.Binomial(_np(t, np.arange(n) * 40 % 301),
+                                                            _np(t, np.linspace(0.1, 0.9, n))).sample((2,)),
+    "binomial-f64": lambda t, n: t.distributions.Binomial(t.tensor(150.), _np(t, np.linspace(0.01, 0.99, n),
+                                                                             "float64")).sample(),
     "gamma-f64": lambda t, n: t.distributions.Gamma(_np(t, np.linspace(0.1, 5, n), "float64"), 1.0).sample(),
 }
 

@@ -369,3 +369,80 @@ def _poisson_one(lam, uniform):
             x += 1
         else:
             return x
+
+
+def binomial(g, count, prob, single):
+    """torch's sample_binomial per element (count, prob: float64 values in C order; `single`: the
+    tensors are float32, whose arithmetic torch does in float): BTRS when the smaller of
+    count * p and count * (1 - p) is at least 10, inversion by geometric jumps below."""
+    f = np.float32 if single else np.float64
+    src = Stream(g)
+    out = np.empty(count.shape[0], dtype=np.float64)
+    for i, (n, p) in enumerate(zip(count.tolist(), prob.tolist())):
+        out[i] = _binomial_one(f(n), f(p), src, f)
+    src.close()
+    return out
+
+
+def _binomial_one(n, p, src, f):
+    if n <= 0 or p <= 0:
+        return 0.0
+    if p >= 1:
+        return float(n)
+    if p <= 0.5:
+        return float(_btrs(n, p, src, f) if n * p >= 10 else _inversion(n, p, src, f))
+    q = f(f(1) - p)
+    k = _btrs(n, q, src, f) if n * q >= 10 else _inversion(n, q, src, f)
+    return float(f(n - k))
+
+
+def _inversion(n, p, src, f):
+    logprob = float(np.log1p(-p))  # in the tensor's precision (log1pf for float)
+    geom_sum = 0.0
+    count = f(0)
+    while True:
+        geom_sum += math.ceil(math.log(src.uniform()) / logprob)
+        if geom_sum > n:
+            return count
+        count = f(count + f(1))
+
+
+_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509, 0.0166446911898211,
+         0.0138761288230707, 0.0118967099458917, 0.0104112652619720, 0.00925546218271273, 0.00833056343336287)
+
+
+def _stirling_tail(k):
+    if k <= 9:
+        return _TAIL[int(k)]
+    kp1sq = (k + 1) * (k + 1)
+    return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+
+
+def _btrs(n, p, src, f):
+    """Hormann's BTRS with torch's constants; mixed float/double arithmetic as torch's C++."""
+    stddev = float(np.sqrt(n * p * (f(1) - p)))  # sqrtf for float tensors
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * float(p)
+    c = float(n * p) + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = float(p / (f(1) - p))
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = math.floor(float((n + f(1)) * p))
+    nf = float(n)
+    while True:
+        u = src.uniform() - 0.5
+        v = src.uniform()
+        us = 0.5 - abs(u)
+        k = f(math.floor((2 * a / us + b) * u + c))
+        if k < 0 or k > n:
+            continue
+        if us >= 0.07 and v <= v_r:
+            return k
+        v = math.log(v * alpha / (a / (us * us) + b))
+        kf = float(k)
+        upper = ((m + 0.5) * math.log((m + 1) / (r * (nf - m + 1)))
+                 + float(n + f(1)) * math.log((nf - m + 1) / float(n - k + f(1)))
+                 + (kf + 0.5) * math.log(r * float(n - k + f(1)) / float(k + f(1)))
+                 + _stirling_tail(float(m)) + _stirling_tail(nf - m) - _stirling_tail(kf) - _stirling_tail(float(n - k)))
+        if v <= upper:
+            return k
