@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._backend import mt19937 as MT
+from .._backend import parallel
 
 _f32 = np.float32
 _U64 = 1 << 64
@@ -138,10 +139,14 @@ def _blocks(g, n, first, draw, fill):
     u = draw(first)
     full = n // 16 * 16
     out = np.empty(n, dtype=u.dtype)
-    chunk = 1 << 16  # blocks of 4096 x 16 keep the temporaries in cache
-    for s in range(0, full, chunk):
-        e = min(s + chunk, full)
-        out[s:e] = fill(u[s:e].reshape(-1, 16)).ravel()
+
+    def fill_blocks(first_block, end_block):
+        chunk = 1 << 15  # 2048 blocks of 16 at a time keep the temporaries in cache
+        for s in range(first_block * 16, end_block * 16, chunk):
+            e = min(s + chunk, end_block * 16)
+            out[s:e] = fill(u[s:e].reshape(-1, 16)).ravel()
+
+    parallel.run(fill_blocks, full // 16, full * u.itemsize)  # blocks are independent: split on threads
     if n % 16:
         out[n - 16:] = fill(draw(16).reshape(1, 16)).ravel()
     return out
