@@ -22,7 +22,6 @@ from .creation import _is_dense, _limits, checked_scalar, finish, into_out, size
 
 _state = grad_mode._state
 _make = Tensor._make
-_U64 = 1 << 64
 
 
 def _gen(generator):

@@ -15,7 +15,6 @@ from .._backend import parallel
 
 _f32 = np.float32
 _U64 = 1 << 64
-_HALF_TYPES = (D.float16, D.bfloat16)
 DIGITS = {D.float16: 11, D.bfloat16: 8, D.float32: 24, D.float64: 53}
 
 
