@@ -125,6 +125,8 @@ SAMPLERS = {
                                                             _np(t, np.linspace(0.1, 0.9, n))).sample((2,)),
     "binomial-f64": lambda t, n: t.distributions.Binomial(t.tensor(150.), _np(t, np.linspace(0.01, 0.99, n),
                                                                              "float64")).sample(),
+    "dirichlet": lambda t, n: t.distributions.Dirichlet(_np(t, np.linspace(0.3, 4, n))).sample((2,)),
+    "beta": lambda t, n: t.distributions.Beta(_np(t, np.linspace(0.3, 4, n)), 2.0).sample(),
     "gamma-f64": lambda t, n: t.distributions.Gamma(_np(t, np.linspace(0.1, 5, n), "float64"), 1.0).sample(),
 }
 
