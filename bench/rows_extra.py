@@ -62,3 +62,29 @@ for _name, _fn in (("relu", lambda F, x: F.relu(x)), ("softmax", lambda F, x: F.
                    ("log_softmax", lambda F, x: F.log_softmax(x, -1))):
     row(f"{_name} fwd+bwd 256x1024", "extra", "time", "ms")(_activation_row(_fn, (256, 1024), True))
     row(f"{_name} fwd+bwd 16", "extra", "time", "us")(_activation_row(_fn, (16,), True))
+
+
+# ---- random streams (issue 16): torch's mt19937 streams, bit for bit ---------------------------
+
+@row("randn 1M float32", "extra", "time", "ms", ("<=", 2.0), note="AVX2 Box-Muller fill, emulated in NumPy")
+def randn_1m(lib):
+    lib.manual_seed(0)
+    return lambda: lib.randn(1_000_000)
+
+
+@row("randn 8 float32", "extra", "time", "us", ("<=", 3.0), note="scalar Box-Muller path with the cached normal")
+def randn_8(lib):
+    lib.manual_seed(0)
+    return lambda: lib.randn(8)
+
+
+@row("rand 1M float32", "extra", "time", "ms")
+def rand_1m(lib):
+    lib.manual_seed(0)
+    return lambda: lib.rand(1_000_000)
+
+
+@row("randperm 60000", "extra", "time", "ms", note="Fisher-Yates, one 32-bit draw per swap")
+def randperm_60k(lib):
+    lib.manual_seed(0)
+    return lambda: lib.randperm(60_000)

@@ -1,18 +1,33 @@
 """torch.random: the Generator, the default generator, seeding and RNG state, fork_rng.
 
-Note [Random streams]: a Generator wraps NumPy's PCG64 bit generator, and ops draw with
-NumPy's algorithms (ziggurat normals, ...). The same seed gives the same numbers in ember
-on every run and every machine, but never the numbers torch draws: torch uses mt19937 with
-its own transforms, which we do not reproduce. Distributions, shapes, dtypes and errors
-follow torch. The samplers themselves are ops in ember/_ops/random.py.
+Note [Random streams]: a Generator is torch's CPU generator, bit for bit. It holds a 32-bit
+Mersenne Twister (NumPy's MT19937 bit generator is the same engine; torch seeds it with
+init_genrand on the low 32 bits of the seed) and the cached second values of Box-Muller pairs,
+as torch's CPUGeneratorImpl; get_state/set_state exchange torch's CPUGeneratorImplState bytes,
+so a state saved by torch restores the same stream in ember and back. The samplers
+(ember/_ops/random_draws.py, transforms in ember/_backend/mt19937.py) consume the stream as
+torch's CPU kernels do: 24 bits of a 32-bit draw for float32/half uniforms, 53 bits of a 64-bit
+draw (two outputs, the first the high word) for doubles; normals by the scalar Box-Muller path
+(doubles, one value cached across calls) below 16 elements or for non-contiguous outputs, else
+by the vectorized fill in blocks of 16 (the last partial block redrawn), which for float32 and
+the half types is torch's AVX2 kernel, its polynomial log/sincos and FMAs emulated exactly;
+integer ranges of 2**28 or more take 64-bit draws; elements are visited in memory order.
+Whole blocks are drawn with one NumPy call. What depends on the machine, as in torch: the AVX2
+normal kernel and the fused multiply-add of bounded uniform_ are what torch runs on AVX2 and
+AVX-512 CPUs (with ATEN_CPU_CAPABILITY=default torch gives other float32 normals and bounded
+uniforms); torch's bernoulli_(float p) (so dropout) uses MKL's own stream on Intel CPUs, ember
+the generic kernel torch runs elsewhere; transcendental functions come from the C library NumPy
+and torch share. Threads never change torch's CPU streams.
 """
 import contextlib
 import os
+import struct
 import threading
 
 import numpy as np
 
 from . import _dtype as D
+from ._backend import mt19937 as MT
 from ._device import as_device
 from ._tensor import Tensor
 
@@ -22,15 +37,20 @@ __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_see
 _make = Tensor._make
 
 _DEFAULT_SEED = 67280421310721  # torch's default CPU seed: unseeded programs are reproducible too
-_STATE_MAGIC = b"emberPCG"
 _U64 = 1 << 64
+
+# CPUGeneratorImplState: the legacy POD (seed, left, seeded, next, 624 64-bit words, normal_x/y/rho,
+# normal_is_valid) then the float cache and its flag, with C struct padding.
+_HEAD = struct.Struct("<QiiQ")
+_TAIL = struct.Struct("<dddi4xf?3x")
+_STATE_BYTES = _HEAD.size + MT.N * 8 + _TAIL.size
 
 
 # ---- Generator ------------------------------------------------------------------------
 
 class Generator:
-    """torch.Generator on NumPy's PCG64 (see Note [Random streams])."""
-    __slots__ = ("_np", "_seed", "_device", "__weakref__")
+    """torch.Generator: torch's CPU mt19937 generator (see Note [Random streams])."""
+    __slots__ = ("_engine", "_seed", "_next624", "_normal_double", "_normal_float", "_device", "__weakref__")
 
     def __init__(self, device="cpu"):
         try:
@@ -42,7 +62,31 @@ class Generator:
 
     def _reseed(self, seed):
         self._seed = seed
-        self._np = np.random.Generator(np.random.PCG64(seed))
+        self._engine = MT.new_engine(MT.init_genrand(seed), MT.N)
+        self._next624 = 0  # torch's `next` field while the key awaits regeneration (0 right after seeding)
+        self._normal_double = None
+        self._normal_float = None
+
+    # the raw draws every sampler goes through
+    def _u32(self, n):
+        self._next624 = MT.N
+        return MT.u32(self._engine, n)
+
+    def _raw_list(self, n):
+        """n outputs as Python ints (small draws)."""
+        self._next624 = MT.N
+        return self._engine.random_raw(n).tolist()
+
+    def _u64(self, n):
+        self._next624 = MT.N
+        return MT.u64(self._engine, n)
+
+    def _snapshot(self):
+        return MT.engine_state(self._engine), self._next624
+
+    def _restore(self, snap):
+        (key, pos), self._next624 = snap
+        self._engine = MT.new_engine(key, pos)
 
     @property
     def device(self):
@@ -62,31 +106,40 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        """The state as a uint8 tensor: magic, seed, PCG64 state/inc, buffered uint32."""
-        st = self._np.bit_generator.state
-        parts = [_STATE_MAGIC, self._seed.to_bytes(8, "little"), st["state"]["state"].to_bytes(16, "little"),
-                 st["state"]["inc"].to_bytes(16, "little"), int(st["has_uint32"]).to_bytes(8, "little"),
-                 int(st["uinteger"]).to_bytes(8, "little")]
-        return _make(np.frombuffer(b"".join(parts), dtype=np.uint8).copy())
+        """torch's CPUGeneratorImplState as a uint8 tensor."""
+        key, pos = MT.engine_state(self._engine)
+        left = MT.N + 1 - pos
+        nxt = self._next624 if pos == MT.N else pos
+        head = _HEAD.pack(self._seed, left, 1, nxt)
+        dbl = self._normal_double
+        flt = self._normal_float
+        tail = _TAIL.pack(0.0, 0.0 if dbl is None else dbl, 0.0, dbl is not None,
+                          0.0 if flt is None else flt, flt is not None)
+        raw = head + key.astype("<u8").tobytes() + tail
+        return _make(np.frombuffer(raw, dtype=np.uint8).copy())
 
     def set_state(self, new_state):
-        if not isinstance(new_state, Tensor) or new_state._dtype is not D.uint8:
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        if new_state._dtype is not D.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
         raw = new_state._data.tobytes()
         if len(raw) != _STATE_BYTES:
             raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE_BYTES} but found the input RNG "
                                f"state size to be {len(raw)}")
-        if raw[:8] != _STATE_MAGIC:
-            raise RuntimeError("Invalid RNG state: not a state saved by ember's Generator.get_state()")
-        seed = int.from_bytes(raw[8:16], "little")
-        bitgen = np.random.PCG64()
-        bitgen.state = {"bit_generator": "PCG64",
-                        "state": {"state": int.from_bytes(raw[16:32], "little"),
-                                  "inc": int.from_bytes(raw[32:48], "little")},
-                        "has_uint32": int.from_bytes(raw[48:56], "little"),
-                        "uinteger": int.from_bytes(raw[56:64], "little")}
+        seed, left, seeded, nxt = _HEAD.unpack_from(raw, 0)
+        words = np.frombuffer(raw, dtype="<u8", count=MT.N, offset=_HEAD.size)
+        _, normal_y, _, normal_valid, flt, flt_valid = _TAIL.unpack_from(raw, _HEAD.size + MT.N * 8)
+        nxt &= 0xFFFFFFFF
+        if not seeded or not 0 < left <= MT.N or nxt > MT.N:
+            raise RuntimeError("Invalid mt19937 state")
+        # torch reads key[next] until `left` runs out; saved states always have next == 625 - left
+        pos = MT.N if left == 1 else nxt
+        self._engine = MT.new_engine(words.astype(np.uint32), pos)
         self._seed = seed
-        self._np = np.random.Generator(bitgen)
+        self._next624 = nxt
+        self._normal_double = normal_y if normal_valid else None
+        self._normal_float = float(np.float32(flt)) if flt_valid else None
         return self
 
     def clone_state(self):
@@ -98,9 +151,6 @@ class Generator:
 
     def __repr__(self):
         return f"<torch._C.Generator object at {hex(id(self))}>"
-
-
-_STATE_BYTES = 64
 
 
 def _rebuild_generator(device, raw):

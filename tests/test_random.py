@@ -1,6 +1,6 @@
 """Random numbers: metadata and errors against torch, reproducibility, RNG state, and
-statistics of every sampler (ember cannot reproduce torch's streams, so values are
-checked against the distributions: means and variances within 4 standard errors)."""
+statistics of every sampler (means and variances within 4 standard errors). The values
+themselves are torch's, bit for bit: tests/test_random_streams.py compares them."""
 import copy
 import math
 import pickle
@@ -431,10 +431,6 @@ def test_rand_uniform(dtype):
     x = ember.rand(N, dtype=getattr(ember, dtype), generator=g()).float().numpy()
     assert x.min() >= 0 and x.max() < 1
     check_moments(x, 0.5, 1 / 12)
-    if dtype in ("float16", "bfloat16"):
-        bits = 11 if dtype == "float16" else 8
-        scaled = x * 2 ** bits
-        assert np.array_equal(scaled, np.floor(scaled))  # torch keeps only the bits the type holds
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])

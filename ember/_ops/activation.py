@@ -727,9 +727,8 @@ def _rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     _float_only(input, "leaky_relu_cpu")
     if not training:
         return LeakyRelu.apply(input, slope=(lower + upper) / 2)
-    noise = _make(np.empty(input._data.shape, input._data.dtype), input._dtype)
-    noise.uniform_(lower, upper, generator=generator)
-    return _Rrelu.apply(input, noise=noise._data)
+    from .random import rrelu_noise
+    return _Rrelu.apply(input, noise=rrelu_noise(input, lower, upper, generator))
 
 
 def _rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):

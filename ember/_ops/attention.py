@@ -15,7 +15,7 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor
 from ._registry import Op, install, shapes_error
-from .random import _np_gen
+from .random import dropout_keep
 
 _make = Tensor._make
 
@@ -51,7 +51,7 @@ class _SDPA(Op):
         ctx.keep = None
         weights = probs
         if dropout_p > 0:
-            keep = _np_gen(None).random(probs.shape, dtype=np.float32) >= np.float32(dropout_p)
+            keep = dropout_keep(None, probs.shape)(dropout_p)
             ctx.keep = (keep, 1.0 / (1.0 - dropout_p) if dropout_p < 1 else 0.0)
             weights = probs * keep
             weights *= np.asarray(ctx.keep[1], dtype=probs.dtype)

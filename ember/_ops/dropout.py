@@ -17,7 +17,7 @@ from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ._registry import Op, assign_result, check_inplace, install
-from .random import _np_gen
+from .random import dropout_keep
 
 _state = grad_mode._state
 _make = Tensor._make
@@ -77,13 +77,17 @@ def _dropout_impl(input, p, train, inplace, feature=False, alpha=False, batched=
     if input._dtype.category != D.FLOAT:
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
                            f"{D.SCALAR_NAMES[input._dtype]}")
-    keep = _np_gen(None).random(shape, dtype=np.float32) >= np.float32(p)  # kept with probability 1 - p
+    keep = dropout_keep(input, shape if feature else None)(p)
     if alpha:
+        # torch: b = (noise - 1) * (alpha * a) + alpha * a * p, then input * (noise * a) + b, each
+        # step rounded to the input's dtype
         a = 1.0 / math.sqrt((_SELU_NEG * _SELU_NEG * p + 1) * (1 - p))
-        shift = np.where(keep, _SELU_NEG * a * p, _SELU_NEG * a * (p - 1))
+        dt = input._data.dtype
+        shift = (keep.astype(dt) - dt.type(1)) * dt.type(_SELU_NEG * a) + dt.type(_SELU_NEG * a * p)
         r = _DropoutAdd.apply(input, keep=keep, scale=a, shift=shift)
     else:
-        r = _Dropout.apply(input, keep=keep, scale=1.0 / (1 - p), shift=None)
+        dt = input._data.dtype
+        r = _Dropout.apply(input, keep=keep, scale=dt.type(1) / dt.type(1 - p), shift=None)  # noise.div_(1 - p)
     if inplace:
         check_inplace(input)
         return assign_result(input, r, "dropout_")

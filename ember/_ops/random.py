@@ -16,76 +16,68 @@ from .._tensor import Tensor
 from ..random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,
                       set_rng_state)
 from ..autograd import grad_mode
+from . import random_draws as R
 from ._registry import Op, assign_result, check_inplace, install, namespace, shapes_error
 from .creation import _is_dense, _limits, checked_scalar, finish, into_out, size_args
 
 _state = grad_mode._state
 _make = Tensor._make
-_U64 = 1 << 64
 # Callables run before every draw, innermost last: ember.func.vmap pushes one that raises
 # in randomness="error" mode (as torch's vmap does) and a no-op for the other modes.
 _draw_guards = []
 
 
-def _np_gen(generator):
-    """The NumPy Generator behind `generator` (the default one for None)."""
+def _gen(generator):
+    """The ember Generator to draw from (the default one for None)."""
     if _draw_guards:
         _draw_guards[-1]()
     if generator is None:
-        return default_generator._np
+        return default_generator
     if type(generator) is not Generator:
         raise TypeError(f"expected argument 'generator' to be torch.Generator, not {type(generator).__name__}")
-    return generator._np
+    return generator
 
 
-# ---- drawing kernels (arrays) ---------------------------------------------------------
-
-_DIGITS = {D.float16: 11, D.bfloat16: 8, D.float32: 24, D.float64: 53}
-
+# ---- drawing kernels (arrays; the streams are torch's, see random_draws.py) ----------------
 
 def _not_impl(kernel, d):
     return NotImplementedError(f'"{kernel}" not implemented for \'{D.SCALAR_NAMES[d]}\'')
 
 
-def _uniform01(g, shape, d, out=None):
-    """U[0, 1) in dtype d; half types keep only the bits they can hold (never round to 1)."""
-    if d is D.float32 or d is D.float64:
-        if out is not None:
-            return g.random(out=out, dtype=d.np)
-        return g.random(shape, dtype=d.np)
-    if d is D.float16 or d is D.bfloat16:
-        scale = float(1 << _DIGITS[d])
-        u = g.random(shape, dtype=np.float32)
-        u *= scale
-        np.floor(u, out=u)
-        u /= scale
-        return u.astype(d.np)
+def _uniform_into(g, x, d, low=0.0, high=1.0):
+    """uniform_(low, high) values for an array laid out like x (dtype d), in torch's order; x may
+    be a shape (a fresh contiguous tensor)."""
+    n = math.prod(x) if isinstance(x, tuple) else x.size
     if d.category == D.COMPLEX:
-        r = d.to_real()
-        return _as_complex(_uniform01(g, shape, r), _uniform01(g, shape, r), d)
-    raise _not_impl("check_uniform_bounds", d)
+        return _place(x, R.uniform_complex(g, n, d, low, high))
+    if d.category != D.FLOAT:
+        raise _not_impl("check_uniform_bounds", d)
+    return _place(x, R.uniform(g, n, d, low, high))
 
 
-def _standard_normal(g, shape, d, out=None):
-    if d is D.float32 or d is D.float64:
-        if out is not None:
-            return g.standard_normal(out=out, dtype=d.np)
-        return g.standard_normal(shape, dtype=d.np)
-    if d is D.float16 or d is D.bfloat16:
-        return g.standard_normal(shape, dtype=np.float32).astype(d.np)
+def _normal_into(g, x, d, mean=0.0, std=1.0):
+    """normal_(mean, std) values for an array laid out like x (or a shape); complex dtypes fill
+    their real view with std / sqrt(2) for each part."""
+    if isinstance(x, tuple):
+        n, contiguous = math.prod(x), True
+    else:
+        n, contiguous = x.size, x.flags.c_contiguous
     if d.category == D.COMPLEX:
-        # torch: real and imaginary parts each N(0, 1/2), so that E|z|^2 = 1
-        r = d.to_real()
-        half = np.sqrt(np.array(0.5, dtype=r.np))
-        return _as_complex(_standard_normal(g, shape, r) * half, _standard_normal(g, shape, r) * half, d)
-    raise _not_impl("normal_kernel_cpu", d)
+        vals = R.normal(g, 2 * n, d.to_real(), contiguous, mean, std / math.sqrt(2))
+        return _place(x, vals.view(d.np))
+    if d.category != D.FLOAT:
+        raise _not_impl("normal_kernel_cpu", d)
+    return _place(x, R.normal(g, n, d, contiguous, mean, std))
 
 
-def _as_complex(re, im, d):
-    out = np.empty(re.shape, dtype=d.np)
-    out.real = re
-    out.imag = im
-    return out
+def _place(x, flat):
+    return flat.reshape(x) if isinstance(x, tuple) else R.place(x, flat)
+
+
+def _like_layout(input):
+    """The layout of empty_like(input): input's strides when dense and non-overlapping, else C order."""
+    x = input._data
+    return x if _is_dense(x) else x.shape
 
 
 def _check_float(d, what, cname=None):
@@ -150,15 +142,6 @@ def _write(self, values, node_name, others=()):
     return self
 
 
-def _direct_out(self):
-    """self's array when samplers may write into it directly (float32/64, C-contiguous, no autograd)."""
-    x = self._data
-    if (self._dtype is D.float32 or self._dtype is D.float64) and x.flags.c_contiguous and \
-            not (_state.enabled and self._requires_grad) and x.size:
-        return x
-    return None
-
-
 # ---- factories: rand, randn, randint, randperm ----------------------------------------
 
 def _factory_dtype(dtype, out):
@@ -174,7 +157,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, 
          pin_memory=False):
     shape = size_args(size, "rand")
     d = _factory_dtype(dtype, out)
-    arr = _uniform01(_np_gen(generator), shape, d)
+    arr = _uniform_into(_gen(generator), shape, d)
     return into_out(out, arr, d) if out is not None else finish(arr, d, requires_grad, device)
 
 
@@ -182,7 +165,7 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
           pin_memory=False):
     shape = size_args(size, "randn")
     d = _factory_dtype(dtype, out)
-    arr = _standard_normal(_np_gen(generator), shape, d)
+    arr = _normal_into(_gen(generator), shape, d)
     return into_out(out, arr, d) if out is not None else finish(arr, d, requires_grad, device)
 
 
@@ -197,7 +180,7 @@ def _int_range(d):
         return 0, 1
     if d.category == D.INT:
         return _limits(d)
-    return -(1 << _DIGITS[d.to_real()]), 1 << _DIGITS[d.to_real()]
+    return -(1 << R.DIGITS[d.to_real()]), 1 << R.DIGITS[d.to_real()]
 
 
 def _check_from_to(low, high, d):
@@ -208,7 +191,7 @@ def _check_from_to(low, high, d):
     if d.category >= D.FLOAT:
         if not lo <= low <= hi or not lo <= high - 1 <= hi:
             which = "from" if not lo <= low <= hi else "to - 1"
-            digits = _DIGITS[d.to_real()]
+            digits = R.DIGITS[d.to_real()]
             warnings.warn(f"{which} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision limitations "
                           f"{_C_NAMES[d]} can support discrete uniform distribution only within this range. "
                           "This warning will become an error in version 1.7 release, please fix the code in "
@@ -220,15 +203,30 @@ def _check_from_to(low, high, d):
         raise RuntimeError(f"to - 1 is out of bounds for {_C_NAMES[d]}")
 
 
-def _integers(g, low, high, shape, d):
-    """Uniform integers in [low, high) stored in dtype d."""
-    if high - low <= (1 << 63):
-        arr = g.integers(low, high, size=shape, dtype=np.int64)
-    else:  # the full unsigned 64-bit span (random_() of int64 with from=-2**63)
-        arr = (g.integers(0, high - low, size=shape, dtype=np.uint64) + np.uint64(low % _U64)).view(np.int64)
-    if d is D.bool:
-        return arr.astype(np.bool_)
-    return arr if d is D.int64 else arr.astype(d.np)
+def _integers(g, low, high, x, d):
+    """random_(low, high) values in dtype d for layout x (or a shape): torch's from-to kernel, or
+    its full 64-bit kernel for [-2**63, 2**63)."""
+    n = math.prod(x) if isinstance(x, tuple) else x.size
+    if low == -(1 << 63) and high == 1 << 63:
+        return _place(x, R.full_range(g, n, d))
+    if d.category == D.FLOAT:
+        low, high = _float_bounds(low, high, d)
+    return _place(x, R.from_to(g, n, high - low, low, d))
+
+
+def _float_bounds(low, high, d):
+    """torch's update_from/update_to: move bounds inwards until they survive the cast to d."""
+    digits = R.DIGITS[d]
+    up = int(np.array(low + 1, dtype=np.int64).astype(d.np))
+    if up < low:
+        low = up + (1 << ((abs(low + 1).bit_length() - 1) - digits + 1))
+    down = int(np.array(high - 1, dtype=np.int64).astype(d.np))
+    if down >= high:
+        high = down - (1 << ((abs(high - 1).bit_length() - 1) - digits + 1))
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, but got "
+                           f"from={low} >= to={high}")
+    return low, high
 
 
 def _int_arg(v, name, fn):
@@ -264,7 +262,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
     shape = size_args((size,), "randint")
     d = dtype or (out._dtype if out is not None else D.int64)
     _check_from_to(low, high, d)
-    arr = _integers(_np_gen(generator), low, high, shape, d)
+    arr = _integers(_gen(generator), low, high, shape, d)
     return into_out(out, arr, d) if out is not None else finish(arr, d, requires_grad, device)
 
 
@@ -282,7 +280,7 @@ def randperm(n, *, generator=None, out=None, dtype=D.int64, layout=None, device=
         raise RuntimeError("n cannot be greater than 2^24+1 for Float type.")
     if d.category == D.INT and n > 0 and n - 1 > np.iinfo(d.np).max:
         raise RuntimeError(f"value cannot be converted to type {d.name}_t without overflow")
-    arr = _np_gen(generator).permutation(n)
+    arr = R.randperm(_gen(generator), n)
     arr = arr if d is D.int64 else arr.astype(d.np)
     return into_out(out, arr, d) if out is not None else finish(arr, d, requires_grad, device)
 
@@ -296,13 +294,13 @@ def _like_dtype(input, dtype, fn):
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
     d = _like_dtype(input, dtype, "rand_like")
-    return finish(_uniform01(_np_gen(generator), input._data.shape, d), d, requires_grad, device)
+    return finish(_uniform_into(_gen(generator), _like_layout(input), d), d, requires_grad, device)
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None):
     d = _like_dtype(input, dtype, "randn_like")
-    return finish(_standard_normal(_np_gen(generator), input._data.shape, d), d, requires_grad, device)
+    return finish(_normal_into(_gen(generator), _like_layout(input), d), d, requires_grad, device)
 
 
 def randint_like(input, *args, low=None, high=None, generator=None, dtype=None, layout=None, device=None,
@@ -325,7 +323,7 @@ def randint_like(input, *args, low=None, high=None, generator=None, dtype=None, 
     low = _int_arg(low, "low", "randint_like")
     high = _int_arg(high, "high", "randint_like")
     _check_from_to(low, high, d)
-    return finish(_integers(_np_gen(generator), low, high, input._data.shape, d), d, requires_grad, device)
+    return finish(_integers(_gen(generator), low, high, _like_layout(input), d), d, requires_grad, device)
 
 
 # ---- normal, bernoulli, multinomial, poisson -------------------------------------------
@@ -341,17 +339,28 @@ def _fmt(v):
 
 
 def _normal_values(g, shape, d, mean, std):
-    z = _standard_normal(g, shape, d)
-    if d.category == D.COMPLEX:
-        return (z * std + mean).astype(d.np)
-    return (z * np.asarray(std, dtype=d.np) + np.asarray(mean, dtype=d.np)).astype(d.np, copy=False)
+    """torch.normal's tensor overloads as torch computes them: normal_(0, std) then add_(mean) for
+    a float std; normal_(0, 1), mul_(std), add_(mean) for a tensor std (each in-place op computes
+    in the promoted dtype and stores in d)."""
+    if not isinstance(std, np.ndarray):
+        return _inplace(_normal_into(g, shape, d, 0.0, std), mean, np.add, d)
+    z = _inplace(_normal_into(g, shape, d), std, np.multiply, d)
+    if not isinstance(mean, np.ndarray):
+        mean = np.asarray(mean).astype(d.np)
+    return _inplace(z, mean, np.add, d)
+
+
+def _inplace(x, other, ufunc, d):
+    """x op= other as torch's in-place op on a tensor of dtype d."""
+    ct = d.np if other.dtype.kind in "biu" else np.promote_types(d.np, other.dtype)
+    return ufunc(x, other, dtype=ct).astype(d.np, copy=False)
 
 
 def normal(mean, std=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
            pin_memory=False, requires_grad=False):
     """The four overloads of torch.normal: (Tensor, Tensor), (Tensor, float), (float, Tensor),
     (float, float, size)."""
-    g = _np_gen(generator)
+    g = _gen(generator)
     tm = isinstance(mean, Tensor)
     ts = isinstance(std, Tensor)
     if not tm and not ts:
@@ -363,7 +372,7 @@ def normal(mean, std=None, size=None, *, generator=None, out=None, dtype=None, l
         _check_std(std)
         shape = size_args((size,), "normal")
         d = _factory_dtype(dtype, out)
-        arr = _normal_values(g, shape, d, mean, std)
+        arr = _normal_into(g, shape, d, mean, std)
         return into_out(out, arr, d) if out is not None else finish(arr, d, requires_grad, device)
     if size is not None:
         raise TypeError("normal() received an invalid combination of arguments - size is only accepted with "
@@ -409,18 +418,48 @@ def _check_p_float(p):
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_fmt(p)}")
 
 
-def _bernoulli_mask(g, shape, p):
-    """Boolean array: each element True with probability p (float or array)."""
-    if isinstance(p, np.ndarray) and p.dtype == np.float64:
-        return g.random(shape) < p
-    return g.random(shape, dtype=np.float32) < p
+def _bernoulli_mask(g, x, p):
+    """Boolean Bernoulli draws for layout x (an array or a shape); p a float or an array that
+    broadcasts to x (read in x's iteration order)."""
+    if isinstance(x, tuple):
+        n = math.prod(x)
+        if isinstance(p, np.ndarray):
+            p = np.broadcast_to(p, x).ravel()
+        return R.bernoulli(g, p, n).reshape(x)
+    if isinstance(p, np.ndarray):
+        p = R.in_order(x, np.broadcast_to(p, x.shape))
+    return R.place(x, R.bernoulli(g, p, x.size))
+
+
+def dropout_keep(input, shape=None):
+    """Dropout's draw, as torch's CPU dropout makes it: noise = empty_like(input) (or, for feature
+    dropout, empty(shape)) then noise.bernoulli_(1 - p) on the default generator. Returns a
+    function of p giving the boolean keep mask."""
+    layout = shape if shape is not None else _like_layout(input)
+    return lambda p: _bernoulli_mask(default_generator, layout, 1.0 - p)
+
+
+def rrelu_noise(input, lower, upper, generator=None):
+    """rrelu's training noise as torch's CPU kernel draws it: walking the elements in C order, one
+    double uniform in [lower, upper) (bounds rounded to the compute type first) for each element
+    <= 0, slope 1 for the others."""
+    x = input._data
+    flat = np.ascontiguousarray(x).ravel()
+    neg = flat <= 0
+    ct = np.float32 if x.dtype.itemsize <= 4 else np.float64
+    lo = float(ct(lower))
+    hi = float(ct(upper))
+    noise = np.ones(flat.shape, dtype=x.dtype)
+    u = R.uniform_f64(_gen(generator), int(neg.sum()))
+    noise[neg] = (u * (hi - lo) + lo).astype(x.dtype)  # Activation.cpp is built without FMA contraction
+    return noise.reshape(x.shape)
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):
     """bernoulli(input): input holds the probabilities; bernoulli(input, p): a float p, input's shape/dtype."""
     if not isinstance(input, Tensor):
         raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    g = _np_gen(generator)
+    g = _gen(generator)
     if p is None:
         _check_p_tensor(input)
         arr = _bernoulli_mask(g, input._data.shape, input._data).astype(input._dtype.np)
@@ -431,7 +470,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
                             "but expected one of: (Tensor input, *, Generator generator, Tensor out) or "
                             "(Tensor input, float p, *, Generator generator)")
         _check_p_float(p)
-        arr = _bernoulli_mask(g, input._data.shape, p).astype(input._dtype.np)
+        arr = _bernoulli_mask(g, _like_layout(input), p).astype(input._dtype.np)
         node = BernoulliBackward1
     if out is not None:
         return into_out(out, arr, out._dtype)
@@ -458,31 +497,27 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     total = p.sum(axis=1)
     if (total <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    g = _np_gen(generator)
-    rows = p.shape[0]
-    if replacement:
-        idx = _sample_with_replacement(g, p, total, n)
+    g = _gen(generator)
+    if replacement and n > 1:
+        idx = R.multinomial_with_replacement(g, x.reshape(-1, k), n)
     else:
-        # exponential race: the n smallest E_i / p_i are a draw without replacement
-        keys = g.standard_exponential((rows, k)) / p
-        idx = np.argsort(keys, axis=1, kind="stable")[:, :n]
-    idx = idx.astype(np.int64, copy=False).reshape(x.shape[:-1] + (n,))
+        idx = _multinomial_race(g, input, n)
+    idx = idx.reshape(x.shape[:-1] + (n,))
     if out is not None:
         return into_out(out, idx, D.int64)
     return _make(idx, D.int64)
 
 
-def _sample_with_replacement(g, p, total, n):
-    """Inverse-CDF sampling for every row at once: offset row r's CDF by r and search once."""
-    rows, k = p.shape
-    cdf = np.cumsum(p, axis=1) / total[:, None]
-    cdf[:, -1] = 1.0
-    offsets = np.arange(rows, dtype=np.float64)[:, None]
-    u = g.random((rows, n)) + offsets
-    flat = (cdf + offsets).ravel()
-    pos = np.searchsorted(flat, u.ravel(), side="right").reshape(rows, n)
-    idx = pos - (np.arange(rows) * k)[:, None]
-    return np.minimum(idx, k - 1)
+def _multinomial_race(g, input, n):
+    """torch's draw without replacement: q = exponential_() like input, then the top n of input / q
+    (argmax for one sample)."""
+    d = input._dtype
+    q = _place(_like_layout(input), R.exponential(g, input._data.size, 1.0).astype(d.np))
+    keys = (input._data / q).astype(d.np, copy=False)
+    keys = keys.reshape(-1, keys.shape[-1])
+    if n == 1:
+        return np.argmax(keys, axis=1)[:, None]
+    return np.argsort(-keys.astype(np.float64), axis=1, kind="stable")[:, :n]
 
 
 def poisson(input, generator=None):
@@ -491,7 +526,8 @@ def poisson(input, generator=None):
     lam = input._data
     if lam.size and not (lam >= 0).all():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    arr = _np_gen(generator).poisson(lam.astype(np.float64), size=lam.shape).astype(input._dtype.np)
+    counts = R.poisson(_gen(generator), lam.astype(np.float64).ravel())  # C order: the output is fresh
+    arr = counts.astype(input._dtype.np).reshape(lam.shape)
     return _sampled(PoissonBackward0, arr, input._dtype, (input,))
 
 
@@ -507,36 +543,13 @@ def uniform_(self, from_=0, to=1, *, generator=None, **kw):
                            f"to={_fmt(to)}")
     if not math.isfinite(to - from_):
         raise RuntimeError(f"{'to' if not math.isfinite(to) else 'from'} is out of bounds for {_C_NAMES.get(d.to_real())}")
-    g = _np_gen(generator)
-    out = _direct_out(self)
-    u = _uniform01(g, self._data.shape, d, out)
-    if from_ != 0 or to != 1:
-        u = u * (to - from_) + from_ if d.category == D.COMPLEX else _affine(u, to - from_, from_, d)
+    u = _uniform_into(_gen(generator), self._data, d, from_, to)
     return _write(self, u, "UniformBackward0")
-
-
-def _affine(u, scale, shift, d):
-    """u * scale + shift in dtype d, in place on u (a fresh array)."""
-    u *= np.asarray(scale, dtype=d.np)
-    u += np.asarray(shift, dtype=d.np)
-    return u
 
 
 def normal_(self, mean=0, std=1, *, generator=None):
     _check_std(std)
-    d = self._dtype
-    g = _np_gen(generator)
-    if d.category == D.COMPLEX:
-        # torch fills the real view: both parts get mean, each std / sqrt(2)
-        r = d.to_real()
-        s = std / math.sqrt(2)
-        z = _as_complex(_affine(_standard_normal(g, self._data.shape, r), s, mean, r),
-                        _affine(_standard_normal(g, self._data.shape, r), s, mean, r), d)
-        return _write(self, z, "NormalBackward0")
-    out = _direct_out(self)
-    z = _standard_normal(g, self._data.shape, d, out)
-    if mean != 0 or std != 1:
-        z = _affine(z, std, mean, d)
+    z = _normal_into(_gen(generator), self._data, self._dtype, mean, std)
     return _write(self, z, "NormalBackward0")
 
 
@@ -561,7 +574,10 @@ def random_(self, *args, generator=None, **kw):
     else:
         raise TypeError(f"random_() takes at most 2 positional arguments ({len(args)} given)")
     _check_from_to(low, high, d)
-    arr = _integers(_np_gen(generator), low, high, self._data.shape, d if d.category <= D.INT else D.int64)
+    if not args:
+        arr = R.place(self._data, R.default_range(_gen(generator), self._data.size, d))
+    else:
+        arr = _integers(_gen(generator), low, high, self._data, d)
     return _write(self, arr, node)
 
 
@@ -570,13 +586,8 @@ def exponential_(self, lambd=1, *, generator=None):
     _check_float(d, "Exponential")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_fmt(lambd)}")
-    g = _np_gen(generator)
-    if d is D.float32 or d is D.float64:
-        e = g.standard_exponential(self._data.shape, dtype=d.np)
-    else:
-        e = g.standard_exponential(self._data.shape, dtype=np.float32)
-    e /= lambd
-    return _write(self, e, "ExponentialBackward0")
+    e = R.exponential(_gen(generator), self._data.size, float(lambd))
+    return _write(self, R.place(self._data, e), "ExponentialBackward0")
 
 
 def geometric_(self, p, *, generator=None):
@@ -585,8 +596,8 @@ def geometric_(self, p, *, generator=None):
         raise _not_impl("geometric_cpu", d)
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_fmt(p)}")
-    arr = _np_gen(generator).geometric(p, self._data.shape)
-    return _write(self, arr, "GeometricBackward0")
+    arr = R.geometric(_gen(generator), self._data.size, float(p))
+    return _write(self, R.place(self._data, arr), "GeometricBackward0")
 
 
 def cauchy_(self, median=0, sigma=1, *, generator=None):
@@ -594,8 +605,8 @@ def cauchy_(self, median=0, sigma=1, *, generator=None):
     _check_float(d, "Cauchy", _C_NAMES.get(d))
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_fmt(sigma)}")
-    c = _np_gen(generator).standard_cauchy(self._data.shape) * sigma + median
-    return _write(self, c, "CauchyBackward0")
+    c = R.cauchy(_gen(generator), self._data.size, float(median), float(sigma))
+    return _write(self, R.place(self._data, c), "CauchyBackward0")
 
 
 def log_normal_(self, mean=1, std=2, *, generator=None):
@@ -604,25 +615,21 @@ def log_normal_(self, mean=1, std=2, *, generator=None):
         raise _not_impl("log_normal_cpu", d)
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_fmt(std)}")
-    z = _standard_normal(_np_gen(generator), self._data.shape, d if d.category == D.FLOAT else D.float64)
-    z = np.exp(_affine(z, std, mean, D.float64 if z.dtype == np.float64 else D.from_numpy_dtype(z.dtype)))
-    return _write(self, z, "LogNormalBackward0")
+    z = R.log_normal(_gen(generator), self._data.size, float(mean), float(std))
+    return _write(self, R.place(self._data, z), "LogNormalBackward0")
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
-    g = _np_gen(generator)
+    g = _gen(generator)
     shape = self._data.shape
     if isinstance(p, Tensor):
         _check_p_tensor(p)
-        pv = p._data
-        if pv.shape != shape:
-            from .._backend.numpy_cpu import expand_view
-            _check_expand(pv.shape, shape)
-            pv = expand_view(pv, shape)
-        mask = _bernoulli_mask(g, shape, pv)
+        if p._data.shape != shape:
+            _check_expand(p._data.shape, shape)
+        mask = _bernoulli_mask(g, self._data, p._data)
         return _write(self, mask, "BernoulliBackward1", (p,))
     _check_p_float(p)
-    return _write(self, _bernoulli_mask(g, shape, p), "BernoulliBackward2")
+    return _write(self, _bernoulli_mask(g, self._data, p), "BernoulliBackward2")
 
 
 def _check_expand(src, dst):

@@ -139,13 +139,15 @@ class StandardGammaGrad(Op):
 
 
 class StandardGamma(Op):
-    """Draws from Gamma(alpha, 1) with ember's generator; gradient by implicit reparameterization."""
+    """Draws from Gamma(alpha, 1) as torch's CPU _standard_gamma; gradient by implicit reparameterization."""
     _name = "StandardGammaBackward0"
 
     @staticmethod
     def forward(ctx, alpha, generator):
-        draw = generator._np.standard_gamma(alpha.astype(np.float64))
-        out = np.maximum(draw, np.finfo(alpha.dtype).tiny).astype(alpha.dtype)
+        from .._ops.random_draws import standard_gamma as draw_gamma
+        single = alpha.dtype == np.float32
+        draw = draw_gamma(generator, alpha.astype(np.float64).ravel(), single)  # C order
+        out = np.maximum(draw.astype(alpha.dtype).reshape(alpha.shape), np.finfo(alpha.dtype).tiny)
         ctx.save_for_backward(alpha, out)
         return out
 
@@ -188,3 +190,32 @@ class Gammainc(Op):
 def gammainc(a, x):
     """torch.special.gammainc (regularized lower incomplete gamma)."""
     return Gammainc.apply(a, x)
+
+
+class SampleDirichlet(Op):
+    """torch._sample_dirichlet: Gamma draws in double, normalized in double, then cast and kept
+    inside (0, 1) as torch's CPU kernel does. The gradient is the implicit-reparameterization one
+    through the draws: d x_i / d a_j = dg_j/da_j (delta_ij - x_i) / S."""
+    _name = "DirichletBackward0"
+
+    @staticmethod
+    def forward(ctx, alpha, generator):
+        from .._ops.random_draws import standard_gamma as draw_gamma
+        gamma = draw_gamma(generator, alpha.astype(np.float64).ravel(), False).reshape(alpha.shape)  # C order
+        gamma = np.maximum(gamma, np.finfo(np.float64).tiny)
+        total = gamma.sum(-1, keepdims=True)
+        out = (gamma / total).astype(alpha.dtype)
+        np.clip(out, np.finfo(alpha.dtype).tiny, np.nextafter(alpha.dtype.type(1), alpha.dtype.type(0)), out=out)
+        ctx.dx = standard_gamma_grad_array(alpha, gamma) / total  # dg_j/da_j / S
+        ctx.save_for_backward(out)
+        return out
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        dx = Tensor._make(ctx.dx.astype(x._data.dtype))
+        return dx * (grad - (grad * x).sum(-1, keepdim=True))
+
+
+def sample_dirichlet(alpha, generator=None):
+    """torch._sample_dirichlet: one Dirichlet draw per row of alpha (last dim)."""
+    return SampleDirichlet.apply(alpha, generator=default_generator if generator is None else generator)

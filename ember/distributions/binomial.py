@@ -57,9 +57,12 @@ class Binomial(_ProbsOrLogits, Distribution):
     def sample(self, sample_shape=ember.Size()):
         shape = self._extended_shape(sample_shape)
         with ember.no_grad():
-            n = self.total_count.expand(shape).detach().numpy().astype(np.int64)
+            n = self.total_count.expand(shape).detach().numpy().astype(np.float64)
             p = self.probs.expand(shape).detach().numpy().astype(np.float64)
-            draws = ember.random.default_generator._np.binomial(n, p)
+            from .._ops.random_draws import binomial
+            single = self.probs.dtype == ember.float32
+            draws = binomial(ember.random.default_generator, n.ravel().astype(np.float64), p.ravel(), single)
+            draws = draws.reshape(n.shape)
             return ember.tensor(np.asarray(draws), dtype=self.probs.dtype)
 
     def log_prob(self, value):

@@ -1,7 +1,7 @@
 """Dirichlet(concentration) on the simplex (torch.distributions.Dirichlet).
 
-rsample normalizes independent Gamma(concentration_i, 1) draws; each Gamma draw carries the
-implicit-reparameterization gradient, so the sample is differentiable in the concentration.
+rsample normalizes independent Gamma(concentration_i, 1) draws as torch's _sample_dirichlet does
+(the same values); the gradient is the implicit-reparameterization one through those draws.
 This is a valid pathwise gradient (unbiased for every objective) but not torch's own estimator
 (torch's _dirichlet_grad differentiates each coordinate's Beta marginal), so single-sample
 gradients differ from torch's while their expectations agree.
@@ -9,7 +9,7 @@ gradients differ from torch's while their expectations agree.
 import ember
 
 from . import constraints
-from ._special import standard_gamma
+from ._special import sample_dirichlet
 from .exp_family import ExponentialFamily
 
 __all__ = ["Dirichlet"]
@@ -35,8 +35,7 @@ class Dirichlet(ExponentialFamily):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        gammas = standard_gamma(self.concentration.expand(shape))
-        return gammas / gammas.sum(-1, keepdim=True)
+        return sample_dirichlet(self.concentration.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:
