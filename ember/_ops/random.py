@@ -436,7 +436,7 @@ def dropout_keep(input, shape=None):
     dropout, empty(shape)) then noise.bernoulli_(1 - p) on the default generator. Returns a
     function of p giving the boolean keep mask."""
     layout = shape if shape is not None else _like_layout(input)
-    return lambda p: _bernoulli_mask(default_generator, layout, 1.0 - p)
+    return lambda p: _bernoulli_mask(_gen(None), layout, 1.0 - p)
 
 
 def rrelu_noise(input, lower, upper, generator=None):

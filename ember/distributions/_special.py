@@ -13,7 +13,7 @@ import numpy as np
 from .._backend import special as S
 from .._tensor import Tensor
 from .._ops._registry import Op
-from ..random import default_generator
+from .._ops.random import _gen  # the generator to draw from (checks vmap's randomness mode)
 
 _TINY = 1e-300
 _EPS = 1e-16
@@ -158,7 +158,7 @@ class StandardGamma(Op):
 
 def standard_gamma(alpha, generator=None):
     """torch._standard_gamma: one Gamma(alpha_i, 1) draw per element of alpha."""
-    return StandardGamma.apply(alpha, generator=default_generator if generator is None else generator)
+    return StandardGamma.apply(alpha, generator=_gen(generator))
 
 
 def standard_gamma_grad(alpha, x):
@@ -218,4 +218,4 @@ class SampleDirichlet(Op):
 
 def sample_dirichlet(alpha, generator=None):
     """torch._sample_dirichlet: one Dirichlet draw per row of alpha (last dim)."""
-    return SampleDirichlet.apply(alpha, generator=default_generator if generator is None else generator)
+    return SampleDirichlet.apply(alpha, generator=_gen(generator))

@@ -61,7 +61,8 @@ class Binomial(_ProbsOrLogits, Distribution):
             p = self.probs.expand(shape).detach().numpy().astype(np.float64)
             from .._ops.random_draws import binomial
             single = self.probs.dtype == ember.float32
-            draws = binomial(ember.random.default_generator, n.ravel().astype(np.float64), p.ravel(), single)
+            from .._ops.random import _gen
+            draws = binomial(_gen(None), n.ravel().astype(np.float64), p.ravel(), single)
             draws = draws.reshape(n.shape)
             return ember.tensor(np.asarray(draws), dtype=self.probs.dtype)
 
