@@ -225,7 +225,7 @@ class GradScaler:
                     raise AssertionError(reason)
                 if new_scale.numel() != 1 or new_scale.requires_grad is True:
                     raise AssertionError(reason)
-                self._scale.copy_(new_scale.reshape(()))
+                self._scale.copy_(new_scale)
         else:
             found_infs = [found_inf for state in self._per_optimizer_states.values()
                           for found_inf in state["found_inf_per_device"].values()]
