@@ -105,6 +105,9 @@ CASES = [
      "float32"),
     ("keep-gru_cell", lambda t, F, x, h, wi, wh: t.gru_cell(x, h, wi, wh), [(2, 4), (2, 3), (9, 4), (9, 3)],
      "float32"),
+    ("lower-result-pinv", lambda t, F, x: t.linalg.pinv(x), [(3, 2)], "float32"),
+    ("lower-result-matrix_power", lambda t, F, x: t.linalg.matrix_power(x, 3), [(3, 3)], "float32"),
+    ("keep-matrix_power-1", lambda t, F, x: t.matrix_power(x, 1), [(3, 3)], "float32"),
     # float32: lower-precision inputs run in float32
     ("fp32-pad-reflect", lambda t, F, x: F.pad(x, (1, 2), mode="reflect"), [(2, 3, 4)], "bfloat16"),
     ("fp32-pad-replicate", lambda t, F, x: F.pad(x, (1, 1, 2, 0), "replicate"), [(1, 2, 3, 4)], "bfloat16"),

@@ -13,7 +13,7 @@ import threading
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from .policy import FP32, LOWER, POLICY
+from .policy import FP32, LOWER, LOWER_RESULT, POLICY
 
 # torch's per-device-type default autocast dtype (c10 DeviceType order does not matter here)
 DEFAULT_DTYPES = {"cpu": D.bfloat16, "cuda": D.float16, "ipu": D.float16, "xpu": D.float16, "hip": D.float16,
@@ -65,7 +65,7 @@ def _autocast_call(fn, kind, args, kwargs):
         return fn(*args, **kwargs)
     if type(kind) is not str:
         kind = kind(args, kwargs)
-    if kind is None:
+    if kind is None or kind is LOWER_RESULT:
         to = None
     elif kind is LOWER:
         to = state.dtypes["cpu"]
@@ -79,9 +79,12 @@ def _autocast_call(fn, kind, args, kwargs):
             kwargs = {k: _cast(v, to) for k, v in kwargs.items()}
     state.cpu = False
     try:
-        return fn(*args, **kwargs)
+        out = fn(*args, **kwargs)
     finally:
         state.cpu = True
+    if kind is LOWER_RESULT:
+        out = _cast(out, state.dtypes["cpu"])
+    return out
 
 
 def _eligible(t):

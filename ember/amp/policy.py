@@ -10,6 +10,10 @@ casts) where the ATen op torch reaches depends on the arguments.
 LOWER = "lower_precision_fp"  # inputs cast to the autocast dtype (bfloat16 by default on cpu)
 FP32 = "fp32"                 # inputs cast to float32
 PROMOTE = "promote"           # inputs cast to the widest floating dtype among them
+# torch's composite runs its last step (a matmul) in the lower precision; ember computes the op on
+# the inputs as given and rounds its floating results to the autocast dtype: torch's dtype, values
+# equal to bfloat16 rounding
+LOWER_RESULT = "lower_precision_result"
 
 _LOWER = (
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc",
@@ -69,9 +73,16 @@ def _inner(args, kwargs):
     return LOWER
 
 
+def _matrix_power(args, kwargs):
+    """matrix_power multiplies (matmul) for |n| >= 2; n = 0, 1 copy or make an identity."""
+    n = _arg(args, kwargs, 1, "n", 2)
+    return LOWER_RESULT if abs(n) >= 2 else None
+
+
 POLICY = {}
 for _names, _kind in ((_LOWER, LOWER), (_FP32, FP32), (_PROMOTE, PROMOTE)):
     for _n in _names:
         POLICY[_n] = _kind
 del _names, _kind, _n
-POLICY.update(pad=_pad, max_pool3d=_max_pool3d, inner=_inner)
+POLICY.update(pad=_pad, max_pool3d=_max_pool3d, inner=_inner, matrix_power=_matrix_power,
+              linalg_matrix_power=_matrix_power, linalg_pinv=LOWER_RESULT)
