@@ -106,6 +106,13 @@ def check_mingpt(m):
     assert m["grammatical"] == 1  # greedy 'the cat ' + a verb of the grammar
 
 
+def check_amp_unet(m):
+    assert m["test_mse"] < 0.07 < 0.09  # below the noisy input's own error (noise 0.3: 0.09)
+    assert m["test_mse"] < 0.5 * m["initial_test_mse"]
+    assert m["grads_fp32"] == 1 and m["bf16_inside"] == 1  # bfloat16 activations, float32 gradients
+    assert m["scale"] == 2.0 ** 13  # 36 clean steps: the scale grew once (growth_interval 20)
+
+
 # name -> (arguments, check of the final metrics)
 CASES = {
     "mnist": (["--save-model", "--save-path", "{tmp}/mnist_cnn.pt"], check_mnist),
@@ -121,6 +128,7 @@ CASES = {
     "data_pipeline": ([], check_data_pipeline),
     "hogwild": ([], check_hogwild),
     "mingpt": ([], check_mingpt),
+    "amp_unet": ([], check_amp_unet),
 }
 # Arguments added on the torch side only: hogwild's spawn children would each import torch (and
 # torch._dynamo) for several seconds, so torch runs it with fork; ember runs the default, spawn
