@@ -107,7 +107,7 @@ def check_mingpt(m):
 
 
 def check_amp_unet(m):
-    assert m["test_mse"] < 0.07 < 0.09  # below the noisy input's own error (noise 0.3: 0.09)
+    assert m["test_mse"] < 0.07  # below the noisy input's own error (noise 0.3: 0.09)
     assert m["test_mse"] < 0.5 * m["initial_test_mse"]
     assert m["grads_fp32"] == 1 and m["bf16_inside"] == 1  # bfloat16 activations, float32 gradients
     assert m["scale"] == 2.0 ** 13  # 36 clean steps: the scale grew once (growth_interval 20)

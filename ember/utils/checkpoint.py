@@ -171,7 +171,7 @@ class _Frame:
             self.meta.append(_saved_meta(saved))
             if saved:
                 node._saved = tuple(_Placeholder(self, j) for j in range(len(saved)))
-            names = [k for k, v in node.__dict__.items() if _holds_arrays(v)]
+            names = _array_attrs(node)
             for k in names:
                 del node.__dict__[k]
             self.dropped.append(names)
@@ -231,6 +231,11 @@ def _holds_arrays(v):
     return type(v) in (tuple, list) and any(isinstance(x, (np.ndarray, Tensor)) for x in v)
 
 
+def _array_attrs(node):
+    """Names of the ctx attributes holding arrays or tensors (kept for backward, like saved tensors)."""
+    return [k for k, v in node.__dict__.items() if _holds_arrays(v)]
+
+
 def _saved_meta(saved):
     meta = []
     for s in saved or ():
@@ -245,8 +250,10 @@ def _saved_meta(saved):
 
 
 def _region_nodes(outputs, lo, hi):
-    """The graph nodes created between sequence marks lo and hi that the outputs reach, in
-    creation order (explicit stack: no recursion)."""
+    """The graph nodes created between sequence marks lo and hi that the outputs reach and that
+    hold something for backward, in creation order (explicit stack: no recursion). Nodes holding
+    nothing are left out: the recomputation may create more of them (a weight's autocast cast
+    cached before the call is cast again), as torch matches saved tensors, not nodes."""
     stack = [t._grad_fn for t in _tensors_in(outputs) if t._grad_fn is not None]
     seen = set()
     found = []
@@ -258,7 +265,8 @@ def _region_nodes(outputs, lo, hi):
         seq = getattr(node, "_seq", None)
         if seq is None or not (lo < seq < hi) or type(node) is _graph.AccumulateGrad:
             continue
-        found.append(node)
+        if node._saved or _array_attrs(node):
+            found.append(node)
         for nxt, _ in node.next_functions:
             stack.append(nxt)
     found.sort(key=lambda n: n._seq)
