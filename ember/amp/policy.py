@@ -19,8 +19,9 @@ _LOWER = (
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc",
     "bmm", "mm", "linalg_vecdot", "baddbmm", "addmm", "addbmm", "linear", "matmul", "prelu",
     "scaled_dot_product_attention",
-    # composites in torch whose first ATen kernel is one of the above, so they run in the lower precision
-    "linalg_matmul", "einsum", "tensordot", "chain_matmul", "linalg_multi_dot",
+    # composites in torch that reach one of the above, so they run in the lower precision (einsum,
+    # tensordot, inner, chain_matmul: see their functions below)
+    "linalg_matmul", "linalg_multi_dot",
     "rnn_tanh", "rnn_relu", "rnn_tanh_cell", "rnn_relu_cell",  # their steps are linear layers
 )
 
@@ -65,12 +66,58 @@ def _max_pool3d(args, kwargs):
 
 
 def _inner(args, kwargs):
-    """inner reaches mm through tensordot, except with a 0-d operand (a multiplication)."""
-    a = _arg(args, kwargs, 0, "input", None)
-    b = _arg(args, kwargs, 1, "other", None)
-    if getattr(a, "ndim", 1) == 0 or getattr(b, "ndim", 1) == 0:
+    """inner reaches mm through tensordot, except with a 0-d operand (a multiplication) or two
+    vectors (a dot product)."""
+    a = getattr(_arg(args, kwargs, 0, "input", None), "ndim", 1)
+    b = getattr(_arg(args, kwargs, 1, "other", None), "ndim", 1)
+    if a == 0 or b == 0 or a + b == 2:
         return None
     return LOWER
+
+
+def _tensordot(args, kwargs):
+    """tensordot is an mm, except when it contracts every dim of both (a 0-d result: a dot)."""
+    a = getattr(_arg(args, kwargs, 0, "a", None), "ndim", 1)
+    b = getattr(_arg(args, kwargs, 1, "b", None), "ndim", 1)
+    dims = _arg(args, kwargs, 2, "dims", 2)
+    if isinstance(dims, int):
+        n = dims
+    elif isinstance(dims, (list, tuple)) and dims and isinstance(dims[0], (list, tuple)):
+        n = len(dims[0])
+    else:
+        n = 1
+    return None if a + b - 2 * n == 0 else LOWER
+
+
+def _chain_matmul(args, kwargs):
+    """chain_matmul of one matrix returns it (no mm)."""
+    matrices = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
+    return LOWER if len(matrices) > 1 else None
+
+
+def _einsum(args, kwargs):
+    """einsum contracts operand pairs with bmm when a label shared by two operands is summed
+    (absent from the output); otherwise it multiplies, sums and permutes in the given dtype."""
+    if not args:
+        return None
+    if isinstance(args[0], str):
+        lhs, arrow, out = args[0].replace(" ", "").replace("...", ".").partition("->")
+        terms = lhs.split(",")
+    else:  # the sublist form: operand, sublist, operand, sublist, ..., [output sublist]
+        terms = [tuple(args[i]) for i in range(1, len(args), 2)]
+        arrow = len(args) % 2 == 1
+        out = tuple(args[-1]) if arrow else ()
+    counts = {}
+    for term in terms:
+        for label in set(term):
+            counts[label] = counts.get(label, 0) + 1
+    if not arrow:  # implicit output: the labels used once (and the ellipsis)
+        used = [label for term in terms for label in term]
+        out = [label for label in used if used.count(label) == 1 or label == "."]
+    for label, n in counts.items():
+        if n >= 2 and label not in out:
+            return LOWER
+    return None
 
 
 def _matrix_power(args, kwargs):
@@ -84,5 +131,6 @@ for _names, _kind in ((_LOWER, LOWER), (_FP32, FP32), (_PROMOTE, PROMOTE)):
     for _n in _names:
         POLICY[_n] = _kind
 del _names, _kind, _n
-POLICY.update(pad=_pad, max_pool3d=_max_pool3d, inner=_inner, matrix_power=_matrix_power,
+POLICY.update(pad=_pad, max_pool3d=_max_pool3d, inner=_inner, tensordot=_tensordot, chain_matmul=_chain_matmul,
+              einsum=_einsum, matrix_power=_matrix_power,
               linalg_matrix_power=_matrix_power, linalg_pinv=LOWER_RESULT)
