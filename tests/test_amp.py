@@ -308,50 +308,63 @@ def test_module_forward_dtypes(make):
         np.testing.assert_allclose(_np(e), _np(t), rtol=3e-2, atol=3e-2)
 
 
-def _sweep_call(lib, name, arrays, bf16, autocast):
+def _sweep_call(lib, space, name, arrays, bf16, autocast):
     args = [lib.from_numpy(a.copy()) for a in arrays]
     if bf16:
         args = [a.bfloat16() for a in args]
+    fn = getattr(lib, name) if space == "torch" else getattr(getattr(lib.nn, "functional") if space == "F"
+                                                             else lib.linalg, name)
     with lib.autocast("cpu", enabled=autocast):
-        r = getattr(lib, name)(*args)
+        r = fn(*args)
     r = r if isinstance(r, (tuple, list)) else [r]
     return tuple(str(x.dtype) for x in r if isinstance(x, (torch.Tensor, ember.Tensor)))
 
 
-def test_every_op_on_matrices_has_torch_dtypes_under_autocast():
-    """Every public function torch also has, called with 1-3 float32 or bfloat16 3x3 matrices in
-    (0.2, 0.9): where torch accepts the call, ember's result dtypes under autocast are torch's. This
-    catches a composite that reaches a cast op in one library and not in the other. (A call ember
-    refuses even without autocast is a gap of the op itself, not of autocast, and is not counted.)"""
-    from ember._ops._registry import namespace
-    rng = _rng("sweep")
-    mats = [rng.uniform(0.2, 0.9, (3, 3)).astype(np.float32) for _ in range(3)]
-    skip = {"manual_seed", "seed", "set_rng_state", "set_default_dtype", "set_printoptions"}
+def _sweep_names(space):
+    if space == "torch":
+        from ember._ops._registry import namespace
+        names = [n for n in namespace if hasattr(torch, n) and not n.endswith("_")]
+        names = [n for n in names if n not in ("manual_seed", "seed", "set_rng_state", "set_default_dtype")]
+    else:
+        module = ember.nn.functional if space == "F" else ember.linalg
+        other = torch.nn.functional if space == "F" else torch.linalg
+        names = [n for n in dir(module) if callable(getattr(module, n)) and hasattr(other, n)]
+    return sorted(n for n in names if not n.startswith("_"))
+
+
+@pytest.mark.parametrize("space,shape,least", [("torch", (3, 3), 300), ("F", (2, 3, 4, 4), 60),
+                                               ("linalg", (2, 3, 4, 4), 40)])
+def test_every_op_has_torch_dtypes_under_autocast(space, shape, least):
+    """Every public function torch also has (torch.*, nn.functional.*, linalg.*), called with 1-3
+    float32 or bfloat16 tensors of values in (0.2, 0.9): where torch accepts the call, ember's result
+    dtypes under autocast are torch's. This catches a composite that reaches a cast op in one library
+    and not in the other. (A call ember refuses even without autocast is a gap of the op itself, not
+    of autocast, and is not counted.)"""
+    rng = _rng("sweep" + space)
+    arrays = [rng.uniform(0.2, 0.9, shape).astype(np.float32) for _ in range(3)]
     mismatches = []
     checked = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for name in sorted(namespace):
-            if name.startswith("_") or name.endswith("_") or name in skip or not hasattr(torch, name):
-                continue
+        for name in _sweep_names(space):
             for n in (1, 2, 3):
                 for bf16 in (False, True):
                     try:
-                        want = _sweep_call(torch, name, mats[:n], bf16, True)
+                        want = _sweep_call(torch, space, name, arrays[:n], bf16, True)
                     except Exception:
                         continue
                     try:
-                        got = _sweep_call(ember, name, mats[:n], bf16, True)
+                        got = _sweep_call(ember, space, name, arrays[:n], bf16, True)
                     except Exception as e:
                         try:
-                            _sweep_call(ember, name, mats[:n], bf16, False)
+                            _sweep_call(ember, space, name, arrays[:n], bf16, False)
                         except Exception:
                             continue  # ember refuses this call without autocast too
                         got = (type(e).__name__,)
                     checked += 1
                     if got != want:
                         mismatches.append((name, n, bf16, want, got))
-    assert checked > 300, checked
+    assert checked > least, checked
     assert mismatches == []
 
 
