@@ -85,5 +85,32 @@ def mlp(lib, batch=128):
     return _step(model, opt, lambda m: loss_fn(m(x), y)), batch
 
 
+def deep_mlp(lib, batch=1024, width=512, depth=16, checkpoint=False):
+    """16 blocks Linear-LayerNorm-GELU at width 512, mean-square loss, one SGD step; items are samples.
+    checkpoint=True runs each block through torch.utils.checkpoint (non-reentrant): backward
+    recomputes a block instead of keeping its activations."""
+    nn = lib.nn
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(width, width), nn.LayerNorm(width), nn.GELU())
+                            for _ in range(depth)])
+    rng = np.random.default_rng(5)
+    with lib.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.copy_(lib.from_numpy((rng.standard_normal(tuple(p.shape)) / np.sqrt(width)).astype(np.float32)))
+    x = lib.from_numpy(rng.standard_normal((batch, width), dtype=np.float32))
+    run = lib.utils.checkpoint.checkpoint
+
+    def loss_of(m):
+        h = x
+        for block in m:
+            h = run(block, h, use_reentrant=False) if checkpoint else block(h)
+        return (h * h).mean()
+    return _step(model, lib.optim.SGD(model.parameters(), lr=0.01), loss_of), batch
+
+
+def deep_mlp_checkpoint(lib, batch=1024):
+    return deep_mlp(lib, batch, checkpoint=True)
+
+
 BUILDERS = {"alexnet": alexnet, "vgg": vgg, "resnet": resnet, "mobilenet_v2": mobilenet_v2,
-            "gnmt": gnmt, "ncf": ncf, "mlp": mlp}
+            "gnmt": gnmt, "ncf": ncf, "mlp": mlp, "deep_mlp": deep_mlp, "deep_mlp_checkpoint": deep_mlp_checkpoint}

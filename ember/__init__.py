@@ -45,6 +45,12 @@ def is_storage(obj):
     return False
 
 from . import cuda, accelerator, backends, version  # noqa: E402
+from . import amp  # noqa: E402  (torch.amp; torch.autocast and the autocast state functions below)
+from .amp.autocast_mode import (autocast, autocast_decrement_nesting, autocast_increment_nesting,  # noqa: E402
+                                clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
+                                get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
+                                is_autocast_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype,
+                                set_autocast_cpu_enabled, set_autocast_dtype, set_autocast_enabled)
 from . import cpu  # noqa: E402  (torch.cpu; controls of the caching allocator)
 
 import builtins  # noqa: E402  (int, float ... are dtypes in this namespace)

@@ -114,6 +114,13 @@ def check_dp_sgd(m):
     assert m["clipped_fraction"] > 0
 
 
+def check_amp_unet(m):
+    assert m["test_mse"] < 0.07  # below the noisy input's own error (noise 0.3: 0.09)
+    assert m["test_mse"] < 0.5 * m["initial_test_mse"]
+    assert m["grads_fp32"] == 1 and m["bf16_inside"] == 1  # bfloat16 activations, float32 gradients
+    assert m["scale"] == 2.0 ** 13  # 36 clean steps: the scale grew once (growth_interval 20)
+
+
 # name -> (arguments, check of the final metrics)
 CASES = {
     "mnist": (["--save-model", "--save-path", "{tmp}/mnist_cnn.pt"], check_mnist),
@@ -130,6 +137,7 @@ CASES = {
     "hogwild": ([], check_hogwild),
     "mingpt": ([], check_mingpt),
     "dp_sgd": ([], check_dp_sgd),
+    "amp_unet": ([], check_amp_unet),
 }
 # Arguments added on the torch side only: hogwild's spawn children would each import torch (and
 # torch._dynamo) for several seconds, so torch runs it with fork; ember runs the default, spawn

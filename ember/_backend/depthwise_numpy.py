@@ -218,7 +218,7 @@ class DepthwisePlan:
     def window_max(self, x):
         """Max pooling in the flat layout: (max, tap index of the max) per output, both (N, C, *out).
         Ties keep the first tap; NaN wins, the last NaN of the window (torch's scan order)."""
-        fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        fill = -np.inf if x.dtype.kind in "fV" else np.iinfo(x.dtype).min  # V: bfloat16 (ml_dtypes)
         src = self.to_phases(x, fill)
         m = np.empty((self.c, self.row), dtype=x.dtype)
         # the tap of the last strict improvement is the largest k with v_k > running max, so the argmax is

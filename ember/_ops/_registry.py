@@ -21,6 +21,7 @@ from .._backend import check_internal_overlap, check_partial_overlap, scalar_arr
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, init_node
+from ..amp._dispatch import wrap as _autocast_wrap
 
 _state = grad_mode._state
 _new = object.__new__
@@ -658,6 +659,7 @@ def _snapshot_saved_self(node, self):
 def install(fn, name, method=True, function=True, inplace=None, aliases=(), dunder=None, rdunder=None,
             decl=None):
     """Install one declaration as ember.name, Tensor.name, Tensor.name_, dunders and aliases."""
+    fn = _autocast_wrap(fn, name)  # ops with an autocast policy: Note [Autocast dispatch] in ember/amp/_dispatch.py
     names = (name,) + tuple(aliases)
     for n in names:
         if function:

@@ -35,6 +35,14 @@ class _SDPA(Op):
 
     @staticmethod
     def forward(ctx, q, k, v, mask, scale, causal, dropout_p):
+        dtype = q.dtype
+        if dtype.itemsize == 2 and dtype.kind in "fV":
+            # float16/bfloat16 compute in float32 (torch's opmath), the results rounded back below
+            out, probs = _SDPA.forward(ctx, q.astype(np.float32), k.astype(np.float32), v.astype(np.float32),
+                                       mask, scale, causal, dropout_p)
+            probs = probs.astype(dtype)
+            ctx.save_for_backward(q, k, v, probs)
+            return out.astype(dtype), probs
         scores = np.matmul(q, np.swapaxes(k, -1, -2))
         scores *= np.asarray(scale, dtype=scores.dtype)
         neg_inf = np.asarray(-np.inf, dtype=scores.dtype)

@@ -18,6 +18,7 @@ from .. import _dtype as D
 from .._backend import scalar_array
 from .._tensor import Tensor
 from ._registry import Op, install, register, shapes_error, write_out
+from ..amp._dispatch import wrap as _autocast_wrap
 
 _make = Tensor._make
 
@@ -553,8 +554,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 install(matmul, "matmul")
 install(matmul, "linalg.matmul", method=False, function=False)
-Tensor.__matmul__ = _matmul_dunder
-Tensor.__rmatmul__ = _rmatmul
+Tensor.__matmul__ = _autocast_wrap(_matmul_dunder, "matmul")  # install() wraps the named forms
+Tensor.__rmatmul__ = _autocast_wrap(_rmatmul, "matmul")
 
 # the rest of the family
 from . import linalg_contract, linalg_decomp, linalg_lu, linalg_spectral, linalg_norm, linalg_func  # noqa: E402,F401

@@ -734,6 +734,8 @@ def copy_(self, src, non_blocking=False):
         check_inplace(self)
         _check_copy_shapes(dst, s)
         return assign_result(self, CopyBackwards.apply(self, src), "copy_")
+    if s.ndim > dst.ndim:
+        _check_copy_shapes(dst, s)  # NumPy drops leading size-1 dims of src ([1] into []); torch refuses
     try:
         np.copyto(dst, s, casting="unsafe")
     except ValueError:

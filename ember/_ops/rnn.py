@@ -645,3 +645,10 @@ def rnn_relu(*args):
 for _fn in (lstm_cell, gru_cell, rnn_tanh_cell, rnn_relu_cell, lstm, gru, rnn_tanh, rnn_relu):
     install(_fn, _fn.__name__, method=False)
 del _fn
+
+from ..amp._dispatch import wrap as _autocast_wrap  # noqa: E402
+
+# nn.RNN and nn.RNNCell call these through this module: their autocast policy applies there too
+rnn_tanh, rnn_relu = _autocast_wrap(rnn_tanh, "rnn_tanh"), _autocast_wrap(rnn_relu, "rnn_relu")
+rnn_tanh_cell = _autocast_wrap(rnn_tanh_cell, "rnn_tanh_cell")
+rnn_relu_cell = _autocast_wrap(rnn_relu_cell, "rnn_relu_cell")

@@ -1,7 +1,7 @@
 """ember.autograd: reverse-mode automatic differentiation (torch.autograd)."""
 from . import grad_mode
 from . import grad_mode as anomaly_mode  # torch keeps anomaly mode in its own module
-from .engine import backward, grad
+from .engine import _is_checkpoint_valid, backward, grad  # noqa: F401
 from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
 from .grad_mode import (detect_anomaly, enable_grad, inference_mode, is_anomaly_check_nan_enabled,
                         is_anomaly_enabled, is_grad_enabled, is_inference_mode_enabled, no_grad,

@@ -257,6 +257,8 @@ def _execute(roots, retain_graph, create_graph, user_arrays, captures=None, resu
     leaves = _LeafSink(create_graph, user_arrays, captures, results)
     prev = _state.enabled
     _state.enabled = create_graph
+    prev_valid = _checkpoint_valid[0]
+    _checkpoint_valid[0] = wanted is None  # see _is_checkpoint_valid
     try:
         while ready:
             node = ready.pop()
@@ -308,6 +310,17 @@ def _execute(roots, retain_graph, create_graph, user_arrays, captures=None, resu
                         _no_gradient(nxt, deps, buffers, ready, live)
     finally:
         _state.enabled = prev
+        _checkpoint_valid[0] = prev_valid
+
+
+_checkpoint_valid = [True]
+
+
+def _is_checkpoint_valid():
+    """torch.autograd._is_checkpoint_valid: False while a backward pass runs for grad() or
+    backward(inputs=...), which a reentrant checkpoint cannot serve (its backward accumulates
+    into every leaf)."""
+    return _checkpoint_valid[0]
 
 
 def _no_gradient(node, deps, buffers, ready, live):

@@ -248,3 +248,11 @@ del _name
 from .._ops.attention import (_canonical_mask, _in_projection, _in_projection_packed,  # noqa: E402,F401
                               _mha_shape_check, _none_or_dtype, multi_head_attention_forward,
                               scaled_dot_product_attention)
+
+# ======================================================================================
+# autocast: the functions with a policy run wrapped (Note [Autocast dispatch] in ember/amp/_dispatch.py)
+# ======================================================================================
+
+from ..amp._dispatch import wrap_namespace as _wrap_namespace  # noqa: E402
+
+_wrap_namespace(globals())

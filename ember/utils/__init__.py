@@ -1,5 +1,6 @@
-"""ember.utils: data loading (ember.utils.data) and hook handles (ember.utils.hooks), as torch.utils."""
-from . import data, hooks  # noqa: F401
+"""ember.utils: data loading (ember.utils.data), hook handles (ember.utils.hooks) and activation
+checkpointing (ember.utils.checkpoint), as torch.utils."""
+from . import checkpoint, data, hooks  # noqa: F401
 
 
 def __getattr__(name):

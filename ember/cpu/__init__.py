@@ -12,7 +12,7 @@ smaller buffers glibc keeps for reuse itself.
                                        that is on Linux unless EMBER_KEEP_FREED_MEMORY=0; else 256K)
     EMBER_ALLOCATOR_MAX_CACHED=12.5%   cap on cached (free) bytes: bytes, K/M/G, or % of RAM
 """
-from ._backend import allocator as _allocator
+from .._backend import allocator as _allocator
 
 
 def is_available():
@@ -94,3 +94,5 @@ def set_allocator_settings(threshold=None, max_cached=None):
     as '1M', '2G' or '10%' (of physical memory). Lowering the cap evicts at once."""
     _allocator.configure(None if threshold is None else _allocator.parse_bytes(threshold),
                          None if max_cached is None else _allocator.parse_bytes(max_cached))
+
+from . import amp  # noqa: E402,F401  (torch.cpu.amp: deprecated spellings of torch.amp)

@@ -45,3 +45,5 @@ memory_reserved = max_memory_allocated = max_memory_reserved = memory_allocated
 
 def is_bf16_supported(including_emulation=True):
     return False
+
+from . import amp  # noqa: E402,F401  (torch.cuda.amp: deprecated spellings of torch.amp)
