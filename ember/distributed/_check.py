@@ -1,0 +1,80 @@
+"""Note [Collective agreement]: before its data moves, every collective allgathers a small int64 header
+from each rank (which op, dtype, shape, root, reduce op, an argument-error flag and, for all_to_all, the
+element counts to and from every peer) and compares them, so a mismatch raises on every rank instead of
+hanging or reading garbage, and a rank whose own arguments were wrong raises its error while the others
+raise one naming it. It costs one small MPI_Iallgather per collective (measured in the tests' report).
+"""
+import numpy as np
+
+from .. import _dtype as D
+from . import _mpi
+
+OPS = ("all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "gather", "scatter",
+       "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "broadcast_object_list",
+       "all_gather_object", "gather_object", "scatter_object_list")
+_DTYPES = D.ALL
+_MAX_DIMS = 8
+_FIXED = 6 + _MAX_DIMS  # error, op, dtype, root, reduce op, ndim, dims
+
+
+def _header(pg, op, dtype, shape, root, redop, counts, error):
+    size = pg.size()
+    h = np.full(_FIXED + 2 * size, -1, dtype=np.int64)
+    h[0] = 0 if error is None else 1
+    h[1] = OPS.index(op)
+    h[2] = -1 if dtype is None else _DTYPES.index(dtype)
+    h[3] = root
+    h[4] = redop
+    shape = tuple(shape)
+    h[5] = len(shape)
+    dims = shape[:_MAX_DIMS - 1] + (int(np.prod(shape[_MAX_DIMS - 1:], dtype=np.int64)),) \
+        if len(shape) >= _MAX_DIMS else shape
+    h[6:6 + len(dims)] = dims
+    if counts is not None:
+        send, recv = counts
+        h[_FIXED:_FIXED + size] = send
+        h[_FIXED + size:] = recv
+    return h
+
+
+def agree(pg, op, dtype=None, shape=(), root=-1, redop=-1, counts=None, error=None):
+    """Exchange headers; raise (on every rank) if a rank's arguments failed or the ranks disagree.
+
+    counts=(send, recv): element counts to and from each group rank, checked pairwise."""
+    MPI = _mpi.mpi()
+    mine = _header(pg, op, dtype, shape, root, redop, counts, error)
+    table = np.empty((pg.size(), mine.size), dtype=np.int64)
+    request = pg.comm.Iallgather([mine, MPI.INT64_T], [table, MPI.INT64_T])
+    _mpi.wait([request], pg.deadline(), f"{op} (argument check)")
+    if error is not None:
+        raise error
+    failed = [pg.ranks[r] for r in np.flatnonzero(table[:, 0])]
+    if failed:
+        raise RuntimeError(f"{op}: rank(s) {failed} raised on their arguments, so no rank ran it")
+    if (table[:, 1] != table[0, 1]).any():
+        calls = ", ".join(f"rank {pg.ranks[r]} called {OPS[table[r, 1]]}" for r in range(pg.size()))
+        raise RuntimeError(f"ranks called different collectives at the same point: {calls}")
+    if (table[:, 2:_FIXED] != table[0, 2:_FIXED]).any():
+        what = "; ".join(f"rank {pg.ranks[r]}: {_describe(table[r])}" for r in range(pg.size()))
+        raise RuntimeError(f"{op}: the ranks' arguments do not match ({what})")
+    if counts is not None:
+        size = pg.size()
+        send = table[:, _FIXED:_FIXED + size]
+        recv = table[:, _FIXED + size:]
+        if (send != recv.T).any():
+            raise RuntimeError(f"{op}: the elements each rank sends do not match what its peers expect to "
+                               f"receive (row i: elements rank i sends to each rank: {send.tolist()}; "
+                               f"expected by the receivers: {recv.T.tolist()})")
+
+
+def _describe(h):
+    parts = []
+    if h[2] >= 0:
+        ndim = int(h[5])
+        dims = [int(d) for d in h[6:6 + min(ndim, _MAX_DIMS)]]
+        parts.append(f"{_DTYPES[h[2]]} of shape {dims}" + (" (trailing dims folded)" if ndim > _MAX_DIMS else ""))
+    if h[3] >= 0:
+        parts.append(f"root {int(h[3])}")
+    if h[4] >= 0:
+        parts.append(f"op {int(h[4])}")
+    return ", ".join(parts)
