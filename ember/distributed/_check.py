@@ -68,13 +68,16 @@ def agree(pg, op, dtype=None, shape=(), root=-1, redop=-1, counts=None, error=No
 
 
 def _describe(h):
+    from .distributed_c10d import RedOpType
     parts = []
     if h[2] >= 0:
-        ndim = int(h[5])
+        parts.append(str(_DTYPES[h[2]]))
+    ndim = int(h[5])
+    if ndim > 0 or h[2] >= 0:
         dims = [int(d) for d in h[6:6 + min(ndim, _MAX_DIMS)]]
-        parts.append(f"{_DTYPES[h[2]]} of shape {dims}" + (" (trailing dims folded)" if ndim > _MAX_DIMS else ""))
+        parts.append(f"shape {dims}" + (" (trailing dims folded)" if ndim > _MAX_DIMS else ""))
     if h[3] >= 0:
         parts.append(f"root {int(h[3])}")
     if h[4] >= 0:
-        parts.append(f"op {int(h[4])}")
-    return ", ".join(parts)
+        parts.append(f"op {RedOpType(int(h[4])).name}")
+    return " ".join(parts)

@@ -214,7 +214,10 @@ def resolve(group, opname=None):
 def is_available():
     """Whether ember.distributed can run: True when the `distributed` extra (mpi4py, mpich) is installed."""
     import importlib.util
-    return importlib.util.find_spec("mpi4py") is not None
+    try:
+        return importlib.util.find_spec("mpi4py") is not None
+    except (ImportError, ValueError):  # ValueError: mpi4py blocked in sys.modules
+        return False
 
 
 def is_mpi_available():
@@ -305,7 +308,6 @@ def _abort_job(exc_type, exc, tb):
     sys.stderr.flush()
     if mpi().COMM_WORLD.Get_size() > 1:
         mpi().COMM_WORLD.Abort(1)  # mpiexec then ends every other rank: the job fails instead of hanging
-    (_world.excepthook or sys.__excepthook__)(exc_type, exc, tb)
 
 
 def destroy_process_group(group=None):
@@ -502,7 +504,13 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     span = int(round((deadline - time.monotonic()) * 1000))
     if pg.rank() != 0:
         _mpi.wait([comm.Isend([b"", MPI.BYTE], 0, 1)], deadline, "monitored_barrier (arrive)")
-        _mpi.wait([comm.Irecv([bytearray(0), MPI.BYTE], 0, 2)], deadline, "monitored_barrier (wait for rank 0)")
+        release = comm.Irecv([bytearray(0), MPI.BYTE], 0, 2)
+        try:
+            _mpi.wait([release], deadline, "monitored_barrier (wait for rank 0)")
+        except DistBackendError:
+            release.Cancel()  # rank 0 gave up: this receive must not match a later barrier's release
+            release.Wait()
+            raise
         return None
     arrivals = {r: comm.Irecv([bytearray(0), MPI.BYTE], r, 1) for r in range(1, pg.size())}
     late = []
@@ -511,9 +519,12 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
             _mpi.wait([request], deadline, "monitored_barrier")
         except DistBackendError:
             late.append(pg.ranks[r])
-            request.Cancel()
             if not wait_all_ranks:
                 break
+    for request in arrivals.values():  # a late arrival must not match a later monitored_barrier
+        if not request.Test():
+            request.Cancel()
+            request.Wait()
     if late:
         if wait_all_ranks:
             raise RuntimeError(f"Ranks {', '.join(map(str, late))} failed to pass monitoredBarrier in {span} ms")
