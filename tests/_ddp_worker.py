@@ -214,6 +214,12 @@ def check_nosync(lib, ddp_cls, rank, out):
         else:
             (loss(0) + loss(1) + loss(2)).backward()
         grads[mode] = [p.grad.numpy().copy() for p in model.parameters()]
+    lib.manual_seed(0)
+    plain = build(lib, "mlp")  # the same two micro-batches without DDP: what no_sync must leave in .grad
+    load(lib, plain, initial_weights(plain, 0))
+    for k in range(2):
+        lib.nn.functional.cross_entropy(plain(lib.tensor(micro[k][0])), lib.tensor(micro[k][1])).backward()
+    grads["plain"] = [p.grad.numpy().copy() for p in plain.parameters()]
     np.savez(os.path.join(out, f"nosync_r{rank}.npz"), **{f"{k}_{i}": g for k, gs in grads.items()
                                                           for i, g in enumerate(gs)})
 

@@ -179,7 +179,8 @@ def test_no_sync_accumulation_equals_one_step_on_the_sum(runs, rank):
     assert n == 6
     for i in range(n):
         assert close(record[f"accumulate_{i}"], record[f"sum_{i}"]), i
-        # under no_sync the gradient stayed local: it is not yet the average over ranks
+        # under no_sync the gradient stayed local: the plain sum of this rank's micro-batch gradients
+        assert close(record[f"local_{i}"], record[f"plain_{i}"])
         assert not close(record[f"local_{i}"], record[f"sum_{i}"], rtol=1e-3)
 
 
