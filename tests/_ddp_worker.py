@@ -126,8 +126,9 @@ def describe_buckets(lib, ddp):
     return ", ".join(str(b.flat.numel() * b.flat.element_size()) for b in reducer.buckets)
 
 
-def check_errors(lib, ddp_cls, rank, out):
-    """(exception type, message) of misuses, for comparison with torch's."""
+def check_surface(lib, ddp_cls, rank, out):
+    """(exception type, message) of misuses, state_dict keys, DistributedSampler's defaults from the
+    process group: for comparison with torch's."""
     results = {}
 
     def attempt(name, fn):
@@ -148,7 +149,15 @@ def check_errors(lib, ddp_cls, rank, out):
     attempt("frozen", lambda: ddp_cls(lib.nn.Linear(2, 2).requires_grad_(False)))
     attempt("device_ids", lambda: ddp_cls(lib.nn.Linear(2, 2), device_ids=[0]))
     attempt("two_device_ids", lambda: ddp_cls(lib.nn.Linear(2, 2), device_ids=[0, 1]))
-    with open(os.path.join(out, f"{lib.__name__}_errors_r{rank}.json"), "w") as f:
+    ddp = ddp_cls(build(lib, "convbn"))
+    results["state_dict"] = list(ddp.state_dict())
+    results["attributes"] = [ddp.broadcast_buffers, ddp.bucket_bytes_cap, ddp.find_unused_parameters,
+                             ddp.gradient_as_bucket_view, ddp.dim, ddp.device_ids, ddp.output_device,
+                             ddp.require_backward_grad_sync, type(ddp.module).__name__, ddp.train() is ddp]
+    ddp.load_state_dict(ddp.state_dict())
+    sampler = lib.utils.data.DistributedSampler(range(11), shuffle=False)
+    results["sampler"] = [sampler.num_replicas, sampler.rank, list(sampler)]
+    with open(os.path.join(out, f"{lib.__name__}_surface_r{rank}.json"), "w") as f:
         json.dump(results, f)
 
 
@@ -279,7 +288,7 @@ def main():
     if "configs" in checks:
         for config in CONFIGS:
             train(lib, from_parallel, rank, config, out)
-        check_errors(lib, from_parallel, rank, out)
+        check_surface(lib, from_parallel, rank, out)
     if "mismatch" in checks:
         check_mismatch(lib, from_parallel, rank, out)
     if "concat" in checks:

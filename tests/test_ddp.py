@@ -148,9 +148,11 @@ def test_buckets_match_torch(runs, config):
 
 
 @pytest.mark.parametrize("rank", [0, 1])
-def test_errors_match_torch(runs, rank):
-    ours = json.loads((runs / f"ember_errors_r{rank}.json").read_text())
-    theirs = json.loads((runs / f"torch_errors_r{rank}.json").read_text())
+def test_errors_state_dict_and_sampler_defaults_match_torch(runs, rank):
+    ours = json.loads((runs / f"ember_surface_r{rank}.json").read_text())
+    theirs = json.loads((runs / f"torch_surface_r{rank}.json").read_text())
+    assert ours["state_dict"][0].startswith("module.")
+    assert ours["sampler"][:2] == [2, rank]
     assert ours == theirs
 
 
