@@ -155,6 +155,10 @@ def check_surface(lib, ddp_cls, rank, out):
                              ddp.gradient_as_bucket_view, ddp.dim, ddp.device_ids, ddp.output_device,
                              ddp.require_backward_grad_sync, type(ddp.module).__name__, ddp.train() is ddp]
     ddp.load_state_dict(ddp.state_dict())
+    ddp.eval()  # buffers are broadcast before each forward without bumping their versions, as torch does
+    x = lib.tensor(batch(rank, 0, "convbn")[0])
+    (ddp(x).sum() + ddp(x).sum()).backward()
+    results["buffer_versions"] = [b._version for b in ddp.module.buffers()]
     sampler = lib.utils.data.DistributedSampler(range(11), shuffle=False)
     results["sampler"] = [sampler.num_replicas, sampler.rank, list(sampler)]
     with open(os.path.join(out, f"{lib.__name__}_surface_r{rank}.json"), "w") as f:

@@ -141,9 +141,7 @@ class DistributedDataParallel(Module):
         tensors = [p for n, p in self.module.named_parameters() if n not in self.parameters_to_ignore]
         if buffers:
             tensors += self.modules_buffers
-        with no_grad():
-            for t in tensors:
-                _dist().broadcast(t, group=self.process_group, group_src=0)
+        _broadcast_coalesced(tensors, self.process_group)
 
     @property
     def broadcast_buffers(self):
@@ -173,9 +171,7 @@ class DistributedDataParallel(Module):
             self.reducer.prepare_for_forward()
         if self.will_sync_module_buffers():
             self.modules_buffers = [b for n, b in self.module.named_buffers() if n not in self.parameters_to_ignore]
-            with no_grad():
-                for b in self.modules_buffers:
-                    _dist().broadcast(b, group=self.process_group, group_src=0)
+            _broadcast_coalesced(self.modules_buffers, self.process_group, keep_versions=True)
         output = self.module(*inputs, **kwargs)
         if sync:
             self.require_forward_param_sync = True
@@ -210,6 +206,28 @@ def _not_implemented(**options):
     for name, value in options.items():
         if value is not None:
             raise NotImplementedError(f"ember's DistributedDataParallel does not implement {name}")
+
+
+def _broadcast_coalesced(tensors, group, keep_versions=False):
+    """Rank 0's values of `tensors` to every rank: one broadcast per dtype of all of them flattened
+    together (as torch coalesces them), not one per tensor. keep_versions: leave the tensors' version
+    counters as they were (torch's _unsafe_preserve_version_counter for buffers a pending backward saved)."""
+    from ... import cat
+    by_dtype = {}
+    for t in tensors:
+        by_dtype.setdefault(t.dtype, []).append(t)
+    with no_grad():
+        for group_tensors in by_dtype.values():
+            flat = cat([t.reshape(-1) for t in group_tensors])
+            _dist().broadcast(flat, group=group, group_src=0)
+            offset = 0
+            for t in group_tensors:
+                n = t.numel()
+                version = t._version_counter.value
+                t.copy_(flat[offset:offset + n].view(t.shape))
+                if keep_versions:
+                    t._version_counter.value = version
+                offset += n
 
 
 def _verify_same_parameters(params, group):
