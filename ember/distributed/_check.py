@@ -17,24 +17,23 @@ _MAX_DIMS = 8
 _FIXED = 6 + _MAX_DIMS  # error, op, dtype, root, reduce op, ndim, dims
 
 
+_DTYPE_CODE = {d: i for i, d in enumerate(_DTYPES)}
+_OP_CODE = {op: i for i, op in enumerate(OPS)}
+
+
 def _header(pg, op, dtype, shape, root, redop, counts, error):
-    size = pg.size()
-    h = np.full(_FIXED + 2 * size, -1, dtype=np.int64)
-    h[0] = 0 if error is None else 1
-    h[1] = OPS.index(op)
-    h[2] = -1 if dtype is None else _DTYPES.index(dtype)
-    h[3] = root
-    h[4] = redop
     shape = tuple(shape)
-    h[5] = len(shape)
-    dims = shape[:_MAX_DIMS - 1] + (int(np.prod(shape[_MAX_DIMS - 1:], dtype=np.int64)),) \
-        if len(shape) >= _MAX_DIMS else shape
-    h[6:6 + len(dims)] = dims
-    if counts is not None:
-        send, recv = counts
-        h[_FIXED:_FIXED + size] = send
-        h[_FIXED + size:] = recv
-    return h
+    ndim = len(shape)
+    if ndim >= _MAX_DIMS:  # fold the trailing dims into one so the header keeps its length
+        shape = shape[:_MAX_DIMS - 1] + (int(np.prod(shape[_MAX_DIMS - 1:], dtype=np.int64)),)
+    fields = [0 if error is None else 1, _OP_CODE[op], -1 if dtype is None else _DTYPE_CODE[dtype], root, redop,
+              ndim, *shape]
+    fields += [-1] * (_FIXED - len(fields))
+    if counts is None:
+        fields += [-1] * (2 * pg.size())
+    else:
+        fields += list(counts[0]) + list(counts[1])
+    return np.array(fields, dtype=np.int64)
 
 
 def agree(pg, op, dtype=None, shape=(), root=-1, redop=-1, counts=None, error=None):
@@ -48,6 +47,8 @@ def agree(pg, op, dtype=None, shape=(), root=-1, redop=-1, counts=None, error=No
     _mpi.wait([request], pg.deadline(), f"{op} (argument check)")
     if error is not None:
         raise error
+    if (table[:, :_FIXED] == mine[:_FIXED]).all() and counts is None:
+        return  # the common case, in one comparison
     failed = [pg.ranks[r] for r in np.flatnonzero(table[:, 0])]
     if failed:
         raise RuntimeError(f"{op}: rank(s) {failed} raised on their arguments, so no rank ran it")

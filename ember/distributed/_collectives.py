@@ -73,7 +73,7 @@ def _packed(tensors, reduce=False):
         flat = np.concatenate(arrays).astype(np.float32)
         return flat, [flat, mpi().FLOAT]
     flat = np.concatenate(arrays) if arrays else np.empty(0, dtype=tensors[0]._dtype.np)
-    return flat, [_mpi.flat(flat), _mpi.datatype(tensors[0]._dtype)]
+    return flat, [_mpi.flat(flat, tensors[0]._dtype), _mpi.datatype(tensors[0]._dtype)]
 
 
 def _unpack(flat, tensors):

@@ -36,20 +36,24 @@ def mpi():
 _HALF = (D.float16, D.bfloat16)
 
 
+_DATATYPES = {}
+
+
 def datatype(dtype):
     """The MPI datatype of an ember dtype's elements (16-bit floats as raw uint16 words)."""
-    MPI = mpi()
-    table = {D.bool: MPI.C_BOOL, D.uint8: MPI.UINT8_T, D.int8: MPI.INT8_T, D.int16: MPI.INT16_T,
-             D.int32: MPI.INT32_T, D.int64: MPI.INT64_T, D.float16: MPI.UINT16_T, D.bfloat16: MPI.UINT16_T,
-             D.float32: MPI.FLOAT, D.float64: MPI.DOUBLE, D.complex64: MPI.C_FLOAT_COMPLEX,
-             D.complex128: MPI.C_DOUBLE_COMPLEX}
-    return table[dtype]
+    if not _DATATYPES:
+        MPI = mpi()
+        _DATATYPES.update({D.bool: MPI.C_BOOL, D.uint8: MPI.UINT8_T, D.int8: MPI.INT8_T, D.int16: MPI.INT16_T,
+                           D.int32: MPI.INT32_T, D.int64: MPI.INT64_T, D.float16: MPI.UINT16_T,
+                           D.bfloat16: MPI.UINT16_T, D.float32: MPI.FLOAT, D.float64: MPI.DOUBLE,
+                           D.complex64: MPI.C_FLOAT_COMPLEX, D.complex128: MPI.C_DOUBLE_COMPLEX})
+    return _DATATYPES[dtype]
 
 
-def flat(arr):
-    """A C-contiguous array as a 1-d message buffer MPI can read (a view, never a copy)."""
+def flat(arr, dtype):
+    """A C-contiguous array of an ember dtype as a 1-d message buffer MPI can read (a view, never a copy)."""
     arr = arr.reshape(-1)
-    if arr.dtype.name in ("bfloat16", "float16"):
+    if dtype in _HALF:
         return arr.view(np.uint16)  # ml_dtypes' bfloat16 does not export a buffer format MPI accepts
     return arr
 
@@ -73,7 +77,7 @@ class Buffer:
             return
         self.copied = not arr.flags.c_contiguous
         self.work = np.ascontiguousarray(arr) if self.copied else arr
-        self.msg = [flat(self.work), datatype(tensor._dtype)]
+        self.msg = [flat(self.work, tensor._dtype), datatype(tensor._dtype)]
 
     def finish(self):
         """Copy a working copy back into the tensor (strided or widened) and bump its version."""
@@ -88,13 +92,15 @@ class Buffer:
 def empty_like_flat(dtype, numel):
     """A fresh contiguous 1-d array for `numel` elements of an ember dtype and its MPI message."""
     arr = np.empty(numel, dtype=dtype.np)
-    return arr, [flat(arr), datatype(dtype)]
+    return arr, [flat(arr, dtype), datatype(dtype)]
 
 
 # ---- reduction ops ---------------------------------------------------------------------------------
+_OPS = {}
+
+
 def reduce_op(op, dtype, opname):
     """The MPI.Op for a ReduceOp on a dtype (AVG reduces with SUM), raising torch's errors for bad pairs."""
-    MPI = mpi()
     name = op.name
     if dtype.is_complex and name not in ("SUM", "AVG"):
         raise ValueError(f"{opname} does not support {op} on complex tensors")
@@ -104,12 +110,14 @@ def reduce_op(op, dtype, opname):
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_torch_name(dtype)}")
     if name == "PREMUL_SUM":
         raise ValueError("ReduceOp.PREMUL_SUM is NCCL-only in torch and not supported by ember.distributed")
-    if dtype is D.bool:
+    if not _OPS:
+        MPI = mpi()
+        _OPS["number"] = {"SUM": MPI.SUM, "AVG": MPI.SUM, "PRODUCT": MPI.PROD, "MIN": MPI.MIN, "MAX": MPI.MAX,
+                          "BAND": MPI.BAND, "BOR": MPI.BOR, "BXOR": MPI.BXOR}
         # MPI reduces C_BOOL only with logical ops; torch's bool SUM/MAX is "any", PRODUCT/MIN "all"
-        return {"SUM": MPI.LOR, "MAX": MPI.LOR, "BOR": MPI.LOR, "PRODUCT": MPI.LAND, "MIN": MPI.LAND,
-                "BAND": MPI.LAND, "BXOR": MPI.LXOR}[name]
-    return {"SUM": MPI.SUM, "AVG": MPI.SUM, "PRODUCT": MPI.PROD, "MIN": MPI.MIN, "MAX": MPI.MAX,
-            "BAND": MPI.BAND, "BOR": MPI.BOR, "BXOR": MPI.BXOR}[name]
+        _OPS["bool"] = {"SUM": MPI.LOR, "MAX": MPI.LOR, "BOR": MPI.LOR, "PRODUCT": MPI.LAND, "MIN": MPI.LAND,
+                        "BAND": MPI.LAND, "BXOR": MPI.LXOR}
+    return _OPS["bool" if dtype is D.bool else "number"][name]
 
 
 def _torch_name(dtype):
