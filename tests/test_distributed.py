@@ -19,7 +19,7 @@ KINDS = ["all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_ten
          "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "send_recv"]
 VARIANTS = [f"{d}-{layout}-{mode}" for d in ("float32", "float64", "int64", "bfloat16")
             for layout in ("contig", "strided") for mode in ("sync", "async")]
-OTHERS = ["other_dtypes", "bfloat16_avg_rounds_once", "version_and_work", "reduce_op_errors", "mismatched_shapes",
+OTHERS = ["zero_copy", "other_dtypes", "bfloat16_avg_rounds_once", "version_and_work", "reduce_op_errors", "mismatched_shapes",
           "mismatched_dtypes", "mismatched_collectives", "mismatched_roots_and_ops", "one_rank_bad_arguments",
           "all_to_all_counts_disagree", "new_group", "barriers", "monitored_barrier_names_late_rank", "objects",
           "p2p_errors", "state"]

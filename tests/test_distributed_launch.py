@@ -102,7 +102,7 @@ def test_two_nodes_from_a_hostfile(jobs):
 @pytest.mark.parametrize("case, message", [
     ("raise", "[rank1]: ValueError: rank failed on purpose"),
     ("sigkill", "signal 9"),
-    ("hang", "[rank0]: ember.distributed.distributed_c10d.DistBackendError"),
+    ("hang", "[rank0]: ember.distributed.DistBackendError"),
     ("exit", "[rank1]: exited with 3; aborting the job"),
 ])
 def test_failing_rank_ends_the_job(jobs, case, message):

@@ -26,6 +26,9 @@ class DistBackendError(DistError):
     """torch.distributed.DistBackendError: the communication layer failed (here: MPI, or a timeout)."""
 
 
+DistError.__module__ = DistBackendError.__module__ = "ember.distributed"  # the name tracebacks show
+
+
 # ---- names ------------------------------------------------------------------------------------------
 class RedOpType(enum.IntEnum):
     SUM = 0

@@ -272,6 +272,18 @@ def check_bfloat16_avg_rounds_once():
     same(t, t, exact.astype(ml_dtypes.bfloat16), "contig")
 
 
+def check_zero_copy():
+    """Contiguous tensors are MPI's buffers themselves; strided ones and reductions of 16-bit floats use copies."""
+    from ember.distributed._mpi import Buffer
+    for dtype in (ember.float32, ember.int64, ember.bfloat16):
+        t = ember.zeros(3, 4, dtype=dtype)
+        expect(np.shares_memory(Buffer(t).msg[0], t._data), dtype)
+        expect(not np.shares_memory(Buffer(t[:, ::2]).msg[0], t._data), dtype)
+    half = ember.zeros(3, dtype=ember.bfloat16)
+    expect(np.shares_memory(Buffer(half).msg[0], half._data))
+    expect(not np.shares_memory(Buffer(half, reduce=True).msg[0], half._data))
+
+
 def check_version_and_work():
     t = ember.ones(4)
     before = t._version
@@ -454,7 +466,7 @@ def measure_costs():
         print(f"METRIC all_reduce_us={timings['all_reduce']:.0f} agreement_us={timings['agreement']:.0f}")
 
 
-MORE_CHECKS = [check_other_dtypes, check_bfloat16_avg_rounds_once, check_version_and_work, check_reduce_op_errors,
+MORE_CHECKS = [check_zero_copy, check_other_dtypes, check_bfloat16_avg_rounds_once, check_version_and_work, check_reduce_op_errors,
                check_mismatched_shapes, check_mismatched_dtypes, check_mismatched_collectives,
                check_mismatched_roots_and_ops, check_one_rank_bad_arguments, check_all_to_all_counts_disagree,
                check_new_group, check_barriers, check_monitored_barrier_names_late_rank, check_objects,
