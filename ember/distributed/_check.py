@@ -3,13 +3,14 @@ from each rank (which op, dtype, shape, root, reduce op, an argument-error flag 
 element counts to and from every peer) and compares them, so a mismatch raises on every rank instead of
 hanging or reading garbage, and a rank whose own arguments were wrong raises its error while the others
 raise one naming it. It costs one small MPI_Iallgather per collective (measured in the tests' report).
+barrier is that exchange alone: an allgather completes only once every rank has joined it.
 """
 import numpy as np
 
 from .. import _dtype as D
 from . import _mpi
 
-OPS = ("all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "gather", "scatter",
+OPS = ("barrier", "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "gather", "scatter",
        "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "broadcast_object_list",
        "all_gather_object", "gather_object", "scatter_object_list")
 _DTYPES = D.ALL
@@ -40,11 +41,21 @@ def agree(pg, op, dtype=None, shape=(), root=-1, redop=-1, counts=None, error=No
     """Exchange headers; raise (on every rank) if a rank's arguments failed or the ranks disagree.
 
     counts=(send, recv): element counts to and from each group rank, checked pairwise."""
+    request, compare = start(pg, op, dtype, shape, root, redop, counts, error)
+    _mpi.wait([request], pg.deadline(), f"{op} (argument check)")
+    compare()
+
+
+def start(pg, op, dtype=None, shape=(), root=-1, redop=-1, counts=None, error=None):
+    """agree() in two halves: the started MPI_Iallgather, and the comparison to run once it completes."""
     MPI = _mpi.mpi()
     mine = _header(pg, op, dtype, shape, root, redop, counts, error)
     table = np.empty((pg.size(), mine.size), dtype=np.int64)
     request = pg.comm.Iallgather([mine, MPI.INT64_T], [table, MPI.INT64_T])
-    _mpi.wait([request], pg.deadline(), f"{op} (argument check)")
+    return request, lambda: _compare(pg, op, mine, table, counts, error)
+
+
+def _compare(pg, op, mine, table, counts, error):
     if error is not None:
         raise error
     if (table[:, :_FIXED] == mine[:_FIXED]).all() and counts is None:

@@ -484,10 +484,14 @@ def run(pg, requests, what, finish, async_op, result=(), status=None, keep=()):
 
 
 def barrier(group=None, async_op=False, device_ids=None, timeout=None):
+    """The agreement exchange alone (Note [Collective agreement]): it completes once every rank has joined,
+    and a rank that is in a different collective makes every rank raise instead of hang."""
     pg = resolve(group, "barrier")
     if pg is None:
         return None
-    work = Work(pg, [pg.comm.Ibarrier()], "barrier")
+    from ._check import start
+    request, compare = start(pg, "barrier")
+    work = Work(pg, [request], "barrier", compare)
     if timeout is not None:
         work._deadline = pg.deadline(timeout)
     if async_op:

@@ -320,6 +320,8 @@ def check_mismatched_dtypes():
 def check_mismatched_collectives():
     raises_everywhere(lambda: dist.broadcast(ember.ones(2), src=0) if R == 0 else dist.all_reduce(ember.ones(2)),
                       RuntimeError, "called different collectives")
+    raises_everywhere(lambda: dist.barrier() if R == 0 else dist.all_gather_object([None] * N, R),
+                      RuntimeError, "rank 0 called barrier")
 
 
 def check_mismatched_roots_and_ops():
