@@ -7,6 +7,7 @@ step. The tests compare those files: parameters and buffers to 1e-6 relative aft
 bucket assignments, error types and messages; plus the checks that need no torch (N ranks with batch B ==
 one process on N*B, no_sync accumulation == one step on the summed loss, all-reduce overlapping backward).
 """
+import fcntl
 import json
 import os
 import shutil
@@ -61,8 +62,27 @@ def finish(procs, deadline_s):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("ddp")
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    """The directory of the processes' results. Under pytest-xdist the workers share one run (the first
+    to get here runs the processes, the others wait on a lock and read its files)."""
+    uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if uid is None:
+        out = tmp_path_factory.mktemp("ddp")
+        run_processes(out)
+        return out
+    out = tmp_path_factory.getbasetemp().parent / f"ddp-{uid}"
+    out.mkdir(exist_ok=True)
+    with open(out / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "done").exists():
+            run_processes(out)
+            (out / "done").write_text("")
+    return out
+
+
+def run_processes(out):
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
+                                                             "MASTER_PORT")}
+    env.update(PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
     port = str(free_port())
     logs = {name: open(out / f"{name}.log", "w") for name in ("torch0", "torch1", "ember2", "ember4")}
     try:
@@ -81,7 +101,6 @@ def runs(tmp_path_factory):
     if any(codes):
         text = "\n".join(f"--- {name}\n{(out / f'{name}.log').read_text()[-3000:]}" for name in logs)
         pytest.fail(f"a DDP process failed (return codes {codes}):\n{text}")
-    return out
 
 
 def close(a, b, rtol=1e-6):
