@@ -140,9 +140,11 @@ def test_unsupported_torchrun_options_are_refused(args, message):
 
 def test_command_line_is_torchrun_compatible():
     from ember.distributed import run
-    args = run.parser().parse_args(["--standalone", "--nproc_per_node=3", "script.py", "--lr", "0.1"])
+    args = run.parser().parse_args(["--standalone", "--nproc_per_node=3", "--mpiexec-args", "-iface lo",
+                                    "script.py", "--lr", "0.1"])
     cmd = run.command(args)
     assert cmd[1:5] == ["-n", "3", "-ppn", "3"]
+    assert cmd[cmd.index("-iface") + 1] == "lo" and cmd.index("-iface") < cmd.index(sys.executable)
     assert cmd[-3:] == ["script.py", "--lr", "0.1"]
     genv = {cmd[i + 1]: cmd[i + 2] for i, word in enumerate(cmd) if word == "-genv"}
     assert genv["MASTER_ADDR"] == "localhost" and re.fullmatch(r"\d+", genv["MASTER_PORT"])

@@ -9,6 +9,7 @@ once, on one node, not once per node; there is no elastic restart (--max-restart
 """
 import argparse
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -38,6 +39,7 @@ def parser():
     _flag(p, "rdzv-endpoint", default=None, help="accepted and ignored: MPI does the rendezvous")
     _flag(p, "rdzv-id", default=None, help="exported as TORCHELASTIC_RUN_ID")
     _flag(p, "mpiexec", default=None, help="ember's addition: the mpiexec to use (default: the venv's)")
+    _flag(p, "mpiexec-args", default="", help="ember's addition: extra mpiexec options, e.g. '-iface eth0'")
     p.add_argument("-m", "--module", action="store_true", help="run the script as a module (python -m)")
     _flag(p, "no-python", action="store_true", help="run the script as an executable, not with python")
     p.add_argument("training_script")
@@ -101,6 +103,7 @@ def command(args):
         cmd += ["-f", args.hostfile]
     for name, value in env.items():
         cmd += ["-genv", name, value]
+    cmd += shlex.split(args.mpiexec_args)
     cmd += [sys.executable, "-m", "ember.distributed._bootstrap"]
     if args.module:
         cmd.append("-m")
