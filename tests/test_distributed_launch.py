@@ -7,6 +7,7 @@ Subprocess timeouts turn a hang into a failure. The `distributed` extra is alway
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -56,13 +57,13 @@ def jobs_to_run(tmp):
 def jobs(tmp_path_factory):
     marker, todo = jobs_to_run(str(tmp_path_factory.mktemp("launch")))
     started = {name: subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                                      env=env(path)) for name, (cmd, path) in todo.items()}
+                                      env=env(path), start_new_session=True) for name, (cmd, path) in todo.items()}
     done = {}
     for name, proc in started.items():
         try:
             out, err = proc.communicate(timeout=90)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)  # the launcher, mpiexec and every rank
             out, err = proc.communicate()
             err += "\n<<the job was still running after 90 s: it hung>>"
         done[name] = (proc.returncode, out, err)

@@ -4,7 +4,8 @@ https://pytorch.org/docs/stable/distributed.html. Needs the `distributed` extra 
 whether it is installed); mpi4py is imported, and MPI initialized, by init_process_group, not here.
 Where ember differs: every backend name it accepts ("mpi", "gloo", None) runs on MPI; each collective
 first agrees a small header with the other ranks (Note [Collective agreement] in _check.py); float16
-and bfloat16 are reduced in float32 (Note [Buffers to MPI] in _mpi.py).
+and bfloat16 are reduced in float32 (Note [Buffers to MPI] in _mpi.py); a rank that dies of an uncaught
+exception aborts the whole MPI job, and a collective whose peers never come raises after the group's timeout.
 """
 from .distributed_c10d import (Backend, DistBackendError, DistError, GroupMember, ProcessGroup, RedOpType,
                                ReduceOp, Work, barrier, default_pg_timeout, destroy_process_group, get_backend,

@@ -11,6 +11,7 @@ import argparse
 import os
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -114,11 +115,14 @@ def command(args):
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    cmd = command(args)
-    try:
-        code = subprocess.call(cmd)
-    except KeyboardInterrupt:
-        code = 130
+    job = subprocess.Popen(command(args))
+
+    def forward(signum, frame):
+        job.send_signal(signum)  # mpiexec passes it on to every rank and ends the job
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, forward)
+    code = job.wait()
     sys.exit(code if code >= 0 else 128 - code)
 
 
