@@ -17,7 +17,8 @@ from .distributed_c10d import (Backend, DistBackendError, DistError, GroupMember
 from ._collectives import (all_gather, all_gather_into_tensor, all_reduce, all_to_all, all_to_all_single,
                            broadcast, gather, reduce, reduce_scatter, reduce_scatter_tensor, scatter)
 from ._p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
-from ._objects import all_gather_object, broadcast_object_list, gather_object, scatter_object_list
+from ._objects import (all_gather_object, broadcast_object_list, gather_object, recv_object_list,
+                       scatter_object_list, send_object_list)
 
 __all__ = ["Backend", "DistBackendError", "DistError", "GroupMember", "ProcessGroup", "RedOpType", "ReduceOp",
            "Work", "P2POp", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
@@ -27,5 +28,5 @@ __all__ = ["Backend", "DistBackendError", "DistError", "GroupMember", "ProcessGr
            "get_world_size", "group", "init_process_group", "irecv", "is_available", "is_backend_available",
            "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
            "is_torchelastic_launched", "is_ucc_available", "is_xccl_available", "isend", "monitored_barrier",
-           "new_group", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",
-           "scatter_object_list", "send"]
+           "new_group", "recv", "recv_object_list", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",
+           "scatter_object_list", "send", "send_object_list"]

@@ -12,6 +12,9 @@ from ._check import agree
 from ._mpi import mpi
 from .distributed_c10d import group_root, resolve
 
+_SIZES_TAG = 3  # send_object_list's two messages, on the group's private communicator
+_DATA_TAG = 4
+
 
 def _dumps(obj):
     return np.frombuffer(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), dtype=np.uint8)
@@ -123,3 +126,43 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
     send = [np.concatenate(payloads), (sizes, _offsets(sizes)), MPI.BYTE] if is_root else None
     _wait(pg, pg.comm.Iscatterv(send, [mine, MPI.BYTE], root), "scatter_object_list")
     scatter_object_output_list[0] = _loads(mine)
+
+
+def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None, use_batch=False):
+    """Send picklable objects to dst (sizes, then bytes), who receives them with recv_object_list.
+
+    They travel on the group's private communicator, so they never match a user's send/recv of tensors."""
+    pg = resolve(group, "send_object_list")
+    if pg is None:
+        return
+    peer = group_root(pg, dst, group_dst)
+    if peer == pg.rank():
+        raise ValueError("Invalid destination rank: destination rank should not be the same as the rank of the "
+                         "current process.")
+    payloads = [_dumps(o) for o in object_list]
+    sizes = np.array([p.size for p in payloads], dtype=np.int64)
+    data = np.concatenate(payloads) if payloads else np.empty(0, dtype=np.uint8)
+    requests = [pg.ctrl.Isend([sizes, mpi().INT64_T], peer, _SIZES_TAG),
+                pg.ctrl.Isend([data, mpi().BYTE], peer, _DATA_TAG)]
+    _mpi.wait(requests, pg.deadline(), f"send_object_list to rank {pg.ranks[peer]}")
+
+
+def recv_object_list(object_list, src=None, group=None, device=None, group_src=None, use_batch=False):
+    """Fill object_list with the objects a send_object_list sent; returns the sender's global rank."""
+    pg = resolve(group, "recv_object_list")
+    if pg is None:
+        return -1
+    MPI = mpi()
+    peer = MPI.ANY_SOURCE if src is None and group_src is None else group_root(pg, src, group_src)
+    sizes = np.empty(len(object_list), dtype=np.int64)
+    status = MPI.Status()
+    _mpi.wait([pg.ctrl.Irecv([sizes, MPI.INT64_T], peer, _SIZES_TAG)], pg.deadline(), "recv_object_list", status)
+    if status.Get_count(MPI.INT64_T) != len(object_list):
+        raise RuntimeError(f"recv_object_list: rank {pg.ranks[status.Get_source()]} sent "
+                           f"{status.Get_count(MPI.INT64_T)} objects into a list of {len(object_list)}")
+    sender = status.Get_source()
+    data = np.empty(int(sizes.sum()), dtype=np.uint8)
+    _mpi.wait([pg.ctrl.Irecv([data, MPI.BYTE], sender, _DATA_TAG)], pg.deadline(), "recv_object_list")
+    for i, (start, n) in enumerate(zip(_offsets(sizes), sizes)):
+        object_list[i] = _loads(data[start:start + n])
+    return pg.ranks[sender]

@@ -126,7 +126,7 @@ class ProcessGroup:
         self.backend = backend
         self.timeout = timeout
         self.group_name = group_name
-        self._ctrl = None
+        self.ctrl = comm.Dup()  # ember's own messages (monitored_barrier, object p2p), apart from users' tags
 
     def rank(self):
         return self.comm.Get_rank()
@@ -142,18 +142,11 @@ class ProcessGroup:
         span = self.timeout if timeout is None else _seconds(timeout)
         return time.monotonic() + span
 
-    def ctrl(self):
-        """A private duplicate communicator for ember's own messages (monitored_barrier), made on first use."""
-        if self._ctrl is None:
-            self._ctrl = self.comm.Dup()
-        return self._ctrl
-
     def free(self):
-        for comm in (self.comm, self._ctrl):
-            if comm is not None:
-                comm.Free()
+        self.comm.Free()
+        self.ctrl.Free()
         self.comm = None
-        self._ctrl = None
+        self.ctrl = None
 
     def __repr__(self):
         return f"<ember.distributed.ProcessGroup {self.group_name!r} ranks={self.ranks} backend={self.backend!r}>"
@@ -506,7 +499,7 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     if pg is None:
         return None
     MPI = mpi()
-    comm = pg.ctrl()
+    comm = pg.ctrl
     deadline = pg.deadline(timeout)
     span = int(round((deadline - time.monotonic()) * 1000))
     if pg.rank() != 0:

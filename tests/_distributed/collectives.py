@@ -424,6 +424,15 @@ def check_objects():
     dist.gather_object((R, [R] * R), out, dst=0)
     if R == 0:
         expect(out == [(r, [r] * r) for r in range(N)])
+    right, left = (R + 1) % N, (R - 1) % N
+    incoming = [None, None]
+    if R % 2 == 0:
+        dist.send_object_list([R, {"from": R}], dst=right)
+        expect(dist.recv_object_list(incoming, src=left) == left)
+    else:
+        expect(dist.recv_object_list(incoming) == left)
+        dist.send_object_list([R, {"from": R}], dst=right)
+    expect(incoming == [left, {"from": left}], incoming)
     received = [None]
     dist.scatter_object_list(received, [f"to {r}" * (r + 1) for r in range(N)] if R == N - 1 else None, src=N - 1)
     expect(received == [f"to {R}" * (R + 1)])
