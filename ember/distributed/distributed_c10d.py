@@ -413,7 +413,8 @@ class Work:
     """A started operation (MPI requests): wait() blocks, bounded by the group's timeout; is_completed() polls.
 
     `finish` runs once, when the requests complete: it copies strided or widened buffers back into the
-    tensors (Note [Buffers to MPI]) and finishes AVG."""
+    tensors (Note [Buffers to MPI]) and finishes AVG. MPICH has no progress thread: a started operation
+    advances whenever this process calls into MPI (another collective, is_completed(), wait())."""
 
     def __init__(self, pg, requests, what, finish=None, result=(), status=None, keep=()):
         self._pg = pg
