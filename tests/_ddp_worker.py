@@ -59,6 +59,22 @@ def Branchy(lib):
     return Net()
 
 
+def Pair(lib):
+    """A model returning two outputs: a hidden layer and the output computed from it."""
+    nn = lib.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(12, 4)
+            self.b = nn.Linear(4, 1)
+
+        def forward(self, x):
+            h = self.a(x)
+            return h, self.b(h)
+    return Net()
+
+
 def initial_weights(model, rank):
     """Per-rank initial state (numpy): different on each rank."""
     rng = np.random.default_rng(1000 + rank)
@@ -145,7 +161,16 @@ def check_surface(lib, ddp_cls, rank, out):
         ddp(x, 0, rank).sum().backward()  # extra and rank0 get no gradient
         ddp(x, 0, rank)
 
+    def backward_twice_through_one_parameter():
+        ddp = ddp_cls(Pair(lib))
+        hidden, out = ddp(lib.tensor(batch(rank, 0, "mlp")[0]))
+        hidden.sum().backward(retain_graph=True)  # a's gradients: a's bucket is not full (b's are missing)
+        out.sum().backward()  # a's hooks fire again in the same iteration
+
     attempt("unused", unused_without_find_unused)
+    attempt("marked_twice", backward_twice_through_one_parameter)
+    # which parameter is named depends on the order the engine runs the leaves of one node in
+    results["marked_twice"][1] = results["marked_twice"][1].split("\nParameter at index")[0]
     attempt("frozen", lambda: ddp_cls(lib.nn.Linear(2, 2).requires_grad_(False)))
     attempt("device_ids", lambda: ddp_cls(lib.nn.Linear(2, 2), device_ids=[0]))
     attempt("two_device_ids", lambda: ddp_cls(lib.nn.Linear(2, 2), device_ids=[0, 1]))

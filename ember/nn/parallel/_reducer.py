@@ -36,6 +36,17 @@ UNFINISHED_REDUCTION = (
     "issue (e.g. list, dict, iterable).\nParameter indices which did not receive grad for rank {rank}: {missing}\n In "
     "addition, you can set the environment variable TORCH_DISTRIBUTED_DEBUG to either INFO or DETAIL to print out "
     "information about which particular parameters did not receive gradient on this rank as part of this error")
+MARKED_TWICE = (
+    "Expected to mark a variable ready only once. This error is caused by one of the following reasons: 1) Use of "
+    "a module parameter outside the `forward` function. Please make sure model parameters are not shared across "
+    "multiple concurrent forward-backward passes. or try to use _set_static_graph() as a workaround if this module "
+    "graph does not change during training loop.2) Reused parameters in multiple reentrant backward passes. For "
+    "example, if you use multiple `checkpoint` functions to wrap the same part of your model, it would result in "
+    "the same set of parameters been used by different reentrant backward passes multiple times, and hence marking "
+    "a variable ready multiple times. DDP does not support such use cases in default. You can try to use "
+    "_set_static_graph() as a workaround if your module graph does not change over iterations.\nParameter at "
+    "index {index} with name {name} has been marked as ready twice. This means that multiple autograd engine  "
+    "hooks have fired for this particular parameter during this iteration.")
 
 
 def compute_bucket_assignment_by_size(params, limits, order=None):
@@ -83,8 +94,9 @@ class _Bucket:
 class Reducer:
     """The gradient side of one DistributedDataParallel: buckets, hooks, launches and the final wait."""
 
-    def __init__(self, params, group, bucket_limits, find_unused, gradient_as_bucket_view):
+    def __init__(self, params, names, group, bucket_limits, find_unused, gradient_as_bucket_view):
         self.params = params
+        self.names = names
         self.group = group
         self.bucket_limits = bucket_limits  # byte limits of the 1st, 2nd, ... bucket (the last one repeats)
         self.find_unused = find_unused
@@ -96,6 +108,8 @@ class Reducer:
         self.rebuilt = find_unused  # torch rebuilds only when every parameter is expected to get a gradient
         self.unused = ()
         self.used_work = None
+        self.marked = set()  # parameters whose gradient is in its bucket this iteration
+        self.next_bucket = 0  # the first bucket not launched yet
         if find_unused:
             self.set_buckets(list(reversed(compute_bucket_assignment_by_size(params, bucket_limits))))
         else:
@@ -144,8 +158,10 @@ class Reducer:
     # ---- during backward ----------------------------------------------------------------------------
     def on_grad_ready(self, i):
         """Hook of parameter i: its gradient is accumulated in .grad."""
-        if not self.expect_hooks or i in self.marked:
-            return  # not a synchronized backward (no_sync, or a second backward of one forward)
+        if not self.expect_hooks:
+            return  # not a synchronized backward (no_sync, or another backward of a finished iteration)
+        if i in self.marked:
+            raise RuntimeError(MARKED_TWICE.format(index=i, name=self.names[i]))
         with no_grad():
             self._on_grad_ready(i)
 

@@ -80,11 +80,11 @@ class DistributedDataParallel(Module):
             warnings.warn("The `check_reduction` argument in `DistributedDataParallel` module is deprecated. "
                           "Please avoid using it.", FutureWarning, stacklevel=2)
         self._set_bucket_caps(bucket_cap_mb, bucket_cap_mb_list)
-        params = self._params_for_reducer()
+        params, names = self._params_for_reducer()
         if init_sync:
             _verify_same_parameters(params, process_group)
             self._broadcast_states(init_sync_buffers)
-        self.reducer = Reducer(params, process_group, self._bucket_limits(),
+        self.reducer = Reducer(params, names, process_group, self._bucket_limits(),
                                find_unused_parameters or static_graph, gradient_as_bucket_view)
 
     def _buffer_policy(self, broadcast_buffers, forward_sync_buffers):
@@ -124,17 +124,19 @@ class DistributedDataParallel(Module):
         return [self.bucket_bytes_cap]
 
     def _params_for_reducer(self):
-        """The trainable parameters, each once, in named_modules order (torch's reducer order)."""
+        """The trainable parameters, each once, in named_modules order (torch's reducer order), and names."""
         seen = set()
         params = []
+        names = []
         for module_name, m in self.module.named_modules():
             for name, p in m.named_parameters(recurse=False):
                 full = f"{module_name}.{name}" if module_name else name
                 if p.requires_grad and full not in self.parameters_to_ignore and id(p) not in seen:
                     seen.add(id(p))
                     params.append(p)
+                    names.append(full)
         self.modules_buffers = [b for n, b in self.module.named_buffers() if n not in self.parameters_to_ignore]
-        return params
+        return params, names
 
     def _broadcast_states(self, buffers):
         """Rank 0's parameters (and buffers) to every rank."""
