@@ -6,7 +6,9 @@
 
 Weak scaling, as DDP is used: every process trains on its own batch of --batch samples, so N processes
 process N times the samples per step; efficiency = samples/s on N / (N x samples/s on 1). Each process
-runs with one intra-op thread (OMP_NUM_THREADS=1), so N processes ask for N cores.
+runs with one intra-op thread (OMP_NUM_THREADS=1), so N processes ask for N cores. The last column is the
+share of the time spent in DDP's end-of-backward callback (waiting for the buckets' all-reduces, then
+copying the averages into .grad), mean over the ranks.
 """
 import argparse
 import os
@@ -49,15 +51,26 @@ def measure(model_name, batch, steps, warmup):
 
     for _ in range(warmup):
         step()
+    waited = [0.0]
+    finalize = model.reducer.finalize
+
+    def timed_finalize():  # the end-of-backward callback: wait for the buckets, copy into .grad
+        t = time.perf_counter()
+        finalize()
+        waited[0] += time.perf_counter() - t
+    model.reducer.finalize = timed_finalize
     dist.barrier()
     start = time.perf_counter()
     for _ in range(steps):
         step()
     dist.barrier()
     elapsed = time.perf_counter() - start
+    share = ember.tensor([waited[0] / elapsed])
+    dist.all_reduce(share, op=dist.ReduceOp.AVG)
     if rank == 0:
         params = sum(p.numel() for p in net.parameters())
-        print(f"RESULT {model_name} {world} {batch * world * steps / elapsed:.1f} {params}", flush=True)
+        print(f"RESULT {model_name} {world} {batch * world * steps / elapsed:.1f} {params} {share.item():.3f}",
+              flush=True)
     dist.destroy_process_group()
 
 
@@ -72,13 +85,14 @@ def launch(args):
         line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT")]
         if out.returncode or not line:
             raise SystemExit(f"mpiexec -n {n} failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
-        rows.append((n, float(line[0].split()[3]), int(line[0].split()[4])))
+        fields = line[0].split()
+        rows.append((n, float(fields[3]), int(fields[4]), float(fields[5])))
     base = rows[0][1] / rows[0][0]
     print(f"{args.model} ({rows[0][2]:,} parameters), batch {args.batch} per process, {args.steps} steps")
-    print("| processes | samples/s | speed-up | efficiency |")
-    print("|---:|---:|---:|---:|")
-    for n, rate, _ in rows:
-        print(f"| {n} | {rate:.0f} | {rate / rows[0][1]:.2f}x | {rate / (n * base):.0%} |")
+    print("| processes | samples/s | speed-up | efficiency | end-of-backward wait + copy |")
+    print("|---:|---:|---:|---:|---:|")
+    for n, rate, _, waiting in rows:
+        print(f"| {n} | {rate:.0f} | {rate / rows[0][1]:.2f}x | {rate / (n * base):.0%} | {waiting:.0%} |")
 
 
 def main():

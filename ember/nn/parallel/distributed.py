@@ -1,9 +1,9 @@
 """DistributedDataParallel: one model replica per process, gradients averaged across processes.
 
 https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html. At construction
-rank 0's parameters and buffers are broadcast to every rank; before each forward its buffers are (again,
-broadcast_buffers); during backward the gradients are all-reduced in buckets that overlap the rest of
-backward (Note [DDP buckets and overlap] in _reducer.py). Runs on ember.distributed (MPI).
+rank 0's parameters and buffers are broadcast to every rank, and its buffers again before each forward
+(broadcast_buffers, the default); during backward the gradients are all-reduced in buckets that overlap the
+rest of backward (Note [DDP buckets and overlap] in _reducer.py). Runs on ember.distributed (MPI).
 Where ember differs: modules live on the CPU, so device_ids/output_device must be None as torch requires
 for CPU modules; static_graph=True finds unused parameters every iteration (same gradients as torch);
 communication hooks, join(), mixed_precision, device_mesh and delayed all-reduce are not implemented
