@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from ._distributed.once import once
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "_distributed", "collectives.py")
 ROOT = os.path.dirname(HERE)
@@ -39,23 +41,23 @@ def env():
     return e
 
 
-_runs = {}
-
-
 def results(nproc):
-    """Run the worker once per process count; {check name: failure text or ''}."""
-    if nproc not in _runs:
-        proc = subprocess.run([mpiexec(), "-n", str(nproc), sys.executable, WORKER], capture_output=True, text=True,
-                              timeout=240, env=env(), cwd=ROOT)
-        lines = re.findall(r"^CHECK (\S+) (ok|FAIL) ?(.*)$", proc.stdout, re.M)
-        _runs[nproc] = (proc, {name: (msg if status == "FAIL" else "") for name, status, msg in lines})
-    return _runs[nproc]
+    """Run the worker once per process count: (returncode, stdout, stderr, {check: failure text or ''})."""
+    return once(f"distributed-collectives-{nproc}", lambda: _launch(nproc))
+
+
+def _launch(nproc):
+    proc = subprocess.run([mpiexec(), "-n", str(nproc), sys.executable, WORKER], capture_output=True, text=True,
+                          timeout=240, env=env(), cwd=ROOT)
+    lines = re.findall(r"^CHECK (\S+) (ok|FAIL) ?(.*)$", proc.stdout, re.M)
+    checks = {name: (msg if status == "FAIL" else "") for name, status, msg in lines}
+    return proc.returncode, proc.stdout, proc.stderr, checks
 
 
 @pytest.mark.parametrize("nproc", [2, 4])
 def test_launch_succeeds(nproc):
-    proc, checks = results(nproc)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    code, out, err, checks = results(nproc)
+    assert code == 0, out[-3000:] + err[-3000:]
     expected = {f"{k}[{v}]" for k in KINDS for v in VARIANTS} | set(OTHERS)
     assert set(checks) == expected, sorted(set(checks) ^ expected)
 
@@ -64,9 +66,9 @@ def test_launch_succeeds(nproc):
 @pytest.mark.parametrize("kind", KINDS)
 def test_collective(nproc, kind):
     """Every dtype, contiguous and strided, sync and async, equals NumPy's result on every rank."""
-    proc, checks = results(nproc)
+    code, out, err, checks = results(nproc)
     mine = {name: msg for name, msg in checks.items() if name.startswith(kind + "[")}
-    assert len(mine) == len(VARIANTS), (proc.stdout[-2000:], proc.stderr[-2000:])
+    assert len(mine) == len(VARIANTS), (out[-2000:], err[-2000:])
     failed = {name: msg for name, msg in mine.items() if msg}
     assert not failed, failed
 
@@ -75,8 +77,8 @@ def test_collective(nproc, kind):
 @pytest.mark.parametrize("check", OTHERS)
 def test_behaviour(nproc, check):
     """Other dtypes, error types, mismatches raising on every rank, groups, barriers, objects, state."""
-    proc, checks = results(nproc)
-    assert check in checks, (proc.stdout[-2000:], proc.stderr[-2000:])
+    code, out, err, checks = results(nproc)
+    assert check in checks, (out[-2000:], err[-2000:])
     assert not checks[check], checks[check]
 
 

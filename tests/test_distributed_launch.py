@@ -15,6 +15,8 @@ import uuid
 
 import pytest
 
+from ._distributed.once import once
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(HERE, "_distributed")
 ROOT = os.path.dirname(HERE)
@@ -55,7 +57,12 @@ def jobs_to_run(tmp):
 
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory):
-    marker, todo = jobs_to_run(str(tmp_path_factory.mktemp("launch")))
+    """(marker, {job: [returncode, stdout, stderr]}), the jobs all started at once, once per session."""
+    return once("distributed-launch", lambda: _run_all(str(tmp_path_factory.mktemp("launch"))))
+
+
+def _run_all(tmp):
+    marker, todo = jobs_to_run(tmp)
     started = {name: subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                                       env=env(path), start_new_session=True) for name, (cmd, path) in todo.items()}
     done = {}
