@@ -255,6 +255,11 @@ def check_other_dtypes():
             t, base = make(arrays[R], "strided")
             dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
             same(t, base, reduced(op, arrays, None), "strided")
+    for name in ("float32", "bfloat16"):  # a transposed view: strided in the other order
+        arrays = [data(r, name) for r in range(N)]
+        t = ember.tensor(np.ascontiguousarray(arrays[R].T)).t()
+        dist.all_reduce(t)
+        same(t, t, reduced("SUM", arrays, None), "contig")
     scalar = ember.tensor(float(R))
     dist.all_reduce(scalar)
     expect(scalar.item() == sum(range(N)) and scalar.shape == ())
