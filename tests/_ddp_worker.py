@@ -25,6 +25,7 @@ CONFIGS = {
     "unused": ({"find_unused_parameters": True, "bucket_cap_mb": 0.0004}, "branchy"),
     "nobuffers": ({"broadcast_buffers": False}, "convbn"),
     "nosync": ({}, "convbn"),  # steps alternate: a no_sync micro-batch, then a synchronized one
+    "static": ({"static_graph": True}, "convbn"),
 }
 
 
@@ -125,7 +126,7 @@ def train(lib, ddp_cls, rank, config, out):
             opt.zero_grad()
         for k, v in snapshot(model).items():
             record[f"s{step}_{k}"] = v
-        if step in (0, 2):
+        if step in (0, 2, 3):
             record[f"buckets_s{step}"] = np.array(describe_buckets(lib, ddp))
     np.savez(os.path.join(out, f"{lib.__name__}_{config}_r{rank}.npz"), **record)
 
@@ -137,7 +138,7 @@ def describe_buckets(lib, ddp):
         data = ddp._get_ddp_logging_data()
         return data.get("rebuilt_per_bucket_param_indices", data["bucket_sizes"])
     reducer = ddp.reducer
-    if reducer.rebuilt and not reducer.find_unused:
+    if reducer.rebuilt and reducer.ready_order:
         return ", ".join(" ".join(str(i) for i in b.indices) for b in reducer.buckets)
     return ", ".join(str(b.flat.numel() * b.flat.element_size()) for b in reducer.buckets)
 

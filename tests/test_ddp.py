@@ -164,6 +164,7 @@ def test_buckets_match_torch(runs, config):
     def sets(text):
         return [set(part.split()) for part in str(text).split(",")]
     assert sets(ours["buckets_s2"]) == sets(theirs["buckets_s2"])
+    assert sets(ours["buckets_s3"]) == sets(theirs["buckets_s3"])
 
 
 @pytest.mark.parametrize("rank", [0, 1])

@@ -11,9 +11,10 @@ for all of them at the end of backward and writes the averages back into .grad (
 bucket view, gradient_as_bucket_view=True).
 
 Bucket order follows torch: buckets are filled in parameter order and reversed, since gradients arrive
-roughly in reverse order of registration; with find_unused_parameters=False the first iteration uses one
-bucket holding everything, and the buckets are rebuilt once, in the order gradients became ready then
-(rank 0's order, broadcast), with a small first bucket (1 MiB) so communication starts early.
+roughly in reverse order of registration; with find_unused_parameters=False (or static_graph=True) the
+first iteration uses one bucket holding everything, and the buckets are rebuilt once, in the order the
+gradients became ready then (rank 0's order, broadcast), with a small first bucket (1 MiB) so that
+communication starts early.
 """
 import weakref
 
@@ -94,7 +95,8 @@ class _Bucket:
 class Reducer:
     """The gradient side of one DistributedDataParallel: buckets, hooks, launches and the final wait."""
 
-    def __init__(self, params, names, group, bucket_limits, find_unused, gradient_as_bucket_view):
+    def __init__(self, params, names, group, bucket_limits, find_unused, rebuild, gradient_as_bucket_view,
+                 record_iteration=0):
         self.params = params
         self.names = names
         self.group = group
@@ -104,16 +106,18 @@ class Reducer:
         self.world_size = _dist().get_world_size(group)
         self.expect_hooks = False  # a synchronized backward is under way (set by prepare_for_backward)
         self.require_finalize = False  # a hook fired: the final wait must run before the next iteration
-        self.ready_order = []  # gradient-ready order of the first iteration, to rebuild the buckets from
-        self.rebuilt = find_unused  # torch rebuilds only when every parameter is expected to get a gradient
+        self.ready_order = []  # gradient-ready order of one iteration, to rebuild the buckets from
+        self.record_iteration = record_iteration  # which synchronized iteration records it
+        self.iteration = -1
+        self.rebuilt = not rebuild  # torch rebuilds once unless it finds unused parameters (and no static graph)
         self.unused = ()
         self.used_work = None
         self.marked = set()  # parameters whose gradient is in its bucket this iteration
         self.next_bucket = 0  # the first bucket not launched yet
-        if find_unused:
-            self.set_buckets(list(reversed(compute_bucket_assignment_by_size(params, bucket_limits))))
-        else:
+        if rebuild:
             self.set_buckets([list(range(len(params)))])  # one bucket until the ready order is known
+        else:
+            self.set_buckets(list(reversed(compute_bucket_assignment_by_size(params, bucket_limits))))
         me = weakref.ref(self)
         self.handles = [p.register_post_accumulate_grad_hook(_hook(me, i)) for i, p in enumerate(params)]
         weakref.finalize(self, _remove_hooks, self.handles)
@@ -138,6 +142,7 @@ class Reducer:
         """After a synchronized forward: expect one hook per parameter (find the unused ones if asked)."""
         self.expect_hooks = True
         self.require_finalize = False
+        self.iteration += 1
         self.next_bucket = 0
         self.marked = set()
         for b in self.buckets:
@@ -173,8 +178,6 @@ class Reducer:
                 self._share_used_map()
                 for j in self.unused:
                     self.mark_ready(j)
-        if not self.rebuilt:
-            self.ready_order.append(i)
         self.mark_ready(i)
 
     def _share_used_map(self):
@@ -189,6 +192,8 @@ class Reducer:
     def mark_ready(self, i):
         """Put parameter i's gradient / world_size into its bucket view; launch what is complete."""
         self.marked.add(i)
+        if not self.rebuilt and self.iteration == self.record_iteration:
+            self.ready_order.append(i)
         b, pos = self.where[i]
         view = b.views[pos]
         p = self.params[i]

@@ -5,7 +5,8 @@ rank 0's parameters and buffers are broadcast to every rank, and its buffers aga
 (broadcast_buffers, the default); during backward the gradients are all-reduced in buckets that overlap the
 rest of backward (Note [DDP buckets and overlap] in _reducer.py). Runs on ember.distributed (MPI).
 Where ember differs: modules live on the CPU, so device_ids/output_device must be None as torch requires
-for CPU modules; static_graph=True finds unused parameters every iteration (same gradients as torch);
+for CPU modules; static_graph=True is run as unused-parameter detection in every iteration (the same
+gradients as torch, and the buckets rebuilt from the third iteration's gradient order as torch does);
 communication hooks, join(), mixed_precision, device_mesh and delayed all-reduce are not implemented
 and raise NotImplementedError when asked for.
 """
@@ -85,7 +86,8 @@ class DistributedDataParallel(Module):
             _verify_same_parameters(params, process_group)
             self._broadcast_states(init_sync_buffers)
         self.reducer = Reducer(params, names, process_group, self._bucket_limits(),
-                               find_unused_parameters or static_graph, gradient_as_bucket_view)
+                               find_unused_parameters or static_graph, static_graph or not find_unused_parameters,
+                               gradient_as_bucket_view, record_iteration=2 if static_graph else 0)
 
     def _buffer_policy(self, broadcast_buffers, forward_sync_buffers):
         """torch 2.13's rules for the deprecated broadcast_buffers and forward_sync_buffers; returns
