@@ -26,6 +26,8 @@ CONFIGS = {
     "nobuffers": ({"broadcast_buffers": False}, "convbn"),
     "nosync": ({}, "convbn"),  # steps alternate: a no_sync micro-batch, then a synchronized one
     "static": ({"static_graph": True}, "convbn"),
+    "caplist": ({"bucket_cap_mb_list": [0.0002, 0.0005]}, "convbn"),  # per-bucket limits
+    "forwardsync": ({"forward_sync_buffers": False}, "convbn"),  # buffers synced at init only
 }
 
 

@@ -95,8 +95,8 @@ class _Bucket:
 class Reducer:
     """The gradient side of one DistributedDataParallel: buckets, hooks, launches and the final wait."""
 
-    def __init__(self, params, names, group, bucket_limits, find_unused, rebuild, gradient_as_bucket_view,
-                 record_iteration=0):
+    def __init__(self, params, names, group, bucket_limits, initial_limits, find_unused, rebuild,
+                 gradient_as_bucket_view, record_iteration=0):
         self.params = params
         self.names = names
         self.group = group
@@ -114,10 +114,10 @@ class Reducer:
         self.used_work = None
         self.marked = set()  # parameters whose gradient is in its bucket this iteration
         self.next_bucket = 0  # the first bucket not launched yet
-        if rebuild:
+        if initial_limits is None:
             self.set_buckets([list(range(len(params)))])  # one bucket until the ready order is known
         else:
-            self.set_buckets(list(reversed(compute_bucket_assignment_by_size(params, bucket_limits))))
+            self.set_buckets(list(reversed(compute_bucket_assignment_by_size(params, initial_limits))))
         me = weakref.ref(self)
         self.handles = [p.register_post_accumulate_grad_hook(_hook(me, i)) for i, p in enumerate(params)]
         weakref.finalize(self, _remove_hooks, self.handles)

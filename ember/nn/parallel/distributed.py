@@ -85,9 +85,12 @@ class DistributedDataParallel(Module):
         if init_sync:
             _verify_same_parameters(params, process_group)
             self._broadcast_states(init_sync_buffers)
-        self.reducer = Reducer(params, names, process_group, self._bucket_limits(),
-                               find_unused_parameters or static_graph, static_graph or not find_unused_parameters,
-                               gradient_as_bucket_view, record_iteration=2 if static_graph else 0)
+        rebuild = static_graph or not find_unused_parameters
+        limits = self._bucket_limits()
+        # torch's first buckets: the user's per-bucket limits if given, else one bucket when it will rebuild
+        initial = limits if self.bucket_bytes_cap_list or not rebuild else None
+        self.reducer = Reducer(params, names, process_group, limits, initial, find_unused_parameters or static_graph,
+                               rebuild, gradient_as_bucket_view, record_iteration=2 if static_graph else 0)
 
     def _buffer_policy(self, broadcast_buffers, forward_sync_buffers):
         """torch 2.13's rules for the deprecated broadcast_buffers and forward_sync_buffers; returns
