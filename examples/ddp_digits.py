@@ -1,8 +1,11 @@
 """The digits CNN of train_digits.py trained data-parallel with DistributedDataParallel, ember as torch.
 
-    mpiexec -n 2 python examples/ddp_digits.py                              # 2 processes on MPI
-    python -m ember.distributed.run --nproc-per-node 2 examples/ddp_digits.py   # the same, torchrun-style
+    python -m ember.distributed.run --nproc-per-node 2 examples/ddp_digits.py   # 2 processes, torchrun-style
+    OMP_NUM_THREADS=1 mpiexec -n 2 python examples/ddp_digits.py            # the same, straight on MPI
     python examples/ddp_digits.py                                           # 1 process (world size 1)
+
+(The launcher sets OMP_NUM_THREADS=1 as torchrun does; with mpiexec set it yourself, or every process
+starts a thread per core and they compete for the cores.)
 
 Plain PyTorch DDP code: init_process_group("gloo") (on MPI in ember), a DistributedSampler giving each
 process its share of every epoch, DistributedDataParallel averaging the gradients. --batch-size is the
