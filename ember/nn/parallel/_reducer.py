@@ -6,7 +6,8 @@ of it. A post-accumulate-grad hook on every parameter copies its gradient, divid
 its view; when a bucket's last gradient has arrived its all-reduce (SUM) is started with async_op=True,
 while backward goes on computing the gradients of earlier layers. Buckets are launched strictly in bucket
 order (a full bucket waits for the ones before it) so every rank starts the same collectives in the same
-order, which MPI requires. When the last bucket is launched, a callback queued on the autograd engine waits
+order, which MPI requires; every later gradient tests the oldest unfinished all-reduce, which is when MPI
+advances it. When the last bucket is launched, a callback queued on the autograd engine waits
 for all of them at the end of backward and writes the averages back into .grad (or leaves .grad as the
 bucket view, gradient_as_bucket_view=True).
 
@@ -114,6 +115,7 @@ class Reducer:
         self.used_work = None
         self.marked = set()  # parameters whose gradient is in its bucket this iteration
         self.next_bucket = 0  # the first bucket not launched yet
+        self.unfinished = 0  # the first launched bucket not known to be complete
         if initial_limits is None:
             self.set_buckets([list(range(len(params)))])  # one bucket until the ready order is known
         else:
@@ -144,6 +146,7 @@ class Reducer:
         self.require_finalize = False
         self.iteration += 1
         self.next_bucket = 0
+        self.unfinished = 0
         self.marked = set()
         for b in self.buckets:
             b.pending = len(b.indices)
@@ -212,6 +215,10 @@ class Reducer:
             bucket = self.buckets[self.next_bucket]
             bucket.work = _dist().all_reduce(bucket.flat, group=self.group, async_op=True)
             self.next_bucket += 1
+        # MPI moves a started operation's data only inside MPI calls: testing the oldest unfinished bucket at
+        # every gradient lets the all-reduces advance while backward computes
+        while self.unfinished < self.next_bucket and self.buckets[self.unfinished].work.is_completed():
+            self.unfinished += 1
         if self.next_bucket == len(self.buckets):
             queue_callback(self.finalize)
 
