@@ -8,7 +8,9 @@ Weak scaling, as DDP is used: every process trains on its own batch of --batch s
 process N times the samples per step; efficiency = samples/s on N / (N x samples/s on 1). Each process
 runs with one intra-op thread (OMP_NUM_THREADS=1), so N processes ask for N cores. The last column is the
 share of the time spent in DDP's end-of-backward callback (waiting for the buckets' all-reduces, then
-copying the averages into .grad), mean over the ranks.
+copying the averages into .grad), mean over the ranks. Samples per CPU-second divides by the CPU time all
+processes used (MPI's busy waiting included): on a machine shared with other jobs it still says what
+data parallelism costs, where samples/s mostly says how much of the machine the processes got.
 """
 import argparse
 import os
@@ -61,16 +63,21 @@ def measure(model_name, batch, steps, warmup):
     model.reducer.finalize = timed_finalize
     dist.barrier()
     start = time.perf_counter()
+    cpu_start = time.process_time()
     for _ in range(steps):
         step()
+    cpu = time.process_time() - cpu_start
     dist.barrier()
     elapsed = time.perf_counter() - start
     share = ember.tensor([waited[0] / elapsed])
     dist.all_reduce(share, op=dist.ReduceOp.AVG)
+    cpu_total = ember.tensor([cpu], dtype=ember.float64)
+    dist.all_reduce(cpu_total)
     if rank == 0:
         params = sum(p.numel() for p in net.parameters())
-        print(f"RESULT {model_name} {world} {batch * world * steps / elapsed:.1f} {params} {share.item():.3f}",
-              flush=True)
+        samples = batch * world * steps
+        print(f"RESULT {model_name} {world} {samples / elapsed:.1f} {params} {share.item():.3f} "
+              f"{samples / cpu_total.item():.1f}", flush=True)
     dist.destroy_process_group()
 
 
@@ -86,13 +93,15 @@ def launch(args):
         if out.returncode or not line:
             raise SystemExit(f"mpiexec -n {n} failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
         fields = line[0].split()
-        rows.append((n, float(fields[3]), int(fields[4]), float(fields[5])))
+        rows.append((n, float(fields[3]), int(fields[4]), float(fields[5]), float(fields[6])))
     base = rows[0][1] / rows[0][0]
     print(f"{args.model} ({rows[0][2]:,} parameters), batch {args.batch} per process, {args.steps} steps")
-    print("| processes | samples/s | speed-up | efficiency | end-of-backward wait + copy |")
-    print("|---:|---:|---:|---:|---:|")
-    for n, rate, _, waiting in rows:
-        print(f"| {n} | {rate:.0f} | {rate / rows[0][1]:.2f}x | {rate / (n * base):.0%} | {waiting:.0%} |")
+    print("| processes | samples/s | speed-up | efficiency | end-of-backward wait + copy | samples per CPU-s "
+          "| CPU efficiency |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for n, rate, _, waiting, per_cpu in rows:
+        print(f"| {n} | {rate:.0f} | {rate / rows[0][1]:.2f}x | {rate / (n * base):.0%} | {waiting:.0%} "
+              f"| {per_cpu:.0f} | {per_cpu / rows[0][4]:.0%} |")
 
 
 def main():
