@@ -107,7 +107,7 @@ from ._globals import *  # noqa: E402,F401,F403  (default device, determinism fl
 
 
 # imported on first use: keeps `import ember` fast
-_LAZY_SUBMODULES = ("distributions", "testing", "func", "fft", "signal", "special")
+_LAZY_SUBMODULES = ("distributions", "testing", "func", "fft", "signal", "special", "distributed")
 
 
 def __getattr__(name):

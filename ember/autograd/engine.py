@@ -5,8 +5,10 @@
 2. with targets (grad(), backward(inputs=...)) keep only the nodes that lead to one;
 3. run a ready stack: a node runs once all its consumers have passed their gradients
    on, and its saved tensors are released right after it ran (unless retain_graph).
-Hooks run in torch's order: tensor hooks, retain_grad, node pre-hooks, backward, node hooks.
+Hooks run in torch's order: tensor hooks, retain_grad, node pre-hooks, backward, node hooks;
+callbacks queued during the traversal (queue_callback) run after it, in grad mode create_graph.
 """
+import threading
 import warnings
 
 import numpy as np
@@ -19,6 +21,7 @@ _state = grad_mode._state
 _anomaly = grad_mode._anomaly
 Tensor = None  # ember.Tensor, bound on first use (the tensor module imports this package)
 _warned_create_graph = False
+_running = threading.local()  # .callbacks: one list per backward running in this thread (hooks may nest them)
 
 
 def _bind_tensor():
@@ -259,6 +262,9 @@ def _execute(roots, retain_graph, create_graph, user_arrays, captures=None, resu
     _state.enabled = create_graph
     prev_valid = _checkpoint_valid[0]
     _checkpoint_valid[0] = wanted is None  # see _is_checkpoint_valid
+    stack = _callback_stack()
+    callbacks = []
+    stack.append(callbacks)
     try:
         while ready:
             node = ready.pop()
@@ -308,7 +314,12 @@ def _execute(roots, retain_graph, create_graph, user_arrays, captures=None, resu
                         ready.append(nxt)
                     else:
                         _no_gradient(nxt, deps, buffers, ready, live)
+        i = 0
+        while i < len(callbacks):  # a callback may queue another one
+            callbacks[i]()
+            i += 1
     finally:
+        stack.pop()
         _state.enabled = prev
         _checkpoint_valid[0] = prev_valid
 
@@ -321,6 +332,22 @@ def _is_checkpoint_valid():
     backward(inputs=...), which a reentrant checkpoint cannot serve (its backward accumulates
     into every leaf)."""
     return _checkpoint_valid[0]
+
+
+def _callback_stack():
+    stack = getattr(_running, "callbacks", None)
+    if stack is None:
+        stack = _running.callbacks = []
+    return stack
+
+
+def queue_callback(callback):
+    """Run callback() once the backward now running has finished its traversal (torch's
+    Variable._execution_engine.queue_callback; DDP waits for its all-reduces there)."""
+    stack = getattr(_running, "callbacks", None)
+    if not stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    stack[-1].append(callback)
 
 
 def _no_gradient(node, deps, buffers, ready, live):

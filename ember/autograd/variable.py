@@ -27,3 +27,15 @@ class Variable(metaclass=VariableMeta):
         if requires_grad:
             out.requires_grad_(True)
         return out
+
+
+class _ImperativeEngine:
+    """torch's Variable._execution_engine: the engine's queue_callback, the part of it user code calls."""
+
+    @staticmethod
+    def queue_callback(callback):
+        from .engine import queue_callback
+        queue_callback(callback)
+
+
+Variable._execution_engine = _ImperativeEngine()

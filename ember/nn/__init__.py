@@ -3,3 +3,12 @@ from .modules import *  # noqa: F401,F403
 from .modules import Module  # noqa: F401
 from .parameter import Buffer, Parameter  # noqa: F401
 from . import functional, init, parameter, utils  # noqa: F401
+
+
+def __getattr__(name):
+    """nn.parallel (and nn.DataParallel from it) load on first use: it imports ember.distributed."""
+    if name in ("parallel", "DataParallel"):
+        import importlib
+        parallel = importlib.import_module(".parallel", __name__)
+        return parallel if name == "parallel" else parallel.DataParallel
+    raise AttributeError(f"module 'ember.nn' has no attribute '{name}'")

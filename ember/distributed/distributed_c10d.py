@@ -1,0 +1,535 @@
+"""Process groups on MPI communicators: init/destroy, new_group, ranks, barriers, ReduceOp, Backend, Work.
+
+https://pytorch.org/docs/stable/distributed.html. Every backend name ember accepts ("mpi", "gloo", None)
+runs on MPI: the default group is a duplicate of MPI_COMM_WORLD, a new_group an MPI communicator made
+from its members. Rank and world size are MPI's; torch's RANK/WORLD_SIZE and the rank=/world_size=
+arguments are checked against them, never used to rendezvous (MPI did that when the job started).
+"""
+import datetime
+import enum
+import os
+import sys
+import time
+import traceback
+
+from . import _mpi
+from ._mpi import mpi
+
+default_pg_timeout = datetime.timedelta(minutes=30)
+
+
+class DistError(RuntimeError):
+    """torch.distributed.DistError."""
+
+
+class DistBackendError(DistError):
+    """torch.distributed.DistBackendError: the communication layer failed (here: MPI, or a timeout)."""
+
+
+DistError.__module__ = DistBackendError.__module__ = "ember.distributed"  # the name tracebacks show
+
+
+# ---- names ------------------------------------------------------------------------------------------
+class RedOpType(enum.IntEnum):
+    SUM = 0
+    AVG = 1
+    PRODUCT = 2
+    MIN = 3
+    MAX = 4
+    BAND = 5
+    BOR = 6
+    BXOR = 7
+    PREMUL_SUM = 8
+
+    def __repr__(self):
+        return f"<RedOpType.{self.name}: {self.value}>"
+
+    def __str__(self):
+        return f"RedOpType.{self.name}"
+
+
+class ReduceOp:
+    """torch.distributed.ReduceOp: ReduceOp.SUM etc. are RedOpType members; ReduceOp(op) wraps one."""
+    RedOpType = RedOpType
+    SUM = RedOpType.SUM
+    AVG = RedOpType.AVG
+    PRODUCT = RedOpType.PRODUCT
+    MIN = RedOpType.MIN
+    MAX = RedOpType.MAX
+    BAND = RedOpType.BAND
+    BOR = RedOpType.BOR
+    BXOR = RedOpType.BXOR
+    PREMUL_SUM = RedOpType.PREMUL_SUM
+
+    def __init__(self, op=RedOpType.SUM):
+        self.op = as_red_op(op)
+
+    def __eq__(self, other):
+        if isinstance(other, (ReduceOp, RedOpType)):
+            return self.op == as_red_op(other)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(self.op)
+
+    def __repr__(self):
+        return repr(self.op)
+
+
+def as_red_op(op):
+    """The RedOpType of a ReduceOp or RedOpType argument (torch raises TypeError for anything else)."""
+    if isinstance(op, ReduceOp):
+        return op.op
+    if isinstance(op, RedOpType):
+        return op
+    raise TypeError(f"op must be a torch.distributed.ReduceOp, got {type(op).__name__}")
+
+
+class Backend(str):
+    """torch.distributed.Backend: a lower-case backend name. ember runs every backend it accepts on MPI."""
+    UNDEFINED = "undefined"
+    GLOO = "gloo"
+    NCCL = "nccl"
+    UCC = "ucc"
+    MPI = "mpi"
+    XCCL = "xccl"
+    FAKE = "fake"
+    _NAMES = ("undefined", "gloo", "nccl", "ucc", "mpi", "xccl", "fake")
+
+    def __new__(cls, name):
+        if not isinstance(name, str):
+            raise ValueError(f"Backend constructor parameter must be string-ish, but got: {type(name)}")
+        value = name.lower()
+        if value not in cls._NAMES and ":" not in value:
+            raise ValueError(f"Invalid backend: '{name}'")
+        return str.__new__(cls, value)
+
+
+def _runs_on_mpi(backend):
+    """Whether ember can serve a requested backend: mpi and gloo (and "cpu:gloo,..." forms) run on MPI."""
+    if backend is None:
+        return True
+    value = Backend(backend)
+    if ":" in value:
+        devices = dict(part.split(":", 1) for part in value.split(","))
+        return devices.get("cpu") in ("gloo", "mpi")
+    return value in ("gloo", "mpi")
+
+
+# ---- process groups ------------------------------------------------------------------------------
+class ProcessGroup:
+    """One MPI communicator and the global ranks of its members, in group-rank order."""
+
+    def __init__(self, comm, ranks, backend, timeout, group_name):
+        self.comm = comm
+        self.ranks = ranks
+        self.backend = backend
+        self.timeout = timeout
+        self.group_name = group_name
+        self.ctrl = comm.Dup()  # ember's own messages (monitored_barrier, object p2p), apart from users' tags
+
+    def rank(self):
+        return self.comm.Get_rank()
+
+    def size(self):
+        return len(self.ranks)
+
+    def name(self):
+        return self.backend
+
+    def deadline(self, timeout=None):
+        """The monotonic time an operation started now must finish by."""
+        span = self.timeout if timeout is None else _seconds(timeout)
+        return time.monotonic() + span
+
+    def free(self):
+        self.comm.Free()
+        self.ctrl.Free()
+        self.comm = None
+        self.ctrl = None
+
+    def __repr__(self):
+        return f"<ember.distributed.ProcessGroup {self.group_name!r} ranks={self.ranks} backend={self.backend!r}>"
+
+
+class _World:
+    """The default group and the groups made from it."""
+    default = None
+    groups = []
+    excepthook = None
+
+
+_world = _World()
+
+
+class _WorldAttr(type):
+    @property
+    def WORLD(cls):
+        return _world.default
+
+
+class group(metaclass=_WorldAttr):
+    """torch.distributed.group: group.WORLD is the default process group (None before init)."""
+
+
+class GroupMember(metaclass=_WorldAttr):
+    """torch.distributed.GroupMember: WORLD, and NON_GROUP_MEMBER, what new_group returns to non-members."""
+    NON_GROUP_MEMBER = -100
+
+
+def _seconds(timeout):
+    if not isinstance(timeout, datetime.timedelta):
+        raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {type(timeout).__name__}")
+    return timeout.total_seconds()
+
+
+def _default():
+    if _world.default is None:
+        raise ValueError("Default process group has not been initialized, please make sure to call "
+                         "init_process_group.")
+    return _world.default
+
+
+def resolve(group, opname=None):
+    """The ProcessGroup a call works on, or None when this rank is not a member (torch then does nothing)."""
+    if group is None or group is _world.default:
+        return _default()
+    if group is GroupMember.NON_GROUP_MEMBER:
+        _default()
+        if opname is not None:
+            import warnings
+            warnings.warn(f"Running {opname} on global rank {get_rank()} which does not belong to the given group.")
+        return None
+    if not isinstance(group, ProcessGroup):
+        raise TypeError(f"group must be a ProcessGroup, got {type(group).__name__}")
+    if group.comm is None:
+        raise ValueError("Invalid process group specified: it was destroyed")
+    return group
+
+
+def is_available():
+    """Whether ember.distributed can run: True when the `distributed` extra (mpi4py, mpich) is installed."""
+    import importlib.util
+    try:
+        return importlib.util.find_spec("mpi4py") is not None
+    except (ImportError, ValueError):  # ValueError: mpi4py blocked in sys.modules
+        return False
+
+
+def is_mpi_available():
+    return is_available()
+
+
+def is_gloo_available():
+    """"gloo" runs on MPI in ember, so it is available exactly when MPI is."""
+    return is_available()
+
+
+def is_nccl_available():
+    return False
+
+
+def is_ucc_available():
+    return False
+
+
+def is_xccl_available():
+    return False
+
+
+def is_backend_available(backend):
+    return _runs_on_mpi(backend) and is_available()
+
+
+def is_initialized():
+    return _world.default is not None
+
+
+def is_torchelastic_launched():
+    return os.environ.get("TORCHELASTIC_RUN_ID") is not None
+
+
+def get_node_local_rank(fallback_rank=None):
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError("LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+                       "`get_node_local_rank` to work, assuming you are not running in a multi-device context "
+                       "and want the code to run locally instead.")
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
+                       group_name="", pg_options=None, device_id=None, _ranks=None):
+    """Make MPI's world the default process group (init_method is not used: MPI started the ranks).
+
+    Installs an excepthook that aborts the whole MPI job when a rank dies of an uncaught exception."""
+    if _world.default is not None:
+        raise ValueError("trying to initialize the default process group twice!")
+    if store is not None:
+        raise ValueError("ember.distributed rendezvous through MPI; store= is not supported")
+    if not _runs_on_mpi(backend):
+        raise RuntimeError(f"backend {backend!r} is not available in ember: 'mpi', 'gloo' and None run on MPI")
+    span = _seconds(default_pg_timeout if timeout is None else timeout)
+    MPI = mpi()
+    world = MPI.COMM_WORLD
+    mpi_rank = world.Get_rank()
+    mpi_size = world.Get_size()
+    _check_agrees("rank", rank, os.environ.get("RANK"), mpi_rank, mpi_size)
+    _check_agrees("world_size", world_size, os.environ.get("WORLD_SIZE"), mpi_size, mpi_size)
+    name = Backend(backend) if backend is not None else Backend.UNDEFINED
+    _world.default = ProcessGroup(world.Dup(), list(range(mpi_size)), name, span, group_name or "0")
+    _world.groups = [_world.default]
+    _world.excepthook = sys.excepthook
+    sys.excepthook = _abort_job
+
+
+def _check_agrees(what, arg, env, mpi_value, mpi_size):
+    """torch's rank/world size from arguments or the environment must be what MPI says they are."""
+    hint = ("start the processes with `python -m ember.distributed.run --nproc-per-node N script.py` or "
+            "`mpiexec -n N python script.py`")
+    if arg not in (-1, None) and int(arg) != mpi_value:
+        raise ValueError(f"init_process_group: {what}={arg} but MPI gives {mpi_value} (world of {mpi_size}); {hint}")
+    env_name = "RANK" if what == "rank" else "WORLD_SIZE"
+    if env is not None and int(env) != mpi_value:
+        raise ValueError(f"init_process_group: {env_name}={env} in the environment but MPI gives {mpi_value} "
+                         f"(world of {mpi_size}); {hint}")
+
+
+def _abort_job(exc_type, exc, tb):
+    """sys.excepthook while a group exists: print the traceback as torch does ([rankN]: ...), abort the job."""
+    rank = mpi().COMM_WORLD.Get_rank()
+    lines = "".join(traceback.format_exception(exc_type, exc, tb)).splitlines()
+    sys.stderr.write("".join(f"[rank{rank}]: {line}\n" for line in lines))
+    sys.stderr.flush()
+    if mpi().COMM_WORLD.Get_size() > 1:
+        mpi().COMM_WORLD.Abort(1)  # mpiexec then ends every other rank: the job fails instead of hanging
+
+
+def destroy_process_group(group=None):
+    """Free a group's communicator; with no group (or WORLD), every group, and uninstall the excepthook."""
+    if group is None or group is _world.default:
+        if _world.default is None:
+            raise AssertionError("Process group cannot be None")
+        for pg in _world.groups:
+            pg.free()
+        _world.default = None
+        _world.groups = []
+        if sys.excepthook is _abort_job:
+            sys.excepthook = _world.excepthook
+        return
+    pg = resolve(group)
+    if pg is None:
+        return
+    pg.free()
+    _world.groups.remove(pg)
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False,
+              group_desc=None, device_id=None, sort_ranks=True):
+    """A group of some global ranks: an MPI communicator made by its members (MPI_Comm_create_group)."""
+    world = _default()
+    size = world.size()
+    if ranks is None:
+        ranks = list(range(size))
+    ranks = [int(r) for r in ranks]
+    for r in ranks:
+        if not 0 <= r < size:
+            raise ValueError("The new group's rank should be within the world_size set by init_process_group")
+    if len(set(ranks)) != len(ranks):
+        raise ValueError(f"new_group: ranks must be distinct, got {ranks}")
+    if sort_ranks:
+        ranks = sorted(ranks)
+    if not _runs_on_mpi(backend):
+        raise RuntimeError(f"backend {backend!r} is not available in ember: 'mpi', 'gloo' and None run on MPI")
+    if world.rank() not in ranks:
+        return GroupMember.NON_GROUP_MEMBER
+    members = world.comm.Get_group().Incl(ranks)
+    comm = world.comm.Create_group(members)
+    members.Free()
+    span = world.timeout if timeout is None else _seconds(timeout)
+    name = world.backend if backend is None else Backend(backend)
+    pg = ProcessGroup(comm, ranks, name, span, group_desc or str(len(_world.groups)))
+    _world.groups.append(pg)
+    return pg
+
+
+def get_rank(group=None):
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    return resolve(group).rank()
+
+
+def get_world_size(group=None):
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    return resolve(group).size()
+
+
+def get_backend(group=None):
+    pg = resolve(group)
+    if pg is None:
+        raise ValueError("Invalid process group specified")
+    return pg.backend
+
+
+def get_process_group_ranks(group):
+    return list(resolve(group).ranks)
+
+
+def get_global_rank(group, group_rank):
+    pg = resolve(group)
+    if not 0 <= group_rank < pg.size():
+        raise ValueError(f"Group rank {group_rank} is not part of group {pg.ranks}")
+    return pg.ranks[group_rank]
+
+
+def get_group_rank(group, global_rank):
+    pg = resolve(group)
+    if global_rank not in pg.ranks:
+        raise ValueError(f"Global rank {global_rank} is not part of group {pg.ranks}")
+    return pg.ranks.index(global_rank)
+
+
+def group_root(pg, global_rank, group_rank):
+    """The group rank of a collective's root given as a global rank or a group rank (exactly one)."""
+    if global_rank is None and group_rank is None:
+        raise ValueError("Must specify global_rank or group_rank")
+    if global_rank is not None and group_rank is not None:
+        raise ValueError("Can only specify one of global_rank or group_rank")
+    if group_rank is not None:
+        if not 0 <= group_rank < pg.size():
+            raise ValueError(f"Group rank {group_rank} is not part of group {pg.ranks}")
+        return group_rank
+    if global_rank not in pg.ranks:
+        if pg is _world.default:
+            raise RuntimeError(f"invalid root rank: {global_rank}")
+        raise ValueError(f"Global rank {global_rank} is not part of group {pg.ranks}")
+    return pg.ranks.index(global_rank)
+
+
+# ---- Work ---------------------------------------------------------------------------------------
+class Work:
+    """A started operation (MPI requests): wait() blocks, bounded by the group's timeout; is_completed() polls.
+
+    `finish` runs once, when the requests complete: it copies strided or widened buffers back into the
+    tensors (Note [Buffers to MPI]) and finishes AVG. MPICH has no progress thread: a started operation
+    advances whenever this process calls into MPI (another collective, is_completed(), wait())."""
+
+    def __init__(self, pg, requests, what, finish=None, result=(), status=None, keep=()):
+        self._pg = pg
+        self._keep = keep  # buffers MPI reads or writes until the requests complete
+        self._requests = requests
+        self._what = what
+        self._finish = finish
+        self._result = list(result)
+        self._status = status
+        self._deadline = pg.deadline()
+        self._done = False
+
+    def _complete(self):
+        self._done = True
+        self._keep = ()
+        if self._finish is not None:
+            finish = self._finish
+            self._finish = None
+            finish()
+
+    def wait(self, timeout=None):
+        if not self._done:
+            deadline = self._deadline if timeout is None else time.monotonic() + _seconds(timeout)
+            _mpi.wait(self._requests, deadline, self._what, self._status)
+            self._complete()
+        return True
+
+    def is_completed(self):
+        if not self._done and mpi().Request.Testall(self._requests):
+            self._complete()
+        return self._done
+
+    def is_success(self):
+        return self.is_completed()
+
+    def exception(self):
+        return None
+
+    def result(self):
+        self.wait()
+        return self._result
+
+    def source_rank(self):
+        """The global rank a receive got its message from (irecv with src=None)."""
+        if self._status is None:
+            raise ValueError("source_rank is only available for recv work")
+        self.wait()
+        return self._pg.ranks[self._status.Get_source()]
+
+    def synchronize(self):
+        self.wait()
+
+
+def run(pg, requests, what, finish, async_op, result=(), status=None, keep=()):
+    """A collective's end: a Work for async_op, else wait for it (bounded by the timeout) and return None."""
+    work = Work(pg, requests, what, finish, result, status, keep)
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+def barrier(group=None, async_op=False, device_ids=None, timeout=None):
+    """The agreement exchange alone (Note [Collective agreement]): it completes once every rank has joined,
+    and a rank that is in a different collective makes every rank raise instead of hang."""
+    pg = resolve(group, "barrier")
+    if pg is None:
+        return None
+    from ._check import start
+    request, compare = start(pg, "barrier")
+    work = Work(pg, [request], "barrier", compare)
+    if timeout is not None:
+        work._deadline = pg.deadline(timeout)
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """A barrier in which group rank 0 names the ranks that did not arrive within the timeout."""
+    pg = resolve(group, "monitored_barrier")
+    if pg is None:
+        return None
+    MPI = mpi()
+    comm = pg.ctrl
+    deadline = pg.deadline(timeout)
+    span = int(round((deadline - time.monotonic()) * 1000))
+    if pg.rank() != 0:
+        _mpi.wait([comm.Isend([b"", MPI.BYTE], 0, 1)], deadline, "monitored_barrier (arrive)")
+        release = comm.Irecv([bytearray(0), MPI.BYTE], 0, 2)
+        try:
+            _mpi.wait([release], deadline, "monitored_barrier (wait for rank 0)")
+        except DistBackendError:
+            release.Cancel()  # rank 0 gave up: this receive must not match a later barrier's release
+            release.Wait()
+            raise
+        return None
+    arrivals = {r: comm.Irecv([bytearray(0), MPI.BYTE], r, 1) for r in range(1, pg.size())}
+    late = []
+    for r, request in arrivals.items():
+        try:
+            _mpi.wait([request], deadline, "monitored_barrier")
+        except DistBackendError:
+            late.append(pg.ranks[r])
+            if not wait_all_ranks:
+                break
+    for request in arrivals.values():  # a late arrival must not match a later monitored_barrier
+        if not request.Test():
+            request.Cancel()
+            request.Wait()
+    if late:
+        if wait_all_ranks:
+            raise RuntimeError(f"Ranks {', '.join(map(str, late))} failed to pass monitoredBarrier in {span} ms")
+        raise RuntimeError(f"Rank {late[0]} failed to pass monitoredBarrier in {span} ms")
+    releases = [comm.Isend([b"", MPI.BYTE], r, 2) for r in range(1, pg.size())]
+    _mpi.wait(releases, deadline, "monitored_barrier (release)")
+    return None
