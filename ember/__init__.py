@@ -79,12 +79,6 @@ def get_num_interop_threads():
     return 1
 
 
-def compile(model=None, **kwargs):
-    """torch.compile: ember runs eagerly, so the model or function is returned unchanged."""
-    if model is None:
-        return lambda m: m
-    return model
-
 from . import serialization  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import random  # noqa: E402  (torch.random: generators, seeding, fork_rng)
@@ -93,6 +87,7 @@ from . import return_types  # noqa: E402  (torch.return_types: max, sort, topk .
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402
 from . import utils  # noqa: E402
+from ._compile import compile  # noqa: E402  (torch.compile: an eager pass-through)
 from . import multiprocessing  # noqa: E402  (torch.multiprocessing: registers the shared-memory tensor reducers)
 from ._ops.sparse import sparse_coo_tensor, spmm  # noqa: E402  (sparse COO tensors)
 from . import sparse  # noqa: E402  (torch.sparse)
@@ -100,7 +95,7 @@ from ._layout import *  # noqa: E402,F401,F403  (torch.layout, torch.memory_form
 from ._globals import *  # noqa: E402,F401,F403  (default device, determinism flags, matmul precision, typename)
 
 
-_LAZY_SUBMODULES = ("distributions", "testing")  # imported on first use: keeps `import ember` fast
+_LAZY_SUBMODULES = ("distributions", "testing", "jit", "compiler", "_dynamo")  # imported on first use: keeps `import ember` fast
 
 
 def __getattr__(name):
