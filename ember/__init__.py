@@ -87,6 +87,7 @@ from . import return_types  # noqa: E402  (torch.return_types: max, sort, topk .
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402
 from . import utils  # noqa: E402
+from .utils.dlpack import from_dlpack  # noqa: E402  (torch.from_dlpack)
 from ._compile import compile  # noqa: E402  (torch.compile: an eager pass-through)
 from . import multiprocessing  # noqa: E402  (torch.multiprocessing: registers the shared-memory tensor reducers)
 from ._ops.sparse import sparse_coo_tensor, spmm  # noqa: E402  (sparse COO tensors)

@@ -1,2 +1,3 @@
-"""ember.utils: data loading (ember.utils.data) and hook handles (ember.utils.hooks), as torch.utils."""
-from . import data, hooks  # noqa: F401
+"""ember.utils: data loading (ember.utils.data), hook handles (ember.utils.hooks) and DLPack exchange
+(ember.utils.dlpack), as torch.utils."""
+from . import data, dlpack, hooks  # noqa: F401
