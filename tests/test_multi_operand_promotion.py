@@ -64,10 +64,13 @@ OPS = {
     "kron": (lambda L, a, b: L.kron(a, b), [(2, 2), (2, 1)]),
     "tensordot": (lambda L, a, b: L.tensordot(a, b, dims=1), [(2, 3), (3, 2)]),
     "inner": (lambda L, a, b: L.inner(a, b), [(2, 3), (2, 3)]),
+    "addmm_input": (lambda L, a, b: L.addmm(a[:, :2], L.ones(2, 3, dtype=b.dtype), L.ones(3, 2, dtype=b.dtype)),
+                    [(2, 3), (3, 2)]),
+    "addcmul": (lambda L, a, b: L.addcmul(a, a, b), [(3,), (3,)]),
 }
 PAIRS = [("int64", "float32"), ("float32", "int64"), ("float32", "float64"), ("bool", "float32"),
          ("float32", "bool"), ("uint8", "int8"), ("complex64", "float32"), ("int64", "int64"),
-         ("float16", "bfloat16")]
+         ("float16", "bfloat16"), ("bool", "bool")]
 
 
 @pytest.mark.parametrize("name", sorted(OPS))

@@ -514,7 +514,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
         raise _dtype_error(mat1, mat2)
     if a.shape[1] != b.shape[0]:
         raise _mm_shapes_error(a.shape, b.shape)
-    if mat1._dtype is D.bool:
+    if mat1._dtype is D.bool and getattr(input, "_dtype", None) is D.bool:  # else: torch's dtype error first
         raise _not_implemented("addmm_impl_cpu_", mat1)
     return _add_product(Addmm, "addmm", input, mat1, mat2, beta, alpha, out, (a.shape[0], b.shape[1]))
 
