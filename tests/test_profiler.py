@@ -176,3 +176,18 @@ def test_legacy_autograd_profiler():
         (x * x).sum()
     with ember.autograd.profiler.record_function("outside"):
         pass
+
+
+def test_profile_memory_counts_new_tensors_like_torch():
+    usage = {}
+    for lib, prof_mod in ((torch, torch.profiler), (ember, ember.profiler)):
+        x, w = lib.ones(64, 32), lib.ones(16, 32)
+        with prof_mod.profile(profile_memory=True) as p:
+            x * 2
+            x.t()
+            lib.cat([x, x])
+            lib.nn.functional.linear(x, w)
+        avgs = {a.key: a for a in p.key_averages()}
+        usage[lib] = {k: avgs[k].cpu_memory_usage for k in ("aten::mul", "aten::t", "aten::cat", "aten::linear")}
+        assert "Self CPU Mem" in p.key_averages().table(sort_by="self_cpu_memory_usage").splitlines()[1]
+    assert usage[ember] == usage[torch] == {"aten::mul": 8192, "aten::t": 0, "aten::cat": 16384, "aten::linear": 4096}

@@ -86,7 +86,9 @@ _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
 class profile:
     """torch.profiler.profile: a context manager recording ember's ops (see the module docstring).
-    profile_memory and with_flops are accepted but record nothing (a warning says so)."""
+    profile_memory counts the bytes of the new tensors each op returns (torch counts allocator traffic, so
+    memory an op allocates and frees inside is not seen); with_flops is accepted and records nothing (a
+    warning says so)."""
 
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
                  profile_memory=False, with_stack=False, with_flops=False, with_modules=False,
@@ -96,9 +98,9 @@ class profile:
         if acts - supported_activities():
             warnings.warn("ember profiles the CPU only: device activities record nothing", UserWarning,
                           stacklevel=2)
-        if profile_memory or with_flops:
-            warnings.warn("ember's profiler records times and shapes only: profile_memory and with_flops add no "
-                          "columns", UserWarning, stacklevel=2)
+        if with_flops:
+            warnings.warn("ember's profiler does not count FLOPs: with_flops adds no column", UserWarning,
+                          stacklevel=2)
         self.activities = acts
         self.schedule = schedule if schedule is not None else _always_record
         self.on_trace_ready = on_trace_ready
@@ -157,9 +159,9 @@ class profile:
     def _save(self):
         _state.stack = []
         if self.acc_events and self._finished is not None:
-            self._finished = EventList(list(self._finished) + self._events)
+            self._finished = EventList(list(self._finished) + self._events, self.profile_memory)
         else:
-            self._finished = EventList(self._events)
+            self._finished = EventList(self._events, self.profile_memory)
         self._events = []
         if self.on_trace_ready is not None:
             self.on_trace_ready(self)
@@ -167,8 +169,8 @@ class profile:
     # ---- results ------------------------------------------------------------------------
     def events(self):
         """Every recorded call (nested calls included), in the order they started."""
-        roots = self._finished if self._finished is not None else EventList(self._events)
-        return EventList(_walk_sorted(roots))
+        roots = self._finished if self._finished is not None else self._events
+        return EventList(_walk_sorted(roots), self.profile_memory)
 
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False):
         return self.events().key_averages(group_by_input_shape, group_by_stack_n)

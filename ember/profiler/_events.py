@@ -36,10 +36,15 @@ class FunctionEvent:
         self.count = 1
         self.is_async = False
         self.node_id = -1
+        self.cpu_memory_usage = 0
 
     @property
     def key(self):
         return self.name
+
+    @property
+    def self_cpu_memory_usage(self):
+        return self.cpu_memory_usage - sum(c.cpu_memory_usage for c in self.cpu_children)
 
     @property
     def cpu_time_total(self):
@@ -68,6 +73,8 @@ class FunctionEventAvg:
         self.count = 0
         self.cpu_time_total = 0.0
         self.self_cpu_time_total = 0.0
+        self.cpu_memory_usage = 0
+        self.self_cpu_memory_usage = 0
         self.is_user_annotation = False
         self.is_async = False
         self.cpu_parent = None
@@ -77,6 +84,8 @@ class FunctionEventAvg:
         self.count += 1
         self.cpu_time_total += evt.cpu_time_total
         self.self_cpu_time_total += evt.self_cpu_time_total
+        self.cpu_memory_usage += evt.cpu_memory_usage
+        self.self_cpu_memory_usage += evt.self_cpu_memory_usage
         self.is_user_annotation = evt.is_user_annotation
         return self
 
@@ -89,8 +98,20 @@ class FunctionEventAvg:
                 f"cpu_time={_format_time(self.cpu_time)} input_shapes={self.input_shapes}>")
 
 
+def _format_memory(nbytes):
+    """torch's memory format: 1.50 MB, 2.00 KB, 12 B."""
+    for unit, size in (("GB", 1024 ** 3), ("MB", 1024 ** 2), ("KB", 1024)):
+        if abs(nbytes) >= size:
+            return f"{nbytes / size:.2f} {unit}"
+    return f"{nbytes} B"
+
+
 class EventList(list):
-    """A list of events with torch's summaries."""
+    """A list of events with torch's summaries; profile_memory adds the memory columns to table()."""
+
+    def __init__(self, events=(), profile_memory=False):
+        super().__init__(events)
+        self.profile_memory = profile_memory
 
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False):
         """One FunctionEventAvg per name (and input shapes / top stack frames when asked), in first-seen order."""
@@ -104,7 +125,7 @@ class EventList(list):
                 avg = groups[key] = FunctionEventAvg(evt.key, evt.input_shapes if group_by_input_shape else None,
                                                      list(stack))
             avg.add(evt)
-        return EventList(groups.values())
+        return EventList(groups.values(), self.profile_memory)
 
     def total_average(self):
         total = FunctionEventAvg("Total", None, [])
@@ -121,7 +142,7 @@ class EventList(list):
         """torch's profiler table: Name, Self CPU %, Self CPU, CPU total %, CPU total, CPU time avg,
         # of Calls (+ Input Shapes, Source Location when recorded), sorted by `sort_by` descending."""
         return _build_table(self, sort_by, header, row_limit, max_src_column_width, max_name_column_width,
-                            max_shapes_column_width, top_level_events_only, time_unit)
+                            max_shapes_column_width, top_level_events_only, time_unit, self.profile_memory)
 
     def export_chrome_trace(self, path):
         """Write the events as Chrome trace JSON (complete "X" events), which chrome://tracing and Perfetto open."""
@@ -152,7 +173,7 @@ def _walk(events):
 
 
 def _build_table(events, sort_by, header, row_limit, max_src_width, max_name_width, max_shapes_width,
-                 top_level_only, time_unit):
+                 top_level_only, time_unit, profile_memory):
     if len(events) == 0:
         return ""
     if sort_by is not None:
@@ -162,9 +183,13 @@ def _build_table(events, sort_by, header, row_limit, max_src_width, max_name_wid
     name_width = max(len(evt.key) for evt in events) + 4
     if max_name_width is not None:
         name_width = min(name_width, max_name_width)
-    headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls"]
-    widths = [name_width] + [12] * 6
-    aligns = [">"] * 7
+    headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
+    if profile_memory:
+        headers += ["CPU Mem", "Self CPU Mem"]
+    headers.append("# of Calls")
+    widths = [name_width] + [12] * (len(headers) - 1)
+    aligns = [">"] * len(headers)
+    n_fixed = len(headers)
     if has_shapes:
         shapes_width = max(len(str(evt.input_shapes)) for evt in events) + 4
         headers.append("Input Shapes")
@@ -206,10 +231,14 @@ def _build_table(events, sort_by, header, row_limit, max_src_width, max_name_wid
         if max_name_width is not None and len(name) >= max_name_width - 3:
             name = name[:max_name_width - 3] + "..."
         row = [name, _format_share(evt.self_cpu_time_total, total), fmt(evt.self_cpu_time_total),
-               _format_share(evt.cpu_time_total, total), fmt(evt.cpu_time_total), fmt(evt.cpu_time), evt.count]
+               _format_share(evt.cpu_time_total, total), fmt(evt.cpu_time_total), fmt(evt.cpu_time)]
+        if profile_memory:
+            row += [_format_memory(evt.cpu_memory_usage), _format_memory(evt.self_cpu_memory_usage)]
+        row.append(evt.count)
         if has_shapes:
             shapes = str(evt.input_shapes)
-            row.append(shapes if len(shapes) <= widths[7] else shapes[:widths[7] - 3] + "...")
+            w = widths[n_fixed]
+            row.append(shapes if len(shapes) <= w else shapes[:w - 3] + "...")
         if has_stack:
             src = evt.stack[0] if evt.stack else ""
             row.append(src[-widths[-1]:])

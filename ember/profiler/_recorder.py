@@ -60,6 +60,15 @@ def end(evt):
         del stack[stack.index(evt):]
 
 
+def _owned_bytes(result):
+    """Bytes of the result tensors that own their memory (new allocations; views count nothing). ember's
+    stand-in for torch's allocator accounting: memory an op allocates and frees again is not seen."""
+    from .._backend import owns_memory
+    from .._tensor import Tensor
+    items = result if isinstance(result, (tuple, list)) else (result,)
+    return sum(t._data.nbytes for t in items if isinstance(t, Tensor) and owns_memory(t._data))
+
+
 def _shapes(args):
     from .._tensor import Tensor
     out = []
@@ -85,9 +94,12 @@ def _op_wrapper(fn, name):
     def recorded(*args, **kwargs):
         evt = begin(name, args)
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
         finally:
             end(evt)
+        if evt is not None and _state.profiler.profile_memory:
+            evt.cpu_memory_usage = _owned_bytes(result)
+        return result
     recorded.__name__ = getattr(fn, "__name__", name)
     recorded.__qualname__ = getattr(fn, "__qualname__", name)
     recorded.__doc__ = fn.__doc__
@@ -188,9 +200,12 @@ def _apply_wrapper(apply):
     def recorded(cls, inputs, params):
         evt = begin(_kernel_name(cls), inputs)
         try:
-            return apply(cls, inputs, params)
+            result = apply(cls, inputs, params)
         finally:
             end(evt)
+        if evt is not None and _state.profiler.profile_memory:
+            evt.cpu_memory_usage = _owned_bytes(result)
+        return result
     return recorded
 
 
@@ -201,9 +216,12 @@ def _row_wrapper(call):
     def recorded(row, *operands):
         evt = begin("aten::" + _ROW_NAMES.get(row.name, row.name), operands)
         try:
-            return call(row, *operands)
+            result = call(row, *operands)
         finally:
             end(evt)
+        if evt is not None and _state.profiler.profile_memory:
+            evt.cpu_memory_usage = _owned_bytes(result)
+        return result
     return recorded
 
 
