@@ -67,6 +67,10 @@ OPS = {
     "addmm_input": (lambda L, a, b: L.addmm(a[:, :2], L.ones(2, 3, dtype=b.dtype), L.ones(3, 2, dtype=b.dtype)),
                     [(2, 3), (3, 2)]),
     "addcmul": (lambda L, a, b: L.addcmul(a, a, b), [(3,), (3,)]),
+    "cdist": (lambda L, a, b: L.cdist(a, b), [(2, 3), (4, 3)]),
+    "trapezoid": (lambda L, a, b: L.trapezoid(a, b), [(3,), (3,)]),
+    "cartesian_prod": (lambda L, a, b: L.cartesian_prod(a, b), [(3,), (2,)]),
+    "block_diag": (lambda L, a, b: L.block_diag(a, b), [(2, 3), (3, 2)]),
 }
 PAIRS = [("int64", "float32"), ("float32", "int64"), ("float32", "float64"), ("bool", "float32"),
          ("float32", "bool"), ("uint8", "int8"), ("complex64", "float32"), ("int64", "int64"),

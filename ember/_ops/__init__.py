@@ -6,4 +6,4 @@ from . import (creation, pointwise, reduction, sorting, shape, indexing, random,
 from . import dropout  # noqa: F401
 from . import rnn, attention  # noqa: F401
 from . import sampling  # noqa: F401
-from . import products  # noqa: F401  (cartesian_prod, block_diag)
+from . import products, integrate  # noqa: F401  (cartesian_prod, block_diag; trapezoid)
