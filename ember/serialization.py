@@ -26,7 +26,8 @@ from . import _dtype as D
 from ._backend import numpy_cpu as B
 from ._tensor import Size, Tensor
 
-__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+           "get_unsafe_globals_in_checkpoint"]
 
 DEFAULT_PROTOCOL = 2
 _ALIGN = 64
@@ -537,6 +538,38 @@ def _load_legacy(f, path, weights_only):
         raise RuntimeError(f"failed reading legacy checkpoint: {e}{where}; the file is truncated or corrupt") \
             from None
     return result
+
+
+def get_unsafe_globals_in_checkpoint(f):
+    """The globals a zip checkpoint's pickle names that weights_only=True would refuse ("module.name"),
+    found without unpickling anything (torch.serialization.get_unsafe_globals_in_checkpoint)."""
+    import pickletools
+    if isinstance(f, (str, os.PathLike)):
+        with open(os.fspath(f), "rb") as fh:
+            return get_unsafe_globals_in_checkpoint(fh)
+    if not _is_zip(f):
+        raise ValueError("Expected input to be a checkpoint returned by torch.save")
+    with zipfile.ZipFile(f) as zf:
+        prefix = zf.namelist()[0].split("/")[0]
+        data = zf.read(f"{prefix}/data.pkl")
+    found = []
+    strings = []
+    for op, arg, _ in pickletools.genops(data):
+        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE"):
+            strings.append(arg)
+            continue
+        if op.name == "GLOBAL":
+            module, name = arg.split(" ", 1)
+        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+            module, name = strings[-2], strings[-1]
+        else:
+            continue
+        module, name = _compat_name(module, name)
+        allowed = (_torch_global(module, name) is not None or (module, name) in _SAFE_BUILTINS
+                   or (module, name) == ("_codecs", "encode") or f"{module}.{name}" in _safe_globals)
+        if not allowed and f"{module}.{name}" not in found:
+            found.append(f"{module}.{name}")
+    return found
 
 
 def _check_map_location(m):

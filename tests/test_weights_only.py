@@ -56,3 +56,15 @@ def test_safe_globals_allow_a_refused_global(tmp_path):
             assert lib.load(path, weights_only=True) == fractions.Fraction(1, 3)
         with pytest.raises(pickle.UnpicklingError):
             lib.load(path, weights_only=True)
+
+
+def test_get_unsafe_globals_in_checkpoint(tmp_path):
+    path = tmp_path / "mixed.pt"
+    torch.save({"a": fractions.Fraction(1, 3), "b": collections.defaultdict(list), "c": torch.ones(2),
+                "d": {1, 2}, "e": slice(1, 2), "f": collections.OrderedDict()}, path)
+    expected = set(torch.serialization.get_unsafe_globals_in_checkpoint(path))
+    assert set(ember.serialization.get_unsafe_globals_in_checkpoint(path)) == expected
+    assert expected == {"collections.defaultdict", "fractions.Fraction", "builtins.slice", "builtins.list"}
+    clean = tmp_path / "clean.pt"
+    torch.save({"w": torch.ones(2), "n": 3}, clean)
+    assert ember.serialization.get_unsafe_globals_in_checkpoint(str(clean)) == []
