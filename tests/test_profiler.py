@@ -150,6 +150,11 @@ def test_chrome_trace_and_record_function_decorator(tmp_path):
     mul = next(e for e in trace["traceEvents"] if e["name"] == "aten::mul")
     assert mul["args"]["Input Dims"] == [[3], []]
     block(ember.ones(3))  # outside a profiler: records nothing, runs normally
+    with ember.profiler.profile(with_stack=True) as prof:
+        block(x)
+    mul = next(e for e in prof.events() if e.name == "aten::mul")
+    assert mul.stack and "test_profiler.py" in mul.stack[0] and mul.stack[0].endswith("block")
+    assert "Source Location" in prof.key_averages(group_by_stack_n=1).table().splitlines()[1]
 
 
 def test_patches_removed_after_profiling():

@@ -35,8 +35,7 @@ def begin(name, args=None, is_user_annotation=False):
     shapes = None
     if prof.record_shapes:
         shapes = _shapes(args) if args is not None else []
-    where = _user_stack() if prof.with_stack and parent is None or (prof.with_stack and parent is not None
-                                                                     and parent.is_user_annotation) else None
+    where = _user_stack() if prof.with_stack else None
     _state.next_id += 1
     evt = FunctionEvent(_state.next_id, name, (_clock() - prof._t0) / 1000.0, shapes, where, parent,
                         is_user_annotation)
