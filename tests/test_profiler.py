@@ -95,6 +95,9 @@ def test_table_layout_matches_torch():
     table = avgs.table(sort_by="self_cpu_time_total")
     names = [line[:55].strip() for line in table.splitlines()[3:-2]]
     assert names == [a.key if len(a.key) < 52 else a.key[:52] + "..." for a in ordered]
+    for key in ("cuda_time_total", "device_time_total", "cpu_time_total", "count"):
+        assert len(eprof.key_averages().table(sort_by=key).splitlines()) == \
+            len(tprof.key_averages().table(sort_by=key).splitlines()) - len(tprof.key_averages()) + len(avgs)
     by_shape = eprof.key_averages(group_by_input_shape=True)
     t_by_shape = tprof.key_averages(group_by_input_shape=True)
     assert "Input Shapes" in by_shape.table().splitlines()[1]

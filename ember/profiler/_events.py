@@ -19,7 +19,16 @@ def _format_share(us, total):
     return f"{us * 100.0 / total:.2f}%"
 
 
-class FunctionEvent:
+class _NoDevice:
+    """Device-time fields torch's events carry; ember runs on the CPU only, so they are 0 (sorting a table
+    by "cuda_time_total", as CPU scripts written for GPUs do, works and keeps the CPU order's ties)."""
+    device_time_total = self_device_time_total = device_time = 0.0
+    cuda_time_total = self_cuda_time_total = cuda_time = 0.0
+    device_memory_usage = self_device_memory_usage = 0
+    use_device = None
+
+
+class FunctionEvent(_NoDevice):
     """One recorded call: a name, start and end (microseconds), its nested calls, input shapes."""
 
     def __init__(self, id, name, start_us, input_shapes, stack, parent, is_user_annotation=False):
@@ -63,7 +72,7 @@ class FunctionEvent:
                 f"input_shapes={self.input_shapes}>")
 
 
-class FunctionEventAvg:
+class FunctionEventAvg(_NoDevice):
     """Calls with the same key (name, and input shapes / stack when grouped by them), summed."""
 
     def __init__(self, key, input_shapes, stack):
@@ -177,7 +186,8 @@ def _build_table(events, sort_by, header, row_limit, max_src_width, max_name_wid
     if len(events) == 0:
         return ""
     if sort_by is not None:
-        events = sorted(events, key=lambda evt: getattr(evt, sort_by), reverse=True)
+        key = sort_by.replace("cuda", "device").replace("xpu", "device").replace("privateuse1", "device")
+        events = sorted(events, key=lambda evt: getattr(evt, key), reverse=True)
     has_shapes = any(evt.input_shapes for evt in events)
     has_stack = any(evt.stack for evt in events)
     name_width = max(len(evt.key) for evt in events) + 4
