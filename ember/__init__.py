@@ -96,7 +96,8 @@ from ._layout import *  # noqa: E402,F401,F403  (torch.layout, torch.memory_form
 from ._globals import *  # noqa: E402,F401,F403  (default device, determinism flags, matmul precision, typename)
 
 
-_LAZY_SUBMODULES = ("distributions", "testing", "jit", "compiler", "_dynamo", "profiler")  # imported on first use: keeps `import ember` fast
+# imported on first use: keeps `import ember` fast
+_LAZY_SUBMODULES = ("distributions", "testing", "jit", "compiler", "_dynamo", "profiler")
 
 
 def __getattr__(name):

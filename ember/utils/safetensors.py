@@ -46,11 +46,11 @@ def _check(tensors, metadata):
                          " make a much larger file than needed.")
     failing = [names for names in _shared_groups(tensors) if len(names) > 1]
     if failing:
-        raise RuntimeError(f"""
-            Some tensors share memory, this will lead to duplicate memory on disk and potential differences when loading them again: {failing}.
-            A potential way to correctly save your model is to use `save_model`.
-            More information at https://huggingface.co/docs/safetensors/torch_shared_tensors
-            """)  # noqa: E501  (safetensors.torch's text, verbatim)
+        raise RuntimeError(  # safetensors.torch's text, its indentation included
+            "\n            Some tensors share memory, this will lead to duplicate memory on disk and potential "
+            f"differences when loading them again: {failing}.\n            A potential way to correctly save your "
+            "model is to use `save_model`.\n            More information at "
+            "https://huggingface.co/docs/safetensors/torch_shared_tensors\n            ")
     for k, v in tensors.items():
         if not v.is_contiguous():
             raise ValueError(f"You are trying to save a non contiguous tensor: `{k}` which is not allowed. It either "
@@ -103,7 +103,8 @@ def _serialize(tensors, metadata):
     for name in order:
         t = tensors[name]
         arr = t._data if t._data.flags.c_contiguous else t._data.copy(order="C")
-        header[name] = {"dtype": _CODES[t.dtype], "shape": list(arr.shape), "data_offsets": [offset, offset + arr.nbytes]}
+        header[name] = {"dtype": _CODES[t.dtype], "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + arr.nbytes]}
         offset += arr.nbytes
         arrays.append(arr)
     text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
