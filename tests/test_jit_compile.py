@@ -208,6 +208,23 @@ def test_jit_script_and_trace_return_what_they_get():
             lib.jit.trace(lambda y: y)
 
 
+def test_old_style_script_module_subclass():
+    import ember.jit
+
+    with pytest.warns(DeprecationWarning, match="script_method` is deprecated"):
+        class Scale(ember.jit.ScriptModule):
+            def __init__(self):
+                super().__init__()
+                self.w = ember.nn.Parameter(ember.tensor([2.0, 3.0]))
+
+            @ember.jit.script_method
+            def forward(self, x):
+                return x * self.w
+    m = Scale()
+    assert isinstance(m, ember.nn.Module) and list(m.state_dict()) == ["w"]
+    assert m(ember.ones(2)).tolist() == [2.0, 3.0]
+
+
 def test_jit_save_load_raise_clearly(tmp_path):
     import ember.jit
     for lib in (torch, ember):

@@ -11,8 +11,9 @@ Final = typing.Final  # torch.jit.Final is typing.Final too
 
 
 class ScriptModule(Module):
-    """The type of a scripted module in torch. ember never creates one (script returns the module itself),
-    so `isinstance(m, ember.jit.ScriptModule)` is False, as it is for any unscripted torch module."""
+    """The type of a scripted module in torch. ember's script returns the module itself, so
+    `isinstance(m, ember.jit.ScriptModule)` is False for it; old-style code subclassing ScriptModule (with
+    @script_method methods) gets a plain Module that runs eagerly."""
 
 
 class RecursiveScriptModule(ScriptModule):
@@ -73,6 +74,14 @@ def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None
     if not isinstance(inputs, dict):
         raise AttributeError("expected a dictionary of (method_name, input) pairs")
     return mod
+
+
+def script_method(fn):
+    """torch.jit.script_method (methods of a ScriptModule subclass): returns fn unchanged, with torch's
+    DeprecationWarning."""
+    warnings.warn("`torch.jit.script_method` is deprecated. Please switch to `torch.compile` or `torch.export`.",
+                  DeprecationWarning, stacklevel=2)
+    return fn
 
 
 def ignore(drop=False, **kwargs):
