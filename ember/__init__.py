@@ -85,12 +85,6 @@ def get_num_interop_threads():
     return 1
 
 
-def compile(model=None, **kwargs):
-    """torch.compile: ember runs eagerly, so the model or function is returned unchanged."""
-    if model is None:
-        return lambda m: m
-    return model
-
 from . import serialization  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import random  # noqa: E402  (torch.random: generators, seeding, fork_rng)
@@ -99,6 +93,8 @@ from . import return_types  # noqa: E402  (torch.return_types: max, sort, topk .
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402
 from . import utils  # noqa: E402
+from .utils.dlpack import from_dlpack  # noqa: E402  (torch.from_dlpack)
+from ._compile import compile  # noqa: E402  (torch.compile: an eager pass-through)
 from . import multiprocessing  # noqa: E402  (torch.multiprocessing: registers the shared-memory tensor reducers)
 from ._ops.sparse import sparse_coo_tensor, spmm  # noqa: E402  (sparse COO tensors)
 from . import sparse  # noqa: E402  (torch.sparse)
@@ -107,7 +103,8 @@ from ._globals import *  # noqa: E402,F401,F403  (default device, determinism fl
 
 
 # imported on first use: keeps `import ember` fast
-_LAZY_SUBMODULES = ("distributions", "testing", "func", "fft", "signal", "special", "distributed")
+_LAZY_SUBMODULES = ("distributions", "testing", "func", "fft", "signal", "special", "distributed", "jit", "compiler",
+                    "_dynamo", "profiler")
 
 
 def __getattr__(name):

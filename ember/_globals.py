@@ -108,7 +108,7 @@ def get_deterministic_debug_mode():
 
 # ---- float32 matmul precision ---------------------------------------------------------------
 
-_matmul_precision = ["highest"]
+_matmul_precision = ["highest", False]  # the precision, and whether a script has set it
 
 
 def set_float32_matmul_precision(precision):
@@ -119,10 +119,18 @@ def set_float32_matmul_precision(precision):
                       "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
         return
     _matmul_precision[0] = precision
+    _matmul_precision[1] = True
 
 
 def get_float32_matmul_precision():
     return _matmul_precision[0]
+
+
+def _fp32_precision():
+    """torch.backends.cuda.matmul.fp32_precision: 'none' until a precision is set, then 'ieee' or 'tf32'."""
+    if not _matmul_precision[1]:
+        return "none"
+    return "ieee" if _matmul_precision[0] == "highest" else "tf32"
 
 
 _warn_always = [False]

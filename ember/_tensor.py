@@ -395,6 +395,24 @@ class Tensor:
                                "instead.")
         return self._data
 
+    def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule viewing this tensor's memory (versioned when max_version >= (1, 0)), as torch."""
+        if self._requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        if stream is not None and type(stream) is not int:
+            raise TypeError("stream must be ``int`` or ``none``")
+        if stream is not None and stream != -1:
+            raise AssertionError("stream should be None on cpu.")
+        from ._backend import dlpack
+        if max_version is not None and max_version[0] < 1:
+            max_version = None
+        return dlpack.export(self._data, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        """(DLDeviceType.kDLCPU, 0): ember tensors live in host memory."""
+        from .utils.dlpack import DLDeviceType
+        return (DLDeviceType.kDLCPU, 0)
+
     def __array__(self, dtype=None, copy=None):
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "

@@ -26,7 +26,8 @@ from . import _dtype as D
 from ._backend import numpy_cpu as B
 from ._tensor import Size, Tensor
 
-__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+           "get_unsafe_globals_in_checkpoint"]
 
 DEFAULT_PROTOCOL = 2
 _ALIGN = 64
@@ -292,6 +293,8 @@ def _torch_global(module, name):
                 "_rebuild_parameter_with_state": _rebuild_parameter}.get(name)
     if module == "torch._tensor" and name == "_rebuild_from_type_v2":
         return _rebuild_from_type_v2
+    if module == "torch.serialization" and name == "_get_layout":
+        return _get_layout
     if module == "torch":
         if name in _DTYPE_OF_STORAGE:
             return _StorageType(_DTYPE_OF_STORAGE[name])
@@ -311,17 +314,47 @@ def _torch_global(module, name):
     return None
 
 
+# the non-torch globals torch 2.13's weights-only unpickler allows (torch/_weights_only_unpickler.py); other
+# builtins (slice, frozenset, range, int ...) are refused there, so here too
 _SAFE_BUILTINS = {("collections", "OrderedDict"): collections.OrderedDict,
-                  ("builtins", "set"): set, ("builtins", "frozenset"): frozenset, ("builtins", "tuple"): tuple,
-                  ("builtins", "list"): list, ("builtins", "dict"): dict, ("builtins", "bytearray"): bytearray,
-                  ("builtins", "slice"): slice, ("builtins", "complex"): complex, ("builtins", "int"): int,
-                  ("builtins", "float"): float, ("builtins", "bool"): bool, ("builtins", "str"): str,
-                  ("builtins", "range"): range}
+                  ("collections", "Counter"): collections.Counter, ("builtins", "set"): set,
+                  ("builtins", "bytearray"): bytearray, ("builtins", "complex"): complex}
+
+
+def _get_layout(name):
+    """torch.serialization._get_layout: a pickled layout ('torch.strided') back to the layout object."""
+    from . import _layout
+    return getattr(_layout, name.split(".")[-1])
+
+
+def _weights_only_error(module, name):
+    """torch's UnpicklingError text for a global outside the allow-list (builtins named bare)."""
+    full = name if module == "builtins" else f"{module}.{name}"
+    return pickle.UnpicklingError(
+        "Weights only load failed. This file can still be loaded, to do so you have two options, \x1b[1mdo those "
+        "steps only if you trust the source of the checkpoint\x1b[0m. \n\t(1) In PyTorch 2.6, we changed the "
+        "default value of the `weights_only` argument in `torch.load` from `False` to `True`. Re-running "
+        "`torch.load` with `weights_only` set to `False` will likely succeed, but it can result in arbitrary code "
+        "execution. Do it only if you got the file from a trusted source.\n\t(2) Alternatively, to load with "
+        "`weights_only=True` please check the recommended steps in the following error message.\n\t"
+        f"WeightsUnpickler error: Unsupported global: GLOBAL {full} was not an allowed global by default. Please "
+        f"use `torch.serialization.add_safe_globals([{full}])` or the `torch.serialization.safe_globals([{full}])` "
+        "context manager to allowlist this global if you trust this class/function.\n\nCheck the documentation "
+        "of torch.load to learn more about types accepted by default with weights_only "
+        "https://pytorch.org/docs/stable/generated/torch.load.html.")
 
 
 def _codecs_encode(obj, encoding="utf-8"):
     import codecs
     return codecs.encode(obj, encoding)
+
+
+def _compat_name(module, name):
+    """Python 2 module/name pairs of protocol-2 pickles mapped to Python 3's, as pickle's own find_class does."""
+    import _compat_pickle
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
 
 
 class _Unpickler(pickle.Unpickler):
@@ -332,6 +365,7 @@ class _Unpickler(pickle.Unpickler):
         self.storages = {}
 
     def find_class(self, module, name):
+        module, name = _compat_name(module, name)  # protocol 2 (torch.save's) names Python 2 modules
         obj = _torch_global(module, name)
         if obj is not None:
             return obj
@@ -343,10 +377,7 @@ class _Unpickler(pickle.Unpickler):
         if f"{module}.{name}" in _safe_globals:
             return _safe_globals[f"{module}.{name}"]
         if self.weights_only:
-            raise pickle.UnpicklingError(
-                f"Weights only load failed. Unsupported global: GLOBAL {module}.{name} was not an allowed "
-                f"global by default. Use ember.serialization.add_safe_globals([{name}]) or load with "
-                f"weights_only=False if you trust the source of this file.")
+            raise _weights_only_error(module, name)
         if module == "torch" or module.startswith("torch."):
             module = "ember" + module[len("torch"):]
         return super().find_class(module, name)
@@ -507,6 +538,38 @@ def _load_legacy(f, path, weights_only):
         raise RuntimeError(f"failed reading legacy checkpoint: {e}{where}; the file is truncated or corrupt") \
             from None
     return result
+
+
+def get_unsafe_globals_in_checkpoint(f):
+    """The globals a zip checkpoint's pickle names that weights_only=True would refuse ("module.name"),
+    found without unpickling anything (torch.serialization.get_unsafe_globals_in_checkpoint)."""
+    import pickletools
+    if isinstance(f, (str, os.PathLike)):
+        with open(os.fspath(f), "rb") as fh:
+            return get_unsafe_globals_in_checkpoint(fh)
+    if not _is_zip(f):
+        raise ValueError("Expected input to be a checkpoint returned by torch.save")
+    with zipfile.ZipFile(f) as zf:
+        prefix = zf.namelist()[0].split("/")[0]
+        data = zf.read(f"{prefix}/data.pkl")
+    found = []
+    strings = []
+    for op, arg, _ in pickletools.genops(data):
+        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE"):
+            strings.append(arg)
+            continue
+        if op.name == "GLOBAL":
+            module, name = arg.split(" ", 1)
+        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+            module, name = strings[-2], strings[-1]
+        else:
+            continue
+        module, name = _compat_name(module, name)
+        allowed = (_torch_global(module, name) is not None or (module, name) in _SAFE_BUILTINS
+                   or (module, name) == ("_codecs", "encode") or f"{module}.{name}" in _safe_globals)
+        if not allowed and f"{module}.{name}" not in found:
+            found.append(f"{module}.{name}")
+    return found
 
 
 def _check_map_location(m):

@@ -8,3 +8,4 @@ from . import rnn, attention  # noqa: F401
 from . import sampling  # noqa: F401
 from . import window_functions  # noqa: F401  (hann_window, hamming_window ...)
 from . import spectral  # noqa: F401  (stft, istft)
+from . import products, integrate  # noqa: F401  (cartesian_prod, block_diag; trapezoid)

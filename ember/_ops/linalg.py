@@ -285,7 +285,8 @@ def mm(input, mat2, *, out=None):
     return _finish(Mm.apply(input, mat2), out, "mm")
 
 
-def _bmm_check(x, y, name1="batch1", name2="batch2"):
+def _bmm_check(x, y, name1="batch1", name2="batch2", kernel=None):
+    """Shapes and dtypes of a batched product; `kernel`: torch's bool error comes before the dtype check."""
     a = x._data.shape
     b = y._data.shape
     if len(a) != 3:
@@ -295,6 +296,8 @@ def _bmm_check(x, y, name1="batch1", name2="batch2"):
     if a[0] != b[0] or a[2] != b[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a[0]}, {a[2]}] but "
                            f"got: [{b[0]}, {b[1]}].")
+    if kernel is not None and x._dtype is D.bool:
+        raise _not_implemented(kernel, x)
     if x._dtype is not y._dtype:
         raise RuntimeError(f"expected scalar type {_sname(x)} but found {_sname(y)}")
     if x._dtype is D.bool:
@@ -304,7 +307,7 @@ def _bmm_check(x, y, name1="batch1", name2="batch2"):
 @register()
 def bmm(input, mat2, *, out=None):
     check_tensor(mat2, "bmm", "mat2", 2)
-    _bmm_check(input, mat2)
+    _bmm_check(input, mat2, kernel="bmm")
     return _finish(Bmm.apply(input, mat2), out, "bmm")
 
 
@@ -507,7 +510,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
         raise _dtype_error(mat1, mat2)
     if a.shape[1] != b.shape[0]:
         raise _mm_shapes_error(a.shape, b.shape)
-    if mat1._dtype is D.bool:
+    if mat1._dtype is D.bool and getattr(input, "_dtype", None) is D.bool:  # else: torch's dtype error first
         raise _not_implemented("addmm_impl_cpu_", mat1)
     return _add_product(Addmm, "addmm", input, mat1, mat2, beta, alpha, out, (a.shape[0], b.shape[1]))
 
@@ -527,8 +530,10 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     for name, v in (("vec1", vec1), ("vec2", vec2)):
         if v._data.ndim != 1:
             raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {v._data.ndim}-D")
-    if vec1._dtype is not vec2._dtype:
-        raise RuntimeError(f"expected scalar type {_sname(vec1)} but found {_sname(vec2)}")
+    check_tensor(input, "addr", "input", 1)
+    if not (input._dtype is vec1._dtype is vec2._dtype):
+        d = D.result_type_of((input, vec1, vec2))  # torch's addr promotes all three (an outer product and add)
+        input, vec1, vec2 = (t if t._dtype is d else t.to(d) for t in (input, vec1, vec2))
     out_shape = (vec1._data.shape[0], vec2._data.shape[0])
     return _add_product(Addr, "addr", input, vec1, vec2, beta, alpha, out, out_shape)
 

@@ -174,11 +174,40 @@ def einsum(*args):
         operands, specs, out_spec = _parse_sublist(args)
     for k, op in enumerate(operands):
         check_tensor(op, "einsum", "operands", k + 2)
-    d = operands[0]._dtype
-    for op in operands[1:]:
-        if op._dtype is not d:
-            raise RuntimeError(f"expected scalar type {D.SCALAR_NAMES[d]} but found {D.SCALAR_NAMES[op._dtype]}")
     return _einsum(operands, specs, out_spec)
+
+
+def _result_dtype(operands, subs, out_sub):
+    """The dtype torch's einsum returns, or its error. Note [einsum dtypes]: torch contracts left to right;
+    labels only one operand still needs are summed on it first (bool and integers sum to int64); a pair
+    with a label to contract goes through bmm, which needs one dtype (and none for bool); a pair without
+    one is a broadcast multiply, which promotes."""
+    later = [set(out_sub)]
+    for s in reversed(subs[1:]):
+        later.append(later[-1] | set(s))
+    later.reverse()  # later[k]: labels needed after operand k is folded in (output and operands k+1...)
+
+    def summed(dtype, labels, keep):
+        if set(labels) - keep and dtype.category < D.FLOAT:
+            return D.int64
+        return dtype
+    acc_labels = set(subs[0])
+    keep = later[0] | set(subs[1]) if len(subs) > 1 else later[0]
+    acc = summed(operands[0]._dtype, subs[0], keep)
+    acc_labels &= keep
+    for k in range(1, len(subs)):
+        need = later[k]
+        d = summed(operands[k]._dtype, subs[k], need | acc_labels)
+        labels = set(subs[k]) & (need | acc_labels)
+        if (acc_labels & labels) - need:
+            if acc is D.bool:
+                raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
+            if d is not acc:
+                raise RuntimeError(f"expected scalar type {D.SCALAR_NAMES[acc]} but found {D.SCALAR_NAMES[d]}")
+        else:
+            acc = D.promote_types(acc, d)
+        acc_labels = (acc_labels | labels) & need
+    return acc
 
 
 def _einsum(operands, specs, out_spec):
@@ -225,6 +254,8 @@ def _einsum(operands, specs, out_spec):
             if lab in out_sub:
                 raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
             out_sub.append(lab)
+    d = _result_dtype(operands, subs, out_sub)
+    operands = [op if op._dtype is d else op.to(d) for op in operands]
     sizes = {}
     for k, (op, s) in enumerate(zip(operands, subs)):
         for lab, n in zip(s, op._data.shape):
@@ -334,6 +365,8 @@ def _cross(x, y, dim):
 
 def _cross_checked(input, other, dim, name):
     check_tensor(other, name, "other", 2)
+    if input._dtype is D.bool:
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
     if input._dtype is not other._dtype:
         raise RuntimeError(f"expected scalar type {_sname(input)} but found {_sname(other)}")
     a = input._data.shape

@@ -207,6 +207,9 @@ def linalg_cond(A, p=None, *, out=None):
 def linalg_vecdot(x, y, *, dim=-1, out=None):
     check_tensor(x, "linalg.vecdot", "x", 1)
     check_tensor(y, "linalg.vecdot", "y", 2)
+    if x._dtype.category < D.FLOAT:
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                           f"{D.SCALAR_NAMES[x._dtype]}")
     if x._dtype is not y._dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{D.SCALAR_NAMES[x._dtype]} and y of type {D.SCALAR_NAMES[y._dtype]} instead")

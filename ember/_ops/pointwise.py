@@ -102,6 +102,8 @@ def _int_div(kernel):
 
 _SUB_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
              "mask, use the `~` or `logical_not()` operator instead.")
+_SUB_BOOLS = ("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+              "`logical_xor()` operator instead.")
 
 _add = binary("_add", np.add, dx=lambda g: g, dy=lambda g: g, method=False, inplace=False,
               node_name="AddBackward0")
@@ -206,7 +208,7 @@ def _has_bool(v):
 
 def sub(input, other, *, alpha=1, out=None):
     if _has_bool(input) or _has_bool(other):
-        raise RuntimeError(_SUB_BOOL)
+        raise RuntimeError(_SUB_BOOLS if _has_bool(input) and _has_bool(other) else _SUB_BOOL)
     if type(alpha) is not int or alpha != 1:
         other = _scaled(input, other, alpha)
     return _sub(input, other) if out is None else row_out(_sub.row, out, "sub", input, other)

@@ -234,6 +234,8 @@ def _value_in(value, tensors):
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     v = _value_in(value, (input, tensor1, tensor2))
     r = input + (v * tensor1) * tensor2 if v != 1 else input + tensor1 * tensor2
+    if r._dtype is D.bool:  # torch has no bool kernel (the composite would compute one)
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
     return r if out is None else write_out(out, r, "addcmul")
 
 

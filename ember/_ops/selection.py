@@ -348,6 +348,9 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         if s.dtype != np.int64:
             raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but got "
                                f"{D.SCALAR_NAMES[sorter._dtype]}")
+    common = D.result_type_of((sorted_sequence, input))  # the dtype torch's kernel is chosen by
+    if common is D.bool or common.category == D.COMPLEX:
+        raise NotImplementedError(f"\"searchsorted_out_cpu\" not implemented for '{D.SCALAR_NAMES[common]}'")
     side = "right" if right else "left"
     r = _search(b, values, side, s)
     r = np.asarray(r, dtype=np.int32 if out_int32 else np.int64)

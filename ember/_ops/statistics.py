@@ -226,8 +226,8 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
 
 @register()
 def dist(input, other, p=2):
-    for t in (input, other):
-        if isinstance(t, Tensor) and t._dtype.category < D.FLOAT:
-            raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
-                               f"{D.SCALAR_NAMES[t._dtype]} instead.")
-    return vector_norm(input - other, p, name="norm")
+    diff = input - other  # torch promotes the operands (an int and a float tensor give a float distance)
+    if diff._dtype.category < D.FLOAT:
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{D.SCALAR_NAMES[diff._dtype]} instead.")
+    return vector_norm(diff, p, name="norm")

@@ -11,3 +11,10 @@ from . import functional
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # as torch: the names are the functions
 
 from .variable import Variable
+
+
+def __getattr__(name):
+    if name == "profiler":  # torch.autograd.profiler, imported on first use (keeps `import ember` fast)
+        import importlib
+        return importlib.import_module(".profiler", __name__)
+    raise AttributeError(f"module 'ember.autograd' has no attribute '{name}'")

@@ -1,24 +1,7 @@
-"""torch.backends: flags scripts set (cudnn.benchmark ...) and availability checks."""
-from types import SimpleNamespace
-
-
-class _Mps:
-    @staticmethod
-    def is_available():
-        return False
-
-    @staticmethod
-    def is_built():
-        return False
-
-
-mps = _Mps()
-cudnn = SimpleNamespace(enabled=True, benchmark=False, deterministic=False, allow_tf32=True,
-                        is_available=lambda: False, version=lambda: None)
-cuda = SimpleNamespace(matmul=SimpleNamespace(allow_tf32=False, allow_fp16_reduced_precision_reduction=True),
-                       is_built=lambda: False)
-mkldnn = SimpleNamespace(enabled=False, is_available=lambda: False)
-openmp = SimpleNamespace(is_available=lambda: False)
+"""torch.backends: flags scripts set at the top (cudnn.benchmark, cuda.matmul.allow_tf32 ...) and
+availability checks. Each submodule says which flags are recorded only: ember computes with NumPy on the
+CPU, so none of them changes a result."""
+from . import cpu, cuda, cudnn, mkl, mkldnn, mps, openmp, opt_einsum  # noqa: F401
 
 
 class _Mha:

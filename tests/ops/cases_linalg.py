@@ -53,6 +53,28 @@ INT = ("int64",)
 CPLX = ("complex64", "complex128")
 
 CASES = [
+    # ---- cdist, trapezoid ----
+    C("cdist", [(3, 4), (2, 4)], lambda t, x, y: t.cdist(x, y)),  # (torch has no double backward for cdist)
+    C("cdist", [(2, 3, 4), (5, 4)], lambda t, x, y: t.cdist(x, y, p=1.0), id="batched_p1"),
+    C("cdist", [(3, 4), (2, 4)], lambda t, x, y: t.cdist(x, y, p=float("inf")), id="inf"),
+    C("cdist", [(3, 4), (2, 4)], lambda t, x, y: t.cdist(x, y, p=0.0), grad=False, id="p0"),
+    C("cdist", [T(values=[[1.0, 2.0], [0.5, -1.0]]), T(values=[[1.0, 2.0], [3.0, 0.0]])],
+      lambda t, x, y: t.cdist(x, y), id="zero_distance"),
+    C("cdist", [(3, 4), (2, 5)], lambda t, x, y: t.cdist(x, y), error=RuntimeError, id="columns"),
+    C("cdist", [(4,), (2, 4)], lambda t, x, y: t.cdist(x, y), error=RuntimeError, id="1d"),
+    C("cdist", [(3, 4), (2, 4)], lambda t, x, y: t.cdist(x, y, p=-1.0), error=RuntimeError, id="neg_p"),
+    C("cdist", [T((3, 4), dtype="int64"), T((2, 4), dtype="int64")], lambda t, x, y: t.cdist(x, y),
+      error=RuntimeError, dtypes=INT, id="int"),
+    C("trapezoid", [(2, 5)], lambda t, y: t.trapezoid(y), gradgrad=True),
+    C("trapezoid", [(2, 5), (5,)], lambda t, y, x: t.trapezoid(y, x), id="x1d"),
+    C("trapezoid", [(5, 2), (5, 2)], lambda t, y, x: t.trapezoid(y, x, dim=0), id="x2d_dim0"),
+    C("trapezoid", [(3, 4)], lambda t, y: t.trapz(y, dx=0.5, dim=0), id="trapz_dx"),
+    C("trapezoid", [T((2, 5), dtype="int64")], lambda t, y: t.trapezoid(y), dtypes=INT, id="int"),
+    C("trapezoid", [(2, 0)], lambda t, y: t.trapezoid(y), id="empty"),
+    C("trapezoid", [T((2, 0), dtype="int64")], lambda t, y: t.trapezoid(y), dtypes=INT, id="empty_int"),
+    C("trapezoid", [(2, 5), (4,)], lambda t, y, x: t.trapezoid(y, x), error=RuntimeError, id="bad_x"),
+    C("cumulative_trapezoid", [(2, 5), (5,)], lambda t, y, x: t.cumulative_trapezoid(y, x), gradgrad=True),
+    C("cumulative_trapezoid", [(3, 4)], lambda t, y: t.cumulative_trapezoid(y, dx=2.0, dim=0), id="dx"),
     # ---- matmul: every dimension case ----
     C("matmul", [(3, 4), (4, 5)], lambda t, x, y: t.matmul(x, y), gradgrad=True),
     C("matmul", [(4,), (4,)], lambda t, x, y: x @ y, id="1d-1d", gradgrad=True),

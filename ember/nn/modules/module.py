@@ -483,7 +483,7 @@ class Module(_HooksMixin, _StateDictMixin):
         return self._apply(lambda t: t.share_memory_() if hasattr(t, "share_memory_") else t)
 
     def compile(self, *args, **kwargs):
-        """Module.compile: ember runs eagerly (ember.compile is the identity), so calls are unchanged."""
+        """Module.compile: checks the arguments as torch does; the module keeps running eagerly and unchanged."""
         from ... import compile as _compile
         _compile(self, *args, **kwargs)
 

@@ -1,0 +1,5 @@
+"""torch.backends.openmp: ember parallelizes through BLAS's own threads, not OpenMP."""
+
+
+def is_available():
+    return False
