@@ -587,3 +587,16 @@ def test_import_forms():
     assert ember.autocast is ember.amp.autocast
     assert issubclass(ember.cpu.amp.autocast, ember.amp.autocast)
     assert ember.cuda.amp.amp_definitely_not_available()
+
+
+@pytest.mark.parametrize("name", ["fft", "rfft", "fft2", "irfft", "hfft", "ihfft", "rfftn"])
+def test_fft_runs_in_float32_under_autocast(name):
+    """torch.fft is on the float32 list: a bfloat16 input is transformed in float32 (ember.fft's functions are
+    wrapped like torch.linalg's)."""
+    got = []
+    for lib in (torch, ember):
+        x = lib.tensor(np.random.RandomState(0).randn(4, 6), dtype=lib.bfloat16)
+        with lib.autocast("cpu"):
+            y = getattr(lib.fft, name)(x)
+        got.append((str(y.dtype).replace("torch.", ""), tuple(y.shape)))
+    assert got[1] == got[0]

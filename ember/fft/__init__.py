@@ -7,3 +7,7 @@ from .._ops.fft import (fft, fft2, fftfreq, fftn, fftshift, hfft, hfft2, hfftn, 
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
            "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+
+from ..amp._dispatch import wrap_namespace as _wrap_namespace  # noqa: E402
+
+_wrap_namespace(globals(), "fft_")  # autocast policies (Note [Autocast dispatch] in ember/amp/_dispatch.py)
