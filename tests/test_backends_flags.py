@@ -10,16 +10,19 @@ import ember
 
 @pytest.fixture
 def restore():
-    saved = [(lib, lib.get_float32_matmul_precision(), lib.are_deterministic_algorithms_enabled(),
-              lib.is_deterministic_algorithms_warn_only_enabled(), lib.backends.cudnn.benchmark,
-              lib.backends.cudnn.deterministic, lib.backends.cudnn.enabled) for lib in (torch, ember)]
-    yield
-    for lib, prec, det, warn_only, bench, cdet, enabled in saved:
-        lib.set_float32_matmul_precision(prec)
-        lib.use_deterministic_algorithms(det, warn_only=warn_only)
-        lib.backends.cudnn.benchmark = bench
-        lib.backends.cudnn.deterministic = cdet
-        lib.backends.cudnn.enabled = enabled
+    # importing torch.testing._internal (the OpInfo tests, in the same xdist worker) freezes torch's global
+    # flags (torch.backends.disable_global_flags); a user's program has them settable, so thaw them here
+    with getattr(torch.backends, "__allow_nonbracketed_mutation")():
+        saved = [(lib, lib.get_float32_matmul_precision(), lib.are_deterministic_algorithms_enabled(),
+                  lib.is_deterministic_algorithms_warn_only_enabled(), lib.backends.cudnn.benchmark,
+                  lib.backends.cudnn.deterministic, lib.backends.cudnn.enabled) for lib in (torch, ember)]
+        yield
+        for lib, prec, det, warn_only, bench, cdet, enabled in saved:
+            lib.set_float32_matmul_precision(prec)
+            lib.use_deterministic_algorithms(det, warn_only=warn_only)
+            lib.backends.cudnn.benchmark = bench
+            lib.backends.cudnn.deterministic = cdet
+            lib.backends.cudnn.enabled = enabled
 
 
 FLAGS = [("cudnn", "enabled"), ("cudnn", "benchmark"), ("cudnn", "deterministic"), ("cudnn", "allow_tf32"),
