@@ -386,6 +386,13 @@ def from_numpy(ndarray):
 
 # ---- sizes and the filled factories ---------------------------------------------------
 
+def varargs_or(args, kw, kwname, name):
+    """torch takes sizes and dims as `f(*size)` or as one keyword `f(size=(2, 3))`: the one the call used."""
+    if args:
+        raise TypeError(f"{name}() got multiple values for argument '{kwname}'")
+    return (kw,)
+
+
 def size_args(size, name):
     """zeros(2, 3) / zeros((2, 3)) / zeros([2, 3]) / zeros(torch.Size(...)) -> a tuple of ints."""
     if len(size) == 0:
@@ -419,9 +426,9 @@ def _zeros(shape, dtype):
 
 
 def _filled(name, fill):
-    def fn(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
-           memory_format=None):
-        shape = size_args(size, name)
+    def fn(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+           pin_memory=False, memory_format=None):
+        shape = size_args(sizes if size is None else varargs_or(sizes, size, "size", name), name)
         d = _out_dtype(dtype, out)
         if fill is None:
             arr = B.empty(shape, d.np)
@@ -557,8 +564,8 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
 
 
 def _new_filled(name, base):
-    def fn(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-        return base(*size, dtype=dtype or self._dtype, device=device, requires_grad=requires_grad)
+    def fn(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        return base(*sizes, size=size, dtype=dtype or self._dtype, device=device, requires_grad=requires_grad)
     fn.__name__ = fn.__qualname__ = name
     return fn
 
@@ -848,8 +855,10 @@ def legacy_type_dtype(name):
     raise ValueError(f"invalid type: '{name}'")
 
 
-def new(self, *args, device=None):
+def new(self, *args, size=None, device=None):
     """Tensor.new(...): the legacy constructor with self's dtype."""
+    if size is not None:
+        args = varargs_or(args, Size(size), "size", "new")
     return legacy_new(Tensor, self._dtype, args, device, typed=True)
 
 

@@ -271,10 +271,12 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 
 @register()
-def sum_to_size(input, *size):
+def sum_to_size(input, *sizes, size=None):
     """Sum broadcast dimensions so the result has `size` (the inverse of expand)."""
-    from .shape import shape_args
-    size = shape_args(size, "sum_to_size")
+    from .shape import shape_args, varargs_or
+    if size is not None:
+        sizes = varargs_or(sizes, size, "size", "sum_to_size")
+    size = shape_args(sizes, "sum_to_size")
     shape = input._data.shape
     if shape == size:
         return input

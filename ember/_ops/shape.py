@@ -14,6 +14,7 @@ from .._backend import numpy_cpu as B
 from .._layout import contiguous_format, format_strides
 from .._tensor import Tensor, _is_contiguous, _wrap_dim
 from ._registry import Op, check_inplace, install, register
+from .creation import varargs_or  # noqa: F401  (joining and reduction import it from here)
 from .strided import as_strided, rebase_history, view_of_base  # noqa: F401  (others import them from here)
 from .geometry import (contiguous_strides, dense_strides_like, diagonal_geometry, expand_geometry,  # noqa: F401
                        key_geometry, strides_of, view_strides)
@@ -157,7 +158,9 @@ def _view_dtype(self, dtype):
 
 
 @register(function=False)
-def view(self, *shape, dtype=None):
+def view(self, *shape, size=None, dtype=None):
+    if size is not None:
+        shape = varargs_or(shape, size, "size", "view")
     if dtype is not None or (len(shape) == 1 and isinstance(shape[0], D.dtype)):
         return _view_dtype(self, dtype if dtype is not None else shape[0])
     x = self._data
@@ -170,8 +173,11 @@ def view(self, *shape, dtype=None):
 
 
 @register()
-def reshape(input, *shape):
+def reshape(input, *shape_, shape=None):
     """A view when torch's stride rule allows one, else a copy (UnsafeViewBackward0, no _base)."""
+    if shape is not None:
+        shape_ = varargs_or(shape_, shape, "shape", "reshape")
+    shape = shape_
     x = input._data
     shape = infer_shape(shape_args(shape, "reshape"), x.size)
     strides = view_strides(x.shape, strides_of(x), shape)
@@ -288,7 +294,10 @@ class TransposeT(Transpose):
 
 
 @register()
-def permute(input, *dims):
+def permute(input, *dims_, dims=None):
+    if dims is not None:
+        dims_ = varargs_or(dims_, dims, "dims", "permute")
+    dims = dims_
     dims = shape_args(dims, "permute")
     nd = input._data.ndim
     if len(dims) != nd:
@@ -363,7 +372,9 @@ class Expand(Op):
 
 
 @register(function=False)
-def expand(input, *sizes, implicit=False):
+def expand(input, *sizes, size=None, implicit=False):
+    if size is not None:
+        sizes = varargs_or(sizes, size, "size", "expand")
     sizes = shape_args(sizes, "expand")
     x = input._data
     if len(sizes) < x.ndim:
