@@ -11,6 +11,7 @@ Two tiers (see ../shared/STYLE.md 7.2):
 and operator dunders, from one declaration. Promotion, scalar wrapping, out= and
 in-place checks live here, once.
 """
+import functools
 import inspect
 
 import numpy as np
@@ -541,17 +542,17 @@ def make_inplace(fn, name, row=None, fast=None):
     if fast is None and row is not None and row.ufunc:
         fast = _row_fast(row)
     if fast is None:
-        def inplace(self, *args, **kwargs):
-            check_inplace(self)
-            return assign_result(self, fn(self, *args, **kwargs), opname)
+        def inplace(input, *args, **kwargs):
+            check_inplace(input)
+            return assign_result(input, fn(input, *args, **kwargs), opname)
     else:
-        def inplace(self, *args, **kwargs):
-            check_inplace(self)
-            check_overlap(self, args if not kwargs else args + tuple(kwargs.values()))
-            if not _needs_graph(self, args, kwargs) and fast(self, *args, **kwargs):
-                self._version_counter.value += 1
-                return self
-            return assign_result(self, fn(self, *args, **kwargs), opname)
+        def inplace(input, *args, **kwargs):
+            check_inplace(input)
+            check_overlap(input, args if not kwargs else args + tuple(kwargs.values()))
+            if not _needs_graph(input, args, kwargs) and fast(input, *args, **kwargs):
+                input._version_counter.value += 1
+                return input
+            return assign_result(input, fn(input, *args, **kwargs), opname)
     inplace.__name__ = inplace.__qualname__ = opname
     return inplace
 
@@ -622,9 +623,40 @@ def _snapshot_saved_self(node, self):
 
 # ---- installation -------------------------------------------------------------------
 
+def numpy_names(fn):
+    """fn also taking axis= and keepdims=, the NumPy spellings of dim= and keepdim= that torch's
+    argument parser accepts for every C-level function; a call without keywords goes straight through."""
+    if getattr(fn, "numpy_names", False):
+        return fn
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if kwargs:
+            if "axis" in kwargs and "dim" not in kwargs:
+                kwargs["dim"] = kwargs.pop("axis")
+            if "keepdims" in kwargs and "keepdim" not in kwargs:
+                kwargs["keepdim"] = kwargs.pop("keepdims")
+        return fn(*args, **kwargs)
+    call.numpy_names = True
+    return call
+
+
+def _takes_dim(fn):
+    """Does fn declare a dim= or keepdim= parameter (read from its code object: no inspect at import)?"""
+    code = getattr(fn, "__code__", None)
+    if code is None or getattr(fn, "numpy_names", False):
+        return False
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    return ("dim" in names or "keepdim" in names) and "axis" not in names
+
+
 def install(fn, name, method=True, function=True, inplace=None, aliases=(), dunder=None, rdunder=None,
             decl=None):
-    """Install one declaration as ember.name, Tensor.name, Tensor.name_, dunders and aliases."""
+    """Install one declaration as ember.name, Tensor.name, Tensor.name_, dunders and aliases.
+    Public ops with a dim= or keepdim= parameter also take NumPy's spellings (numpy_names)."""
+    if _takes_dim(fn) or (name.endswith("_") and getattr(getattr(Tensor, name[:-1], None), "numpy_names", False)):
+        fn = numpy_names(fn)  # an in-place variant declared on its own takes what its op takes
+        inplace = None if inplace is None else numpy_names(inplace)
     names = (name,) + tuple(aliases)
     for n in names:
         if function:

@@ -427,7 +427,7 @@ class _GeluBackward(Op):
         return ggrad, gx
 
 
-def gelu(input, approximate="none"):
+def gelu(input, *, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     _float_only(input, "GeluKernelImpl")

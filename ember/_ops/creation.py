@@ -314,7 +314,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return finish(arr, d, requires_grad, device)
 
 
-def as_tensor(data, dtype=None, device=None):
+def as_tensor(data, *, dtype=None, device=None):
     """torch.as_tensor: shares memory with tensors and NumPy arrays when the dtype allows."""
     as_device(device)
     if isinstance(data, Tensor):

@@ -424,10 +424,13 @@ def tile(input, dims):
 
 
 @register()
-def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
-    """Composite: index_select with the repeated positions (so gradients sum per source)."""
-    if repeats is None:
-        reps = input
+def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
+    """Composite: index_select with the repeated positions (so gradients sum per source).
+    repeat_interleave(repeats) alone (torch's third overload) gives the repeated positions."""
+    if repeats is None or input is None:
+        reps = input if repeats is None else repeats
+        if reps is None:
+            raise TypeError('repeat_interleave() missing 1 required positional arguments: "repeats"')
         if reps._data.ndim > 1:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         if reps._data.dtype not in (np.int64, np.int32):

@@ -493,7 +493,9 @@ def poisson(input, generator=None):
 # ---- in-place samplers ----------------------------------------------------------------
 
 def uniform_(self, from_=0, to=1, *, generator=None, **kw):
-    from_ = kw.pop("from", from_)
+    from_ = kw.pop("from", from_)  # torch's keyword is `from`, a Python keyword
+    if kw:
+        raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kw))}'")
     d = self._dtype
     if d.category < D.FLOAT:
         raise _not_impl("check_uniform_bounds", d)

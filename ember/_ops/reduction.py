@@ -7,14 +7,13 @@ median ...) go through the two private ops Gather/PlaceAlong, which are each oth
 backward (see Note [Index routing]).
 """
 import builtins
-import functools
 
 import numpy as np
 
 from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor, _wrap_dim
-from ._registry import Op, register, write_out
+from ._registry import Op, numpy_names, register, write_out
 from .complex import cj
 
 _make = Tensor._make
@@ -22,19 +21,6 @@ _bool = builtins.bool
 
 
 # ---- argument helpers -----------------------------------------------------------------
-
-def numpy_names(fn):
-    """torch's argument parser also takes NumPy's spellings axis= and keepdims= for dim= and keepdim=."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if "axis" in kwargs:
-            kwargs["dim"] = kwargs.pop("axis")
-        if "keepdims" in kwargs:
-            kwargs["keepdim"] = kwargs.pop("keepdims")
-        return fn(*args, **kwargs)
-    return wrapper
-
 
 def check_tensor(input, name):
     if not isinstance(input, Tensor):

@@ -310,12 +310,18 @@ def permute(input, *dims_, dims=None):
     return Permute.apply(input, dims=dims)
 
 
-@register(aliases=("swapaxes", "swapdims"))
+@register(aliases=("swapdims",))
 def transpose(input, dim0, dim1):
     nd = input._data.ndim
     d0 = _wrap_dim(dim0, nd)
     d1 = _wrap_dim(dim1, nd)
     return Transpose.apply(input, dim0=d0, dim1=d1)
+
+
+@register()
+def swapaxes(input, axis0, axis1):
+    """transpose under NumPy's parameter names (torch's swapaxes keywords)."""
+    return transpose(input, axis0, axis1)
 
 
 @register()
@@ -633,20 +639,20 @@ def contiguous(input, memory_format=None):
 def _meta_inplace(name, fn, node_name):
     """name_: self takes the geometry of fn(self) (a view of its own storage); the version is
     bumped and, with a graph, fn's node (under torch's in-place name) becomes self's history."""
-    def inplace(self, *args, **kwargs):
-        check_inplace(self)
-        r = fn(self, *args, **kwargs)
-        self._data = r._data
-        self._version_counter.value += 1
+    def inplace(input, *args, **kwargs):
+        check_inplace(input)
+        r = fn(input, *args, **kwargs)
+        input._data = r._data
+        input._version_counter.value += 1
         node = r._grad_fn
         if node is not None:
             node._name = node_name(args, kwargs) if callable(node_name) else node_name
-            self._grad_fn = node
-            self._output_nr = 0
-            self._requires_grad = True
-        if self._base is not None:
-            self._view_version = self._version_counter.value
-        return self
+            input._grad_fn = node
+            input._output_nr = 0
+            input._requires_grad = True
+        if input._base is not None:
+            input._view_version = input._version_counter.value
+        return input
     inplace.__name__ = inplace.__qualname__ = name
     install(inplace, name, function=False)
     return inplace

@@ -1,0 +1,189 @@
+"""torch's Python-level signatures, read from torch itself: the oracle for keyword names.
+
+C-level functions and Tensor methods have no inspect.signature; their Python-level
+signatures (overloads included) come from torch's generated stubs (_VariableFunctions.pyi,
+__init__.pyi's TensorBase, _nn.pyi), the first line of their docstrings, and the ATen
+schemas (self -> input for functions, dropped for methods). Python-level APIs use
+inspect.signature. Every source only proposes names: the keyword tests let real torch
+decide which spelling it accepts.
+"""
+import ast
+import functools
+import inspect
+import os
+import re
+
+import torch
+
+P = inspect.Parameter
+_NO_DEFAULT = P.empty
+UNKNOWN = object()  # a default the stub does not spell as a literal
+_STUBS = os.path.join(os.path.dirname(torch.__file__), "_C")
+
+
+def _signature(args):
+    """inspect.Signature from an ast.arguments node (defaults kept where they are literals)."""
+    params = []
+    pos = args.posonlyargs + args.args
+    defaults = [None] * (len(pos) - len(args.defaults)) + list(args.defaults)
+    for a, d in zip(pos, defaults):
+        params.append(P(a.arg, P.POSITIONAL_OR_KEYWORD, default=_literal(d)))
+    if args.vararg is not None:
+        params.append(P(args.vararg.arg, P.VAR_POSITIONAL))
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        params.append(P(a.arg, P.KEYWORD_ONLY, default=_literal(d)))
+    if args.kwarg is not None:
+        params.append(P(args.kwarg.arg, P.VAR_KEYWORD))
+    return inspect.Signature(params)
+
+
+def _literal(node):
+    if node is None:
+        return _NO_DEFAULT
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return UNKNOWN
+
+
+def _defs(body):
+    out = {}
+    for node in body:
+        if isinstance(node, ast.FunctionDef):
+            out.setdefault(node.name, []).append(_signature(node.args))
+    return out
+
+
+@functools.lru_cache(None)
+def _stub(filename, cls=None):
+    tree = ast.parse(open(os.path.join(_STUBS, filename)).read())
+    if cls is None:
+        return _defs(tree.body)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            return _defs(node.body)
+    return {}
+
+
+def _from_docstring(doc, name):
+    """The `name(a, b=1, *, out=None) -> Tensor` line that opens most of torch's C-level docstrings."""
+    if not doc:
+        return []
+    m = re.search(r"(?:^|\s|\.)" + re.escape(name) + r"\((.*?)\)\s*->", doc)
+    if m is None:
+        return []
+    text = m.group(1).replace("\\", "")
+    try:
+        tree = ast.parse(f"def f({text}): pass")
+    except SyntaxError:
+        return []
+    return [_signature(tree.body[0].args)]
+
+
+def _from_schemas(aten_name, method):
+    """Signatures from the ATen schemas of `aten::aten_name` (every overload, out= variants too)."""
+    sigs = []
+    for s in torch._C._jit_get_schemas_for_operator("aten::" + aten_name):
+        if not any("Tensor" in str(r.type) for r in s.returns):
+            continue  # TorchScript's scalar overloads (acos.int(int a)): not Python-level
+        params = []
+        seen_kw = False
+        for a in s.arguments:
+            name = a.name
+            if name == "self":
+                if method:
+                    params.append(("self", P.POSITIONAL_OR_KEYWORD, _NO_DEFAULT))
+                    continue
+                name = "input"
+            kind = P.KEYWORD_ONLY if a.kwarg_only else P.POSITIONAL_OR_KEYWORD
+            seen_kw = seen_kw or a.kwarg_only
+            default = _NO_DEFAULT
+            if a.has_default_value():
+                default = a.default_value
+                if not isinstance(default, (int, float, bool, str, type(None))):
+                    default = UNKNOWN
+            params.append((name, kind, default))
+        if method and (not params or params[0][0] != "self"):
+            continue
+        try:
+            sigs.append(inspect.Signature([P(n, k, default=d) for n, k, d in params]))
+        except ValueError:  # a name Python cannot spell (`from`), defaults out of order
+            continue
+    return sigs
+
+
+_ATEN_PREFIX = {"torch": "", "torch.linalg": "linalg_", "torch.special": "special_", "torch.fft": "fft_",
+                "torch.nn.functional": ""}
+
+
+@functools.lru_cache(None)
+def signatures(namespace, name):
+    """Every Python-level signature torch proposes for `namespace.name` (namespace "Tensor" for
+    methods, whose signatures start with self). Empty when torch exposes none."""
+    if namespace == "Tensor":
+        obj = getattr(torch.Tensor, name, None)
+        sigs = list(_stub("__init__.pyi", "TensorBase").get(name, []))
+        if not sigs and obj is not None:
+            try:
+                sigs = [inspect.signature(obj)]
+            except (TypeError, ValueError):
+                sigs = _from_docstring(getattr(obj, "__doc__", None), name)
+                sigs = [inspect.Signature([P("self", P.POSITIONAL_OR_KEYWORD)] + list(s.parameters.values()))
+                        for s in sigs]
+        return sigs + _from_schemas(name, True)
+    module = _module(namespace)
+    obj = getattr(module, name, None)
+    if obj is None:
+        return []
+    try:
+        return [inspect.signature(obj)]
+    except (TypeError, ValueError):
+        pass
+    sigs = []
+    if namespace == "torch":
+        sigs += _stub("_VariableFunctions.pyi").get(name, [])
+    if namespace == "torch.nn.functional":
+        sigs += _stub("_nn.pyi").get(name, []) + _stub("_VariableFunctions.pyi").get(name, [])
+    if namespace in _ATEN_PREFIX:
+        sigs += _from_schemas(_ATEN_PREFIX[namespace] + name, False)
+    # the parser's names are the schema's; a docstring (linalg's `A`) only where no schema says
+    return sigs or _from_docstring(obj.__doc__, name)
+
+
+def _module(namespace):
+    mod = torch
+    for part in namespace.split(".")[1:]:
+        mod = getattr(mod, part)
+    return mod
+
+
+PUBLIC_NAMESPACES = ("torch", "torch.nn.functional", "torch.linalg", "torch.special", "torch.fft")
+
+
+@functools.lru_cache(None)
+def public_names():
+    """id(callable) -> (namespace, name) for torch's public functions (first namespace wins)."""
+    out = {}
+    for ns in PUBLIC_NAMESPACES:
+        mod = _module(ns)
+        for n in dir(mod):
+            if n.startswith("_"):
+                continue
+            obj = getattr(mod, n, None)
+            if callable(obj) and not isinstance(obj, type):
+                out.setdefault(id(obj), (ns, n))
+    return out
+
+
+def locate(func):
+    """(namespace, name) of a callable seen by a TorchFunctionMode, or None when it is not public."""
+    hit = public_names().get(id(func))
+    if hit is not None:
+        return hit
+    qual = getattr(func, "__qualname__", "") or ""
+    name = getattr(func, "__name__", None)
+    if qual.startswith(("TensorBase.", "Tensor.")) and name and not name.startswith("__"):
+        return ("Tensor", name)
+    if qual.startswith("_VariableFunctionsClass.") and name and not name.startswith("_"):
+        return ("torch", name)
+    return None
