@@ -41,9 +41,10 @@ def _literal(node):
     if node is None:
         return _NO_DEFAULT
     try:
-        return ast.literal_eval(node)
+        value = ast.literal_eval(node)
     except ValueError:
         return UNKNOWN
+    return UNKNOWN if value is Ellipsis else value  # a stub's `= ...`
 
 
 def _defs(body):
@@ -88,8 +89,14 @@ def _from_schemas(aten_name, method):
             continue  # TorchScript's scalar overloads (acos.int(int a)): not Python-level
         params = []
         seen_kw = False
+        has_out = False
         for a in s.arguments:
             name = a.name
+            if a.kwarg_only and a.alias_info is not None and a.alias_info.is_write:
+                if not has_out:  # an out= variant's outputs: Python takes them as one out=
+                    params.append(("out", P.KEYWORD_ONLY, None))
+                    has_out = True
+                continue
             if name == "self":
                 if method:
                     params.append(("self", P.POSITIONAL_OR_KEYWORD, _NO_DEFAULT))
@@ -117,26 +124,30 @@ _ATEN_PREFIX = {"torch": "", "torch.linalg": "linalg_", "torch.special": "specia
 
 
 @functools.lru_cache(None)
-def signatures(namespace, name):
-    """Every Python-level signature torch proposes for `namespace.name` (namespace "Tensor" for
-    methods, whose signatures start with self). Empty when torch exposes none."""
+def signatures(namespace, name, proposals=True):
+    """torch's Python-level signatures for `namespace.name` (namespace "Tensor" for methods, whose
+    signatures start with self); empty when torch exposes none. A Python-level API has its
+    inspect.signature. A C-level one has its generated stub's overloads; with proposals=True also
+    its ATen schemas' spellings (candidates the behavioural tests let torch accept or refuse), with
+    proposals=False those only where no stub exists (the authoritative names, for static checks)."""
     if namespace == "Tensor":
+        obj = torch.Tensor.__dict__.get(name)
+        if inspect.isfunction(obj):  # a Python-level method of torch.Tensor
+            return _python_level(obj)
         obj = getattr(torch.Tensor, name, None)
         sigs = list(_stub("__init__.pyi", "TensorBase").get(name, []))
         if not sigs and obj is not None:
-            try:
-                sigs = [inspect.signature(obj)]
-            except (TypeError, ValueError):
-                sigs = _from_docstring(getattr(obj, "__doc__", None), name)
-                sigs = [inspect.Signature([P("self", P.POSITIONAL_OR_KEYWORD)] + list(s.parameters.values()))
-                        for s in sigs]
-        return sigs + _from_schemas(name, True)
+            sigs = _from_docstring(getattr(obj, "__doc__", None), name)
+            sigs = [inspect.Signature([P("self", P.POSITIONAL_OR_KEYWORD)] + list(s.parameters.values()))
+                    for s in sigs]
+        return sigs + _from_schemas(name, True) if proposals or not sigs else sigs
     module = _module(namespace)
     obj = getattr(module, name, None)
     if obj is None:
         return []
     try:
-        return [inspect.signature(obj)]
+        inspect.signature(obj)
+        return _python_level(obj)
     except (TypeError, ValueError):
         pass
     sigs = []
@@ -144,10 +155,18 @@ def signatures(namespace, name):
         sigs += _stub("_VariableFunctions.pyi").get(name, [])
     if namespace == "torch.nn.functional":
         sigs += _stub("_nn.pyi").get(name, []) + _stub("_VariableFunctions.pyi").get(name, [])
-    if namespace in _ATEN_PREFIX:
+    if namespace in _ATEN_PREFIX and (proposals or not sigs):
         sigs += _from_schemas(_ATEN_PREFIX[namespace] + name, False)
     # the parser's names are the schema's; a docstring (linalg's `A`) only where no schema says
     return sigs or _from_docstring(obj.__doc__, name)
+
+
+def _python_level(obj):
+    """[inspect.signature(obj)], or [] for a dispatcher that only says (*args, **kwargs)."""
+    sig = inspect.signature(obj)
+    if all(p.kind in (P.VAR_POSITIONAL, P.VAR_KEYWORD) for p in sig.parameters.values()):
+        return []
+    return [sig]
 
 
 def _module(namespace):
@@ -187,3 +206,60 @@ def locate(func):
     if qual.startswith("_VariableFunctionsClass.") and name and not name.startswith("_"):
         return ("torch", name)
     return None
+
+
+# ---- static comparison of an ember signature with torch's -----------------------------------
+
+def _params(sig, method):
+    ps = list(sig.parameters.values())
+    return ps[1:] if method and ps else ps
+
+
+def differences(esig, tsigs, method):
+    """How ember's signature departs from torch's overloads: a list of short strings (empty when it
+    agrees). Checked: every keyword torch takes is a keyword of ember's; ember's positional parameters
+    agree in order with one of torch's overloads; what torch makes keyword-only ember does not take
+    positionally; shared defaults are equal (where torch's stub spells them as literals)."""
+    eps = _params(esig, method)
+    e_names = {p.name: p for p in eps if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY)}
+    e_var_kw = any(p.kind == P.VAR_KEYWORD for p in eps)
+    e_pos = [p.name for p in eps if p.kind in (P.POSITIONAL_OR_KEYWORD, P.POSITIONAL_ONLY)]
+    e_varargs = any(p.kind == P.VAR_POSITIONAL for p in eps)
+    out = []
+    t_pos_lists = []
+    for ts in tsigs:
+        tps = _params(ts, method)
+        t_pos = [p.name for p in tps if p.kind in (P.POSITIONAL_OR_KEYWORD, P.POSITIONAL_ONLY)]
+        t_pos_lists.append((t_pos, any(p.kind == P.VAR_POSITIONAL for p in tps)))
+        for p in tps:
+            if p.kind not in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY) or p.name == "self":
+                continue
+            if p.name not in e_names and not e_var_kw:
+                out.append(f"no keyword {p.name}=")
+            elif p.name in e_names:
+                e = e_names[p.name]
+                if p.kind == P.KEYWORD_ONLY and e.kind == P.POSITIONAL_OR_KEYWORD and not any(
+                        q.name == p.name and q.kind == P.POSITIONAL_OR_KEYWORD for t in tsigs for q in _params(t, method)):
+                    out.append(f"{p.name} is keyword-only in torch, positional in ember")
+                defaults = [q.default for t in tsigs for q in _params(t, method) if q.name == p.name]
+                if (p.default is not P.empty and p.default is not UNKNOWN and e.default is not P.empty
+                        and not any(_same_default(d, e.default) for d in defaults)):
+                    out.append(f"default {p.name}={p.default!r} in torch, {e.default!r} in ember")
+    if e_pos and not any(e_pos[:len(t)] == t[:len(e_pos)] for t, _ in t_pos_lists if t) and not (
+            e_varargs and any(v for _, v in t_pos_lists)):
+        best = max((t for t, _ in t_pos_lists), key=len, default=[])
+        out.append(f"positional order ({', '.join(e_pos)}) vs torch's ({', '.join(best)})")
+    return sorted(set(out))
+
+
+def _same_default(a, b):
+    """Equal defaults, torch's against ember's: dtypes and functions (F.relu) by name."""
+    if callable(a) and callable(b):
+        return getattr(a, "__name__", a) == getattr(b, "__name__", b)
+    if type(a) in (tuple, list) and type(b) in (tuple, list):
+        return list(a) == list(b)
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True
+    if isinstance(b, (torch.dtype,)) or type(b).__module__.startswith("ember"):
+        return str(a).replace("torch.", "") == str(b).replace("torch.", "").replace("ember.", "")
+    return type(a) in (type(b), bool, int, float) and a == b

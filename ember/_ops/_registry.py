@@ -650,17 +650,41 @@ def _takes_dim(fn):
     return ("dim" in names or "keepdim" in names) and "axis" not in names
 
 
+def with_out(fn, name):
+    """fn also taking out= (torch's function form of an op declared without one): the result is
+    computed, then written into out (write_out's resizing and casting rules)."""
+
+    @functools.wraps(fn)
+    def call(*args, out=None, **kwargs):
+        r = fn(*args, **kwargs)
+        if out is None:
+            return r
+        if type(r) is not tuple and not isinstance(r, tuple):
+            return write_out(out, r, name)
+        if not isinstance(out, (tuple, list)) or len(out) != len(r):
+            raise TypeError(f"{name}(): argument 'out' must be tuple of {len(r)} Tensors")
+        written = [write_out(o, v, name) for o, v in zip(out, r)]
+        return type(r)(*written) if hasattr(r, "_fields") else tuple(written)
+    params = list(inspect.signature(fn).parameters.values())
+    at = len(params) - (params and params[-1].kind is inspect.Parameter.VAR_KEYWORD)
+    params.insert(at, inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None))
+    call.__signature__ = inspect.Signature(params)
+    return call
+
+
 def install(fn, name, method=True, function=True, inplace=None, aliases=(), dunder=None, rdunder=None,
-            decl=None):
+            decl=None, out=False):
     """Install one declaration as ember.name, Tensor.name, Tensor.name_, dunders and aliases.
-    Public ops with a dim= or keepdim= parameter also take NumPy's spellings (numpy_names)."""
+    Public ops with a dim= or keepdim= parameter also take NumPy's spellings (numpy_names);
+    out=True gives the function form (not the method, as torch) an out= (with_out)."""
     if _takes_dim(fn) or (name.endswith("_") and getattr(getattr(Tensor, name[:-1], None), "numpy_names", False)):
         fn = numpy_names(fn)  # an in-place variant declared on its own takes what its op takes
         inplace = None if inplace is None else numpy_names(inplace)
+    public = with_out(fn, name) if out else fn
     names = (name,) + tuple(aliases)
     for n in names:
         if function:
-            namespace[n] = fn
+            namespace[n] = public
         if method:
             setattr(Tensor, n, fn)
         if inplace is not None:
@@ -677,12 +701,12 @@ def install(fn, name, method=True, function=True, inplace=None, aliases=(), dund
     return fn
 
 
-def register(name=None, method=True, function=True, inplace=False, aliases=(), dunder=None):
+def register(name=None, method=True, function=True, inplace=False, aliases=(), dunder=None, out=False):
     """Decorator form of install() for ops written as plain functions of ember ops."""
 
     def deco(fn):
         n = name or fn.__name__
         ip = make_inplace(fn, n) if inplace is True else inplace or None
-        install(fn, n, method=method, function=function, inplace=ip, aliases=aliases, dunder=dunder)
+        install(fn, n, method=method, function=function, inplace=ip, aliases=aliases, dunder=dunder, out=out)
         return fn
     return deco

@@ -514,7 +514,8 @@ def _is_dense(x):
 
 
 def _like(name, fill):
-    def fn(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    def fn(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None,
+           pin_memory=False):
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {_tname(input)}")
         d = dtype or input._dtype
@@ -529,7 +530,7 @@ empty_like = _like("empty_like", None)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
-              memory_format=None):
+              memory_format=None, pin_memory=False):
     if not isinstance(input, Tensor):
         raise TypeError(f"full_like(): argument 'input' (position 1) must be Tensor, not {_tname(input)}")
     d = dtype or input._dtype
@@ -633,7 +634,8 @@ def _num_str(v):
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
-def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+           pin_memory=False):
     """Values start + i * step computed in torch's accumulate type (int64 / double / float)."""
     if end is None:
         start, end = 0, start
@@ -662,7 +664,8 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     return finish(arr, d, requires_grad, device)
 
 
-def range_(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def range_(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+           pin_memory=False):
     """Deprecated torch.range: includes end; the default dtype even for integer arguments."""
     warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "
                   "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
@@ -726,7 +729,8 @@ def _space_dtype(dtype, out, start, end):
     return dtype
 
 
-def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
     s, e = _space_endpoints(start, end, "linspace")
     steps = _steps_arg(steps, "linspace")
     d = _space_dtype(dtype, out, s, e)
@@ -739,7 +743,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
-             requires_grad=False):
+             requires_grad=False, pin_memory=False):
     """base ** (linspace exponents), the power taken in double (complex exponents allowed)."""
     s, e = _space_endpoints(start, end, "logspace")
     steps = _steps_arg(steps, "logspace")

@@ -516,9 +516,9 @@ def _matrix_power(input, n):
 
 install(_det, "det")
 install(logdet, "logdet")
-install(slogdet, "slogdet")
+install(slogdet, "slogdet", out=True)
 install(_inverse, "inverse")
-install(_matrix_power, "matrix_power")
+install(_matrix_power, "matrix_power", out=True)
 install(cholesky, "cholesky")
 install(cholesky_solve, "cholesky_solve")
 install(cholesky_inverse, "cholesky_inverse")

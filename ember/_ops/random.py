@@ -263,7 +263,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
     return into_out(out, arr, d) if out is not None else finish(arr, d, requires_grad, device)
 
 
-def randperm(n, *, generator=None, out=None, dtype=D.int64, layout=None, device=None, requires_grad=False,
+def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
     n = _int_arg(n, "n", "randperm")
     if n < 0:
@@ -289,19 +289,19 @@ def _like_dtype(input, dtype, fn):
 
 
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
-              memory_format=None):
+              memory_format=None, pin_memory=False):
     d = _like_dtype(input, dtype, "rand_like")
     return finish(_uniform01(_np_gen(generator), input._data.shape, d), d, requires_grad, device)
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
-               memory_format=None):
+               memory_format=None, pin_memory=False):
     d = _like_dtype(input, dtype, "randn_like")
     return finish(_standard_normal(_np_gen(generator), input._data.shape, d), d, requires_grad, device)
 
 
 def randint_like(input, *args, low=None, high=None, generator=None, dtype=None, layout=None, device=None,
-                 requires_grad=False, memory_format=None):
+                 requires_grad=False, memory_format=None, pin_memory=False):
     """randint_like(input, high) / randint_like(input, low, high) (also as keywords)."""
     d = _like_dtype(input, dtype, "randint_like")
     if len(args) == 2:

@@ -231,7 +231,7 @@ def logcumsumexp(input, dim, *, out=None):
 
 # ---- diff --------------------------------------------------------------------------------
 
-@register()
+@register(out=True)
 @numpy_names
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     check_tensor(input, "diff")

@@ -69,9 +69,9 @@ def sort(input, dim=-1, descending=False, *, stable=False, out=None):
     return finish(return_types.sort((values, indices)), out, "sort")
 
 
-@register()
+@register(out=True)
 @numpy_names
-def argsort(input, dim=-1, descending=False, stable=False):
+def argsort(input, dim=-1, descending=False, *, stable=False):
     check_tensor(input, "argsort")
     d = one_dim(dim, input._data.ndim)
     x = input._data
