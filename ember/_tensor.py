@@ -130,9 +130,11 @@ class Tensor:
     def shape(self):
         return _new_size(self._data.shape)
 
-    def size(self, dim=None):
+    def size(self, dim=None, *, axis=None):
         if dim is None:
-            return _new_size(self._data.shape)
+            if axis is None:
+                return _new_size(self._data.shape)
+            dim = axis  # torch's parser takes NumPy's axis= for dim=
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]
 
     @property

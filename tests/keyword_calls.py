@@ -76,6 +76,91 @@ def record(case, dtype):
     return rec.calls
 
 
+# ---- calls built from torch's signatures, for APIs the op table does not call ---------------
+
+def _tensor(shape=(3, 3), dtype=torch.float64, values=None):
+    rng = np.random.default_rng(len(shape))
+    v = rng.uniform(0.5, 2.0, shape) if values is None else np.asarray(values)
+    return _Frozen(torch.from_numpy(v).to(dtype))
+
+
+# values tried for a required parameter, by torch's name for it (first that torch accepts wins)
+_VALUES = {
+    "dim": (1, (0, 1)), "dim0": (0,), "dim1": (1,), "dims": ((0, 1), 0), "keepdim": (True,),
+    "size": ((3, 3),), "shape": ((3, 3),), "sizes": ((3, 3),), "stride": ((3, 1),), "k": (1,), "n": (2,),
+    "p": (2,), "value": (1.5,), "exponent": (2.0,), "alpha": (1.0,), "min": (0.8,), "max": (1.2,),
+    "index": (_tensor((3, 3), torch.int64, [[0, 1, 2], [2, 1, 0], [1, 1, 1]]), _tensor((2,), torch.int64, [0, 2])),
+    "indices": (_tensor((2,), torch.int64, [0, 2]),), "source": (_tensor(),), "src": (_tensor(),),
+    "mask": (_tensor((3, 3), torch.bool, np.eye(3, dtype=bool)),), "repeats": (2,), "chunks": (3,),
+    "sections": (3,), "split_size": (1,), "start": (0,), "end": (3,), "length": (2,), "steps": (4,),
+    "fill_value": (2.0,), "q": (0.5,), "bins": (4,), "offset": (0,), "diagonal": (0,), "decimals": (1,),
+}
+_TENSOR_NAMES = ("input", "self", "other", "tensor", "tensor1", "tensor2", "mat1", "mat2", "mat", "vec", "vec1",
+                 "vec2", "batch1", "batch2", "weight", "end", "target", "x1", "x2", "A", "B", "b", "input2",
+                 "condition", "elements", "test_elements", "sorted_sequence", "boundaries")
+
+
+def synthesized_calls(loc):
+    """Positional calls of loc built from torch's signatures with simple arguments (a 3x3 float64
+    tensor for tensor parameters, _VALUES for the rest), kept where torch accepts them."""
+    calls = []
+    for sig in signatures(*loc):
+        params = [p for p in sig.parameters.values() if p.default is P.empty and p.kind != P.VAR_KEYWORD]
+        if loc[0] == "Tensor":
+            params = params[1:]
+        if any(p.kind == P.KEYWORD_ONLY for p in params):
+            continue
+        choices = []
+        for p in params:
+            if p.kind == P.VAR_POSITIONAL:
+                choices.append([(3, 3)] if p.name in ("size", "shape", "sizes") else [(1, 0)] if "dim" in p.name
+                               else [None])
+            elif p.name in _VALUES:
+                choices.append(list(_VALUES[p.name]) + ([_tensor()] if p.name in _TENSOR_NAMES else []))
+            elif p.name in _TENSOR_NAMES:
+                choices.append([_tensor()])
+            else:
+                choices.append(None)
+        if None in choices or any(c == [None] for c in choices):
+            continue
+        for combo in _combos(choices):
+            args = []
+            for p, v in zip(params, combo):
+                args.extend(v if p.kind == P.VAR_POSITIONAL else (v,))
+            if loc[0] == "Tensor":
+                args.insert(0, _tensor())
+            call = (tuple(args), {})
+            if run(loc, torch, *call)[0] == "ok":
+                calls.append(call)
+                break
+    return calls
+
+
+OP_NAMESPACES = ("torch", "Tensor", "torch.linalg", "torch.nn.functional", "torch.special", "torch.fft")
+
+
+def public_ops():
+    """(namespace, name) of every public ember function and Tensor method that torch also has."""
+    for ns in OP_NAMESPACES:
+        emod = ember.Tensor if ns == "Tensor" else ember
+        tmod = torch.Tensor if ns == "Tensor" else _torch_module(ns)
+        for part in ns.split(".")[1:]:
+            emod = getattr(emod, part, None)
+        if emod is None:
+            continue
+        for name in sorted(dir(emod)):
+            if not name.startswith("_") and hasattr(tmod, name) and callable(getattr(emod, name)) and \
+                    not isinstance(getattr(emod, name), type):
+                yield ns, name
+
+
+def _combos(choices, limit=8):
+    out = [[]]
+    for c in choices:
+        out = [o + [v] for o in out for v in c][:limit]
+    return out
+
+
 # ---- arguments on either library ----------------------------------------------------------
 
 def thaw(v, lib, grad=True):
@@ -135,6 +220,8 @@ def run(loc, lib, args, kwargs, grad=True):
 
 # ---- keyword forms from torch's signatures --------------------------------------------------
 
+# torch's parser also takes x=/a=/x1= for input= and x2= for other=; ember does not (a wrapper on every
+# elementwise op for spellings third-party code does not use): a deliberate difference, not generated here.
 _NUMPY_SPELLINGS = {"dim": "axis", "keepdim": "keepdims"}
 
 
@@ -253,6 +340,8 @@ def check_form(case, loc, call, form):
     t_status, t_val = run(loc, torch, args, kwargs)
     if t_status != "ok":
         return None
+    if run(loc, ember, *call)[0] != "ok":
+        return None  # ember refuses the call as written too: not a keyword question (the op table's)
     ember.manual_seed(0)
     e_status, e_val = run(loc, ember, args, kwargs)
     if e_status == "missing":

@@ -1,5 +1,6 @@
 """Every public function and method takes torch's parameter names as keywords, and refuses what
-torch refuses (issue 14): checked on the real calls of the op table, re-issued with as many
+torch refuses (issue 14): checked on the real calls of the op table, and on calls built from
+torch's signatures for the public ops the table does not call, each re-issued with as many
 arguments as possible passed by torch's own names (tests/keyword_calls.py), on torch and ember."""
 import warnings
 
@@ -39,18 +40,29 @@ DELIBERATE_REJECTIONS = {
     ("Tensor", "scatter_"): _SLOT_TYPE,       # x.scatter_(0, index, src, 'add'): value='add'
     ("torch.linalg", "matrix_rank"): _SLOT_TYPE,  # matrix_rank(A, 1.0, 0.0): hermitian=0.0
     ("torch.linalg", "lstsq"): _SLOT_TYPE,    # lstsq(A, B, 'gelsd'): rcond=str
+    ("torch", "compile"): "ember.compile(model=None, **kwargs) takes any option (issue 14's jit/compile item)",
 }
+
+
+class _Built:
+    """The case options of a call built from torch's signature (values compared)."""
+    check_values = True
 
 
 @pytest.fixture(scope="module")
 def recorded():
-    """(case, call) for every public torch call the op table's rows make (first dtype of each row)."""
+    """(case, call) for every public torch call the op table's rows make (first dtype of each row),
+    then calls built from torch's signatures for the public ops the table does not call."""
     out = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for case in all_cases():
             if case.error is None:
                 out.extend((case, c) for c in K.record(case, case.dtypes[0]))
+        seen = {loc for _, (loc, _, _) in out}
+        for loc in K.public_ops():
+            if loc not in seen:
+                out.extend((_Built, (loc,) + call) for call in K.synthesized_calls(loc))
     return out
 
 
@@ -74,7 +86,7 @@ def _failures(recorded, forms, check):
 def test_keyword_forms(recorded):
     """Each call re-issued with torch's keyword names works on ember where it works on torch."""
     failures, apis, n = _failures(recorded, K.keyword_forms, K.check_form)
-    assert len(apis) >= 450 and n >= 1500, f"only {n} keyword forms of {len(apis)} APIs checked"
+    assert len(apis) >= 720 and n >= 2000, f"only {n} keyword forms of {len(apis)} APIs checked"
     unexpected = {loc: f for loc, f in failures.items() if loc not in DELIBERATE}
     assert not unexpected, "\n".join(f[0] for f in unexpected.values())
     stale = [loc for loc in DELIBERATE if loc not in failures]
@@ -85,7 +97,7 @@ def test_rejected_forms(recorded):
     """Unknown keywords and keyword-only arguments given positionally: TypeError where torch raises it."""
     failures, apis, n = _failures(recorded, K.rejected_forms,
                                   lambda case, loc, call, form: K.check_rejected(loc, *form))
-    assert len(apis) >= 450, f"only {n} refused forms of {len(apis)} APIs checked"
+    assert len(apis) >= 950, f"only {n} refused forms of {len(apis)} APIs checked"
     unexpected = {loc: f for loc, f in failures.items() if loc not in DELIBERATE_REJECTIONS}
     assert not unexpected, "\n".join(f[0] for f in unexpected.values())
     stale = [loc for loc in DELIBERATE_REJECTIONS if loc not in failures]
