@@ -155,10 +155,26 @@ def signatures(namespace, name, proposals=True):
         sigs += _stub("_VariableFunctions.pyi").get(name, [])
     if namespace == "torch.nn.functional":
         sigs += _stub("_nn.pyi").get(name, []) + _stub("_VariableFunctions.pyi").get(name, [])
-    if namespace in _ATEN_PREFIX and (proposals or not sigs):
-        sigs += _from_schemas(_ATEN_PREFIX[namespace] + name, False)
+    if namespace in _ATEN_PREFIX:
+        schemas = _from_schemas(_ATEN_PREFIX[namespace] + name, False)
+        sigs = [_fill_defaults(s, schemas) for s in sigs] + (schemas if proposals or not sigs else [])
     # the parser's names are the schema's; a docstring (linalg's `A`) only where no schema says
     return sigs or _from_docstring(obj.__doc__, name)
+
+
+_ENUM_DEFAULTS = ("reduction", "dtype", "layout", "memory_format")  # ints in a schema, not in Python
+
+
+def _fill_defaults(sig, schemas):
+    """A stub's `= ...` defaults (_nn.pyi writes gelu(approximate: str = ...)) read from the schema."""
+    known = {}
+    for s in schemas:
+        for p in s.parameters.values():
+            if p.default is not P.empty and p.default is not UNKNOWN and p.name not in _ENUM_DEFAULTS:
+                known.setdefault(p.name, p.default)
+    params = [p.replace(default=known[p.name]) if p.default is UNKNOWN and p.name in known else p
+              for p in sig.parameters.values()]
+    return sig.replace(parameters=params)
 
 
 def _python_level(obj):
