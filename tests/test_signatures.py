@@ -14,7 +14,8 @@ from tests.torch_signatures import P, differences, signatures
 
 # (namespace in torch, ember module or class, methods?)
 OP_NAMESPACES = [("torch", lambda: ember, False), ("Tensor", lambda: ember.Tensor, True),
-                 ("torch.linalg", lambda: ember.linalg, False), ("torch.nn.functional", lambda: ember.nn.functional, False),
+                 ("torch.linalg", lambda: ember.linalg, False),
+                 ("torch.nn.functional", lambda: ember.nn.functional, False),
                  ("torch.special", lambda: getattr(ember, "special", None), False),
                  ("torch.fft", lambda: getattr(ember, "fft", None), False)]  # (None: not in ember yet)
 
@@ -40,7 +41,8 @@ DELIBERATE = {
     ("torch", "max_pool2d"): _EMPTY_MEANS_KERNEL,
     ("torch", "max_pool3d"): _EMPTY_MEANS_KERNEL,
     ("torch.nn.functional", "avg_pool1d"): _EMPTY_MEANS_KERNEL,
-    ("torch", "roll"): "torch's dims=() and ember's dims=None both roll the flattened tensor (test_equivalent_defaults)",
+    ("torch", "roll"): "torch's dims=() and ember's dims=None both roll the flattened tensor "
+                       "(test_equivalent_defaults)",
     ("Tensor", "roll"): "as torch.roll",
     ("torch", "std"): _UNBIASED,
     ("torch", "std_mean"): _UNBIASED,
@@ -59,7 +61,8 @@ DELIBERATE = {
     ("torch", "gru"): _RNN,
     ("torch", "rnn_tanh"): _RNN,
     ("torch", "rnn_relu"): _RNN,
-    ("torch", "numel"): "torch's stub says numel(self), its parser takes input= (test_stub_names_that_torch_does_not_take)",
+    ("torch", "numel"): "torch's stub says numel(self), its parser takes input= "
+                        "(test_stub_names_that_torch_does_not_take)",
     ("Tensor", "requires_grad_"): "torch's stub says mode=, its parser takes requires_grad= (as ember; tested below)",
     ("torch", "result_type"): "the Scalar overloads' names (scalar=, scalar1=, scalar2=): ember's one signature is "
                               "(tensor, other)",
@@ -196,4 +199,5 @@ def test_equivalent_defaults():
             np.testing.assert_allclose(e_out.numpy(), t_out.numpy(), rtol=1e-12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert torch.asarray([1.0], requires_grad=None).requires_grad is ember.asarray([1.0], requires_grad=None).requires_grad
+        t = torch.asarray([1.0], requires_grad=None)
+        assert t.requires_grad is ember.asarray([1.0], requires_grad=None).requires_grad

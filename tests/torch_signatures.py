@@ -254,8 +254,9 @@ def differences(esig, tsigs, method):
                 out.append(f"no keyword {p.name}=")
             elif p.name in e_names:
                 e = e_names[p.name]
-                if p.kind == P.KEYWORD_ONLY and e.kind == P.POSITIONAL_OR_KEYWORD and not any(
-                        q.name == p.name and q.kind == P.POSITIONAL_OR_KEYWORD for t in tsigs for q in _params(t, method)):
+                positional_somewhere = any(q.name == p.name and q.kind == P.POSITIONAL_OR_KEYWORD
+                                           for t in tsigs for q in _params(t, method))
+                if p.kind == P.KEYWORD_ONLY and e.kind == P.POSITIONAL_OR_KEYWORD and not positional_somewhere:
                     out.append(f"{p.name} is keyword-only in torch, positional in ember")
                 defaults = [q.default for t in tsigs for q in _params(t, method) if q.name == p.name]
                 if (p.default is not P.empty and p.default is not UNKNOWN and e.default is not P.empty
