@@ -40,7 +40,6 @@ DELIBERATE_REJECTIONS = {
     ("Tensor", "scatter_"): _SLOT_TYPE,       # x.scatter_(0, index, src, 'add'): value='add'
     ("torch.linalg", "matrix_rank"): _SLOT_TYPE,  # matrix_rank(A, 1.0, 0.0): hermitian=0.0
     ("torch.linalg", "lstsq"): _SLOT_TYPE,    # lstsq(A, B, 'gelsd'): rcond=str
-    ("torch", "compile"): "ember.compile(model=None, **kwargs) takes any option (issue 14's jit/compile item)",
 }
 
 

@@ -26,6 +26,9 @@ _UNBIASED = "unbiased=None means 'not given': correction= decides, default 1, wh
 _OUT_DTYPE = "out_dtype= (low-precision matmul accumulating in float32) runs on CUDA only: CPU torch refuses it too"
 _RNN = "torch's internal functional RNN entry point (nn.LSTM/GRU/RNN call it); ember's takes its arguments positionally"
 
+_ONE_FOR_TWO_OVERLOADS = ("torch's two overloads (y, x) and (y, *, dx=1) are one ember signature (y, x=None, *, dx=None): "
+                          "dx=None means 1 (test_equivalent_defaults)")
+
 # (namespace, name) -> why ember's signature differs from torch's
 DELIBERATE = {
     ("torch", "kl_div"): _STUB_REDUCTION,
@@ -57,6 +60,9 @@ DELIBERATE = {
     ("torch", "addmm"): _OUT_DTYPE,
     ("torch", "baddbmm"): _OUT_DTYPE,
     ("torch", "full"): "names= makes a named tensor: ember has no named tensors",
+    ("torch", "trapezoid"): _ONE_FOR_TWO_OVERLOADS,
+    ("torch", "trapz"): _ONE_FOR_TWO_OVERLOADS,
+    ("torch", "cumulative_trapezoid"): _ONE_FOR_TWO_OVERLOADS,
     ("torch", "lstm"): _RNN,
     ("torch", "gru"): _RNN,
     ("torch", "rnn_tanh"): _RNN,
@@ -190,7 +196,9 @@ def test_equivalent_defaults():
     for fn in (lambda t, x: t.nn.functional.max_pool2d(x, 2, stride=()),
                lambda t, x: t.nn.functional.avg_pool1d(x[0], 3, stride=()),
                lambda t, x: t.roll(x, 3, ()),
-               lambda t, x: t.normal(x, std=1.0).shape):
+               lambda t, x: t.normal(x, std=1.0).shape,
+               lambda t, x: t.trapezoid(x, dx=1) - t.trapezoid(x),
+               lambda t, x: t.cumulative_trapezoid(x, dx=1) - t.cumulative_trapezoid(x)):
         t_out = fn(torch, torch.from_numpy(a))
         e_out = fn(ember, ember.from_numpy(a))
         if isinstance(t_out, torch.Size):
