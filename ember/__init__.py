@@ -21,8 +21,8 @@ globals().update(_registry.namespace)
 __version__ = "0.1.0"
 
 
-def result_type(tensor1, tensor2):
-    return _dtype.result_type_of((tensor1, tensor2))
+def result_type(tensor, other):
+    return _dtype.result_type_of((tensor, other))
 
 
 def is_tensor(obj):
@@ -55,8 +55,9 @@ from . import cpu  # noqa: E402  (torch.cpu; controls of the caching allocator)
 
 import builtins  # noqa: E402  (int, float ... are dtypes in this namespace)
 
-def set_num_threads(n):
+def set_num_threads(num):
     """Size the BLAS thread pool (OpenBLAS, found at run time) that ember's big ops use."""
+    n = num
     if isinstance(n, (builtins.bool, builtins.float, builtins.str)) or not hasattr(n, "__index__"):
         raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
     n = n.__index__()  # not int(n): `int` is ember.int (the dtype) in this namespace
@@ -77,8 +78,8 @@ def get_num_threads():
 _num_threads = [None]  # None: report the BLAS pool's own size
 
 
-def set_num_interop_threads(n):
-    pass
+def set_num_interop_threads(num):
+    """A no-op: ember runs no inter-op thread pool."""
 
 
 def get_num_interop_threads():

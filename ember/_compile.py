@@ -75,7 +75,7 @@ class OptimizedModule(Module):
         return own + [a for a in super().__dir__() if a not in own]
 
 
-def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
+def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=None, options=None,
             name=None, disable=False, recompile_limit=None, isolate_recompiles=False, shapes_spec=None):
     """torch.compile: checks the arguments as torch does, then returns the function unchanged or the
     module wrapped in an OptimizedModule (see module docstring); with model=None, a decorator.

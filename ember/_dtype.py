@@ -188,8 +188,8 @@ def result_type_of(operands):
     return combine_categories(dim, combine_categories(zero, wrapped))
 
 
-def result_type(tensor1, tensor2):
-    return result_type_of((tensor1, tensor2))
+def result_type(tensor, other):
+    return result_type_of((tensor, other))
 
 
 def can_cast(from_, to):

@@ -130,9 +130,11 @@ class Tensor:
     def shape(self):
         return _new_size(self._data.shape)
 
-    def size(self, dim=None):
+    def size(self, dim=None, *, axis=None):
         if dim is None:
-            return _new_size(self._data.shape)
+            if axis is None:
+                return _new_size(self._data.shape)
+            dim = axis  # torch's parser takes NumPy's axis= for dim=
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]
 
     @property
@@ -533,13 +535,13 @@ class Tensor:
     def cpu(self, memory_format=None):
         return self
 
-    def cuda(self, device=None, non_blocking=False):
+    def cuda(self, device=None, non_blocking=False, *, memory_format=None):
         raise AssertionError("Torch not compiled with CUDA enabled")
 
-    def pin_memory(self):
+    def pin_memory(self, device=None):
         return self
 
-    def is_pinned(self):
+    def is_pinned(self, device=None):
         return False
 
     def share_memory_(self):
@@ -567,9 +569,11 @@ class Tensor:
 
     # float()/double()/long()/... are made by _conversion() below the class
 
-    def resize_(self, *sizes, memory_format=None):
+    def resize_(self, *sizes, size=None, memory_format=None):
         """Reshape in place; growing keeps the old elements first (new ones are uninitialized)."""
-        from ._ops.creation import size_args
+        from ._ops.creation import size_args, varargs_or
+        if size is not None:
+            sizes = varargs_or(sizes, size, "size", "resize_")
         if self._requires_grad:
             raise RuntimeError("cannot resize variables that require grad")
         shape = size_args(sizes, "resize_")
@@ -585,8 +589,8 @@ class Tensor:
             self._data = grown.reshape(shape)
         return self
 
-    def resize_as_(self, other, memory_format=None):
-        return self.resize_(other._data.shape)
+    def resize_as_(self, the_template, *, memory_format=None):
+        return self.resize_(the_template._data.shape)
 
     def resize(self, *sizes):
         """Deprecated out-of-place resize: a tensor of the new size over the same elements."""
@@ -656,7 +660,7 @@ _new = object.__new__
 
 def _conversion(name, dtype):
     """Tensor.float() and friends: self.to(dtype)."""
-    def convert(self, memory_format=None):
+    def convert(self, *, memory_format=None):
         return self.to(dtype)
     convert.__name__ = convert.__qualname__ = name
     return convert

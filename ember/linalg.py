@@ -22,6 +22,15 @@ from ._ops.linalg_spectral import (linalg_eig as eig, linalg_eigh as eigh, linal
                                    linalg_matrix_rank as matrix_rank, linalg_pinv as pinv, linalg_qr as qr,
                                    linalg_svd as svd, linalg_svdvals as svdvals)
 
+from ._ops._registry import _takes_dim, numpy_names, with_out
+
+matrix_exp = with_out(matrix_exp, "linalg.matrix_exp")  # torch.linalg.matrix_exp takes out=, torch.matrix_exp not
+
+for _n, _fn in list(globals().items()):  # torch's C-level parser takes axis=/keepdims= here too
+    if callable(_fn) and _takes_dim(_fn):
+        globals()[_n] = numpy_names(_fn)
+del _n, _fn
+
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
            "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
            "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",

@@ -167,7 +167,7 @@ def _write_archive(obj, f, prefix):
         record(".data/serialization_id", "".join(str(secrets.randbelow(10)) for _ in range(40)).encode())
 
 
-def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_zipfile_serialization=True,
+def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL, _use_new_zipfile_serialization=True,
          _disable_byteorder_record=False):
     """torch.save. A path is written through a temporary file in the same directory that
     replaces the target only once complete, so a failure leaves any old file intact."""

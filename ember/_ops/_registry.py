@@ -11,6 +11,7 @@ Two tiers (see ../shared/STYLE.md 7.2):
 and operator dunders, from one declaration. Promotion, scalar wrapping, out= and
 in-place checks live here, once.
 """
+import functools
 import inspect
 
 import numpy as np
@@ -575,17 +576,17 @@ def make_inplace(fn, name, row=None, fast=None):
     if fast is None and row is not None and row.ufunc:
         fast = _row_fast(row)
     if fast is None:
-        def inplace(self, *args, **kwargs):
-            check_inplace(self)
-            return assign_result(self, fn(self, *args, **kwargs), opname)
+        def inplace(input, *args, **kwargs):
+            check_inplace(input)
+            return assign_result(input, fn(input, *args, **kwargs), opname)
     else:
-        def inplace(self, *args, **kwargs):
-            check_inplace(self)
-            check_overlap(self, args if not kwargs else args + tuple(kwargs.values()))
-            if not _needs_graph(self, args, kwargs) and fast(self, *args, **kwargs):
-                self._version_counter.value += 1
-                return self
-            return assign_result(self, fn(self, *args, **kwargs), opname)
+        def inplace(input, *args, **kwargs):
+            check_inplace(input)
+            check_overlap(input, args if not kwargs else args + tuple(kwargs.values()))
+            if not _needs_graph(input, args, kwargs) and fast(input, *args, **kwargs):
+                input._version_counter.value += 1
+                return input
+            return assign_result(input, fn(input, *args, **kwargs), opname)
     inplace.__name__ = inplace.__qualname__ = opname
     return inplace
 
@@ -656,14 +657,69 @@ def _snapshot_saved_self(node, self):
 
 # ---- installation -------------------------------------------------------------------
 
+def numpy_names(fn):
+    """fn also taking axis= and keepdims=, the NumPy spellings of dim= and keepdim= that torch's
+    argument parser accepts for every C-level function; a call without keywords goes straight through."""
+    if getattr(fn, "numpy_names", False):
+        return fn
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if kwargs:
+            if "axis" in kwargs and "dim" not in kwargs:
+                kwargs["dim"] = kwargs.pop("axis")
+            if "keepdims" in kwargs and "keepdim" not in kwargs:
+                kwargs["keepdim"] = kwargs.pop("keepdims")
+        return fn(*args, **kwargs)
+    call.numpy_names = True
+    return call
+
+
+def _takes_dim(fn):
+    """Does fn declare a dim= or keepdim= parameter (read from its code object: no inspect at import)?"""
+    code = getattr(fn, "__code__", None)
+    if code is None or getattr(fn, "numpy_names", False):
+        return False
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    return ("dim" in names or "keepdim" in names) and "axis" not in names
+
+
+def with_out(fn, name):
+    """fn also taking out= (torch's function form of an op declared without one): the result is
+    computed, then written into out (write_out's resizing and casting rules)."""
+
+    @functools.wraps(fn)
+    def call(*args, out=None, **kwargs):
+        r = fn(*args, **kwargs)
+        if out is None:
+            return r
+        if type(r) is not tuple and not isinstance(r, tuple):
+            return write_out(out, r, name)
+        if not isinstance(out, (tuple, list)) or len(out) != len(r):
+            raise TypeError(f"{name}(): argument 'out' must be tuple of {len(r)} Tensors")
+        written = [write_out(o, v, name) for o, v in zip(out, r)]
+        return type(r)(*written) if hasattr(r, "_fields") else tuple(written)
+    params = list(inspect.signature(fn).parameters.values())
+    at = len(params) - (params and params[-1].kind is inspect.Parameter.VAR_KEYWORD)
+    params.insert(at, inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None))
+    call.__signature__ = inspect.Signature(params)
+    return call
+
+
 def install(fn, name, method=True, function=True, inplace=None, aliases=(), dunder=None, rdunder=None,
-            decl=None):
-    """Install one declaration as ember.name, Tensor.name, Tensor.name_, dunders and aliases."""
+            decl=None, out=False):
+    """Install one declaration as ember.name, Tensor.name, Tensor.name_, dunders and aliases.
+    Public ops with a dim= or keepdim= parameter also take NumPy's spellings (numpy_names);
+    out=True gives the function form (not the method, as torch) an out= (with_out)."""
+    if _takes_dim(fn) or (name.endswith("_") and getattr(getattr(Tensor, name[:-1], None), "numpy_names", False)):
+        fn = numpy_names(fn)  # an in-place variant declared on its own takes what its op takes
+        inplace = None if inplace is None else numpy_names(inplace)
     fn = _autocast_wrap(fn, name)  # ops with an autocast policy: Note [Autocast dispatch] in ember/amp/_dispatch.py
+    public = with_out(fn, name) if out else fn
     names = (name,) + tuple(aliases)
     for n in names:
         if function:
-            namespace[n] = fn
+            namespace[n] = public
         if method:
             setattr(Tensor, n, fn)
         if inplace is not None:
@@ -680,12 +736,12 @@ def install(fn, name, method=True, function=True, inplace=None, aliases=(), dund
     return fn
 
 
-def register(name=None, method=True, function=True, inplace=False, aliases=(), dunder=None):
+def register(name=None, method=True, function=True, inplace=False, aliases=(), dunder=None, out=False):
     """Decorator form of install() for ops written as plain functions of ember ops."""
 
     def deco(fn):
         n = name or fn.__name__
         ip = make_inplace(fn, n) if inplace is True else inplace or None
-        install(fn, n, method=method, function=function, inplace=ip, aliases=aliases, dunder=dunder)
+        install(fn, n, method=method, function=function, inplace=ip, aliases=aliases, dunder=dunder, out=out)
         return fn
     return deco

@@ -17,7 +17,7 @@ from .._backend import maximum, minimum, opmath as _opmath, special as S, where
 from .._tensor import Tensor, _wrap_dim
 from .pointwise import _sigmoid_kernel
 from ..autograd import grad_mode
-from ._registry import Op, assign_result, check_inplace, install
+from ._registry import Op, assign_result, check_inplace, install, namespace
 from .softmax import _log_softmax, _softmax, log_softmax, softmax, softmin  # noqa: F401  (FUNCTIONAL, loss.py)
 
 _state = grad_mode._state
@@ -443,7 +443,7 @@ class _GeluBackward(Op):
         return ggrad, gx
 
 
-def gelu(input, approximate="none"):
+def gelu(input, *, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     _float_only(input, "GeluKernelImpl")
@@ -740,8 +740,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     return _rrelu_(input, lower, upper, training) if inplace else _rrelu(input, lower, upper, training)
 
 
-def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
-    return _rrelu_(input, lower, upper, training)
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    return _rrelu_(input, lower, upper, training, generator)
 
 
 def sigmoid(input):
@@ -762,7 +762,9 @@ def _named(fn, name):
 install(_named(_relu, "relu"), "relu", inplace=_named(_relu_, "relu_"))
 install(_named(_selu, "selu"), "selu", method=False, inplace=_named(_selu_, "selu_"))
 install(_named(_celu, "celu"), "celu", method=False, inplace=_named(_celu_, "celu_"))
-install(_named(_threshold, "threshold"), "threshold", method=False, inplace=_named(_threshold_, "threshold_"))
+install(_named(_threshold, "threshold"), "threshold", method=False, inplace=_named(_threshold_, "threshold_"),
+        out=True)
 install(_named(_rrelu, "rrelu"), "rrelu", method=False, inplace=_named(_rrelu_, "rrelu_"))
 install(prelu, "prelu")
-install(hardshrink, "hardshrink")
+install(hardshrink, "hardshrink", out=True)
+hardshrink = namespace["hardshrink"]  # F.hardshrink is torch's C-level function too: it takes out=

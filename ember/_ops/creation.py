@@ -316,7 +316,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return finish(arr, d, requires_grad, device)
 
 
-def as_tensor(data, dtype=None, device=None):
+def as_tensor(data, *, dtype=None, device=None):
     """torch.as_tensor: shares memory with tensors and NumPy arrays when the dtype allows."""
     as_device(device)
     if isinstance(data, Tensor):
@@ -388,6 +388,13 @@ def from_numpy(ndarray):
 
 # ---- sizes and the filled factories ---------------------------------------------------
 
+def varargs_or(args, kw, kwname, name):
+    """torch takes sizes and dims as `f(*size)` or as one keyword `f(size=(2, 3))`: the one the call used."""
+    if args:
+        raise TypeError(f"{name}() got multiple values for argument '{kwname}'")
+    return (kw,)
+
+
 def size_args(size, name):
     """zeros(2, 3) / zeros((2, 3)) / zeros([2, 3]) / zeros(torch.Size(...)) -> a tuple of ints."""
     if len(size) == 0:
@@ -421,9 +428,9 @@ def _zeros(shape, dtype):
 
 
 def _filled(name, fill):
-    def fn(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
-           memory_format=None):
-        shape = size_args(size, name)
+    def fn(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+           pin_memory=False, memory_format=None):
+        shape = size_args(sizes if size is None else varargs_or(sizes, size, "size", name), name)
         d = _out_dtype(dtype, out)
         if fill is None:
             arr = B.empty(shape, d.np)
@@ -513,7 +520,8 @@ def _is_dense(x):
 
 
 def _like(name, fill):
-    def fn(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    def fn(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None,
+           pin_memory=False):
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {_tname(input)}")
         d = dtype or input._dtype
@@ -528,7 +536,7 @@ empty_like = _like("empty_like", None)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
-              memory_format=None):
+              memory_format=None, pin_memory=False):
     if not isinstance(input, Tensor):
         raise TypeError(f"full_like(): argument 'input' (position 1) must be Tensor, not {_tname(input)}")
     d = dtype or input._dtype
@@ -563,8 +571,8 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
 
 
 def _new_filled(name, base):
-    def fn(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-        return base(*size, dtype=dtype or self._dtype, device=device, requires_grad=requires_grad)
+    def fn(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        return base(*sizes, size=size, dtype=dtype or self._dtype, device=device, requires_grad=requires_grad)
     fn.__name__ = fn.__qualname__ = name
     return fn
 
@@ -632,7 +640,8 @@ def _num_str(v):
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
-def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+           pin_memory=False):
     """Values start + i * step computed in torch's accumulate type (int64 / double / float)."""
     if end is None:
         start, end = 0, start
@@ -661,7 +670,8 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     return finish(arr, d, requires_grad, device)
 
 
-def range_(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def range_(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+           pin_memory=False):
     """Deprecated torch.range: includes end; the default dtype even for integer arguments."""
     warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "
                   "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
@@ -725,7 +735,8 @@ def _space_dtype(dtype, out, start, end):
     return dtype
 
 
-def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
     s, e = _space_endpoints(start, end, "linspace")
     steps = _steps_arg(steps, "linspace")
     d = _space_dtype(dtype, out, s, e)
@@ -738,7 +749,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
-             requires_grad=False):
+             requires_grad=False, pin_memory=False):
     """base ** (linspace exponents), the power taken in double (complex exponents allowed)."""
     s, e = _space_endpoints(start, end, "logspace")
     steps = _steps_arg(steps, "logspace")
@@ -854,8 +865,10 @@ def legacy_type_dtype(name):
     raise ValueError(f"invalid type: '{name}'")
 
 
-def new(self, *args, device=None):
+def new(self, *args, size=None, device=None):
     """Tensor.new(...): the legacy constructor with self's dtype."""
+    if size is not None:
+        args = varargs_or(args, Size(size), "size", "new")
     return legacy_new(Tensor, self._dtype, args, device, typed=True)
 
 

@@ -431,11 +431,11 @@ def _freq(fname, n, d, out, dtype, device, requires_grad, onesided):
     return finish(arr, dt, requires_grad, device)
 
 
-def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=None):
     return _freq("fftfreq", n, d, out, dtype, device, requires_grad, onesided=False)
 
 
-def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=None):
     return _freq("rfftfreq", n, d, out, dtype, device, requires_grad, onesided=True)
 
 

@@ -9,7 +9,7 @@ from .. import _dtype as D
 from .._tensor import Size, Tensor, _wrap_dim
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
 from .geometry import diagonal_geometry, strides_of
-from .shape import dims_arg, require_args, shape_args
+from .shape import dims_arg, require_args, shape_args, varargs_or
 from .._backend import _dense, numpy_cpu as B
 
 _make = Tensor._make
@@ -293,7 +293,10 @@ def _flip_dims(input, dims):
 
 
 @register()
-def flip(input, *dims):
+def flip(input, *dims_, dims=None):
+    if dims is not None:
+        dims_ = varargs_or(dims_, dims, "dims", "flip")
+    dims = dims_
     require_args(dims, "flip")
     return Flip.apply(input, dims=_flip_dims(input, dims))
 
@@ -400,7 +403,9 @@ class Repeat(Op):
 
 
 @register(function=False)
-def repeat(input, *sizes):
+def repeat(input, *sizes, repeats=None):
+    if repeats is not None:
+        sizes = varargs_or(sizes, repeats, "repeats", "repeat")
     sizes = shape_args(sizes, "repeat")
     if len(sizes) < input._data.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
@@ -421,10 +426,13 @@ def tile(input, dims):
 
 
 @register()
-def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
-    """Composite: index_select with the repeated positions (so gradients sum per source)."""
-    if repeats is None:
-        reps = input
+def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
+    """Composite: index_select with the repeated positions (so gradients sum per source).
+    repeat_interleave(repeats) alone (torch's third overload) gives the repeated positions."""
+    if repeats is None or input is None:
+        reps = input if repeats is None else repeats
+        if reps is None:
+            raise TypeError('repeat_interleave() missing 1 required positional arguments: "repeats"')
         if reps._data.ndim > 1:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         if reps._data.dtype not in (np.int64, np.int32):

@@ -343,15 +343,15 @@ def _potf2(a):
     return L.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
-def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
-    check_matrix(A, "linalg.cholesky_ex")
-    return _out(cholesky_ex_t(*LinalgCholeskyEx.apply(A, upper=upper, check=check_errors)), out,
+def linalg_cholesky_ex(input, *, upper=False, check_errors=False, out=None):
+    check_matrix(input, "linalg.cholesky_ex")
+    return _out(cholesky_ex_t(*LinalgCholeskyEx.apply(input, upper=upper, check=check_errors)), out,
                 "linalg.cholesky_ex")
 
 
-def linalg_cholesky(A, *, upper=False, out=None):
-    check_matrix(A, "linalg.cholesky")
-    return _out(LinalgCholeskyEx.apply(A, upper=upper, check=True)[0], out, "linalg.cholesky")
+def linalg_cholesky(input, *, upper=False, out=None):
+    check_matrix(input, "linalg.cholesky")
+    return _out(LinalgCholeskyEx.apply(input, upper=upper, check=True)[0], out, "linalg.cholesky")
 
 
 def cholesky(input, upper=False, *, out=None):
@@ -412,41 +412,41 @@ def _tri_solve(tri, b, upper):
     return x
 
 
-def linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+def linalg_solve_triangular(input, B, *, upper, left=True, unitriangular=False, out=None):
     name = "linalg.solve_triangular"
-    check_matrix(A, name)
+    check_matrix(input, name)
     check_tensor(B, name, "B", 2)
     if B._data.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor B must have at least 2 dimensions.")
-    check_same_dtype(A, B, name)
-    a = A._data.shape
+    check_same_dtype(input, B, name)
+    a = input._data.shape
     b = B._data.shape
     if (b[-2] if left else b[-1]) != a[-1]:
         eq = "AX = B" if left else "XA = B"
         raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {eq} ({a[-2]}x{a[-1]} and "
                            f"{b[-2]}x{b[-1]})")
-    r = LinalgSolveTriangular.apply(A, B, upper=upper, left=left, unitriangular=unitriangular)
+    r = LinalgSolveTriangular.apply(input, B, upper=upper, left=left, unitriangular=unitriangular)
     return _out(r, out, name)
 
 
-def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """Deprecated torch.triangular_solve: returns (solution, cloned_coefficient)."""
     M = A.mT if transpose else A
-    x = linalg_solve_triangular(M, b, upper=upper != transpose, unitriangular=unitriangular)
+    x = linalg_solve_triangular(M, input, upper=upper != transpose, unitriangular=unitriangular)
     return _out(triangular_solve_t(x, A.clone()), out, "triangular_solve")
 
 
 triangular_solve_t = return_type("triangular_solve", ["solution", "cloned_coefficient"])
 
 
-def cholesky_solve(B, L, upper=False, *, out=None):
+def cholesky_solve(input, input2, upper=False, *, out=None):
     """Solve A X = B given A's Cholesky factor."""
     if upper:
-        y = linalg_solve_triangular(adj(L), B, upper=False)
-        x = linalg_solve_triangular(L, y, upper=True)
+        y = linalg_solve_triangular(adj(input2), input, upper=False)
+        x = linalg_solve_triangular(input2, y, upper=True)
     else:
-        y = linalg_solve_triangular(L, B, upper=False)
-        x = linalg_solve_triangular(adj(L), y, upper=True)
+        y = linalg_solve_triangular(input2, input, upper=False)
+        x = linalg_solve_triangular(adj(input2), y, upper=True)
     return _out(x, out, "cholesky_solve")
 
 
@@ -479,9 +479,9 @@ class CholeskyInverse(Op):
         return -matmul(L, common) if ctx.upper else -matmul(common, L)
 
 
-def cholesky_inverse(L, upper=False, *, out=None):
-    check_matrix(L, "cholesky_inverse")
-    return _out(CholeskyInverse.apply(L, upper=bool(upper)), out, "cholesky_inverse")
+def cholesky_inverse(input, upper=False, *, out=None):
+    check_matrix(input, "cholesky_inverse")
+    return _out(CholeskyInverse.apply(input, upper=bool(upper)), out, "cholesky_inverse")
 
 
 # ---- matrix_power ---------------------------------------------------------------------
@@ -499,20 +499,20 @@ class _Identity(Op):
         return grad * 0
 
 
-def linalg_matrix_power(A, n, *, out=None):
-    check_matrix(A, "linalg.matrix_power", allow_int=True)
+def linalg_matrix_power(input, n, *, out=None):
+    check_matrix(input, "linalg.matrix_power", allow_int=True)
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
     if n == 0:
-        r = _Identity.apply(A)
+        r = _Identity.apply(input)
     elif n == 1:
-        r = A.clone()
+        r = input.clone()
     else:
         if n < 0:
-            A = linalg_inv(A)
+            input = linalg_inv(input)
             n = -n
         r = None
-        base = A
+        base = input
         while n:
             if n & 1:
                 r = base if r is None else matmul(r, base)
@@ -545,9 +545,9 @@ def _matrix_power(input, n):
 
 install(_det, "det")
 install(logdet, "logdet")
-install(slogdet, "slogdet")
+install(slogdet, "slogdet", out=True)
 install(_inverse, "inverse")
-install(_matrix_power, "matrix_power")
+install(_matrix_power, "matrix_power", out=True)
 install(cholesky, "cholesky")
 install(cholesky_solve, "cholesky_solve")
 install(cholesky_inverse, "cholesky_inverse")

@@ -65,40 +65,40 @@ class LinalgMatrixExp(Op):
         return big[..., :n, n:]
 
 
-def linalg_matrix_exp(A):
-    check_matrix(A, "linalg.matrix_exp")
-    return LinalgMatrixExp.apply(A)
+def linalg_matrix_exp(input):
+    check_matrix(input, "linalg.matrix_exp")
+    return LinalgMatrixExp.apply(input)
 
 
-def linalg_tensorinv(A, ind=2, *, out=None):
-    check_tensor(A, "linalg.tensorinv", "A", 1)
+def linalg_tensorinv(input, ind=2, *, out=None):
+    check_tensor(input, "linalg.tensorinv", "A", 1)
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
-    shape = A._data.shape
+    shape = input._data.shape
     rows = int(np.prod(shape[:ind]))
     cols = int(np.prod(shape[ind:]))
     if rows != cols:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                            f"prod(self.shape[:ind]), but got {cols} != {rows}")
-    r = linalg_inv(A.reshape(rows, cols)).reshape(shape[ind:] + shape[:ind])
+    r = linalg_inv(input.reshape(rows, cols)).reshape(shape[ind:] + shape[:ind])
     return _out(r, out, "linalg.tensorinv")
 
 
-def linalg_tensorsolve(A, B, dims=None, *, out=None):
-    check_tensor(A, "linalg.tensorsolve", "A", 1)
-    check_tensor(B, "linalg.tensorsolve", "B", 2)
+def linalg_tensorsolve(input, other, dims=None, *, out=None):
+    check_tensor(input, "linalg.tensorsolve", "A", 1)
+    check_tensor(other, "linalg.tensorsolve", "B", 2)
     if dims is not None:
-        nd = A._data.ndim
+        nd = input._data.ndim
         dims = [d % nd for d in dims]
-        A = A.movedim(tuple(dims), tuple(range(nd - len(dims), nd)))
-    bshape = B._data.shape
-    xshape = A._data.shape[B._data.ndim:]
+        input = input.movedim(tuple(dims), tuple(range(nd - len(dims), nd)))
+    bshape = other._data.shape
+    xshape = input._data.shape[other._data.ndim:]
     rows = int(np.prod(bshape))
     cols = int(np.prod(xshape))
-    if rows != cols or A._data.shape[:B._data.ndim] != bshape:
+    if rows != cols or input._data.shape[:other._data.ndim] != bshape:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
                            f"prod(self.shape[:other.ndim]), but got {cols} != {rows}")
-    r = linalg_solve(A.reshape(rows, cols), B.reshape(rows)).reshape(xshape)
+    r = linalg_solve(input.reshape(rows, cols), other.reshape(rows)).reshape(xshape)
     return _out(r, out, "linalg.tensorsolve")
 
 
@@ -127,10 +127,10 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     return _out(r, out, "lu_unpack")
 
 
-def lu_solve(b, LU_data, LU_pivots, *, out=None):
+def lu_solve(input, LU_data, LU_pivots, *, out=None):
     warnings.warn("torch.lu_solve is deprecated in favor of torch.linalg.lu_solve and will be removed in a future "
                   "PyTorch release.", UserWarning, stacklevel=2)
-    return linalg_lu_solve(LU_data, LU_pivots, b, out=out)
+    return linalg_lu_solve(LU_data, LU_pivots, input, out=out)
 
 
 for _fn, _name in [(linalg_matrix_exp, "matrix_exp"), (linalg_tensorinv, "tensorinv"),

@@ -72,10 +72,10 @@ class LinalgVectorNorm(Op):
         return grad * scale.masked_fill((norm == 0) | (x == 0), 0)
 
 
-def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+def linalg_vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     name = "linalg.vector_norm"
-    check_tensor(x, name, "x", 1)
-    d = x._dtype
+    check_tensor(input, name, "x", 1)
+    d = input._dtype
     if d.category < D.FLOAT:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{D.SCALAR_NAMES[d]}")
@@ -85,18 +85,18 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=Non
         if not D.can_cast(d, dtype) or (d.category == dtype.category and d.itemsize > dtype.itemsize):
             raise RuntimeError(f"{name}: the dtype of the input ({D.SCALAR_NAMES[d]}) should be convertible without "
                                f"narrowing to the specified dtype ({D.SCALAR_NAMES[dtype]})")
-        x = x.to(dtype)
-    dims = _norm_dims(dim, x._data.ndim)
-    shape = x._data.shape
+        input = input.to(dtype)
+    dims = _norm_dims(dim, input._data.ndim)
+    shape = input._data.shape
     if ord < 0 or ord == _INF:
         for i in dims:
             if shape[i] == 0:
                 where = "an empty tensor " if dim is None else f"the dimension {i}because this dimension is empty and "
                 raise RuntimeError(f"{name} cannot compute the {float(ord):g} norm on {where}"
                                    f"{'because ' if dim is None else ''}the operation does not have an identity")
-    if x._data.ndim == 0:
+    if input._data.ndim == 0:
         dims = ()
-    r = LinalgVectorNorm.apply(x, ord=float(ord), dims=dims, keepdim=keepdim)
+    r = LinalgVectorNorm.apply(input, ord=float(ord), dims=dims, keepdim=keepdim)
     return _out(r, out, name)
 
 
@@ -105,15 +105,15 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=Non
 _MATRIX_ORDS = ("fro", "nuc", _INF, -_INF, 1, -1, 2, -2)
 
 
-def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+def linalg_matrix_norm(input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     name = "linalg.matrix_norm"
-    check_tensor(A, name, "A", 1)
-    nd = A._data.ndim
+    check_tensor(input, name, "A", 1)
+    nd = input._data.ndim
     if nd < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
-    if A._dtype.category < D.FLOAT:
+    if input._dtype.category < D.FLOAT:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
-                           f"{D.SCALAR_NAMES[A._dtype]}")
+                           f"{D.SCALAR_NAMES[input._dtype]}")
     if isinstance(ord, str):
         if ord not in ("fro", "nuc"):
             raise RuntimeError(f"{name}: Order {ord} not supported.")
@@ -127,15 +127,15 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None,
     if d0 == d1:
         raise RuntimeError(f"{name}: dims must be different. Got ({dim[0]}, {dim[1]})")
     if dtype is not None:
-        A = A.to(dtype)
-    if A._data.size == 0 and ord not in ("fro", "nuc"):
+        input = input.to(dtype)
+    if input._data.size == 0 and ord not in ("fro", "nuc"):
         if ord > 0:  # a max over nothing: torch returns 0 here
-            return _out(linalg_vector_norm(A, 2, (d0, d1), keepdim), out, name)
+            return _out(linalg_vector_norm(input, 2, (d0, d1), keepdim), out, name)
         raise IndexError("amin(): Expected reduction dim -1 to have non-zero size.")
     if ord == "fro":
-        r = linalg_vector_norm(A, 2, (d0, d1), keepdim)
+        r = linalg_vector_norm(input, 2, (d0, d1), keepdim)
     elif ord in ("nuc", 2, -2):
-        s = linalg_svdvals(A.movedim((d0, d1), (-2, -1)))
+        s = linalg_svdvals(input.movedim((d0, d1), (-2, -1)))
         if ord == "nuc":
             r = s.sum(-1)
         else:
@@ -146,35 +146,35 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None,
     else:
         # 1 / -1: max/min column sum; inf / -inf: max/min row sum
         sum_dim, pick_dim = (d0, d1) if abs(ord) == 1 else (d1, d0)
-        sums = linalg_vector_norm(A, 1, sum_dim, keepdim=True)
+        sums = linalg_vector_norm(input, 1, sum_dim, keepdim=True)
         r = linalg_vector_norm(sums, _INF if ord > 0 else -_INF, pick_dim, keepdim=True)
         if not keepdim:
             r = r.squeeze((d0, d1))
     return _out(r, out, name)
 
 
-def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
+def linalg_norm(input, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     name = "linalg.norm"
-    check_tensor(A, name, "A", 1)
+    check_tensor(input, name, "A", 1)
     if dim is not None:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         if len(dims) == 1:
             if isinstance(ord, str):
                 raise RuntimeError(f"{name}: If dim is specified, it must be of length 1 or 2. Got {list(dims)}")
-            return linalg_vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype, out=out)
+            return linalg_vector_norm(input, 2 if ord is None else ord, dims, keepdim, dtype=dtype, out=out)
         if len(dims) == 2:
-            return linalg_matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype=dtype, out=out)
+            return linalg_matrix_norm(input, "fro" if ord is None else ord, dims, keepdim, dtype=dtype, out=out)
         raise RuntimeError(f"{name}: If dim is specified, it must be of length 1 or 2. Got {list(dims)}")
     if ord is None:
-        return linalg_vector_norm(A, 2, None, keepdim, dtype=dtype, out=out)
-    nd = A._data.ndim
+        return linalg_vector_norm(input, 2, None, keepdim, dtype=dtype, out=out)
+    nd = input._data.ndim
     if nd not in (1, 2):
         raise RuntimeError(f"{name}: If dim is not specified but ord is, the input must be 1D or 2D. Got {nd}D.")
     if nd == 1:
         if isinstance(ord, str):
             raise RuntimeError(f"{name}: Order {ord} not supported.")
-        return linalg_vector_norm(A, ord, None, keepdim, dtype=dtype, out=out)
-    return linalg_matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
+        return linalg_vector_norm(input, ord, None, keepdim, dtype=dtype, out=out)
+    return linalg_matrix_norm(input, ord, (-2, -1), keepdim, dtype=dtype, out=out)
 
 
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
@@ -190,15 +190,15 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     return linalg_vector_norm(input, 2.0 if p is None else p, dim, keepdim, dtype=dtype, out=out)
 
 
-def linalg_cond(A, p=None, *, out=None):
-    check_matrix(A, "linalg.cond", square=p not in (None, 2, -2))
+def linalg_cond(input, p=None, *, out=None):
+    check_matrix(input, "linalg.cond", square=p not in (None, 2, -2))
     if p is None or p in (2, -2):
-        s = linalg_svdvals(A)
+        s = linalg_svdvals(input)
         big = s.narrow(-1, 0, 1).squeeze(-1)
         small = s.narrow(-1, s._data.shape[-1] - 1, 1).squeeze(-1)
         r = big / small if p != -2 else small / big
     else:
-        r = linalg_matrix_norm(A, p) * linalg_matrix_norm(linalg_inv(A), p)
+        r = linalg_matrix_norm(input, p) * linalg_matrix_norm(linalg_inv(input), p)
     return _out(r, out, "linalg.cond")
 
 

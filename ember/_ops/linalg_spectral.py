@@ -250,18 +250,18 @@ def _check_uplo(UPLO):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
 
 
-def linalg_eigh(A, UPLO="L", *, out=None):
-    check_matrix(A, "linalg.eigh")
+def linalg_eigh(input, UPLO="L", *, out=None):
+    check_matrix(input, "linalg.eigh")
     _check_uplo(UPLO)
-    return _out(eigh_t(*LinalgEigh.apply(A, uplo=UPLO, vectors=True)), out, "linalg.eigh")
+    return _out(eigh_t(*LinalgEigh.apply(input, uplo=UPLO, vectors=True)), out, "linalg.eigh")
 
 
-def linalg_eigvalsh(A, UPLO="L", *, out=None):
-    check_matrix(A, "linalg.eigvalsh")
+def linalg_eigvalsh(input, UPLO="L", *, out=None):
+    check_matrix(input, "linalg.eigvalsh")
     _check_uplo(UPLO)
-    if _needs_grad(A):
-        return _out(LinalgEigh.apply(A, uplo=UPLO, vectors="for_grad")[0], out, "linalg.eigvalsh")
-    return _out(LinalgEigh.apply(A, uplo=UPLO, vectors=False), out, "linalg.eigvalsh")
+    if _needs_grad(input):
+        return _out(LinalgEigh.apply(input, uplo=UPLO, vectors="for_grad")[0], out, "linalg.eigvalsh")
+    return _out(LinalgEigh.apply(input, uplo=UPLO, vectors=False), out, "linalg.eigvalsh")
 
 
 class LinalgEig(Op):
@@ -299,18 +299,18 @@ class LinalgEig(Op):
         return gA.real if ctx.real_input else gA
 
 
-def linalg_eig(A, *, out=None):
-    check_matrix(A, "linalg.eig")
-    _check_finite(A, "linalg.eig")
-    return _out(eig_t(*LinalgEig.apply(A, vectors=True)), out, "linalg.eig")
+def linalg_eig(input, *, out=None):
+    check_matrix(input, "linalg.eig")
+    _check_finite(input, "linalg.eig")
+    return _out(eig_t(*LinalgEig.apply(input, vectors=True)), out, "linalg.eig")
 
 
-def linalg_eigvals(A, *, out=None):
-    check_matrix(A, "linalg.eigvals")
-    _check_finite(A, "linalg.eigvals")
-    if _needs_grad(A):
-        return _out(LinalgEig.apply(A, vectors="for_grad")[0], out, "linalg.eigvals")
-    return _out(LinalgEig.apply(A, vectors=False), out, "linalg.eigvals")
+def linalg_eigvals(input, *, out=None):
+    check_matrix(input, "linalg.eigvals")
+    _check_finite(input, "linalg.eigvals")
+    if _needs_grad(input):
+        return _out(LinalgEig.apply(input, vectors="for_grad")[0], out, "linalg.eigvals")
+    return _out(LinalgEig.apply(input, vectors=False), out, "linalg.eigvals")
 
 
 def _check_finite(A, name):
@@ -375,26 +375,27 @@ def pinv_backward(g, P, A):
     return gA
 
 
-def linalg_pinv(A, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
-    check_tensor(A, "linalg.pinv", "input", 1)
-    if A._data.ndim < 2 or A._dtype.category < D.FLOAT:
-        raise RuntimeError(f"linalg.pinv({D.SCALAR_NAMES[A._dtype]}{{{list(A._data.shape)}}}): expected a tensor with "
+def linalg_pinv(input, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
+    check_tensor(input, "linalg.pinv", "input", 1)
+    if input._data.ndim < 2 or input._dtype.category < D.FLOAT:
+        shape = list(input._data.shape)
+        raise RuntimeError(f"linalg.pinv({D.SCALAR_NAMES[input._dtype]}{{{shape}}}): expected a tensor with "
                            "2 or more dimensions of float, double, cfloat or cdouble types")
-    check_matrix(A, "linalg.pinv", square=False)
+    check_matrix(input, "linalg.pinv", square=False)
     if rcond is not None:
         rtol = rcond
-    return _out(LinalgPinv.apply(A, atol=atol, rtol=rtol, hermitian=hermitian), out, "linalg.pinv")
+    return _out(LinalgPinv.apply(input, atol=atol, rtol=rtol, hermitian=hermitian), out, "linalg.pinv")
 
 
 def pinverse(input, rcond=1e-15, hermitian=False):
     return linalg_pinv(input, rtol=rcond, hermitian=hermitian)
 
 
-def linalg_matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
-    check_matrix(A, "linalg.matrix_rank", square=False)
+def linalg_matrix_rank(input, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    check_matrix(input, "linalg.matrix_rank", square=False)
     if tol is not None:
         atol, rtol = tol, 0.0
-    x = A._data
+    x = input._data
     s = np.abs(np.linalg.eigvalsh(x)) if hermitian else np.linalg.svd(x, compute_uv=False)
     tol_ = _tolerances(x, atol, rtol, np.max(s, axis=-1, initial=0))
     r = np.sum(s > tol_[..., None], axis=-1).astype(np.int64)
@@ -467,32 +468,32 @@ class LinalgLstsq(Op):
         return gA, (gB if need[1] else None)
 
 
-def linalg_lstsq(A, B, rcond=None, *, driver=None, out=None):
+def linalg_lstsq(input, b, rcond=None, *, driver=None, out=None):
     name = "torch.linalg.lstsq"
-    check_matrix(A, name, square=False)
-    check_tensor(B, "linalg.lstsq", "B", 2)
-    check_float(B, name)
-    if A._dtype is not B._dtype:
+    check_matrix(input, name, square=False)
+    check_tensor(b, "linalg.lstsq", "B", 2)
+    check_float(b, name)
+    if input._dtype is not b._dtype:
         raise RuntimeError(f"{name}: Expected input and other to have the same dtype, but got input's dtype "
-                           f"{D.SCALAR_NAMES[A._dtype]} and other's dtype {D.SCALAR_NAMES[B._dtype]}")
+                           f"{D.SCALAR_NAMES[input._dtype]} and other's dtype {D.SCALAR_NAMES[b._dtype]}")
     if driver is None:
         driver = "gelsy"
     if driver not in _DRIVERS:
         raise RuntimeError(f"{name}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
-    a = A._data.shape
-    b = B._data.shape
-    vector = len(b) == len(a) - 1
-    if len(b) < len(a) - 1 or len(b) > len(a):
+    a = input._data.shape
+    bs = b._data.shape
+    vector = len(bs) == len(a) - 1
+    if len(bs) < len(a) - 1 or len(bs) > len(a):
         raise RuntimeError(f"{name}: input.dim() must be greater or equal to other.dim() and (input.dim() - "
                            "other.dim()) <= 1")
-    if (b[-1] if vector else b[-2]) != a[-2]:
+    if (bs[-1] if vector else bs[-2]) != a[-2]:
         raise RuntimeError(f"{name}: input.size(-2) should match other.size(-{1 if vector else 2})")
     rc = None if rcond is None else float(rcond)
     try:
-        r = LinalgLstsq.apply(A, B, rcond=rc, driver=driver, vector=vector)
+        r = LinalgLstsq.apply(input, b, rcond=rc, driver=driver, vector=vector)
     except ValueError:
         from ._registry import shapes_error
-        raise shapes_error(name, np.empty(a[:-2]), np.empty(b[:-1] if vector else b[:-2])) from None
+        raise shapes_error(name, np.empty(a[:-2]), np.empty(bs[:-1] if vector else bs[:-2])) from None
     return _out(lstsq_t(*r), out, "linalg.lstsq")
 
 

@@ -765,11 +765,11 @@ Tensor.__pos__ = positive
 _abs_real = Tensor.abs_
 
 
-def _abs_(self):
+def _abs_(input):
     """abs_: torch refuses complex tensors (the real result cannot be written back into them)."""
-    if self._dtype.category == D.COMPLEX:
+    if input._dtype.category == D.COMPLEX:
         raise RuntimeError("In-place abs is not supported for complex tensors.")
-    return _abs_real(self)
+    return _abs_real(input)
 
 
 Tensor.abs_ = Tensor.absolute_ = namespace["abs_"] = namespace["absolute_"] = _abs_

@@ -340,8 +340,8 @@ class NanToNum(Op):
         return grad.where(x.isfinite(), 0.0)
 
 
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
-    r = NanToNum.apply(input, nan=nan, posinf=posinf, neginf=neginf, d=input._dtype)
+def nan_to_num(input, nan=None, posinf=None, neginf=None, *, out=None):
+    r = NanToNum.apply(input, nan=0.0 if nan is None else nan, posinf=posinf, neginf=neginf, d=input._dtype)
     return r if out is None else write_out(out, r, "nan_to_num")
 
 
@@ -483,7 +483,7 @@ install(round, "round", inplace=make_inplace(round, "round"))
 install(polygamma, "polygamma", method=False)
 Tensor.polygamma = _polygamma_method
 Tensor.polygamma_ = make_inplace(_polygamma_method, "polygamma")
-install(mvlgamma, "mvlgamma", inplace=make_inplace(mvlgamma, "mvlgamma"))
+install(mvlgamma, "mvlgamma", inplace=make_inplace(mvlgamma, "mvlgamma"), out=True)
 install(isclose, "isclose")
 install(allclose, "allclose")
 install(equal, "equal")

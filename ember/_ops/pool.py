@@ -372,7 +372,8 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def _with_indices(fn):
-    def with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True):
+    def with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+        """(output, indices) whatever return_indices says, as torch's *_with_indices."""
         return fn(input, kernel_size, stride, padding, dilation, ceil_mode, True)
     with_indices.__name__ = with_indices.__qualname__ = fn.__name__ + "_with_indices"
     return with_indices

@@ -18,7 +18,7 @@ from ..random import (Generator, default_generator, get_rng_state, initial_seed,
 from ..autograd import grad_mode
 from . import random_draws as R
 from ._registry import Op, assign_result, check_inplace, install, namespace, shapes_error
-from .creation import _is_dense, _limits, checked_scalar, finish, into_out, size_args
+from .creation import _is_dense, _limits, checked_scalar, finish, into_out, size_args, varargs_or
 
 _state = grad_mode._state
 _make = Tensor._make
@@ -153,17 +153,17 @@ def _factory_dtype(dtype, out):
     return dtype
 
 
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False):
-    shape = size_args(size, "rand")
+    shape = size_args(sizes if size is None else varargs_or(sizes, size, "size", "rand"), "rand")
     d = _factory_dtype(dtype, out)
     arr = _uniform_into(_gen(generator), shape, d)
     return into_out(out, arr, d) if out is not None else finish(arr, d, requires_grad, device)
 
 
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False):
-    shape = size_args(size, "randn")
+    shape = size_args(sizes if size is None else varargs_or(sizes, size, "size", "randn"), "randn")
     d = _factory_dtype(dtype, out)
     arr = _normal_into(_gen(generator), shape, d)
     return into_out(out, arr, d) if out is not None else finish(arr, d, requires_grad, device)
@@ -266,7 +266,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
     return into_out(out, arr, d) if out is not None else finish(arr, d, requires_grad, device)
 
 
-def randperm(n, *, generator=None, out=None, dtype=D.int64, layout=None, device=None, requires_grad=False,
+def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
     n = _int_arg(n, "n", "randperm")
     if n < 0:
@@ -292,19 +292,19 @@ def _like_dtype(input, dtype, fn):
 
 
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
-              memory_format=None):
+              memory_format=None, pin_memory=False):
     d = _like_dtype(input, dtype, "rand_like")
     return finish(_uniform_into(_gen(generator), _like_layout(input), d), d, requires_grad, device)
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
-               memory_format=None):
+               memory_format=None, pin_memory=False):
     d = _like_dtype(input, dtype, "randn_like")
     return finish(_normal_into(_gen(generator), _like_layout(input), d), d, requires_grad, device)
 
 
 def randint_like(input, *args, low=None, high=None, generator=None, dtype=None, layout=None, device=None,
-                 requires_grad=False, memory_format=None):
+                 requires_grad=False, memory_format=None, pin_memory=False):
     """randint_like(input, high) / randint_like(input, low, high) (also as keywords)."""
     d = _like_dtype(input, dtype, "randint_like")
     if len(args) == 2:
@@ -534,7 +534,9 @@ def poisson(input, generator=None):
 # ---- in-place samplers ----------------------------------------------------------------
 
 def uniform_(self, from_=0, to=1, *, generator=None, **kw):
-    from_ = kw.pop("from", from_)
+    from_ = kw.pop("from", from_)  # torch's keyword is `from`, a Python keyword
+    if kw:
+        raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kw))}'")
     d = self._dtype
     if d.category < D.FLOAT:
         raise _not_impl("check_uniform_bounds", d)
@@ -662,36 +664,36 @@ class FillBackward3(Op):
         return gx, grad.sum() if need[1] else None
 
 
-def fill_(self, value):
-    d = self._dtype
+def fill_(input, value):
+    d = input._dtype
     if isinstance(value, Tensor):
         if value._data.ndim:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
-        if _state.enabled and (self._requires_grad or value._requires_grad):
-            check_inplace(self)
+        if _state.enabled and (input._requires_grad or value._requires_grad):
+            check_inplace(input)
             if value._requires_grad:
-                values = np.full(self._data.shape, value._data, dtype=d.np)
-                return assign_result(self, FillBackward3.apply(self, value, values=values), "fill_")
+                values = np.full(input._data.shape, value._data, dtype=d.np)
+                return assign_result(input, FillBackward3.apply(input, value, values=values), "fill_")
         v = value._data.astype(d.np) if value._dtype is not d else value._data
     elif isinstance(value, (int, float, bool, complex, np.number, np.bool_)):
         v = checked_scalar(value, d)
     else:
         raise TypeError(f"fill_() received an invalid combination of arguments - got ({type(value).__name__}), "
                         "but expected one of: (Tensor value) or (Number value)")
-    if _state.enabled and self._requires_grad:
-        return _write(self, np.full(self._data.shape, v, dtype=d.np), "FillBackward2")
-    self._data.fill(v)
-    self._version_counter.value += 1
-    return self
+    if _state.enabled and input._requires_grad:
+        return _write(input, np.full(input._data.shape, v, dtype=d.np), "FillBackward2")
+    input._data.fill(v)
+    input._version_counter.value += 1
+    return input
 
 
-def zero_(self):
-    if _state.enabled and self._requires_grad:
-        return _write(self, np.zeros(self._data.shape, dtype=self._dtype.np), "ZeroBackward0")
-    self._data.fill(0)
-    self._version_counter.value += 1
-    return self
+def zero_(input):
+    if _state.enabled and input._requires_grad:
+        return _write(input, np.zeros(input._data.shape, dtype=input._dtype.np), "ZeroBackward0")
+    input._data.fill(0)
+    input._version_counter.value += 1
+    return input
 
 
 def fill(input, value):
@@ -715,14 +717,14 @@ class CopyBackwards(Op):
         return gx, grad if need[1] else None
 
 
-def copy_(self, src, non_blocking=False):
+def copy_(self, other, non_blocking=False):
     """Copy src into self (broadcasting src, casting to self's dtype)."""
-    if not isinstance(src, Tensor):
-        if isinstance(src, (int, float, bool, complex, np.number, np.bool_)):
-            return fill_(self, src)
-        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
+    if not isinstance(other, Tensor):
+        if isinstance(other, (int, float, bool, complex, np.number, np.bool_)):
+            return fill_(self, other)
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
     dst = self._data
-    s = src._data
+    s = other._data
     if s.dtype.kind == "c" and dst.dtype.kind != "c":
         warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=2)
         s = s.real
@@ -730,10 +732,10 @@ def copy_(self, src, non_blocking=False):
         _check_internal_overlap(dst)
     if np.may_share_memory(dst, s):
         _check_partial_overlap(dst, s)
-    if _state.enabled and (self._requires_grad or src._requires_grad):
+    if _state.enabled and (self._requires_grad or other._requires_grad):
         check_inplace(self)
         _check_copy_shapes(dst, s)
-        return assign_result(self, CopyBackwards.apply(self, src), "copy_")
+        return assign_result(self, CopyBackwards.apply(self, other), "copy_")
     if s.ndim > dst.ndim:
         _check_copy_shapes(dst, s)  # NumPy drops leading size-1 dims of src ([1] into []); torch refuses
     try:

@@ -7,14 +7,13 @@ median ...) go through the two private ops Gather/PlaceAlong, which are each oth
 backward (see Note [Index routing]).
 """
 import builtins
-import functools
 
 import numpy as np
 
 from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor, _wrap_dim
-from ._registry import Op, register, write_out
+from ._registry import Op, numpy_names, register, write_out
 from .complex import cj
 
 _make = Tensor._make
@@ -22,19 +21,6 @@ _bool = builtins.bool
 
 
 # ---- argument helpers -----------------------------------------------------------------
-
-def numpy_names(fn):
-    """torch's argument parser also takes NumPy's spellings axis= and keepdims= for dim= and keepdim=."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if "axis" in kwargs:
-            kwargs["dim"] = kwargs.pop("axis")
-        if "keepdims" in kwargs:
-            kwargs["keepdim"] = kwargs.pop("keepdims")
-        return fn(*args, **kwargs)
-    return wrapper
-
 
 def check_tensor(input, name):
     if not isinstance(input, Tensor):
@@ -282,10 +268,12 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 
 @register()
-def sum_to_size(input, *size):
+def sum_to_size(input, *sizes, size=None):
     """Sum broadcast dimensions so the result has `size` (the inverse of expand)."""
-    from .shape import shape_args
-    size = shape_args(size, "sum_to_size")
+    from .shape import shape_args, varargs_or
+    if size is not None:
+        sizes = varargs_or(sizes, size, "size", "sum_to_size")
+    size = shape_args(sizes, "sum_to_size")
     shape = input._data.shape
     if shape == size:
         return input

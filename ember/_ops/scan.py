@@ -129,16 +129,16 @@ def cumprod(input, dim, *, dtype=None, out=None):
 def _inplace_scan(fn, name):
     """cumsum_/cumprod_ compute in self's dtype (the out-of-place op would widen ints)."""
 
-    def inplace(self, dim, *, dtype=None):
-        check_inplace(self)
-        r = fn(self, dim, dtype=self._dtype if dtype is None else dtype)
-        return assign_result(self, r, name + "_")
+    def inplace(input, dim, *, dtype=None):
+        check_inplace(input)
+        r = fn(input, dim, dtype=input._dtype if dtype is None else dtype)
+        return assign_result(input, r, name + "_")
     inplace.__name__ = inplace.__qualname__ = name + "_"
     return inplace
 
 
-Tensor.cumsum_ = _inplace_scan(cumsum, "cumsum")
-Tensor.cumprod_ = _inplace_scan(cumprod, "cumprod")
+Tensor.cumsum_ = numpy_names(_inplace_scan(cumsum, "cumsum"))
+Tensor.cumprod_ = numpy_names(_inplace_scan(cumprod, "cumprod"))
 
 
 # ---- cummax / cummin ---------------------------------------------------------------------
@@ -233,7 +233,7 @@ def logcumsumexp(input, dim, *, out=None):
 
 # ---- diff --------------------------------------------------------------------------------
 
-@register()
+@register(out=True)
 @numpy_names
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     check_tensor(input, "diff")

@@ -58,17 +58,17 @@ def check_no_overlap(self, args, kwargs):
 
 def inplace_variant(fn, name, plan=None, no_overlap=True):
     """name_ for an out-of-place op fn (see Note [In-place without copies])."""
-    def inplace(self, *args, **kwargs):
-        check_inplace(self)
+    def inplace(input, *args, **kwargs):
+        check_inplace(input)
         if no_overlap:
-            check_no_overlap(self, args, kwargs)
-        if plan is not None and _direct_ok(self, args, kwargs):
-            cls, tensors, params = plan(self, *args, **kwargs)
+            check_no_overlap(input, args, kwargs)
+        if plan is not None and _direct_ok(input, args, kwargs):
+            cls, tensors, params = plan(input, *args, **kwargs)
             arrays = [t._data if isinstance(t, Tensor) else t for t in tensors]
-            cls.forward(object.__new__(cls), self._data, *arrays, into=True, **params)
-            self._version_counter.value += 1
-            return self
-        return assign_result(self, fn(self, *args, **kwargs), name)
+            cls.forward(object.__new__(cls), input._data, *arrays, into=True, **params)
+            input._version_counter.value += 1
+            return input
+        return assign_result(input, fn(input, *args, **kwargs), name)
     inplace.__name__ = inplace.__qualname__ = name
     install(inplace, name, function=False)
     return inplace

@@ -207,7 +207,7 @@ class Take(Op):
         return grad.new_zeros(ctx.in_shape).put(index, grad, accumulate=True), None
 
 
-@register()
+@register(out=True)
 def take(input, index):
     _long_index(index, "take")
     return Take.apply(input, index)
@@ -276,7 +276,7 @@ def nonzero(input, *, out=None, as_tuple=False):
     return r if out is None else write_out(out, r, "nonzero")
 
 
-@register()
+@register(out=True)
 def nonzero_static(input, *, size, fill_value=-1):
     """nonzero padded with fill_value (or cut) to exactly `size` rows."""
     if size < 0:

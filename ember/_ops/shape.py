@@ -14,6 +14,7 @@ from .._backend import numpy_cpu as B
 from .._layout import contiguous_format, format_strides
 from .._tensor import Tensor, _is_contiguous, _wrap_dim
 from ._registry import Op, check_inplace, install, register
+from .creation import varargs_or  # noqa: F401  (joining and reduction import it from here)
 from .strided import as_strided, rebase_history, view_of_base  # noqa: F401  (others import them from here)
 from .geometry import (contiguous_strides, dense_strides_like, diagonal_geometry, expand_geometry,  # noqa: F401
                        key_geometry, strides_of, view_strides)
@@ -157,7 +158,9 @@ def _view_dtype(self, dtype):
 
 
 @register(function=False)
-def view(self, *shape, dtype=None):
+def view(self, *shape, size=None, dtype=None):
+    if size is not None:
+        shape = varargs_or(shape, size, "size", "view")
     if dtype is not None or (len(shape) == 1 and isinstance(shape[0], D.dtype)):
         return _view_dtype(self, dtype if dtype is not None else shape[0])
     x = self._data
@@ -170,8 +173,11 @@ def view(self, *shape, dtype=None):
 
 
 @register()
-def reshape(input, *shape):
+def reshape(input, *shape_, shape=None):
     """A view when torch's stride rule allows one, else a copy (UnsafeViewBackward0, no _base)."""
+    if shape is not None:
+        shape_ = varargs_or(shape_, shape, "shape", "reshape")
+    shape = shape_
     x = input._data
     shape = infer_shape(shape_args(shape, "reshape"), x.size)
     strides = view_strides(x.shape, strides_of(x), shape)
@@ -288,7 +294,10 @@ class TransposeT(Transpose):
 
 
 @register()
-def permute(input, *dims):
+def permute(input, *dims_, dims=None):
+    if dims is not None:
+        dims_ = varargs_or(dims_, dims, "dims", "permute")
+    dims = dims_
     dims = shape_args(dims, "permute")
     nd = input._data.ndim
     if len(dims) != nd:
@@ -301,12 +310,18 @@ def permute(input, *dims):
     return Permute.apply(input, dims=dims)
 
 
-@register(aliases=("swapaxes", "swapdims"))
+@register(aliases=("swapdims",))
 def transpose(input, dim0, dim1):
     nd = input._data.ndim
     d0 = _wrap_dim(dim0, nd)
     d1 = _wrap_dim(dim1, nd)
     return Transpose.apply(input, dim0=d0, dim1=d1)
+
+
+@register()
+def swapaxes(input, axis0, axis1):
+    """transpose under NumPy's parameter names (torch's swapaxes keywords)."""
+    return transpose(input, axis0, axis1)
 
 
 @register()
@@ -363,7 +378,9 @@ class Expand(Op):
 
 
 @register(function=False)
-def expand(input, *sizes, implicit=False):
+def expand(input, *sizes, size=None, implicit=False):
+    if size is not None:
+        sizes = varargs_or(sizes, size, "size", "expand")
     sizes = shape_args(sizes, "expand")
     x = input._data
     if len(sizes) < x.ndim:
@@ -622,20 +639,20 @@ def contiguous(input, memory_format=None):
 def _meta_inplace(name, fn, node_name):
     """name_: self takes the geometry of fn(self) (a view of its own storage); the version is
     bumped and, with a graph, fn's node (under torch's in-place name) becomes self's history."""
-    def inplace(self, *args, **kwargs):
-        check_inplace(self)
-        r = fn(self, *args, **kwargs)
-        self._data = r._data
-        self._version_counter.value += 1
+    def inplace(input, *args, **kwargs):
+        check_inplace(input)
+        r = fn(input, *args, **kwargs)
+        input._data = r._data
+        input._version_counter.value += 1
         node = r._grad_fn
         if node is not None:
             node._name = node_name(args, kwargs) if callable(node_name) else node_name
-            self._grad_fn = node
-            self._output_nr = 0
-            self._requires_grad = True
-        if self._base is not None:
-            self._view_version = self._version_counter.value
-        return self
+            input._grad_fn = node
+            input._output_nr = 0
+            input._requires_grad = True
+        if input._base is not None:
+            input._view_version = input._version_counter.value
+        return input
     inplace.__name__ = inplace.__qualname__ = name
     install(inplace, name, function=False)
     return inplace

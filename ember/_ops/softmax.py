@@ -167,5 +167,5 @@ def _named(fn, name):
     return fn
 
 
-install(_named(_softmax, "softmax"), "softmax")
-install(_named(_log_softmax, "log_softmax"), "log_softmax")
+install(_named(_softmax, "softmax"), "softmax", out=True)
+install(_named(_log_softmax, "log_softmax"), "log_softmax", out=True)

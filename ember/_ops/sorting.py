@@ -68,9 +68,9 @@ def sort(input, dim=-1, descending=False, *, stable=False, out=None):
     return finish(return_types.sort((values, indices)), out, "sort")
 
 
-@register()
+@register(out=True)
 @numpy_names
-def argsort(input, dim=-1, descending=False, stable=False):
+def argsort(input, dim=-1, descending=False, *, stable=False):
     check_tensor(input, "argsort")
     refuse_complex(input, message=" Sort does not support complex dtypes on CPU")
     d = one_dim(dim, input._data.ndim)

@@ -44,9 +44,16 @@ def _row(name, kernel, dx=None, halves=True, node=None):
                          inplace=False, node_name=node), name)
 
 
+def _named_x(row_fn):
+    """The functions torch declares as f(x) rather than f(input)."""
+    def fn(x, *, out=None):
+        return row_fn(x, out=out)
+    return _public(fn, row_fn.__name__)
+
+
 # ---- not differentiable in torch -----------------------------------------------------------------
 
-airy_ai = _row("airy_ai", SC.airy_ai)
+airy_ai = _named_x(_row("airy_ai", SC.airy_ai))
 bessel_j0 = _row("bessel_j0", SC.j0)
 bessel_j1 = _row("bessel_j1", SC.j1)
 bessel_y0 = _row("bessel_y0", SC.y0)
@@ -55,9 +62,9 @@ modified_bessel_i0 = _row("modified_bessel_i0", SC.i0)
 modified_bessel_i1 = _row("modified_bessel_i1", SC.i1)
 modified_bessel_k0 = _row("modified_bessel_k0", SC.k0)
 modified_bessel_k1 = _row("modified_bessel_k1", SC.k1)
-scaled_modified_bessel_k0 = _row("scaled_modified_bessel_k0", SC.k0e)
-scaled_modified_bessel_k1 = _row("scaled_modified_bessel_k1", SC.k1e)
-spherical_bessel_j0 = _row("spherical_bessel_j0", SC.spherical_bessel_j0)
+scaled_modified_bessel_k0 = _named_x(_row("scaled_modified_bessel_k0", SC.k0e))
+scaled_modified_bessel_k1 = _named_x(_row("scaled_modified_bessel_k1", SC.k1e))
+spherical_bessel_j0 = _named_x(_row("spherical_bessel_j0", SC.spherical_bessel_j0))
 
 # ---- differentiable ------------------------------------------------------------------------------
 
@@ -110,11 +117,11 @@ gammaincc = binary("_special_gammaincc", SC.gammaincc, SAME, dx=_no_derivative("
 
 
 def _poly(name, kernel):
-    """The row of p_n(x), called as torch names its arguments: (input, n)."""
+    """The row of p_n(x), called as torch names its arguments: (x, n)."""
     row_fn = binary(f"_special_{name}", kernel, TO_FLOAT, check=_refuse(name), method=False, inplace=False)
 
-    def fn(input, n, *, out=None):
-        return row_fn(input, n, out=out)
+    def fn(x, n, *, out=None):
+        return row_fn(x, n, out=out)
     return _public(fn, name)
 
 

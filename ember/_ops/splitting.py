@@ -2,7 +2,7 @@
 hsplit/vsplit/dsplit (one SliceBackward0 view per piece, as torch)."""
 from .. import _dtype as D
 from .._tensor import Tensor, _wrap_dim
-from ._registry import Op, register
+from ._registry import Op, install, register
 from .shape import Slice, _int, basic_view
 
 
@@ -83,7 +83,7 @@ def _equal_sizes(tensor, split_size, dim):
     return d, tuple([s] * (pieces - 1) + [n - s * (pieces - 1)])
 
 
-@register()
+@register(method=False)
 def split(tensor, split_size_or_sections, dim=0):
     if isinstance(split_size_or_sections, (list, tuple)):
         return split_with_sizes(tensor, split_size_or_sections, dim)
@@ -91,10 +91,18 @@ def split(tensor, split_size_or_sections, dim=0):
     return _multi_views(Split.apply(tensor, sizes=sizes, dim=d))
 
 
+def _split_method(self, split_size, dim=0):
+    """Tensor.split: torch.split under the method's own keyword (split_size)."""
+    return split(self, split_size, dim)
+
+
+install(_split_method, "split", function=False)
+
+
 @register()
-def unsafe_split(tensor, split_size, dim=0):
-    d, sizes = _equal_sizes(tensor, split_size, dim)
-    return UnsafeSplit.apply(tensor, sizes=sizes, dim=d)
+def unsafe_split(input, split_size, dim=0):
+    d, sizes = _equal_sizes(input, split_size, dim)
+    return UnsafeSplit.apply(input, sizes=sizes, dim=d)
 
 
 def _given_sizes(input, split_sizes, dim):
@@ -163,8 +171,22 @@ def _sections(indices_or_sections):
     return _int(v)
 
 
+def _one_of(name, given):
+    """The one of torch's alternative keywords (indices=, sections=, ...) the call used."""
+    used = [v for v in given.values() if v is not None]
+    if len(used) != 1:
+        raise TypeError(f"{name}() missing 1 required positional arguments: \"{'/'.join(given)}\"" if not used
+                        else f"{name}() got multiple values for argument '{'/'.join(given)}'")
+    return used[0]
+
+
 @register()
-def tensor_split(input, indices_or_sections, dim=0):
+def tensor_split(input, sections=None, dim=0, *, indices=None, tensor_indices_or_sections=None):
+    """torch's three overloads: an int of sections, a list of indices, or a tensor of either."""
+    indices_or_sections = sections
+    if sections is None or indices is not None or tensor_indices_or_sections is not None:
+        indices_or_sections = _one_of("tensor_split", {"sections": sections, "indices": indices,
+                                                       "tensor_indices_or_sections": tensor_indices_or_sections})
     nd = input._data.ndim
     if nd == 0:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
@@ -200,18 +222,27 @@ def _dir_split(input, sections, dim, name, min_dims):
 
 
 @register()
-def hsplit(input, indices_or_sections):
-    return _dir_split(input, indices_or_sections, 1 if input._data.ndim > 1 else 0, "hsplit", 1)
+def hsplit(input, sections=None, *, indices=None):
+    spec = sections
+    if indices is not None or sections is None:
+        spec = _one_of("hsplit", {"sections": sections, "indices": indices})
+    return _dir_split(input, spec, 1 if input._data.ndim > 1 else 0, "hsplit", 1)
 
 
 @register()
-def vsplit(input, indices_or_sections):
-    return _dir_split(input, indices_or_sections, 0, "vsplit", 2)
+def vsplit(input, sections=None, *, indices=None):
+    spec = sections
+    if indices is not None or sections is None:
+        spec = _one_of("vsplit", {"sections": sections, "indices": indices})
+    return _dir_split(input, spec, 0, "vsplit", 2)
 
 
 @register()
-def dsplit(input, indices_or_sections):
-    return _dir_split(input, indices_or_sections, 2, "dsplit", 3)
+def dsplit(input, sections=None, *, indices=None):
+    spec = sections
+    if indices is not None or sections is None:
+        spec = _one_of("dsplit", {"sections": sections, "indices": indices})
+    return _dir_split(input, spec, 2, "dsplit", 3)
 
 
 @register()

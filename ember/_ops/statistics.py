@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ._registry import Op, register
+from ._registry import Op, install, register
 from .complex import cj
 from .reduction import check_tensor, finish, keep, mean, numel_of, numpy_names, reduce_dims
 
@@ -207,7 +207,7 @@ def vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lina
     return VectorNorm.apply(x, ord=ord, dims=dims, keepdim=keepdim)
 
 
-@register()
+@register(method=False)
 @numpy_names
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     check_tensor(input, "norm")
@@ -222,6 +222,14 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         from .. import linalg
         return finish(linalg.matrix_norm(input, p, dims, keepdim, dtype=dtype), out, "norm")
     return finish(vector_norm(input, 2.0 if p is None else p, dim, keepdim, dtype=dtype), out, "norm")
+
+
+def _norm_method(self, p="fro", dim=None, keepdim=False, dtype=None):
+    """Tensor.norm: torch.norm without out= (torch's method puts dtype fourth)."""
+    return norm(self, p, dim, keepdim, dtype=dtype)
+
+
+install(_norm_method, "norm", function=False)
 
 
 @register()

@@ -1,7 +1,7 @@
 """torch's *_copy functions (expand_copy, view_copy, ...): the view op's result as a fresh
 contiguous tensor without `_base`, its grad_fn named like torch's (the view's name + "_copy")."""
 from .._tensor import Tensor
-from ._registry import install, write_out
+from ._registry import install, numpy_names, write_out
 from .shape import Clone
 
 
@@ -12,6 +12,7 @@ def _contiguous_copy(view):
     return c
 
 
+@numpy_names
 def _slice(input, dim=0, start=None, end=None, step=1):
     key = (slice(None),) * (dim % max(input.ndim, 1)) + (slice(start, end, step),)
     return input[key]

@@ -59,7 +59,7 @@ def select_scatter(input, src, dim, index):
     return Embed.apply(input, src, key=key, name="SelectScatterBackward0")
 
 
-@register()
+@register(out=True)
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     nd = input._data.ndim
     d = _wrap_dim(dim, nd)
@@ -117,7 +117,7 @@ class NarrowCopy(Op):
         return slice_backward(grad, shape, key)
 
 
-@register()
+@register(out=True)
 def narrow_copy(input, dim, start, length):
     view = input.narrow(dim, start, length)
     d = _wrap_dim(dim, input._data.ndim)

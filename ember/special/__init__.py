@@ -4,11 +4,25 @@ The functions ember had no op for are declared in ember/_ops/special.py (several
 ember[special]); the rest are torch's aliases of ops ember has, named here.
 """
 from .._ops import special as _s
-from .._ops.pointwise import digamma, erf, erfc, erfinv, exp2, expm1, i0, log1p, sinc, xlogy
-from .._ops.pointwise import lgamma as gammaln, sigmoid as expit
-from .._ops.pointwise_params import logit, polygamma, mvlgamma as multigammaln, round
-from .._ops.softmax import log_softmax, softmax
-from .._ops.statistics import logsumexp
+from .._ops._registry import namespace as _public, numpy_names  # the installed forms (NumPy spellings, autocast)
+
+digamma, erf, erfc, erfinv, exp2, expm1, i0, log1p, sinc, xlogy = (
+    _public[n] for n in ("digamma", "erf", "erfc", "erfinv", "exp2", "expm1", "i0", "log1p", "sinc", "xlogy"))
+gammaln, expit, logit, polygamma, multigammaln, round = (
+    _public[n] for n in ("lgamma", "sigmoid", "logit", "polygamma", "mvlgamma", "round"))
+logsumexp = _public["logsumexp"]
+
+
+@numpy_names
+def softmax(input, dim, *, dtype=None):
+    """torch.special.softmax: dtype is keyword-only here (nn.functional's takes it positionally)."""
+    return _public["softmax"](input, dim, dtype=dtype)
+
+
+@numpy_names
+def log_softmax(input, dim, *, dtype=None):
+    """torch.special.log_softmax: dtype is keyword-only here (nn.functional's takes it positionally)."""
+    return _public["log_softmax"](input, dim, dtype=dtype)
 
 psi = digamma
 airy_ai = _s.airy_ai
