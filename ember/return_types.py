@@ -50,6 +50,7 @@ for _name in ("max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "
     _declare(_name, _VALUES_INDICES)
 _declare("aminmax", ("min", "max"))
 _declare("histogram", ("hist", "bin_edges"))
+_declare("histogramdd", ("hist", "bin_edges"))
 _declare("frexp", ("mantissa", "exponent"))
 
 # linear algebra (declared here so every family shares one module, as torch does)
