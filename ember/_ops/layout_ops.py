@@ -1,5 +1,5 @@
 """Ops about memory layout: empty_permuted, Tensor.new_empty_strided, as_strided_scatter,
-torch.resize_as_, constant_pad_nd (the kernel behind F.pad's constant mode)."""
+torch.resize_as_, constant_pad_nd (the kernel behind F.pad's constant mode), channel_shuffle."""
 import numpy as np
 
 from .._backend import numpy_cpu as B
@@ -75,6 +75,22 @@ def constant_pad_nd(input, pad, value=0):
     return sampling.pad(input, pads, "constant", value)
 
 
+def channel_shuffle(input, groups):
+    """(N, g*k, *) -> (N, k*g, *): channel c*k+j moves to j*g+c (ShuffleNet). A reshape-transpose composite.
+    See https://pytorch.org/docs/stable/generated/torch.nn.ChannelShuffle.html"""
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes "
+                           f"{list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    n, c = input.shape[0], input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    return input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape((n, c) + rest)
+
+
+install(channel_shuffle, "channel_shuffle", method=False, aliases=("native_channel_shuffle",))
 install(empty_permuted, "empty_permuted", method=False)
 install(new_empty_strided, "new_empty_strided", function=False)
 install(as_strided_scatter, "as_strided_scatter")

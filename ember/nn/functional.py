@@ -234,6 +234,7 @@ del _mod, _name
 # loss functions and distances (declared in ember/_ops/loss.py; ctc_loss in ember/_ops/ctc.py)
 # ======================================================================================
 
+from .._ops.layout_ops import channel_shuffle, channel_shuffle as native_channel_shuffle  # noqa: E402,F401
 from .._ops import loss as _loss  # noqa: E402
 
 for _name in _loss.FUNCTIONAL:

@@ -1,5 +1,5 @@
 """Op table rows: empty_permuted, new_empty_strided, as_strided_scatter, resize_as_, constant_pad_nd,
-conj_physical_, __rdiv__, chalf (ember has no complex32: it raises)."""
+conj_physical_, __rdiv__, chalf (ember has no complex32: it raises), channel_shuffle."""
 import pytest
 
 from .harness import Case as C, T
@@ -59,5 +59,17 @@ CASES = [
     C("Tensor.__rdiv__", [(3, 4), T((3, 4), low=0.5, high=2)], lambda t, x, y: y.__rdiv__(x), id="tensor"),
     C("Tensor.__rdiv__", [T((3,), dtype="int64", low=1, high=5)], lambda t, x: x.__rdiv__(3), dtypes=INT, id="int"),
     C("Tensor.__rdiv__", [(3,)], lambda t, x: t.Tensor.__rdiv__ is t.Tensor.__rtruediv__, id="alias"),
+    C("nn.functional.channel_shuffle", [(2, 6, 3)], lambda t, x: t.nn.functional.channel_shuffle(x, 2), gradgrad=True),
+    C("nn.functional.channel_shuffle", [(1, 6, 2, 1, 2)], lambda t, x: t.channel_shuffle(x, 3), id="5d"),
+    C("nn.functional.channel_shuffle", [T((1, 6, 1), dtype="int64")],
+      lambda t, x: t.nn.functional.native_channel_shuffle(x, 3), dtypes=INT, id="int"),
+    C("nn.ChannelShuffle", [(2, 4, 3)], lambda t, x: (repr(t.nn.ChannelShuffle(2)), t.nn.ChannelShuffle(2)(x)),
+      id="module"),
+    C("nn.functional.channel_shuffle", [(2, 6, 3)], lambda t, x: t.nn.functional.channel_shuffle(x, 4),
+      error=RuntimeError, id="indivisible"),
+    C("nn.functional.channel_shuffle", [(2, 6, 3)], lambda t, x: t.nn.functional.channel_shuffle(x, 0),
+      error=RuntimeError, id="zero"),
+    C("nn.functional.channel_shuffle", [(2, 6)], lambda t, x: t.nn.functional.channel_shuffle(x, 2),
+      error=RuntimeError, id="2d"),
     C("Tensor.chalf", [T((3,), values=[0.5, 1.25, -2.0])], _chalf, grad=False, dtypes=("float32",)),
 ]
