@@ -72,5 +72,7 @@ _declare("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
 _declare("lu_unpack", ("P", "L", "U"))
 _declare("triangular_solve", ("solution", "cloned_coefficient"))
 _declare("geqrf", ("a", "tau"))
+_declare("linalg_ldl_factor", ("LD", "pivots"))
+_declare("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
 
 del _name

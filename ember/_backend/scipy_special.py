@@ -1,5 +1,5 @@
-"""Kernels borrowed from scipy.special (the optional `ember[special]` extra), imported on first use so
-`import ember` does not pay for SciPy."""
+"""Kernels borrowed from SciPy (scipy.special, LAPACK through scipy.linalg; the optional `ember[special]`
+extra), imported on first use so `import ember` does not pay for SciPy."""
 import numpy as np
 
 
@@ -21,3 +21,10 @@ def gammainc(a, x):
 def gammaincc(a, x):
     """Regularized upper incomplete gamma Q(a, x) = 1 - P(a, x), in a's dtype."""
     return np.asarray(special().gammaincc(a, x), dtype=a.dtype)
+
+
+def lapack(name, arr):
+    """SciPy's LAPACK routine `name` (e.g. 'sytrf') for arr's dtype."""
+    special()  # the same extra, the same error when SciPy is missing
+    from scipy.linalg import lapack as L
+    return L.get_lapack_funcs((name,), (arr,))[0]
