@@ -235,6 +235,7 @@ del _mod, _name
 # ======================================================================================
 
 from .._ops.layout_ops import channel_shuffle, channel_shuffle as native_channel_shuffle  # noqa: E402,F401
+from .._ops.linear_loss import linear_cross_entropy  # noqa: E402,F401
 from .._ops import loss as _loss  # noqa: E402
 
 for _name in _loss.FUNCTIONAL:
