@@ -12,7 +12,7 @@ def _module(t, x, target, **kw):
 
 
 def _module_forward(t, x, w, b, target):
-    m = t.nn.LinearCrossEntropyLoss(3, 5, out_features=(2,), bias=True, reduction="sum")
+    m = t.nn.LinearCrossEntropyLoss(3, 5, out_features=(2,), bias=True, reduction="sum", dtype=x.dtype)
     with t.no_grad():
         m.linear.weight.copy_(w)
         m.linear.bias.copy_(b)
