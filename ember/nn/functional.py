@@ -236,6 +236,8 @@ del _mod, _name
 
 from .._ops.layout_ops import channel_shuffle, channel_shuffle as native_channel_shuffle  # noqa: E402,F401
 from .._ops.linear_loss import linear_cross_entropy  # noqa: E402,F401
+from .._ops.fractional_pool import (fractional_max_pool2d, fractional_max_pool2d_with_indices,  # noqa: E402,F401
+                                    fractional_max_pool3d, fractional_max_pool3d_with_indices)
 from .._ops import loss as _loss  # noqa: E402
 
 for _name in _loss.FUNCTIONAL:
