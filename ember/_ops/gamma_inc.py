@@ -1,7 +1,7 @@
 """Regularized incomplete gamma functions igamma (P) and igammac (Q), elementwise rows over SciPy's
 kernels (ember/_backend/scipy_special.py). torch differentiates them only in `other` (x)."""
 from .._backend import scipy_special
-from ._registry import binary
+from ._registry import binary, namespace
 from .pointwise import _nyi, _not_float
 
 
@@ -21,3 +21,5 @@ igamma = binary("igamma", scipy_special.gammainc, dx=_no_input_grad("igamma"),
                 dy=lambda g, x, y: g * _density(x, y), tensors=_T2, check=_nyi("igamma_cpu", _not_float))
 igammac = binary("igammac", scipy_special.gammaincc, dx=_no_input_grad("igammac"),
                  dy=lambda g, x, y: -g * _density(x, y), tensors=_T2, check=_nyi("igammac_cpu", _not_float))
+namespace.pop("igamma_")  # torch has the in-place forms as Tensor methods only
+namespace.pop("igammac_")

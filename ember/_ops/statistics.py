@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ._registry import Op, make_inplace, register
+from ._registry import Op, make_inplace, namespace, register
 from .complex import cj
 from .reduction import check_tensor, finish, keep, mean, numel_of, numpy_names, reduce_dims
 
@@ -256,3 +256,4 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     nrm = vector_norm(input, p, dims, True, name="renorm")
     factor = where(nrm > maxnorm, maxnorm / (nrm + 1e-7), 1.0)
     return finish(input * factor, out, "renorm")
+namespace.pop("renorm_")  # torch has renorm_ as a Tensor method only
