@@ -3,7 +3,8 @@
 from . import _registry  # noqa: F401
 from . import (creation, pointwise, reduction, sorting, shape, indexing, random, linalg,  # noqa: F401
                conv, pool, norm, loss, activation, embedding, misc)
-from . import combinatorics, calculus, histogram, covariance, layout_ops, gamma_inc, native_norm, householder, lowrank  # noqa: F401
+from . import combinatorics, calculus, histogram, covariance, layout_ops, gamma_inc  # noqa: F401
+from . import native_norm, householder, lowrank  # noqa: F401
 from . import dropout  # noqa: F401
 from . import rnn, attention  # noqa: F401
 from . import sampling  # noqa: F401

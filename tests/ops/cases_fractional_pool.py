@@ -31,17 +31,20 @@ CASES = [
       id="no-size"),
     C(F2, [(2, 3, 7, 9), S2], lambda t, x, s: t.nn.functional.fractional_max_pool2d(
         x, 4, output_size=(5, 5), _random_samples=s), error=RuntimeError, id="too-large"),
-    C(F2, [(2, 3, 7, 9), T((2, 3, 3), low=0, high=1, grad=False)], lambda t, x, s: t.nn.functional.fractional_max_pool2d(
-        x, 2, output_size=(4, 5), _random_samples=s), error=RuntimeError, id="samples-shape"),
-    C(F2, [(2, 3, 7, 9), T((1, 3, 2), low=0, high=1, grad=False)], lambda t, x, s: t.nn.functional.fractional_max_pool2d(
-        x, 2, output_size=(4, 5), _random_samples=s), error=RuntimeError, id="samples-batch"),
+    C(F2, [(2, 3, 7, 9), T((2, 3, 3), low=0, high=1, grad=False)],
+      lambda t, x, s: t.nn.functional.fractional_max_pool2d(x, 2, output_size=(4, 5), _random_samples=s),
+      error=RuntimeError, id="samples-shape"),
+    C(F2, [(2, 3, 7, 9), T((1, 3, 2), low=0, high=1, grad=False)],
+      lambda t, x, s: t.nn.functional.fractional_max_pool2d(x, 2, output_size=(4, 5), _random_samples=s),
+      error=RuntimeError, id="samples-batch"),
     C(F2, [(2, 3, 7, 9), T((2, 3, 2), dtype="float64", grad=False)],
       lambda t, x, s: t.nn.functional.fractional_max_pool2d(x, 2, output_size=(4, 5), _random_samples=s),
       dtypes=("float32",), error=RuntimeError, id="samples-dtype"),
     C(F3, [(1, 2, 9, 10, 11), S3], lambda t, x, s: t.nn.functional.fractional_max_pool3d(
         x, (2, 3, 2), output_size=(4, 5, 3), _random_samples=s, return_indices=True)),
-    C(F3, [(2, 6, 6, 6), T((1, 2, 3), low=0, high=1, grad=False)], lambda t, x, s: t.nn.functional.fractional_max_pool3d(
-        x, 2, output_ratio=(0.5, 0.5, 0.7), _random_samples=s), id="unbatched-ratio"),
+    C(F3, [(2, 6, 6, 6), T((1, 2, 3), low=0, high=1, grad=False)],
+      lambda t, x, s: t.nn.functional.fractional_max_pool3d(x, 2, output_ratio=(0.5, 0.5, 0.7), _random_samples=s),
+      id="unbatched-ratio"),
     C("nn.FractionalMaxPool2d", [(2, 3, 10, 11), S2],
       lambda t, x, s: (repr(t.nn.FractionalMaxPool2d(2, output_ratio=0.5, _random_samples=s)),
                        t.nn.FractionalMaxPool2d(2, output_ratio=0.5, _random_samples=s)(x),

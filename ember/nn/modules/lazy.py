@@ -1,6 +1,7 @@
 """LazyModuleMixin: modules whose parameters are UninitializedParameter until the first forward, which
 infers their shapes from the input, materializes them, and turns the module into its ordinary class
-(cls_to_become), as torch does. See https://pytorch.org/docs/stable/generated/torch.nn.modules.lazy.LazyModuleMixin.html"""
+(cls_to_become), as torch does.
+See https://pytorch.org/docs/stable/generated/torch.nn.modules.lazy.LazyModuleMixin.html"""
 from ...autograd import no_grad
 from ..parameter import is_lazy
 
