@@ -10,6 +10,8 @@ from ._ops.linalg_decomp import (linalg_cholesky as cholesky, linalg_cholesky_ex
                                  linalg_matrix_power as matrix_power, linalg_slogdet as slogdet,
                                  linalg_solve as solve, linalg_solve_ex as solve_ex,
                                  linalg_solve_triangular as solve_triangular)
+from ._ops.householder import householder_product
+from ._ops.linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from ._ops.linalg_func import (linalg_matrix_exp as matrix_exp, linalg_tensorinv as tensorinv,
                                linalg_tensorsolve as tensorsolve)
 from ._ops.linalg_lu import (linalg_lu as lu, linalg_lu_factor as lu_factor, linalg_lu_factor_ex as lu_factor_ex,
@@ -32,7 +34,8 @@ for _n, _fn in list(globals().items()):  # torch's C-level parser takes axis=/ke
 del _n, _fn
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
-           "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
+           "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve",
+           "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
            "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
            "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot",
            "vector_norm"]

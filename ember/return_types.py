@@ -50,6 +50,7 @@ for _name in ("max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "
     _declare(_name, _VALUES_INDICES)
 _declare("aminmax", ("min", "max"))
 _declare("histogram", ("hist", "bin_edges"))
+_declare("histogramdd", ("hist", "bin_edges"))
 _declare("frexp", ("mantissa", "exponent"))
 
 # linear algebra (declared here so every family shares one module, as torch does)
@@ -71,5 +72,7 @@ _declare("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
 _declare("lu_unpack", ("P", "L", "U"))
 _declare("triangular_solve", ("solution", "cloned_coefficient"))
 _declare("geqrf", ("a", "tau"))
+_declare("linalg_ldl_factor", ("LD", "pivots"))
+_declare("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
 
 del _name

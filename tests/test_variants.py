@@ -31,7 +31,7 @@ NOT_ELEMENTWISE = {
     "resolve_conj": "identity", "resolve_neg": "identity", "is_conj": "returns a bool", "is_neg": "returns a bool",
     "softmax": "normalizes along a dim", "log_softmax": "normalizes along a dim",
     "rrelu": "random in training mode (eval mode is leaky_relu)", "prelu": "weight broadcast along dim 1",
-    "positive": "returns its input itself",
+    "positive": "returns its input itself", "chalf": "raises: ember has no complex32 dtype",
 }
 
 # extra positional arguments after the tensor operands

@@ -343,6 +343,12 @@ def _grid_source(coord, size, padding_mode, align_corners):
     else:
         x = ((coord + 1) * ft(size) - 1) / 2
         dx = np.full(coord.shape, ft(size) / 2, dtype=coord.dtype)
+    return _padded_source(x, dx, size, padding_mode, align_corners)
+
+
+def _padded_source(x, dx, size, padding_mode, align_corners):
+    """torch's compute_coordinates on source coordinates x (reflect, then clip), with dx carried along."""
+    ft = x.dtype.type
     if padding_mode == "reflection":
         low, high = (0, 2 * (size - 1)) if align_corners else (-1, 2 * size - 1)
         if low == high:
@@ -362,6 +368,22 @@ def _grid_source(coord, size, padding_mode, align_corners):
         dx = np.where(inside, dx, ft(0))
         x = np.clip(x, ft(0), ft(size - 1))
     return x, dx
+
+
+def bicubic_taps(ix, iy, h, w, padding_mode, align_corners):
+    """The 16 taps of bicubic grid sampling around (ix, iy) (unnormalized, unpadded source coordinates):
+    [(j, i, flat index, in-bounds mask)] for rows floor(iy)-1+j and columns floor(ix)-1+i, each coordinate
+    passed through the padding mode as torch's get_value_bounded does."""
+    x0 = np.floor(ix)
+    y0 = np.floor(iy)
+    taps = []
+    for j in range(4):
+        ty = _padded_source(y0 - 1 + j, np.zeros_like(y0), h, padding_mode, align_corners)[0].astype(np.int64)
+        for i in range(4):
+            tx = _padded_source(x0 - 1 + i, np.zeros_like(x0), w, padding_mode, align_corners)[0].astype(np.int64)
+            ok = (tx >= 0) & (tx < w) & (ty >= 0) & (ty < h)
+            taps.append((j, i, np.clip(ty, 0, h - 1) * w + np.clip(tx, 0, w - 1), ok))
+    return taps
 
 
 def _corners(ix, iy, h, w, mode):

@@ -21,6 +21,14 @@ def scipy_special():
     return _scipy[0]
 
 
+def lapack(name, arr):
+    """SciPy's LAPACK routine `name` (e.g. 'sytrf') for arr's dtype (linalg.ldl_factor: the routines torch
+    calls); the same extra, and the same error when SciPy is missing."""
+    scipy_special()
+    from scipy.linalg import lapack as L
+    return L.get_lapack_funcs((name,), (arr,))[0]
+
+
 def _unary(name):
     """A float64 SciPy ufunc applied to an array of any float dtype, the result in that dtype."""
     def kernel(x):

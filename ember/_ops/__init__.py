@@ -3,9 +3,10 @@
 from . import _registry  # noqa: F401
 from . import (creation, pointwise, reduction, sorting, shape, indexing, random, linalg,  # noqa: F401
                conv, pool, norm, loss, activation, embedding, misc)
+from . import combinatorics, calculus, histogram, covariance, layout_ops, gamma_inc  # noqa: F401
+from . import native_norm, householder, lowrank  # noqa: F401
 from . import dropout  # noqa: F401
 from . import rnn, attention  # noqa: F401
 from . import sampling  # noqa: F401
 from . import window_functions  # noqa: F401  (hann_window, hamming_window ...)
 from . import spectral  # noqa: F401  (stft, istft)
-from . import products, integrate  # noqa: F401  (cartesian_prod, block_diag; trapezoid)

@@ -17,7 +17,7 @@ import numpy as np
 from .. import _dtype as D
 from .._backend.numpy_cpu import strided_view
 from .._tensor import Tensor
-from ._registry import TO_FLOAT, Op, install, unary, write_out
+from ._registry import TO_FLOAT, Op, install, make_inplace, unary, write_out
 from .creation import zeros_like
 
 _make = Tensor._make
@@ -194,6 +194,13 @@ def conj_physical(input, *, out=None):
     return r if out is None else write_out(out, r, "conj_physical")
 
 
+def chalf(self, memory_format=None):
+    """Tensor.chalf() converts to complex32 (ComplexHalf), a dtype ember does not have (NumPy has no
+    half-precision complex type): it raises rather than silently widening to complex64."""
+    raise NotImplementedError("Tensor.chalf(): ember has no complex32 (torch.chalf, ComplexHalf) dtype because NumPy "
+                              "has no half-precision complex type; use Tensor.cfloat() (complex64) instead")
+
+
 def _identity(input):
     return input
 
@@ -227,7 +234,8 @@ install(view_as_complex, "view_as_complex", method=False)
 install(complex, "complex", method=False)
 install(polar, "polar", method=False)
 install(conj, "conj")
-install(conj_physical, "conj_physical", inplace=None)
+install(conj_physical, "conj_physical", inplace=make_inplace(conj_physical, "conj_physical"))
+install(chalf, "chalf", function=False)
 install(_identity, "resolve_conj")
 install(_identity, "resolve_neg")
 install(_false, "is_conj")

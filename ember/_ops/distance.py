@@ -1,5 +1,5 @@
-"""Distances: pairwise_distance, pdist, cosine_similarity (torch.nn.functional signatures; also
-installed as torch.pairwise_distance / torch.pdist / torch.cosine_similarity), and torch.cdist. Composites of
+"""Distances: pairwise_distance, pdist, cdist, cosine_similarity (torch.nn.functional signatures; also
+installed as torch.pairwise_distance / torch.pdist / torch.cosine_similarity). Composites of
 ember ops; the losses in loss.py build on them."""
 import numpy as np
 
@@ -54,30 +54,34 @@ _CDIST_MODES = (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_
 
 
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
-    """torch.cdist: p-norm distances between the rows of x1 (..., P, M) and of x2 (..., R, M), batch dims
-    broadcast. Computed directly from the differences for every compute_mode (torch's matrix-product form
-    for p=2 is the same value up to rounding)."""
+    """p-norm distances between each row of x1 and each row of x2, batched over leading dims.
+    ember always takes the norm of the differences (torch's exact path); torch's matmul path for
+    p=2 and more than 25 rows is faster and rounds differently. See torch.cdist."""
     from .statistics import vector_norm
+    from .joining import broadcast_shapes
     if compute_mode not in _CDIST_MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
-    for name, t in (("X1", x1), ("X2", x2)):
-        if t.dim() < 2:
-            raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {t.dim()}D")
-    if x1.shape[-1] != x2.shape[-1]:
-        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
-    for name, t in (("X1", x1), ("X2", x2)):
-        if t._dtype.category != D.FLOAT:
-            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {D.SCALAR_NAMES[t._dtype]}")
-    if p < 0:
-        raise RuntimeError("cdist only supports non-negative p values")
+    for name, x in (("X1", x1), ("X2", x2)):
+        if x._dtype.category != D.FLOAT:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {D.SCALAR_NAMES[x._dtype]}")
+    for name, x in (("X1", x1), ("X2", x2)):
+        if x.dim() < 2:
+            raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {x.dim()}D")
     if x1._dtype.itemsize == 2:
         raise NotImplementedError(f"\"cdist\" not implemented for '{D.SCALAR_NAMES[x1._dtype]}'")
     if x1._dtype is not x2._dtype:
         raise RuntimeError(f"expected scalar type {D.SCALAR_NAMES[x1._dtype]} but found {D.SCALAR_NAMES[x2._dtype]}")
-    return vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    batch = tuple(broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2])))
+    a = x1.expand(*batch, *x1.shape[-2:]).unsqueeze(-2)
+    b = x2.expand(*batch, *x2.shape[-2:]).unsqueeze(-3)
+    return vector_norm(a - b, p, -1)
 
 
-install(cdist, "cdist", method=False)
 install(pairwise_distance, "pairwise_distance", method=False)
 install(cosine_similarity, "cosine_similarity", method=False)
 install(pdist, "pdist", method=False)
+install(cdist, "cdist", method=False)

@@ -30,14 +30,29 @@ class Embedding(Op):
     _name = "EmbeddingBackward0"
 
     @staticmethod
-    def forward(ctx, weight, indices, padding_idx, scale_grad_by_freq):
-        ctx.args = (indices, weight.shape[0], padding_idx, scale_grad_by_freq)
+    def forward(ctx, weight, indices, padding_idx, scale_grad_by_freq, sparse=False):
+        ctx.args = (indices, weight.shape[0], padding_idx, scale_grad_by_freq, sparse)
         return np.take(weight, indices, axis=0)
 
     def backward(ctx, grad):
-        indices, num_weights, padding_idx, scale = ctx.args
+        indices, num_weights, padding_idx, scale, sparse = ctx.args
+        if sparse:
+            if scale:
+                raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
+            return sparse_rows_grad(grad.reshape(-1, grad.shape[-1]), indices.reshape(-1), num_weights, padding_idx)
         return EmbeddingDenseBackward.apply(grad, indices=indices, num_weights=num_weights,
                                             padding_idx=padding_idx, scale_grad_by_freq=scale)
+
+
+def sparse_rows_grad(rows, idx, num_weights, padding_idx):
+    """The gradient of a table lookup as a sparse COO tensor (torch's embedding_sparse_backward): one
+    uncoalesced entry per looked-up index, the row of `rows` (a Tensor) as its value; padding_idx left out."""
+    from .sparse import _make_sparse
+    if padding_idx is not None and padding_idx >= 0:
+        keep = np.flatnonzero(idx != padding_idx)
+        idx = idx[keep]
+        rows = rows[_make(keep)]
+    return _make_sparse(idx.astype(np.int64)[None, :], rows, (num_weights, rows.shape[-1]), False)
 
 
 class EmbeddingDenseBackward(Op):
@@ -114,11 +129,6 @@ def _padding(padding_idx, num_weights, what="Padding_idx"):
     return padding_idx
 
 
-def _no_sparse(sparse):
-    if sparse:
-        raise NotImplementedError("ember: sparse gradients (sparse=True) are not supported; use sparse=False")
-
-
 # ---- max_norm: renormalize the looked-up rows in place ------------------------------------------
 
 def _row_norms(rows, p):
@@ -166,12 +176,12 @@ def _embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse
     _check_indices(indices, "indices")
     if weight.dim() != 2:
         raise RuntimeError("'weight' must be 2-D")
-    _no_sparse(sparse)
     idx = indices._data
     _check_range(idx, weight._data.shape[0])
     if idx.dtype != np.int64:
         idx = idx.astype(np.int64)
-    return Embedding.apply(weight, indices=idx, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+    return Embedding.apply(weight, indices=idx, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq,
+                           sparse=bool(sparse))
 
 
 _embedding.__name__ = _embedding.__qualname__ = "embedding"
@@ -188,7 +198,8 @@ class EmbeddingBag(Op):
     _name = "EmbeddingBagBackward0"
 
     @staticmethod
-    def forward(ctx, weight, per_sample_weights, indices, bags, num_bags, mode, padding_idx, scale_grad_by_freq):
+    def forward(ctx, weight, per_sample_weights, indices, bags, num_bags, mode, padding_idx, scale_grad_by_freq,
+                sparse=False):
         dim = weight.shape[1]
         keep = indices != padding_idx if padding_idx >= 0 else None
         rows = np.take(weight, indices, axis=0)
@@ -201,7 +212,7 @@ class EmbeddingBag(Op):
         if mode == "mean":
             counts = np.bincount(bags[keep] if keep is not None else bags, minlength=num_bags)
             factor = factor / np.maximum(counts, 1)[bags].astype(weight.dtype)
-        ctx.args = (mode, factor, weight.shape, indices, bags, scale_grad_by_freq)
+        ctx.args = (mode, factor, weight.shape, indices, bags, scale_grad_by_freq, sparse, padding_idx)
         ctx.save_for_backward(weight, per_sample_weights)
         if per_sample_weights is not None:
             factor = factor * per_sample_weights
@@ -218,7 +229,7 @@ class EmbeddingBag(Op):
             src = grad * _make(valid.astype(grad._data.dtype))
             gw = PlaceAlong.apply(src, shape=shape, index=index, dim=0, accumulate=True)
             return gw, None
-        _, factor, shape, indices, bags, scale = ctx.args
+        _, factor, shape, indices, bags, scale, sparse, padding_idx = ctx.args
         weight, psw = ctx.saved_tensors
         per_index = Embedding.apply(grad, indices=bags, padding_idx=-1, scale_grad_by_freq=False)
         gw = gp = None
@@ -226,8 +237,13 @@ class EmbeddingBag(Op):
             f = _make(factor[:, None])
             if psw is not None:
                 f = f * psw.reshape(-1, 1)
-            gw = EmbeddingDenseBackward.apply(per_index * f, indices=indices, num_weights=shape[0], padding_idx=-1,
-                                              scale_grad_by_freq=scale)
+            if sparse:
+                if scale:
+                    raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
+                gw = sparse_rows_grad(per_index * f, indices, shape[0], padding_idx)
+            else:
+                gw = EmbeddingDenseBackward.apply(per_index * f, indices=indices, num_weights=shape[0],
+                                                  padding_idx=-1, scale_grad_by_freq=scale)
         if need[1]:
             rows = Embedding.apply(weight, indices=indices, padding_idx=-1, scale_grad_by_freq=False)
             gp = (per_index * rows).sum(1) * _make(factor)
@@ -329,7 +345,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
                                   "GitHub.")
-    _no_sparse(sparse)
     _check_indices(flat, "indices", "embedding_bag")
     if per_sample_weights is not None and per_sample_weights._dtype is not weight._dtype:
         raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as tensor for argument #1 "
@@ -342,7 +357,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                            f"[0, {weight.size(0)})")
     pad = _padding(padding_idx, weight.size(0), "padding_idx")
     return EmbeddingBag.apply(weight, per_sample_weights, indices=idx, bags=bags, num_bags=n_bags, mode=mode,
-                              padding_idx=pad, scale_grad_by_freq=bool(scale_grad_by_freq))
+                              padding_idx=pad, scale_grad_by_freq=bool(scale_grad_by_freq), sparse=bool(sparse))
 
 
 def one_hot(tensor, num_classes=-1):

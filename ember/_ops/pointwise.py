@@ -759,7 +759,7 @@ Tensor.__sub__ = sub
 Tensor.__rsub__ = _rsub_dunder
 Tensor.__isub__ = Tensor.sub_
 Tensor.__truediv__ = div
-Tensor.__rtruediv__ = _rdiv_dunder
+Tensor.__rtruediv__ = Tensor.__rdiv__ = _rdiv_dunder  # torch keeps __rdiv__ as the same function
 Tensor.__itruediv__ = Tensor.div_
 Tensor.__pos__ = positive
 _abs_real = Tensor.abs_

@@ -688,7 +688,7 @@ _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to a
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """See https://pytorch.org/docs/stable/generated/torch.nn.functional.grid_sample.html
-    (4-D input, bilinear and nearest; ember has no bicubic or 5-D grid_sample)."""
+    (4-D input: bilinear, nearest and bicubic; ember has no 5-D grid_sample)."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but "
                          f"got: '{mode}'")
@@ -711,7 +711,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if input.dim() != 4:
         raise NotImplementedError("ember: grid_sample supports 4-D input only (no volumetric sampling)")
     if mode == "bicubic":
-        raise NotImplementedError("ember: grid_sample(mode='bicubic') is not implemented")
+        from .grid_bicubic import grid_sample_bicubic
+        return grid_sample_bicubic(input, grid, padding_mode, align_corners)
     return GridSampler.apply(input, grid, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
 
 

@@ -314,3 +314,35 @@ for _n, _fn in (("sum", _tensor_sum), ("mm", lambda self, mat2: sparse_dense_mm(
 for _n in ("neg", "abs", "sqrt", "sin", "tan", "tanh", "sinh", "asin", "atan", "asinh", "atanh", "expm1",
            "log1p", "relu", "sign", "trunc", "floor", "ceil", "round", "square"):
     setattr(SparseTensor, _n, _unary(_n))
+
+
+# ---- in-place updates with sparse operands (optimizer steps on sparse gradients) ---------------
+
+def _sparse_inplace(op):
+    """The in-place form of a sparse op: compute, then take over the result's indices and values."""
+    def inplace(self, *args, **kwargs):
+        r = op(self, *args, **kwargs)
+        self._sp_indices = r._sp_indices
+        self._sp_values = r._sp_values
+        self._sp_coalesced = r._sp_coalesced
+        self._dtype = r._dtype
+        return self
+    return inplace
+
+
+SparseTensor.add_ = _sparse_inplace(_add)
+SparseTensor.sub_ = _sparse_inplace(_sub)
+SparseTensor.mul_ = _sparse_inplace(_mul)
+SparseTensor.div_ = _sparse_inplace(_div)
+_dense_add_ = Tensor.add_
+
+
+def _dense_add_sparse_(self, other, *, alpha=1):
+    """dense.add_(sparse): torch adds the sparse tensor's entries in place (duplicates summed)."""
+    if other.__class__ is SparseTensor:
+        other = to_dense(other)
+    return _dense_add_(self, other, alpha=alpha)
+
+
+_dense_add_sparse_.__name__ = _dense_add_sparse_.__qualname__ = "add_"
+Tensor.add_ = _dense_add_sparse_

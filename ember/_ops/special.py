@@ -101,17 +101,6 @@ zeta = binary("_special_zeta", SC.zeta, TO_FLOAT, dx=_no_derivative("zeta"), dy=
               tensors=())
 
 
-def _igamma_dy(sign):
-    """d/dx P(a, x) = x^(a-1) e^-x / Gamma(a) (and its negative for Q)."""
-    return lambda g, x, y: g * (sign * ((x - 1) * y.log() - y - x.lgamma()).exp())
-
-
-gammainc = binary("_special_gammainc", SC.gammainc, SAME, dx=_no_derivative("igamma: input"), dy=_igamma_dy(1),
-                  check=_refuse("igamma", halves=False, integers=True), method=False, inplace=False,
-                  node_name="IgammaBackward0", tensors=("input", "other"))
-gammaincc = binary("_special_gammaincc", SC.gammaincc, SAME, dx=_no_derivative("igammac: input"),
-                   dy=_igamma_dy(-1), check=_refuse("igammac", halves=False, integers=True), method=False,
-                   inplace=False, node_name="IgammacBackward0", tensors=("input", "other"))
 
 # ---- orthogonal polynomials p_n(x) (input x, degree n; not differentiable in torch) ---------------
 
@@ -138,5 +127,5 @@ hermite_polynomial_he = _poly("hermite_polynomial_he", P.hermite_he)
 laguerre_polynomial_l = _poly("laguerre_polynomial_l", P.laguerre_l)
 legendre_polynomial_p = _poly("legendre_polynomial_p", P.legendre_p)
 
-for _fn, _name in ((xlog1py, "xlog1py"), (zeta, "zeta"), (gammainc, "gammainc"), (gammaincc, "gammaincc")):
+for _fn, _name in ((xlog1py, "xlog1py"), (zeta, "zeta")):
     _public(_fn, _name)

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ._registry import Op, install, register
+from ._registry import Op, install, make_inplace, namespace, register
 from .complex import cj
 from .reduction import check_tensor, finish, keep, mean, numel_of, numpy_names, reduce_dims
 
@@ -239,3 +239,29 @@ def dist(input, other, p=2):
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
                            f"{D.SCALAR_NAMES[diff._dtype]} instead.")
     return vector_norm(diff, p, name="norm")
+
+
+def _renorm_inplace(self, p, dim, maxnorm):
+    """renorm_: the composite saves its input, so it runs on a copy of self before self is overwritten."""
+    return renorm(self.clone(), p, dim, maxnorm)
+
+
+@register(inplace=make_inplace(_renorm_inplace, "renorm"))
+def renorm(input, p, dim, maxnorm, *, out=None):
+    """Each slice along dim whose p-norm exceeds maxnorm scaled to norm maxnorm (torch's factor
+    maxnorm / (norm + 1e-7)); differentiable through the norm, as torch's renorm_backward."""
+    from .._tensor import _wrap_dim
+    from .pointwise_params import where
+    check_tensor(input, "renorm")
+    if input._data.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input._data.ndim} dimensions")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    d = _wrap_dim(dim, input._data.ndim)
+    dims = tuple(i for i in range(input._data.ndim) if i != d)
+    nrm = vector_norm(input, p, dims, True, name="renorm")
+    factor = where(nrm > maxnorm, maxnorm / (nrm + 1e-7), 1.0)
+    return finish(input * factor, out, "renorm")
+namespace.pop("renorm_")  # torch has renorm_ as a Tensor method only

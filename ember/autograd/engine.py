@@ -306,7 +306,7 @@ def _execute(roots, retain_graph, create_graph, user_arrays, captures=None, resu
                     if buf is None:
                         buf = buffers[nxt] = [None] * len(nxt._out_meta)
                     old = buf[nr]
-                    buf[nr] = g if old is None else old + g
+                    buf[nr] = g if old is None else _sum_grads(old, g)
                 n = deps[nxt] - 1
                 deps[nxt] = n
                 if n == 0:
@@ -430,6 +430,11 @@ def _validate(g, node, i):
         raise TypeError(f"function {node.name()} returned a gradient different than None at position {i + 1}, "
                         f"but the corresponding forward input was not a Variable")
     shape, dtype = node._input_meta[i]
+    if g.is_sparse:  # a sparse gradient (embedding(sparse=True)) passes as it is, its size checked
+        if tuple(g.shape) != tuple(shape):
+            raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                               f"{list(g.shape)} but expected shape compatible with {list(shape)}")
+        return g
     if g._data.shape != shape:
         if not _expandable(shape, g._data.shape):
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
@@ -531,6 +536,9 @@ class _LeafSink:
         """t.grad += g the way torch's AccumulateGrad does: steal g's buffer when nobody
         else can see it, add in place when grad mode is off, else build a new tensor."""
         old = t._grad
+        if g.is_sparse or (old is not None and old.is_sparse):
+            t._grad = g if old is None else _sum_grads(old, g)  # Note [Sparse gradients]
+            return
         if old is None:
             if self.create_graph:
                 t._grad = _copy_with_history(g)
@@ -553,6 +561,18 @@ class _LeafSink:
     def _stealable(self, arr):
         return (self.may_steal and id(arr) not in self.user_arrays and owns_memory(arr)
                 and arr.flags.c_contiguous and arr.flags.writeable)
+
+
+# Note [Sparse gradients]: embedding(sparse=True) returns a sparse COO gradient for the table. It passes
+# through the engine unchanged (its size checked), sums with other gradients as torch's do (sparse + sparse
+# stays sparse, a dense term makes the sum dense) and lands in .grad as it is; the optimizers that take
+# sparse gradients (SGD, SparseAdam) read it there.
+
+def _sum_grads(a, b):
+    """a + b for two gradients of one tensor, either possibly sparse (dense + sparse is dense)."""
+    if a.is_sparse and not b.is_sparse:
+        return b + a
+    return a + b
 
 
 def _copy_with_history(g):

@@ -234,6 +234,10 @@ del _mod, _name
 # loss functions and distances (declared in ember/_ops/loss.py; ctc_loss in ember/_ops/ctc.py)
 # ======================================================================================
 
+from .._ops.layout_ops import channel_shuffle, channel_shuffle as native_channel_shuffle  # noqa: E402,F401
+from .._ops.linear_loss import linear_cross_entropy  # noqa: E402,F401
+from .._ops.fractional_pool import (fractional_max_pool2d, fractional_max_pool2d_with_indices,  # noqa: E402,F401
+                                    fractional_max_pool3d, fractional_max_pool3d_with_indices)
 from .._ops import loss as _loss  # noqa: E402
 
 for _name in _loss.FUNCTIONAL:

@@ -13,6 +13,7 @@ from .radam import RAdam
 from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer", "RAdam",
-           "RMSprop", "Rprop", "SGD", "lr_scheduler"]
+           "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler"]

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ...utils.hooks import RemovableHandle, _WrappedHook
-from ..parameter import Parameter
+from ..parameter import Parameter, is_lazy
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
@@ -139,6 +139,8 @@ class _StateDictMixin:
             if not isinstance(input_param, Tensor):
                 error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
                                   f"Tensor-like object from checkpoint but received {type(input_param)}")
+                continue
+            if is_lazy(param):  # still uninitialized: a lazy module's load hook left it so (nothing to copy)
                 continue
             if param.dim() == 0 and input_param.dim() == 1 and input_param.shape[0] == 1:
                 input_param = input_param[0]  # a 0-d parameter saved as shape (1,) by older versions

@@ -7,10 +7,13 @@ so loading an older state_dict fills it in, as torch does).
 from ... import _dtype as D
 from ..._ops.creation import ones, tensor, zeros
 from .. import functional as F
+from ...autograd import no_grad
+from ..parameter import UninitializedBuffer, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 from .normalization import _affine_parameters, _reset_affine
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
 
 
 class _NormBase(Module):
@@ -107,3 +110,56 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+# ---- lazy norms: num_features inferred from the first input's dim 1 -----------------------------
+
+class _LazyNormBase(LazyModuleMixin, _NormBase):
+    """Weight/bias and running stats uninitialized until the first forward (torch's _LazyNormBase)."""
+
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None):
+        super().__init__(0, eps, momentum, False, False)
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if self.affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if self.track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = tensor(0, dtype=D.int64, device=device)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):
+        if not self.has_uninitialized_params():
+            return
+        self.num_features = input.shape[1]
+        with no_grad():
+            if self.affine:
+                self.weight.materialize((self.num_features,))
+                self.bias.materialize((self.num_features,))
+            if self.track_running_stats:
+                self.running_mean.materialize((self.num_features,))
+                self.running_var.materialize((self.num_features,))
+            self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
+    """BatchNorm1d with num_features inferred from the first input. See torch.nn.LazyBatchNorm1d."""
+    cls_to_become = BatchNorm1d
+    _check_input_dim = BatchNorm1d._check_input_dim
+
+
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
+    """BatchNorm2d with num_features inferred from the first input. See torch.nn.LazyBatchNorm2d."""
+    cls_to_become = BatchNorm2d
+    _check_input_dim = BatchNorm2d._check_input_dim
+
+
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
+    """BatchNorm3d with num_features inferred from the first input. See torch.nn.LazyBatchNorm3d."""
+    cls_to_become = BatchNorm3d
+    _check_input_dim = BatchNorm3d._check_input_dim

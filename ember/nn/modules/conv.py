@@ -8,10 +8,13 @@ import math
 from ..._ops.creation import empty
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ...autograd import no_grad
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",
+           "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -225,3 +228,78 @@ class ConvTranspose3d(_ConvTransposeNd):
     """Transposed 3-D convolution (the gradient of Conv3d with respect to its input)."""
     _nd = 3
     _fn = "conv_transpose3d"
+
+
+# ---- lazy convolutions: in_channels inferred from the first input ----------------------------
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    """Shared by the Lazy(Transpose)Conv classes: infer in_channels, materialize, reset."""
+
+    def _lazy_setup(self, out_channels, bias, device, dtype):
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def _get_in_channels(self, input):
+        unbatched = self._nd + 1
+        if input.dim() not in (unbatched, unbatched + 1):
+            raise RuntimeError(f"Expected {unbatched}D (unbatched) or {unbatched + 1}D (batched) input to "
+                               f"{self.__class__.__name__}, but got input of size: {input.shape}")
+        return input.shape[1] if input.dim() == unbatched + 1 else input.shape[0]
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        if not self.has_uninitialized_params():
+            return
+        self.in_channels = self._get_in_channels(input)
+        if self.in_channels % self.groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        with no_grad():
+            if self.transposed:
+                shape = (self.in_channels, self.out_channels // self.groups) + tuple(self.kernel_size)
+            else:
+                shape = (self.out_channels, self.in_channels // self.groups) + tuple(self.kernel_size)
+            self.weight.materialize(shape)
+            if self.bias is not None:
+                self.bias.materialize((self.out_channels,))
+            self.reset_parameters()
+
+
+def _lazy_conv(cls, doc):
+    class LazyConv(_LazyConvXdMixin, cls):
+        __doc__ = doc
+        cls_to_become = cls
+
+        def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                     padding_mode="zeros", device=None, dtype=None):
+            super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode)
+            self._lazy_setup(out_channels, bias, device, dtype)
+    LazyConv.__name__ = LazyConv.__qualname__ = "Lazy" + cls.__name__
+    return LazyConv
+
+
+def _lazy_conv_transpose(cls, doc):
+    class LazyConvTranspose(_LazyConvXdMixin, cls):
+        __doc__ = doc
+        cls_to_become = cls
+
+        def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                     dilation=1, padding_mode="zeros", device=None, dtype=None):
+            super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation,
+                             padding_mode)
+            self._lazy_setup(out_channels, bias, device, dtype)
+    LazyConvTranspose.__name__ = LazyConvTranspose.__qualname__ = "Lazy" + cls.__name__
+    return LazyConvTranspose
+
+
+_LAZY_DOC = "{} whose in_channels is inferred from the first input (then it becomes a {}). See torch.nn.Lazy{}."
+LazyConv1d = _lazy_conv(Conv1d, _LAZY_DOC.format("Conv1d", "Conv1d", "Conv1d"))
+LazyConv2d = _lazy_conv(Conv2d, _LAZY_DOC.format("Conv2d", "Conv2d", "Conv2d"))
+LazyConv3d = _lazy_conv(Conv3d, _LAZY_DOC.format("Conv3d", "Conv3d", "Conv3d"))
+LazyConvTranspose1d = _lazy_conv_transpose(ConvTranspose1d, _LAZY_DOC.format(*["ConvTranspose1d"] * 3))
+LazyConvTranspose2d = _lazy_conv_transpose(ConvTranspose2d, _LAZY_DOC.format(*["ConvTranspose2d"] * 3))
+LazyConvTranspose3d = _lazy_conv_transpose(ConvTranspose3d, _LAZY_DOC.format(*["ConvTranspose3d"] * 3))

@@ -6,9 +6,10 @@ dimension fewer) are accepted.
 import warnings
 
 from .. import functional as F
-from .batchnorm import _NormBase
+from .batchnorm import _LazyNormBase, _NormBase
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+           "LazyInstanceNorm3d"]
 
 
 class _InstanceNorm(_NormBase):
@@ -87,3 +88,22 @@ class InstanceNorm3d(_InstanceNorm):
 
     def _get_no_batch_dim(self):
         return 4
+
+
+class LazyInstanceNorm1d(_LazyNormBase, _InstanceNorm):
+    """InstanceNorm1d with num_features inferred from the first input's dim 1 (torch's defaults: affine and
+    tracked). See torch.nn.LazyInstanceNorm1d."""
+    cls_to_become = InstanceNorm1d
+    _get_no_batch_dim = InstanceNorm1d._get_no_batch_dim
+
+
+class LazyInstanceNorm2d(_LazyNormBase, _InstanceNorm):
+    """InstanceNorm2d with num_features inferred from the first input's dim 1. See torch.nn.LazyInstanceNorm2d."""
+    cls_to_become = InstanceNorm2d
+    _get_no_batch_dim = InstanceNorm2d._get_no_batch_dim
+
+
+class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
+    """InstanceNorm3d with num_features inferred from the first input's dim 1. See torch.nn.LazyInstanceNorm3d."""
+    cls_to_become = InstanceNorm3d
+    _get_no_batch_dim = InstanceNorm3d._get_no_batch_dim

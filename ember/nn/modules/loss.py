@@ -3,6 +3,7 @@ See https://pytorch.org/docs/stable/nn.html#loss-functions
 
 Class weights are buffers (they move with .to() and appear in state_dict when given), as torch.
 """
+import math
 import warnings
 
 from .. import functional as F
@@ -12,7 +13,8 @@ from .module import Module
 __all__ = ["L1Loss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss",
            "BCEWithLogitsLoss", "HingeEmbeddingLoss", "MultiLabelMarginLoss", "SmoothL1Loss", "HuberLoss",
            "SoftMarginLoss", "CrossEntropyLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss",
-           "MarginRankingLoss", "MultiMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss"]
+           "MarginRankingLoss", "MultiMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss",
+           "LinearCrossEntropyLoss"]
 
 
 def _legacy_get_string(size_average, reduce):
@@ -174,6 +176,40 @@ class SoftMarginLoss(_Loss):
 
     def forward(self, input, target):
         return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """cross entropy of a learned Linear projection of the input (F.linear_cross_entropy); the weight of
+    shape (C, *out_features, in_features) is stored flat in self.linear, as torch does."""
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None, dtype=None,
+                 reduction="mean", weight=None, ignore_index=None, label_smoothing=0.0, options=None):
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got {label_smoothing}")
+        super().__init__(weight=weight, size_average=None, reduce=None, reduction=reduction)
+        from .linear import Linear
+        self.num_classes = num_classes
+        self.out_features = out_features
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.linear = Linear(in_features, math.prod(out_features, start=num_classes), bias=bias, device=device,
+                             dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        w = self.linear.weight.reshape((self.num_classes, *self.out_features, self.linear.in_features))
+        b = None if self.linear.bias is None else self.linear.bias.reshape((self.num_classes, *self.out_features))
+        return F.linear_cross_entropy(input, w, target, linear_bias=b, weight=self.weight, reduction=self.reduction,
+                                      ignore_index=self.ignore_index, label_smoothing=self.label_smoothing,
+                                      options=self.options)
+
+    def extra_repr(self):
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
 
 
 class CrossEntropyLoss(_WeightedLoss):

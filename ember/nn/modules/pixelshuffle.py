@@ -2,7 +2,7 @@
 from .. import functional as F
 from .module import Module
 
-__all__ = ["PixelShuffle", "PixelUnshuffle"]
+__all__ = ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle"]
 
 
 class PixelShuffle(Module):
@@ -33,3 +33,19 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self):
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """Interleaves the channels of `groups` groups (F.channel_shuffle). torch keeps it in
+    nn/modules/channelshuffle.py; it sits here beside its pixel cousins."""
+    __constants__ = ["groups"]
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"

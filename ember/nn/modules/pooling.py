@@ -5,7 +5,8 @@ from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "AvgPool1d",
            "AvgPool2d", "AvgPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-           "AdaptiveMaxPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d"]
+           "AdaptiveMaxPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "FractionalMaxPool2d",
+           "FractionalMaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -226,3 +227,39 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
 class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """Average pooling to a fixed output size (None keeps that input size)."""
     _fn = "adaptive_avg_pool3d"
+
+
+class _FractionalMaxPoolNd(Module):
+    """Fractional max pooling (F.fractional_max_pool2d/3d); _random_samples is a buffer as in torch."""
+    _nd = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False, _random_samples=None):
+        super().__init__()
+        t = _pair if self._nd == 2 else _triple
+        name = type(self).__name__
+        self.kernel_size = t(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = t(output_size) if output_size is not None else None
+        self.output_ratio = t(output_ratio) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        fn = F.fractional_max_pool2d if self._nd == 2 else F.fractional_max_pool3d
+        return fn(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                  _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.FractionalMaxPool2d.html"""
+    _nd = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """See https://pytorch.org/docs/stable/generated/torch.nn.FractionalMaxPool3d.html"""
+    _nd = 3

@@ -1,7 +1,6 @@
 """Embedding and EmbeddingBag lookup tables. See https://pytorch.org/docs/stable/nn.html#sparse-layers
 
-Only dense gradients: sparse=True is stored (and shown in repr) but the functional call
-refuses it (ember has no sparse tensors)."""
+sparse=True gives the weight a sparse COO gradient (one entry per looked-up index), as torch."""
 from ..._ops.creation import empty
 from ...autograd.grad_mode import no_grad
 from .. import functional as F

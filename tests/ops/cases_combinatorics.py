@@ -1,0 +1,47 @@
+"""Op table rows: block_diag, cartesian_prod, combinations, tril/triu_indices, unravel_index, isin."""
+from .harness import Case as C, T
+
+INT = ("int64",)
+IDX = T((2, 3), dtype="int64", low=-15, high=15)
+
+CASES = [
+    C("block_diag", [(), (2,), (2, 3), (0, 2)], lambda t, a, b, c, d: t.block_diag(a, b, c, d)),
+    C("block_diag", [(2, 2), T((3,), dtype="int64")], lambda t, a, b: t.block_diag(a, b), id="promote"),
+    C("block_diag", [], lambda t: t.block_diag(), grad=False, id="none"),
+    C("block_diag", [(2, 2, 2)], lambda t, a: t.block_diag(a), error=RuntimeError, id="3d"),
+    C("cartesian_prod", [(2,), (3,), (2,)], lambda t, a, b, c: t.cartesian_prod(a, b, c)),
+    C("cartesian_prod", [(3,)], lambda t, a: t.cartesian_prod(a), id="one"),
+    C("cartesian_prod", [(2, 2)], lambda t, a: t.cartesian_prod(a), error=RuntimeError, id="2d"),
+    C("combinations", [(4,)], lambda t, a: t.combinations(a)),
+    C("combinations", [(4,)], lambda t, a: t.combinations(a, 3, with_replacement=True), id="replace"),
+    C("combinations", [(4,)], lambda t, a: t.combinations(a, 0), id="r0"),
+    C("combinations", [(3,)], lambda t, a: t.combinations(a, 5), id="r-big"),
+    C("combinations", [T((4,), dtype="int64")], lambda t, a: t.combinations(a, 2), dtypes=INT, id="int"),
+    C("combinations", [(4,)], lambda t, a: t.combinations(a, -1), error=RuntimeError, id="neg"),
+    C("combinations", [(2, 2)], lambda t, a: t.combinations(a), error=RuntimeError, id="2d"),
+    C("tril_indices", [], lambda t: t.tril_indices(3, 4, -1), dtypes=INT),
+    C("tril_indices", [], lambda t: t.tril_indices(4, 3, 2, dtype=t.int32), dtypes=INT, id="int32"),
+    C("tril_indices", [], lambda t: t.tril_indices(0, 3), dtypes=INT, id="empty"),
+    C("tril_indices", [], lambda t: t.tril_indices(-1, 3), dtypes=INT, error=RuntimeError, id="neg"),
+    C("tril_indices", [], lambda t: t.tril_indices(3, 3, dtype=t.float32), dtypes=INT, error=NotImplementedError,
+      id="float"),
+    C("triu_indices", [], lambda t: t.triu_indices(3, 5, 1), dtypes=INT),
+    C("triu_indices", [], lambda t: t.triu_indices(5, 3, -2), dtypes=INT, id="neg-offset"),
+    C("unravel_index", [IDX], lambda t, i: t.unravel_index(i, (3, 4)), dtypes=INT),
+    C("unravel_index", [T((), dtype="int32", low=0, high=10)], lambda t, i: t.unravel_index(i, 10), dtypes=INT,
+      id="int-shape"),
+    C("unravel_index", [T((2,), dtype="int64", low=0, high=1)], lambda t, i: t.unravel_index(i, ()), dtypes=INT,
+      id="empty-shape"),
+    C("unravel_index", [(2,)], lambda t, i: t.unravel_index(i, (3,)), error=TypeError, id="float"),
+    C("unravel_index", [IDX], lambda t, i: t.unravel_index(i, (3, -4)), dtypes=INT, error=ValueError, id="neg"),
+    C("isin", [T((3, 4), dtype="int64", low=0, high=6), T((3,), dtype="int64", low=0, high=6)],
+      lambda t, a, b: t.isin(a, b), dtypes=INT),
+    C("isin", [T((3, 4), dtype="int64", low=0, high=6), T((3,), dtype="int64", low=0, high=6)],
+      lambda t, a, b: t.isin(a, b, invert=True), dtypes=INT, id="invert"),
+    C("isin", [T((5,), integer=True, low=0, high=4), T((3,), dtype="int64", low=0, high=4)],
+      lambda t, a, b: t.isin(a, b), id="mixed"),
+    C("isin", [T((5,), integer=True, low=0, high=4)], lambda t, a: t.isin(a, 2), id="scalar-test"),
+    C("isin", [T((5,), values=[0.1, 0.2, 0.3, 0.1, 1.0])], lambda t, a: t.isin(a, 0.1), id="float-scalar"),
+    C("isin", [T((3,), dtype="int64", low=0, high=4)], lambda t, a: t.isin(2, a), dtypes=INT, id="scalar-elem"),
+    C("isin", [T((3,), dtype="bool"), (2,)], lambda t, a, b: t.isin(a, b), error=RuntimeError, id="bool"),
+]
