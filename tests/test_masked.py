@@ -1,6 +1,6 @@
 """ember.masked against torch.masked: torch's own OpInfo samples for masked.* (op_db) at float32, float64,
-int64 (where the OpInfo lists it) and float64 gradients, then hand-picked cases the samples do not reach:
-fully masked-out slices (identity / NaN conventions), broadcast masks, non-bool masks, dtype=, unbiased= and
+int64, complex128 and bool (where the OpInfo lists them) and float64/complex128 gradients, then
+hand-picked cases the samples do not reach: fully masked-out slices (identity / NaN conventions), broadcast masks, non-bool masks, dtype=, unbiased= and
 correction=, integer promotion, and the errors. op_db is imported once for the module (seconds)."""
 import math
 
@@ -13,7 +13,7 @@ import ember
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
 
 OPS = [o for o in op_db if o.name.startswith("masked.")]
-DTYPES = (torch.float32, torch.float64, torch.int64)
+DTYPES = (torch.float32, torch.float64, torch.int64, torch.complex128, torch.bool)
 SAMPLE_CAP = 45  # masked.norm has 450 samples per dtype (time); the hand cases below cover every ord
 
 
@@ -46,8 +46,8 @@ def _cases():
 
 @pytest.mark.parametrize("op,dtype", _cases())
 def test_opinfo_samples(op, dtype):
-    """Every masked.* OpInfo sample (up to SAMPLE_CAP) on both libraries; float64 input gradients too."""
-    grad = op.supports_autograd and dtype is torch.float64
+    """Every masked.* OpInfo sample (up to SAMPLE_CAP) on both libraries; float64/complex128 input gradients."""
+    grad = op.supports_autograd and dtype in (torch.float64, torch.complex128)
     efn = getattr(ember.masked, op.name.split(".")[1])
     rng = np.random.default_rng(0)
     for i, sample in enumerate(op.sample_inputs("cpu", dtype, requires_grad=grad)):
@@ -67,7 +67,9 @@ def test_opinfo_samples(op, dtype):
         _compare(t_out, e_out, where, single=dtype is torch.float32)
         if not (grad and t_out.requires_grad):
             continue
-        g = rng.standard_normal(tuple(t_out.shape)).astype(np.float64)
+        g = rng.standard_normal(tuple(t_out.shape))
+        if t_out.is_complex():
+            g = np.asarray(g + 1j * rng.standard_normal(tuple(t_out.shape)))
         (tg,) = torch.autograd.grad(t_out, sample.input, torch.from_numpy(g), allow_unused=True)
         (eg,) = ember.autograd.grad(e_out, e_args[0], ember.from_numpy(g), allow_unused=True)
         if tg is None:
