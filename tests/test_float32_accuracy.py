@@ -90,7 +90,8 @@ def test_conv_transpose3d_gradients(seed):
            ratio=CONV_RATIO, seed=seed)
 
 
-@pytest.mark.parametrize("shape,size,kwargs", [((4, 16, 10, 10), 5, {}), ((2, 8, 5, 6, 7), 3, {"alpha": 0.01, "k": 2.0}),
+@pytest.mark.parametrize("shape,size,kwargs", [((4, 16, 10, 10), 5, {}),
+                                               ((2, 8, 5, 6, 7), 3, {"alpha": 0.01, "k": 2.0}),
                                                ((3, 32, 50), 7, {"beta": 0.5})])
 def test_local_response_norm(shape, size, kwargs):
     x = R.standard_normal(shape) * 3

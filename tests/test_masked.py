@@ -1,7 +1,7 @@
 """ember.masked against torch.masked: torch's own OpInfo samples for masked.* (op_db) at float32, float64,
-int64, complex128 and bool (where the OpInfo lists them) and float64/complex128 gradients, then
-hand-picked cases the samples do not reach: fully masked-out slices (identity / NaN conventions), broadcast masks, non-bool masks, dtype=, unbiased= and
-correction=, integer promotion, and the errors. op_db is imported once for the module (seconds)."""
+int64, complex128 and bool (where the OpInfo lists them) and float64/complex128 gradients, then hand-picked
+cases the samples do not reach: fully masked-out slices (identity / NaN conventions), broadcast masks,
+non-bool masks, dtype=, unbiased= and correction=, integer promotion, and the errors. op_db is imported once for the module (seconds)."""
 import math
 
 import numpy as np

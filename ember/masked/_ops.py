@@ -7,6 +7,7 @@ slices give the identity (sum 0, amax -inf, ...) or NaN where none exists (mean,
 import math
 
 import ember
+from .. import _dtype as D
 from .._dtype import bool as _bool, float32, int64, int8, int16, int32, uint8
 
 _PROMOTE_TO_INT64 = (uint8, _bool, int8, int16, int32)
@@ -33,7 +34,8 @@ def _input_mask(input, mask):
         raise ValueError("_input_mask requires explicit mask")
     if mask.shape != input.shape:
         if mask.ndim > input.ndim:
-            raise IndexError("_input_mask expected broadcastable mask (got mask dimensionality higher than of the input)")
+            raise IndexError("_input_mask expected broadcastable mask "
+                             "(got mask dimensionality higher than of the input)")
         mask = ember.broadcast_to(mask.clone(), input.shape)
     return mask.to(dtype=_bool)
 
@@ -42,7 +44,7 @@ def _identity(op_name, input, ord=2):
     """The reduction identity as a 0-d tensor of input's dtype, or None where it is undefined."""
     dtype = input.dtype
     floating = dtype.is_floating_point
-    integral = not floating and not dtype.is_complex and (not dtype.name.startswith("uint") or dtype == uint8) and dtype != _bool
+    integral = dtype.category == D.INT  # torch's "is_signed or uint8": every integer dtype ember has, not bool
     if op_name in ("sum", "cumsum"):
         return ember.tensor(0, dtype=dtype)
     if op_name in ("prod", "cumprod"):
