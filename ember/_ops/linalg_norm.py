@@ -88,14 +88,14 @@ def linalg_vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, out
         input = input.to(dtype)
     dims = _norm_dims(dim, input._data.ndim)
     shape = input._data.shape
+    if input._data.ndim == 0:
+        dims = ()  # a 0-d input accepts dim 0 / -1 and has nothing to reduce
     if ord < 0 or ord == _INF:
         for i in dims:
             if shape[i] == 0:
                 where = "an empty tensor " if dim is None else f"the dimension {i}because this dimension is empty and "
                 raise RuntimeError(f"{name} cannot compute the {float(ord):g} norm on {where}"
                                    f"{'because ' if dim is None else ''}the operation does not have an identity")
-    if input._data.ndim == 0:
-        dims = ()
     r = LinalgVectorNorm.apply(input, ord=float(ord), dims=dims, keepdim=keepdim)
     return _out(r, out, name)
 

@@ -51,6 +51,8 @@ def cumsum_dir(t, dim, reverse, dtype=None):
 @numpy_names
 def cumsum(input, dim, *, dtype=None, out=None):
     check_tensor(input, "cumsum")
+    if dtype is D.bool:
+        raise NotImplementedError('"cumsum_out_cpu" not implemented for \'Bool\'')
     d = one_dim(dim, input._data.ndim)
     return finish(cumsum_dir(input, d, False, dtype), out, "cumsum")
 
@@ -122,6 +124,8 @@ def cumprod_dir(t, dim, reverse, dtype=None):
 @numpy_names
 def cumprod(input, dim, *, dtype=None, out=None):
     check_tensor(input, "cumprod")
+    if dtype is D.bool:
+        raise NotImplementedError('"cumprod_out_cpu" not implemented for \'Bool\'')
     d = one_dim(dim, input._data.ndim)
     return finish(cumprod_dir(input, d, False, dtype), out, "cumprod")
 

@@ -129,6 +129,8 @@ CASES = [
     _c("cumprod", [WITH_ZERO], lambda t, x: (x.cumprod(1), x.cumprod(0)), id="zeros"),
     _c("cumprod", [WITH_ZERO], lambda t, x: x.cumprod(1), gradgrad=True, id="zeros-gradgrad"),
     _c("logsumexp", [(3, 4)], lambda t, x: x.logsumexp(1)),
+    _c("logsumexp", [(3, 4)], lambda t, x: (x * 4).logsumexp(1), id="wrapped-imag"),  # |Im| > pi: wraps
+    _c("logsumexp", [()], lambda t, x: (x * 8).logsumexp(0), id="0d-wrapped-imag"),
     _c("var", [(3, 4)], lambda t, x: (x.var(), x.var(1), x.std(0))),
     _c("linalg.vector_norm", [(3, 4)], lambda t, x: (t.linalg.vector_norm(x), t.linalg.vector_norm(x, 1, dim=1),
                                                       x.norm(dim=0))),

@@ -472,6 +472,7 @@ CASES = [
       id="dtype"),
     C("linalg.vector_norm", [(3, 4)], lambda t, x: t.linalg.vector_norm(x), dtypes=("complex64",), id="complex"),
     C("linalg.vector_norm", [(0, 3)], lambda t, x: t.linalg.vector_norm(x), id="empty"),
+    C("linalg.vector_norm", [()], lambda t, x: t.linalg.vector_norm(x, INF, dim=(0,), keepdim=True), id="0d-dim"),
     C("linalg.vector_norm", [(0, 3)], lambda t, x: t.linalg.vector_norm(x, INF), error=RuntimeError,
       id="err-empty-inf"),
     C("linalg.vector_norm", [T((3,), dtype="int64")], lambda t, x: t.linalg.vector_norm(x), dtypes=INT,
