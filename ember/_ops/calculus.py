@@ -166,10 +166,11 @@ def _coordinate_gradient(f, d, coords, edge_order):
     return first, center, last
 
 
-def gradient(input, *, spacing=1, dim=None, edge_order=1):
+def gradient(input, *, spacing=None, dim=None, edge_order=1):
     """Second-order accurate central differences inside, one-sided differences of edge_order at the ends;
     one tensor per dim. See https://pytorch.org/docs/stable/generated/torch.gradient.html"""
     from .joining import cat
+    spacing = 1 if spacing is None else spacing  # torch's default: unit spacing
     if edge_order not in (1, 2):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     dims = _gradient_dims(input, spacing, dim)

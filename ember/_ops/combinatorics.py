@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ._registry import install
+from ._registry import install, write_out
 from .creation import finish
 
 
@@ -67,7 +67,7 @@ def combinations(input, r=2, with_replacement=False):
     return stack([input[Tensor._make(np.ascontiguousarray(idx[:, k]))] for k in range(r)], 1)
 
 
-def _tri_indices(name, lower, row, col, offset, dtype, device):
+def _tri_indices(name, lower, row, col, offset, dtype, device, requires_grad):
     if row < 0:
         raise RuntimeError(f"row must be non-negative, got{row}")
     if col < 0:
@@ -77,19 +77,21 @@ def _tri_indices(name, lower, row, col, offset, dtype, device):
         raise NotImplementedError(f"\"{name}\" not implemented for '{D.SCALAR_NAMES[d]}'")
     mask = np.tri(row, col, offset, dtype=bool)
     rr, cc = np.nonzero(mask if lower else ~np.tri(row, col, offset - 1, dtype=bool))
-    return finish(np.stack([rr, cc]).astype(d.np), d, False, device)
+    return finish(np.stack([rr, cc]).astype(d.np), d, requires_grad, device)
 
 
-def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+def tril_indices(row, col, offset=0, *, dtype=None, layout=None, device=None, pin_memory=False,
+                 requires_grad=False):
     """Row and column indices (2 x N) of the lower triangle of a row x col matrix.
     See https://pytorch.org/docs/stable/generated/torch.tril_indices.html"""
-    return _tri_indices("tril_indices", True, row, col, offset, dtype, device)
+    return _tri_indices("tril_indices", True, row, col, offset, dtype, device, requires_grad)
 
 
-def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+def triu_indices(row, col, offset=0, *, dtype=None, layout=None, device=None, pin_memory=False,
+                 requires_grad=False):
     """Row and column indices (2 x N) of the upper triangle of a row x col matrix.
     See https://pytorch.org/docs/stable/generated/torch.triu_indices.html"""
-    return _tri_indices("triu_indices", False, row, col, offset, dtype, device)
+    return _tri_indices("triu_indices", False, row, col, offset, dtype, device, requires_grad)
 
 
 def unravel_index(indices, shape):
@@ -117,9 +119,12 @@ def unravel_index(indices, shape):
     return tuple(finish(np.asarray(o), D.int64, False) for o in reversed(outs))
 
 
-def isin(elements, test_elements, *, assume_unique=False, invert=False):
-    """Elementwise membership of elements in test_elements (either may be a scalar).
-    See https://pytorch.org/docs/stable/generated/torch.isin.html"""
+def isin(elements=None, test_elements=None, *, assume_unique=False, invert=False, out=None, element=None,
+         test_element=None):
+    """Elementwise membership of elements in test_elements (either may be a scalar: torch's overloads then
+    name it element= / test_element=). See https://pytorch.org/docs/stable/generated/torch.isin.html"""
+    elements = element if elements is None else elements
+    test_elements = test_element if test_elements is None else test_elements
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin() received an invalid combination of arguments - got (elements="
                         f"{type(elements).__name__}, test_elements={type(test_elements).__name__}), expected at "
@@ -133,8 +138,8 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     b = test_elements._data if isinstance(test_elements, Tensor) else np.asarray(test_elements)
     a = a.astype(common.np, copy=False)
     b = b.astype(common.np, copy=False)
-    out = np.isin(a, b, assume_unique=assume_unique, invert=invert)
-    return finish(np.asarray(out), D.bool, False)
+    r = finish(np.asarray(np.isin(a, b, assume_unique=assume_unique, invert=invert)), D.bool, False)
+    return r if out is None else write_out(out, r, "isin")
 
 
 install(block_diag, "block_diag", method=False)

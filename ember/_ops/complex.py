@@ -194,7 +194,7 @@ def conj_physical(input, *, out=None):
     return r if out is None else write_out(out, r, "conj_physical")
 
 
-def chalf(self, memory_format=None):
+def chalf(self, *, memory_format=None):
     """Tensor.chalf() converts to complex32 (ComplexHalf), a dtype ember does not have (NumPy has no
     half-precision complex type): it raises rather than silently widening to complex64."""
     raise NotImplementedError("Tensor.chalf(): ember has no complex32 (torch.chalf, ComplexHalf) dtype because NumPy "

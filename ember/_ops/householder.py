@@ -74,31 +74,32 @@ def _check_tau(input, tau, name):
                            f"{list(tau.shape[:-1])}")
 
 
-def householder_product(A, tau, *, out=None):
+def householder_product(input, tau, *, out=None):
     """The first n columns of H_1 ... H_k from the reflectors below A's diagonal.
     See https://pytorch.org/docs/stable/generated/torch.linalg.householder_product.html"""
     name = "torch.linalg.householder_product"
-    _check_input(A, name)
-    if A.shape[-2] < A.shape[-1]:
+    _check_input(input, name)
+    if input.shape[-2] < input.shape[-1]:
         raise RuntimeError(f"{name}: input.shape[-2] must be greater than or equal to input.shape[-1]")
-    if tau.dim() >= 1 and A.shape[-1] < tau.shape[-1]:
+    if tau.dim() >= 1 and input.shape[-1] < tau.shape[-1]:
         raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
-    _check_tau(A, tau, name)
-    check_float(A, name)
-    m, n = A.shape[-2], A.shape[-1]
+    _check_tau(input, tau, name)
+    check_float(input, name)
+    m, n = input.shape[-2], input.shape[-1]
     from .creation import eye
-    q = eye(m, n, dtype=A.dtype).expand(*A.shape[:-2], m, n)
+    q = eye(m, n, dtype=input.dtype).expand(*input.shape[:-2], m, n)
     for i in reversed(range(tau.shape[-1])):
-        q = _apply_left(q, _reflector(A, i), tau[..., i])
+        q = _apply_left(q, _reflector(input, i), tau[..., i])
     if out is not None:
         return out.resize_(q.shape).copy_(q)
     return q
 
 
-def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
     """other multiplied by Q (or Q^H if transpose) from the left or right, Q = H_1 ... H_k from geqrf.
     See https://pytorch.org/docs/stable/generated/torch.ormqr.html"""
     name = "torch.ormqr"
+    tau, other = input2, input3  # torch's names for the reflectors' scales and the matrix they multiply
     _check_input(input, name)
     if other.dim() < 2:
         raise RuntimeError(f"{name}: other must have at least 2 dimensions.")
@@ -128,4 +129,9 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 
 install(geqrf, "geqrf")
 install(ormqr, "ormqr")
-install(householder_product, "orgqr")
+def orgqr(input, input2):
+    """torch.orgqr: linalg.householder_product under LAPACK's name (torch calls tau `input2` here)."""
+    return householder_product(input, input2)
+
+
+install(orgqr, "orgqr", out=True)

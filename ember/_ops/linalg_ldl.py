@@ -51,12 +51,12 @@ def _check_square(A, name):
                            f"{A.shape[-1]} matrices")
 
 
-def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
+def ldl_factor_ex(input, *, hermitian=False, check_errors=False, out=None):
     """See https://pytorch.org/docs/stable/generated/torch.linalg.ldl_factor_ex.html"""
     name = "torch.linalg.ldl_factor_ex"
-    _check_square(A, name)
-    check_float(A, name)
-    ld, piv, info = LdlFactorEx.apply(A, hermitian=bool(hermitian))
+    _check_square(input, name)
+    check_float(input, name)
+    ld, piv, info = LdlFactorEx.apply(input, hermitian=bool(hermitian))
     if check_errors:
         _raise_info(info, "torch.linalg.ldl_factor_ex")
     return return_types.linalg_ldl_factor_ex((ld, piv, info))
@@ -71,10 +71,10 @@ def _raise_info(info, name):
                           f"invertible: D[{k - 1}, {k - 1}] is exactly zero (LAPACK info={k}).")
 
 
-def ldl_factor(A, *, hermitian=False, out=None):
+def ldl_factor(input, *, hermitian=False, out=None):
     """LD and pivots; raises for a zero pivot. (torch 2.13 reports that case as an internal assert;
     ember raises LinAlgError, a RuntimeError.) See torch.linalg.ldl_factor."""
-    ld, piv, info = ldl_factor_ex(A, hermitian=hermitian)
+    ld, piv, info = ldl_factor_ex(input, hermitian=hermitian)
     _raise_info(info, "torch.linalg.ldl_factor")
     return return_types.linalg_ldl_factor((ld, piv))
 

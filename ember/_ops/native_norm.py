@@ -53,11 +53,14 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
         raise RuntimeError(f"Expected input to be of size N * C * HxW = {N * C * HxW}, but got input of shape "
                            f"{list(input.shape)}")
     out = group_norm(input, group, weight, bias, eps)
-    x = _opmath_np(input._data).reshape(N * group, -1)
-    mean, rstd = _stats(x, eps)
-    return out, Tensor._make(mean.reshape(N, group)), Tensor._make(rstd.astype(x.dtype).reshape(N, group))
+    rows = input.reshape(N * group, -1)
+    if rows._dtype.itemsize == 2:  # half types: statistics in float32, as torch's opmath
+        rows = rows.float()
+    mean = rows.mean(1)  # ember ops: the statistics are graph outputs (requires_grad) as torch's are
+    rstd = (rows.var(1, correction=0) + eps).rsqrt()
+    return out, mean.reshape(N, group), rstd.reshape(N, group)
 
 
-install(native_batch_norm, "native_batch_norm", method=False)
+install(native_batch_norm, "native_batch_norm", method=False, out=True)  # out=(output, save_mean, save_invstd)
 install(native_layer_norm, "native_layer_norm", method=False)
 install(native_group_norm, "native_group_norm", method=False)
