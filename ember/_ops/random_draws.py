@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._backend import mt19937 as MT
+from .._backend import normal_avx2
 from .._backend import parallel
 
 _f32 = np.float32
@@ -124,7 +125,7 @@ def normal(g, n, d, contiguous, mean=0.0, std=1.0):
         # the whole blocks (float32 draws all n, then the last block again)
         first = n if d is D.float32 else n // 16 * 16
         out = _blocks(g, n, first, lambda k: MT.uniform_from_bits(g._u32(k), 24, np.float32),
-                      lambda u: MT.normal_fill_avx2(u, mean, std))
+                      lambda u: normal_avx2.normal_fill(u, mean, std))
         return out if d is D.float32 else out.astype(d.np)
     z = scalar_normals(g, n)
     if not (mean == 0 and std == 1):
