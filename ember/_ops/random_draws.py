@@ -74,41 +74,43 @@ def uniform_complex(g, n, d, low=0.0, high=1.0):
 
 # ---- normals ------------------------------------------------------------------------------------
 
-def scalar_normals(g, n):
+def scalar_normals(g, n, dtype=np.float64):
     """n standard normals from the scalar path: Box-Muller pairs of doubles, the second value of a
-    pair cached in the generator for the next draw (torch's next_double_normal_sample)."""
-    head = []
+    pair cached in the generator for the next draw (torch's next_double_normal_sample); returned
+    as dtype (rounded from the doubles)."""
+    v = []
     if n and g._normal_double is not None:
-        head = [g._normal_double]
+        v.append(g._normal_double)
         g._normal_double = None
-    m = n - len(head)
+    m = n - len(v)
     if not m:
-        return np.array(head)
+        return np.array(v, dtype=dtype)
     pairs = (m + 1) // 2
     if pairs <= 8:  # a few values: Python floats beat NumPy's per-call overhead (the same libm)
-        v = _box_muller_scalar(g._raw_list(4 * pairs))
+        _box_muller_scalar(g._raw_list(4 * pairs), v)
         if m % 2:
             g._normal_double = v.pop()
-        return np.array(head + v)
-    v = MT.box_muller(MT.uniform_from_bits(g._u64(2 * pairs), 53, np.float64))
+        return np.array(v, dtype=dtype)
+    z = MT.box_muller(MT.uniform_from_bits(g._u64(2 * pairs), 53, np.float64))
     if m % 2:
-        g._normal_double = float(v[-1])
-    return np.concatenate((head, v[:m])) if head else v[:m]
+        g._normal_double = float(z[-1])
+    z = np.concatenate((v, z[:m])) if v else z[:m]
+    return z.astype(dtype, copy=False)
 
 
-def _box_muller_scalar(words):
-    """MT.box_muller on a short list of 32-bit outputs (four per pair), in Python floats."""
-    out = []
-    for i in range(0, len(words), 4):
-        u1 = (((words[i] << 32) | words[i + 1]) & _M53) * _2M53
-        u2 = (((words[i + 2] << 32) | words[i + 3]) & _M53) * _2M53
-        theta = 2.0 * math.pi * u1
-        r = math.sqrt(-2.0 * math.log1p(-u2))
-        out.append(r * math.cos(theta))
-        out.append(r * math.sin(theta))
-    return out
+def _box_muller_scalar(words, out):
+    """MT.box_muller on a short list of 32-bit outputs (four per pair) in Python floats, appended
+    to out."""
+    it = iter(words)
+    for a, b, c, d in zip(it, it, it, it):
+        theta = _TWO_PI * ((((a << 32) | b) & _M53) * _2M53)
+        r = _sqrt(-2.0 * _log1p(-((((c << 32) | d) & _M53) * _2M53)))
+        out.append(r * _cos(theta))
+        out.append(r * _sin(theta))
 
 
+_TWO_PI = 2.0 * math.pi
+_sqrt, _log1p, _cos, _sin = math.sqrt, math.log1p, math.cos, math.sin
 _M53 = (1 << 53) - 1
 _2M53 = 2.0 ** -53
 
@@ -127,9 +129,9 @@ def normal(g, n, d, contiguous, mean=0.0, std=1.0):
         out = _blocks(g, n, first, lambda k: MT.uniform_from_bits(g._u32(k), 24, np.float32),
                       lambda u: normal_avx2.normal_fill(u, mean, std))
         return out if d is D.float32 else out.astype(d.np)
-    z = scalar_normals(g, n)
-    if not (mean == 0 and std == 1):
-        z = MT.fma64(z, float(std), float(mean))
+    if mean == 0 and std == 1:
+        return scalar_normals(g, n, d.np)
+    z = MT.fma64(scalar_normals(g, n), float(std), float(mean))
     return z if d is D.float64 else z.astype(d.np)
 
 
@@ -141,7 +143,7 @@ def _blocks(g, n, first, draw, fill):
     out = np.empty(n, dtype=u.dtype)
 
     def fill_blocks(first_block, end_block):
-        chunk = 1 << 15  # 2048 blocks of 16 at a time keep the temporaries in cache
+        chunk = 1 << 16  # 4096 blocks of 16 at a time keep the temporaries in cache
         for s in range(first_block * 16, end_block * 16, chunk):
             e = min(s + chunk, end_block * 16)
             out[s:e] = fill(u[s:e].reshape(-1, 16)).ravel()
