@@ -72,6 +72,16 @@ class Generator:
         self._next624 = MT.N
         return MT.u32(self._engine, n)
 
+    def _raw(self, n):
+        """n outputs as uint64 (each below 2**32)."""
+        self._next624 = MT.N
+        return MT.raw(self._engine, n)
+
+    def _uniform24(self, n):
+        """n float32 uniforms, one output each (24 bits)."""
+        self._next624 = MT.N
+        return MT.uniform24(self._engine, n)
+
     def _raw_list(self, n):
         """n outputs as Python ints (small draws)."""
         self._next624 = MT.N

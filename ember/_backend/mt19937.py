@@ -4,6 +4,8 @@ is the same engine) and the transforms torch's CPU kernels apply to its 32-bit o
 See Note [Random streams] in ember/random.py. Every function here draws a whole block with one
 `random_raw` call and transforms it with array arithmetic, in the order torch draws.
 """
+import sys
+
 import numpy as np
 
 N = 624
@@ -37,6 +39,21 @@ def engine_state(bg):
 def u32(bg, n):
     """n outputs of the engine as uint32 (torch's generator->random())."""
     return bg.random_raw(n).astype(np.uint32)
+
+
+def raw(bg, n):
+    """n outputs of the engine as uint64 (each below 2**32)."""
+    return bg.random_raw(n)
+
+
+_LOW_WORD = 0 if sys.byteorder == "little" else 1
+
+
+def uniform24(bg, n):
+    """n float32 uniforms from n outputs: (out & (2**24 - 1)) * 2**-24 (torch's uniform_real for
+    float), read from the low halves of the raw uint64 outputs in one pass."""
+    low = np.bitwise_and(bg.random_raw(n).view(np.uint32)[_LOW_WORD::2], np.uint32(0xFFFFFF))
+    return np.multiply(low, _f32(2.0 ** -24), dtype=np.float32)
 
 
 def u64(bg, n):
