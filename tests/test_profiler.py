@@ -199,3 +199,23 @@ def test_profile_memory_counts_new_tensors_like_torch():
         usage[lib] = {k: avgs[k].cpu_memory_usage for k in ("aten::mul", "aten::t", "aten::cat", "aten::linear")}
         assert "Self CPU Mem" in p.key_averages().table(sort_by="self_cpu_memory_usage").splitlines()[1]
     assert usage[ember] == usage[torch] == {"aten::mul": 8192, "aten::t": 0, "aten::cat": 16384, "aten::linear": 4096}
+
+
+def _kernels_program(lib, prof_mod):
+    """Ops whose aten names hold digits or are private kernels (stft's _fft_r2c, reflection_pad1d, ...)."""
+    F = lib.nn.functional
+    x = lib.tensor(np.random.default_rng(1).standard_normal((2, 1, 8, 8)).astype(np.float32), requires_grad=True)
+    with prof_mod.profile(activities=[prof_mod.ProfilerActivity.CPU]) as prof:
+        lib.stft(x.reshape(2, 64), 16, hop_length=4, window=lib.hann_window(16), return_complex=True).abs().sum()
+        lib.fft.irfft(lib.fft.fft(x.reshape(2, 64).to(lib.complex64))).sum()
+        F.max_pool2d(x, 2).sum() + F.avg_pool2d(x, 2).sum() + F.adaptive_max_pool2d(x, 3).sum()
+        F.fold(F.unfold(x, 2), (8, 8), 2).sum()
+    return {e.key for e in prof.key_averages()}
+
+
+def test_kernel_names_with_digits_and_private_kernels_like_torch():
+    expected = {"aten::stft", "aten::_fft_r2c", "aten::_fft_c2c", "aten::_fft_c2r", "aten::reflection_pad1d",
+                "aten::max_pool2d_with_indices", "aten::avg_pool2d", "aten::adaptive_max_pool2d",
+                "aten::im2col", "aten::col2im"}
+    assert expected <= _kernels_program(torch, torch.profiler)
+    assert expected <= _kernels_program(ember, ember.profiler)

@@ -120,10 +120,19 @@ _FUNCTIONAL = {"cross_entropy": "cross_entropy_loss", "nll_loss": "nll_loss_nd",
                "l1_loss": "l1_loss", "binary_cross_entropy_with_logits": "binary_cross_entropy_with_logits"}
 
 
+# grad_fn names whose aten kernel is not their snake case (private `_` kernels, torch's own spelling)
+_KERNELS = {"FftR2C": "_fft_r2c", "FftC2C": "_fft_c2c", "FftC2R": "_fft_c2r", "Unique2": "_unique2",
+            "Col2Im": "col2im", "Im2Col": "im2col", "GridSampler2D": "grid_sampler_2d"}
+
+
 def _kernel_name(cls):
-    """aten name of a class op from its grad_fn name: "AddmmBackward0" -> "aten::addmm"."""
+    """aten name of a class op from its grad_fn name: "AddmmBackward0" -> "aten::addmm",
+    "MaxPool2DWithIndicesBackward0" -> "aten::max_pool2d_with_indices" (digits stay with their word)."""
     base = re.sub(r"Backward\d*$", "", getattr(cls, "_name", None) or cls.__name__)
-    return "aten::" + re.sub(r"(?<!^)(?=[A-Z])", "_", base).lower()
+    if base in _KERNELS:
+        return "aten::" + _KERNELS[base]
+    words = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", base)  # a capital starting a lower-case word
+    return "aten::" + re.sub(r"([a-z])([A-Z])", r"\1_\2", words).lower()
 
 
 class _Patches:
