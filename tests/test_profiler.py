@@ -219,3 +219,23 @@ def test_kernel_names_with_digits_and_private_kernels_like_torch():
                 "aten::im2col", "aten::col2im"}
     assert expected <= _kernels_program(torch, torch.profiler)
     assert expected <= _kernels_program(ember, ember.profiler)
+
+
+def _special_program(lib, prof_mod):
+    s = lib.special
+    x = lib.tensor(np.random.default_rng(2).uniform(0.1, 1.0, (3, 4)).astype(np.float32), requires_grad=True)
+    with prof_mod.profile(activities=[prof_mod.ProfilerActivity.CPU]) as prof:
+        y = (s.entr(x).sum() + s.xlogy(x, x).sum() + s.erf(x).sum() + s.expit(x).sum() + s.i0(x).sum()
+             + s.log_softmax(x, 1).sum() + s.logsumexp(x, 1).sum() + s.gammaln(x).sum() + s.xlog1py(x, x).sum()
+             + (x - 1).sum())
+        y.backward()
+    return {e.key for e in prof.key_averages()}
+
+
+def test_special_functions_and_private_rows_named_like_torch():
+    """torch.special's functions record aten::special_<name> (around the aliased op's kernel); ember's private
+    pointwise rows (`_add`, `_i1`, `_special_entr`) record the aten name torch gives that kernel."""
+    t, e = _special_program(torch, torch.profiler), _special_program(ember, ember.profiler)
+    assert {k for k in e if "special_" in k} == {k for k in t if "special_" in k}
+    assert {"aten::special_entr", "aten::special_i1", "aten::special_xlog1py", "aten::xlogy", "aten::erf"} <= e
+    assert not {k for k in e if k.startswith("aten::_")} - t
