@@ -239,3 +239,25 @@ def test_special_functions_and_private_rows_named_like_torch():
     assert {k for k in e if "special_" in k} == {k for k in t if "special_" in k}
     assert {"aten::special_entr", "aten::special_i1", "aten::special_xlog1py", "aten::xlogy", "aten::erf"} <= e
     assert not {k for k in e if k.startswith("aten::_")} - t
+
+
+def _optimizer_program(lib, prof_mod):
+    model = lib.nn.Linear(3, 2)
+    adam, sgd = lib.optim.Adam(model.parameters()), lib.optim.SGD(model.parameters(), lr=0.1)
+    with prof_mod.profile(activities=[prof_mod.ProfilerActivity.CPU]) as prof:
+        for opt in (adam, sgd):
+            opt.zero_grad()
+            model(lib.ones(4, 3)).sum().backward()
+            opt.step()
+    spans = [e for e in prof.events() if e.name.startswith("Optimizer.")]
+    return [e.name for e in spans], [sorted({c.name for c in e.cpu_children}) for e in spans]
+
+
+def test_optimizer_step_and_zero_grad_spans_like_torch():
+    """torch's optimizers record Optimizer.step#Adam.step / Optimizer.zero_grad#Adam.zero_grad spans around
+    their work (the step's parameter updates nested inside)."""
+    names, children = _optimizer_program(ember, ember.profiler)
+    assert names == _optimizer_program(torch, torch.profiler)[0]
+    assert names == ["Optimizer.zero_grad#Adam.zero_grad", "Optimizer.step#Adam.step",
+                     "Optimizer.zero_grad#SGD.zero_grad", "Optimizer.step#SGD.step"]
+    assert children[1] and children[3]  # the updates' ops are inside the step spans
