@@ -5,9 +5,10 @@ Mersenne Twister (NumPy's MT19937 bit generator is the same engine; torch seeds 
 init_genrand on the low 32 bits of the seed) and the cached second values of Box-Muller pairs,
 as torch's CPUGeneratorImpl; get_state/set_state exchange torch's CPUGeneratorImplState bytes,
 so a state saved by torch restores the same stream in ember and back. The samplers
-(ember/_ops/random_draws.py, transforms in ember/_backend/mt19937.py) consume the stream as
-torch's CPU kernels do: 24 bits of a 32-bit draw for float32/half uniforms, 53 bits of a 64-bit
-draw (two outputs, the first the high word) for doubles; normals by the scalar Box-Muller path
+(ember/_ops/random_draws.py, transforms in ember/_backend/mt19937.py, the AVX2 normal kernel
+in ember/_backend/normal_avx2.py) consume the stream as torch's CPU kernels do: 24 bits of a
+32-bit draw for float32/half uniforms, 53 bits of a 64-bit draw (two outputs, the first the high
+word) for doubles; normals by the scalar Box-Muller path
 (doubles, one value cached across calls) below 16 elements or for non-contiguous outputs, else
 by the vectorized fill in blocks of 16 (the last partial block redrawn), which for float32 and
 the half types is torch's AVX2 kernel, its polynomial log/sincos and FMAs emulated exactly;
@@ -71,6 +72,16 @@ class Generator:
     def _u32(self, n):
         self._next624 = MT.N
         return MT.u32(self._engine, n)
+
+    def _raw(self, n):
+        """n outputs as uint64 (each below 2**32)."""
+        self._next624 = MT.N
+        return MT.raw(self._engine, n)
+
+    def _uniform24(self, n):
+        """n float32 uniforms, one output each (24 bits)."""
+        self._next624 = MT.N
+        return MT.uniform24(self._engine, n)
 
     def _raw_list(self, n):
         """n outputs as Python ints (small draws)."""

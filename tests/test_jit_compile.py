@@ -1,6 +1,7 @@
 """ember.jit / ember.compile / ember.compiler / ember._dynamo against torch 2.13: what user code observes
 (types of results, state_dict keys, attribute forwarding, argument errors), values unchanged."""
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -236,3 +237,21 @@ def test_jit_save_load_raise_clearly(tmp_path):
         ember.jit.save(ember.nn.Linear(2, 2), tmp_path / "m.pt")
     with pytest.raises(RuntimeError, match="no TorchScript format"):
         ember.jit.load(tmp_path / "m.pt")
+
+
+def _jit_warnings(lib):
+    def f(x):
+        return x + 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lib.jit.script(f, optimize=True)
+        lib.jit.trace(f, lib.ones(2))
+    return [(w.category, w.filename == __file__) for w in caught]
+
+
+def test_jit_deprecation_warnings_attributed_like_torch():
+    """torch attributes the DeprecationWarning to its own file (the default filters hide it from a
+    script's __main__), the optimize= FutureWarning to the caller."""
+    ours = _jit_warnings(ember)
+    assert ours == [(DeprecationWarning, False), (FutureWarning, True), (DeprecationWarning, False)]
+    assert set(ours) == set(_jit_warnings(torch))

@@ -199,3 +199,65 @@ def test_profile_memory_counts_new_tensors_like_torch():
         usage[lib] = {k: avgs[k].cpu_memory_usage for k in ("aten::mul", "aten::t", "aten::cat", "aten::linear")}
         assert "Self CPU Mem" in p.key_averages().table(sort_by="self_cpu_memory_usage").splitlines()[1]
     assert usage[ember] == usage[torch] == {"aten::mul": 8192, "aten::t": 0, "aten::cat": 16384, "aten::linear": 4096}
+
+
+def _kernels_program(lib, prof_mod):
+    """Ops whose aten names hold digits or are private kernels (stft's _fft_r2c, reflection_pad1d, ...)."""
+    F = lib.nn.functional
+    x = lib.tensor(np.random.default_rng(1).standard_normal((2, 1, 8, 8)).astype(np.float32), requires_grad=True)
+    with prof_mod.profile(activities=[prof_mod.ProfilerActivity.CPU]) as prof:
+        lib.stft(x.reshape(2, 64), 16, hop_length=4, window=lib.hann_window(16), return_complex=True).abs().sum()
+        lib.fft.irfft(lib.fft.fft(x.reshape(2, 64).to(lib.complex64))).sum()
+        F.max_pool2d(x, 2).sum() + F.avg_pool2d(x, 2).sum() + F.adaptive_max_pool2d(x, 3).sum()
+        F.fold(F.unfold(x, 2), (8, 8), 2).sum()
+    return {e.key for e in prof.key_averages()}
+
+
+def test_kernel_names_with_digits_and_private_kernels_like_torch():
+    expected = {"aten::stft", "aten::_fft_r2c", "aten::_fft_c2c", "aten::_fft_c2r", "aten::reflection_pad1d",
+                "aten::max_pool2d_with_indices", "aten::avg_pool2d", "aten::adaptive_max_pool2d",
+                "aten::im2col", "aten::col2im"}
+    assert expected <= _kernels_program(torch, torch.profiler)
+    assert expected <= _kernels_program(ember, ember.profiler)
+
+
+def _special_program(lib, prof_mod):
+    s = lib.special
+    x = lib.tensor(np.random.default_rng(2).uniform(0.1, 1.0, (3, 4)).astype(np.float32), requires_grad=True)
+    with prof_mod.profile(activities=[prof_mod.ProfilerActivity.CPU]) as prof:
+        y = (s.entr(x).sum() + s.xlogy(x, x).sum() + s.erf(x).sum() + s.expit(x).sum() + s.i0(x).sum()
+             + s.log_softmax(x, 1).sum() + s.logsumexp(x, 1).sum() + s.gammaln(x).sum() + s.xlog1py(x, x).sum()
+             + (x - 1).sum())
+        y.backward()
+    return {e.key for e in prof.key_averages()}
+
+
+def test_special_functions_and_private_rows_named_like_torch():
+    """torch.special's functions record aten::special_<name> (around the aliased op's kernel); ember's private
+    pointwise rows (`_add`, `_i1`, `_special_entr`) record the aten name torch gives that kernel."""
+    t, e = _special_program(torch, torch.profiler), _special_program(ember, ember.profiler)
+    assert {k for k in e if "special_" in k} == {k for k in t if "special_" in k}
+    assert {"aten::special_entr", "aten::special_i1", "aten::special_xlog1py", "aten::xlogy", "aten::erf"} <= e
+    assert not {k for k in e if k.startswith("aten::_")} - t
+
+
+def _optimizer_program(lib, prof_mod):
+    model = lib.nn.Linear(3, 2)
+    adam, sgd = lib.optim.Adam(model.parameters()), lib.optim.SGD(model.parameters(), lr=0.1)
+    with prof_mod.profile(activities=[prof_mod.ProfilerActivity.CPU]) as prof:
+        for opt in (adam, sgd):
+            opt.zero_grad()
+            model(lib.ones(4, 3)).sum().backward()
+            opt.step()
+    spans = [e for e in prof.events() if e.name.startswith("Optimizer.")]
+    return [e.name for e in spans], [sorted({c.name for c in e.cpu_children}) for e in spans]
+
+
+def test_optimizer_step_and_zero_grad_spans_like_torch():
+    """torch's optimizers record Optimizer.step#Adam.step / Optimizer.zero_grad#Adam.zero_grad spans around
+    their work (the step's parameter updates nested inside)."""
+    names, children = _optimizer_program(ember, ember.profiler)
+    assert names == _optimizer_program(torch, torch.profiler)[0]
+    assert names == ["Optimizer.zero_grad#Adam.zero_grad", "Optimizer.step#Adam.step",
+                     "Optimizer.zero_grad#SGD.zero_grad", "Optimizer.step#SGD.step"]
+    assert children[1] and children[3]  # the updates' ops are inside the step spans

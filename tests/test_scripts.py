@@ -4,7 +4,8 @@ Every script runs twice: under real torch (all of them in one background interpr
 so the two sides overlap on a 2-core machine) and under ember (each in its own interpreter, through
 tests/scripts/_launch_ember.py, which resolves every `torch.*` import to `ember.*`). Both runs must
 succeed and print a `final: key=value ...` line whose metrics pass the same sanity checks (accuracy
-above a threshold, loss decreased, ...) -- not equality with torch's random numbers. The ember-saved
+above a threshold, loss decreased, ...); the seeded ones (AGREE) must also print torch's numbers to
+rounding, since ember reproduces torch's random streams. The ember-saved
 mnist checkpoint is then loaded by real torch and must reproduce ember's test accuracy.
 """
 import importlib.util
@@ -121,6 +122,27 @@ def check_amp_unet(m):
     assert m["scale"] == 2.0 ** 13  # 36 clean steps: the scale grew once (growth_interval 20)
 
 
+def check_realnvp_flow(m):
+    assert m["test_nll"] < 1.6 and m["test_nll"] < 0.6 * m["initial_test_nll"]
+    assert m["prefixed"] == 1 and m["reload_gap"] == 0  # _orig_mod. keys, stripped, reload the same flow
+    assert m["round_trip"] < 1e-10  # the jit.script coupling's inverse undoes its forward
+    assert m["sample_mean_gap"] < 0.15 and m["sample_std_gap"] < 0.15  # samples match the data's moments
+
+
+def check_tone_classifier(m):
+    assert m["test_accuracy"] >= 0.9 and m["worst_recall"] >= 0.8 and m["initial_test_accuracy"] < 0.5
+    assert m["test_loss"] < 0.3 * m["initial_test_loss"] and m["entropy"] < 0.5 * m["initial_entropy"]
+    assert m["profiled_ops"] == 1  # key_averages() names stft, _fft_r2c, conv2d, special_entr, ... as torch does
+    assert m["lr"] < 1e-3  # OneCycleLR annealed to the end
+
+
+def check_pinn_poisson(m):
+    assert m["error"] < 1e-3 < m["initial_error"]  # max error against the spectral solution on 129 points
+    assert m["error"] < m["adam_error"] and m["loss"] < 1e-4 * m["first_loss"]  # L-BFGS refined Adam's fit
+    assert m["spectral_error"] < 1e-12 and m["derivative_gap"] < 1e-10
+    assert m["clipped_steps"] > 0 and abs(m["u_mid"] - 0.7) < 1e-3  # u(1/2) = sin(pi/2) + 0.3 sin(3pi/2)
+
+
 # name -> (arguments, check of the final metrics)
 CASES = {
     "mnist": (["--save-model", "--save-path", "{tmp}/mnist_cnn.pt"], check_mnist),
@@ -138,6 +160,17 @@ CASES = {
     "mingpt": ([], check_mingpt),
     "dp_sgd": ([], check_dp_sgd),
     "amp_unet": ([], check_amp_unet),
+    "realnvp_flow": (["--checkpoint", "{tmp}/realnvp.pt"], check_realnvp_flow),
+    "tone_classifier": ([], check_tone_classifier),
+    "pinn_poisson": ([], check_pinn_poisson),
+}
+# Seeded scripts (every random number from torch's generator, which ember reproduces) print the same
+# metrics on both sides, up to rounding that training amplifies: name -> {metric: relative tolerance}.
+AGREE = {
+    "realnvp_flow": {"initial_test_nll": 1e-12, "test_nll": 1e-5, "sample_mean_gap": 1e-2, "sample0": 1e-4},
+    "tone_classifier": {"initial_test_loss": 1e-4, "initial_test_accuracy": 0, "test_loss": 1e-2,
+                        "test_accuracy": 0.01},
+    "pinn_poisson": {"initial_error": 1e-12, "first_loss": 1e-12, "loss_50": 1e-8},
 }
 # Arguments added on the torch side only: hogwild's spawn children would each import torch (and
 # torch._dynamo) for several seconds, so torch runs it with fork; ember runs the default, spawn
@@ -239,6 +272,17 @@ def test_script_on_torch(name, torch_batch):
     result = torch_batch.result(name)
     assert result["ok"], f"{name} failed on torch:\n{result['stdout'][-2000:]}\n{result['error']}"
     CASES[name][1](final_metrics(result["stdout"]))
+
+
+@pytest.mark.parametrize("name", list(AGREE))
+def test_seeded_script_agrees_with_torch(name, torch_batch, ember_dir):
+    if name not in EMBER_STDOUT:
+        EMBER_STDOUT[name] = run_on_ember(name, ember_dir)
+    result = torch_batch.result(name)
+    assert result["ok"], result["error"]
+    ours, theirs = final_metrics(EMBER_STDOUT[name]), final_metrics(result["stdout"])
+    for key, rtol in AGREE[name].items():
+        assert ours[key] == pytest.approx(theirs[key], rel=rtol, abs=1e-15), key
 
 
 def test_ember_checkpoint_loads_in_torch(ember_dir):

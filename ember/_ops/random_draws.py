@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._backend import mt19937 as MT
+from .._backend import normal_avx2
 from .._backend import parallel
 
 _f32 = np.float32
@@ -53,7 +54,7 @@ def uniform(g, n, d, low=0.0, high=1.0):
         if low == 0 and high == 1:
             return x
         return MT.fma64(x, float(high) - float(low), float(low))
-    x = MT.uniform_from_bits(g._u32(n), 24, np.float32)
+    x = g._uniform24(n)
     if not (low == 0 and high == 1):
         lo = _f32(low)
         x = MT.fma32(x, _f32(high) - lo, lo)
@@ -73,41 +74,43 @@ def uniform_complex(g, n, d, low=0.0, high=1.0):
 
 # ---- normals ------------------------------------------------------------------------------------
 
-def scalar_normals(g, n):
+def scalar_normals(g, n, dtype=np.float64):
     """n standard normals from the scalar path: Box-Muller pairs of doubles, the second value of a
-    pair cached in the generator for the next draw (torch's next_double_normal_sample)."""
-    head = []
+    pair cached in the generator for the next draw (torch's next_double_normal_sample); returned
+    as dtype (rounded from the doubles)."""
+    v = []
     if n and g._normal_double is not None:
-        head = [g._normal_double]
+        v.append(g._normal_double)
         g._normal_double = None
-    m = n - len(head)
+    m = n - len(v)
     if not m:
-        return np.array(head)
+        return np.array(v, dtype=dtype)
     pairs = (m + 1) // 2
     if pairs <= 8:  # a few values: Python floats beat NumPy's per-call overhead (the same libm)
-        v = _box_muller_scalar(g._raw_list(4 * pairs))
+        _box_muller_scalar(g._raw_list(4 * pairs), v)
         if m % 2:
             g._normal_double = v.pop()
-        return np.array(head + v)
-    v = MT.box_muller(MT.uniform_from_bits(g._u64(2 * pairs), 53, np.float64))
+        return np.array(v, dtype=dtype)
+    z = MT.box_muller(MT.uniform_from_bits(g._u64(2 * pairs), 53, np.float64))
     if m % 2:
-        g._normal_double = float(v[-1])
-    return np.concatenate((head, v[:m])) if head else v[:m]
+        g._normal_double = float(z[-1])
+    z = np.concatenate((v, z[:m])) if v else z[:m]
+    return z.astype(dtype, copy=False)
 
 
-def _box_muller_scalar(words):
-    """MT.box_muller on a short list of 32-bit outputs (four per pair), in Python floats."""
-    out = []
-    for i in range(0, len(words), 4):
-        u1 = (((words[i] << 32) | words[i + 1]) & _M53) * _2M53
-        u2 = (((words[i + 2] << 32) | words[i + 3]) & _M53) * _2M53
-        theta = 2.0 * math.pi * u1
-        r = math.sqrt(-2.0 * math.log1p(-u2))
-        out.append(r * math.cos(theta))
-        out.append(r * math.sin(theta))
-    return out
+def _box_muller_scalar(words, out):
+    """MT.box_muller on a short list of 32-bit outputs (four per pair) in Python floats, appended
+    to out."""
+    it = iter(words)
+    for a, b, c, d in zip(it, it, it, it):
+        theta = _TWO_PI * ((((a << 32) | b) & _M53) * _2M53)
+        r = _sqrt(-2.0 * _log1p(-((((c << 32) | d) & _M53) * _2M53)))
+        out.append(r * _cos(theta))
+        out.append(r * _sin(theta))
 
 
+_TWO_PI = 2.0 * math.pi
+_sqrt, _log1p, _cos, _sin = math.sqrt, math.log1p, math.cos, math.sin
 _M53 = (1 << 53) - 1
 _2M53 = 2.0 ** -53
 
@@ -123,12 +126,12 @@ def normal(g, n, d, contiguous, mean=0.0, std=1.0):
         # float32, and the half types through the same float kernel, whose first pass draws only
         # the whole blocks (float32 draws all n, then the last block again)
         first = n if d is D.float32 else n // 16 * 16
-        out = _blocks(g, n, first, lambda k: MT.uniform_from_bits(g._u32(k), 24, np.float32),
-                      lambda u: MT.normal_fill_avx2(u, mean, std))
+        out = _blocks(g, n, first, g._uniform24,
+                      lambda u: normal_avx2.normal_fill(u, mean, std))
         return out if d is D.float32 else out.astype(d.np)
-    z = scalar_normals(g, n)
-    if not (mean == 0 and std == 1):
-        z = MT.fma64(z, float(std), float(mean))
+    if mean == 0 and std == 1:
+        return scalar_normals(g, n, d.np)
+    z = MT.fma64(scalar_normals(g, n), float(std), float(mean))
     return z if d is D.float64 else z.astype(d.np)
 
 
@@ -140,7 +143,7 @@ def _blocks(g, n, first, draw, fill):
     out = np.empty(n, dtype=u.dtype)
 
     def fill_blocks(first_block, end_block):
-        chunk = 1 << 15  # 2048 blocks of 16 at a time keep the temporaries in cache
+        chunk = 1 << 16  # 4096 blocks of 16 at a time keep the temporaries in cache
         for s in range(first_block * 16, end_block * 16, chunk):
             e = min(s + chunk, end_block * 16)
             out[s:e] = fill(u[s:e].reshape(-1, 16)).ravel()
@@ -159,7 +162,7 @@ def from_to(g, n, span, base, d):
     if span >= 1 << 28:
         v = g._u64(n)
     else:
-        v = g._u32(n).astype(np.uint64)
+        v = g._raw(n)
     v %= np.uint64(span)
     v += np.uint64(base % _U64)
     return _cast_int64(v.view(np.int64), d)
@@ -176,7 +179,7 @@ def default_range(g, n, d):
     if d is D.float64 or d is D.int64:
         v = g._u64(n)
     else:
-        v = g._u32(n).astype(np.uint64)
+        v = g._raw(n)
     if d is D.bool:
         span = 2
     elif d.category == D.FLOAT:
@@ -199,13 +202,43 @@ def randperm(g, n):
     """Fisher-Yates as torch's randperm_cpu: swap i with i + draw % (n - i), one 32-bit draw each."""
     if n < 2:
         return np.arange(n, dtype=np.int64)
-    z = g._u32(n - 1).astype(np.int64)
+    z = g._raw(n - 1).view(np.int64)
     z %= np.arange(n, 1, -1, dtype=np.int64)
     z += np.arange(n - 1, dtype=np.int64)
-    perm = list(range(n))
-    for i, j in enumerate(z.tolist()):
-        perm[i], perm[j] = perm[j], perm[i]
-    return np.array(perm, dtype=np.int64)
+    return _swaps_applied(z, n)
+
+
+def _swaps_applied(z, n):
+    """arange(n) after swapping positions i and z[i] (z[i] >= i) for i = 0, 1, ..., n - 2, without a
+    loop: step i takes the value position z[i] holds then, which is the value step p moved there for
+    the last earlier step p with z[p] == z[i] (else z[i] itself), and step p moves the value position
+    p holds then, found the same way; those chains are followed by pointer doubling."""
+    m = n - 1
+    steps = np.arange(m, dtype=np.int64)
+    keys = z * m  # (target, step) pairs sorted: each target's steps in order (n < 2**31: no overflow)
+    keys += steps
+    keys.sort()
+    order = keys % m
+    target = keys // m
+    same = target[1:] == target[:-1]
+    prev = np.full(m, -1, dtype=np.int64)  # the previous step with the same target
+    prev[order[1:][same]] = order[:-1][same]
+    ends = np.append(~same, True)
+    last = np.full(n, -1, dtype=np.int64)  # the last step targeting each position
+    last[target[ends]] = order[ends]
+    # the last step before p that targeted position p (targets are >= their step: the last one, or
+    # the one before it when that is p itself)
+    before = np.where(last[:m] == steps, prev, last[:m])
+    origin = np.where(before < 0, steps, before)  # what step p moves: origin's own position
+    while True:
+        nxt = origin[origin]
+        if np.array_equal(nxt, origin):
+            break
+        origin = nxt
+    out = np.empty(n, dtype=np.int64)
+    out[:m] = np.where(prev >= 0, origin[prev], z)
+    out[m] = origin[last[m]] if last[m] >= 0 else m
+    return out
 
 
 # ---- per-element transforms of 53-bit uniforms (double distributions) ---------------------------
@@ -218,7 +251,7 @@ def bernoulli(g, p, n):
     """n Bernoulli draws u < p; p a float (double compare) or an array of probabilities (float64 p
     compares in double, other dtypes in float with a 24-bit uniform), broadcast to n elements."""
     if isinstance(p, np.ndarray) and p.dtype != np.float64:
-        return MT.uniform_from_bits(g._u32(n), 24, np.float32) < p.astype(np.float32, copy=False)
+        return g._uniform24(n) < p.astype(np.float32, copy=False)
     return uniform_f64(g, n) < p
 
 

@@ -36,9 +36,10 @@ class Error(RuntimeError):
 
 
 def _deprecated(name, optimize):
-    """torch 2.13's DeprecationWarning for TorchScript entry points (and its FutureWarning for optimize=)."""
+    """torch 2.13's DeprecationWarning for TorchScript entry points (and its FutureWarning for optimize=).
+    As in torch, the DeprecationWarning is attributed to the library, so the default filters hide it."""
     warnings.warn(f"`torch.jit.{name}` is deprecated. Please switch to `torch.compile` or `torch.export`.",
-                  DeprecationWarning, stacklevel=3)
+                  DeprecationWarning, stacklevel=1)
     if optimize is not None:
         warnings.warn("`optimize` is deprecated and has no effect. Use `with torch.jit.optimized_execution()` "
                       "instead", FutureWarning, stacklevel=3)

@@ -7,6 +7,7 @@ optimizer repeats that plumbing. ember has one implementation of every update ru
 """
 import copy
 import functools
+import sys
 from collections import OrderedDict, defaultdict
 
 from .. import _dtype as D
@@ -52,6 +53,18 @@ def _typename(obj):
     return f"{module}.{cls.__qualname__}"
 
 
+def _span(name):
+    """torch's record_function span around an optimizer call while a profiler records (else None); the
+    recorder is looked up only if ember.profiler was ever imported, so training pays nothing otherwise."""
+    recorder = sys.modules.get("ember.profiler._recorder")
+    return recorder.begin(name, is_user_annotation=True) if recorder is not None else None
+
+
+def _end_span(evt):
+    if evt is not None:
+        sys.modules["ember.profiler._recorder"].end(evt)
+
+
 def _wrap_step(step):
     """Run a subclass's step with hooks, under no_grad (closures re-enable grad themselves)."""
 
@@ -59,27 +72,36 @@ def _wrap_step(step):
     def wrapper(self, *args, **kwargs):
         if self.__dict__.get("_in_step"):  # a subclass's step calling super().step(): hooks run once
             return step(self, *args, **kwargs)
-        for hook in (*_global_step_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()):
-            result = hook(self, args, kwargs)
-            if result is not None:
-                if not (isinstance(result, tuple) and len(result) == 2):
-                    raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), but got "
-                                       f"{result}.")
-                args, kwargs = result
-        prev = _grad_state.enabled
-        _grad_state.enabled = False
-        self._in_step = True
+        span = _span(f"Optimizer.step#{type(self).__name__}.step")
         try:
-            out = step(self, *args, **kwargs)
+            return _hooked_step(step, self, args, kwargs)
         finally:
-            _grad_state.enabled = prev
-            self._in_step = False
-        self._opt_called = True
-        for hook in (*self._optimizer_step_post_hooks.values(), *_global_step_post_hooks.values()):
-            hook(self, args, kwargs)
-        return out
+            _end_span(span)
     wrapper._ember_wrapped = True
     return wrapper
+
+
+def _hooked_step(step, self, args, kwargs):
+    """step between the pre and post hooks, under no_grad."""
+    for hook in (*_global_step_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()):
+        result = hook(self, args, kwargs)
+        if result is not None:
+            if not (isinstance(result, tuple) and len(result) == 2):
+                raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), but got "
+                                   f"{result}.")
+            args, kwargs = result
+    prev = _grad_state.enabled
+    _grad_state.enabled = False
+    self._in_step = True
+    try:
+        out = step(self, *args, **kwargs)
+    finally:
+        _grad_state.enabled = prev
+        self._in_step = False
+    self._opt_called = True
+    for hook in (*self._optimizer_step_post_hooks.values(), *_global_step_post_hooks.values()):
+        hook(self, args, kwargs)
+    return out
 
 
 class Optimizer:
@@ -253,6 +275,13 @@ class Optimizer:
     # ---- gradients and steps ----------------------------------------------------------
     def zero_grad(self, set_to_none=True):
         """Drop (set_to_none) or zero the .grad of every parameter."""
+        span = _span(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad")
+        try:
+            self._zero_grad(set_to_none)
+        finally:
+            _end_span(span)
+
+    def _zero_grad(self, set_to_none):
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad

@@ -120,10 +120,19 @@ _FUNCTIONAL = {"cross_entropy": "cross_entropy_loss", "nll_loss": "nll_loss_nd",
                "l1_loss": "l1_loss", "binary_cross_entropy_with_logits": "binary_cross_entropy_with_logits"}
 
 
+# grad_fn names whose aten kernel is not their snake case (private `_` kernels, torch's own spelling)
+_KERNELS = {"FftR2C": "_fft_r2c", "FftC2C": "_fft_c2c", "FftC2R": "_fft_c2r", "Unique2": "_unique2",
+            "Col2Im": "col2im", "Im2Col": "im2col", "GridSampler2D": "grid_sampler_2d"}
+
+
 def _kernel_name(cls):
-    """aten name of a class op from its grad_fn name: "AddmmBackward0" -> "aten::addmm"."""
+    """aten name of a class op from its grad_fn name: "AddmmBackward0" -> "aten::addmm",
+    "MaxPool2DWithIndicesBackward0" -> "aten::max_pool2d_with_indices" (digits stay with their word)."""
     base = re.sub(r"Backward\d*$", "", getattr(cls, "_name", None) or cls.__name__)
-    return "aten::" + re.sub(r"(?<!^)(?=[A-Z])", "_", base).lower()
+    if base in _KERNELS:
+        return "aten::" + _KERNELS[base]
+    words = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", base)  # a capital starting a lower-case word
+    return "aten::" + re.sub(r"([a-z])([A-Z])", r"\1_\2", words).lower()
 
 
 class _Patches:
@@ -184,6 +193,12 @@ def install():
                 is None or not getattr(fn, "__module__", "").startswith("ember"):
             continue
         _patches.set(functional, name, wrapped(fn, "aten::" + _FUNCTIONAL.get(name, name)))
+    from .. import special
+    from .._ops import special as special_ops
+    for name in special.__all__:  # torch.special's aliases of other ops record aten::special_<name> around them
+        fn = getattr(special, name)
+        if fn is not getattr(special_ops, name, None):
+            _patches.set(special, name, wrapped(fn, "aten::special_" + name))
     _patches.set(_registry, "apply", _apply_wrapper(_registry.apply))
     _patches.set(_registry, "unary_call", _row_wrapper(_registry.unary_call))
     _patches.set(_registry, "binary_call", _row_wrapper(_registry.binary_call))
@@ -208,12 +223,21 @@ def _apply_wrapper(apply):
     return recorded
 
 
-_ROW_NAMES = {"true_divide": "div"}  # rows whose kernel torch names after the public op
+# rows whose kernel torch names after the public op (ember's private rows: `_add` is add's kernel, ...)
+_ROW_NAMES = {"true_divide": "div", "_add": "add", "_sub": "sub", "_div_trunc": "div", "_div_floor": "div",
+              "_heaviside": "heaviside", "_round0": "round", "_i1": "special_i1"}
+
+
+def _row_name(name):
+    """aten name of a pointwise row: `_special_entr` -> aten::special_entr, `_add` -> aten::add."""
+    if name.startswith("_special_"):
+        return "aten::" + name[1:]
+    return "aten::" + _ROW_NAMES.get(name, name)
 
 
 def _row_wrapper(call):
     def recorded(row, *operands):
-        evt = begin("aten::" + _ROW_NAMES.get(row.name, row.name), operands)
+        evt = begin(_row_name(row.name), operands)
         try:
             result = call(row, *operands)
         finally:

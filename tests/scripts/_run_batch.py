@@ -5,8 +5,8 @@
 SPEC is a list of {"name": ..., "argv": [script, args...]}; RESULT maps each name to
 {"ok": bool, "stdout": str, "error": traceback or ""}. Used for the torch side of
 tests/test_scripts.py: importing real torch once (its first optimizer step also imports
-torch._dynamo, several seconds) instead of once per script. Each script still gets fresh globals
-and its own sys.argv; the scripts seed their own random generators.
+torch._dynamo, several seconds) instead of once per script. Each script still gets fresh globals,
+its own sys.argv and the default dtype float32; the scripts seed their own random generators.
 """
 import contextlib
 import io
@@ -18,9 +18,10 @@ import traceback
 
 
 def run_one(argv):
+    import torch
     script = os.path.abspath(argv[0])
     out = io.StringIO()
-    saved_argv = sys.argv
+    saved_argv, saved_dtype = sys.argv, torch.get_default_dtype()
     sys.argv = [script] + list(argv[1:])
     try:
         with contextlib.redirect_stdout(out):
@@ -28,8 +29,9 @@ def run_one(argv):
         return {"ok": True, "stdout": out.getvalue(), "error": ""}
     except BaseException:  # SystemExit from argparse included: the script failed
         return {"ok": False, "stdout": out.getvalue(), "error": traceback.format_exc()}
-    finally:
+    finally:  # a script's torch.set_default_dtype must not reach the next one
         sys.argv = saved_argv
+        torch.set_default_dtype(saved_dtype)
 
 
 def main(spec_path, result_path):
