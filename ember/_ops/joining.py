@@ -293,7 +293,11 @@ def _flip_dims(input, dims):
 
 
 @register()
-def flip(input, *dims):
+def flip(input, *dims, **kwargs):
+    if "dims" in kwargs and not dims:  # torch.flip(x, dims=[0]) as torch's docs write it
+        dims = (kwargs.pop("dims"),)
+    if kwargs:
+        raise TypeError(f"flip() got an unexpected keyword argument '{next(iter(kwargs))}'")
     require_args(dims, "flip")
     return Flip.apply(input, dims=_flip_dims(input, dims))
 

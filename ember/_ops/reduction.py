@@ -287,6 +287,8 @@ def sum_to_size(input, *size):
     from .shape import shape_args
     size = shape_args(size, "sum_to_size")
     shape = input._data.shape
+    if not size:  # torch sums to a 0-d tensor (bool and integers widen to int64), even from 0-d
+        return sum(input)
     if shape == size:
         return input
     lead = len(shape) - len(size)
