@@ -43,6 +43,8 @@ class Converter:
             return {k: self(v) for k, v in value.items()}
         if isinstance(value, torch.nn.TransformerEncoderLayer):
             return self.encoder_layer(value)
+        if isinstance(value, torch.nn.Module) and not any(True for _ in value.parameters()):
+            return self.stateless_module(value)
         if isinstance(value, types.BuiltinFunctionType) or getattr(value, "__module__", "") == "torch.nn.functional":
             return ember_namesake(value)
         return value
@@ -62,6 +64,17 @@ class Converter:
         self.memo[key] = (t, e)  # keep t alive so its id stays unique
         return e
 
+
+    def stateless_module(self, module):
+        """ember's module of the same class with the same settings (a distance_function argument ...)."""
+        cls = getattr(ember.nn, type(module).__name__, None)
+        if cls is None:
+            raise Unsupported(f"ember.nn lacks {type(module).__name__}")
+        e = cls()
+        for k, v in vars(module).items():
+            if not k.startswith("_"):
+                setattr(e, k, self(v))
+        return e
 
     def encoder_layer(self, layer):
         """An ember TransformerEncoderLayer with a torch layer's settings and weights (TransformerEncoder's argument)."""
@@ -107,6 +120,7 @@ def rebind(fn):
 def to_torch(e):
     """An ember tensor's values as a torch tensor (for assert_close)."""
     arr = e.detach().numpy()
+    assert type(arr) is np.ndarray, f"ember's storage is a {type(arr).__name__}, not an ndarray (0-d invariant)"
     if arr.dtype.name == "bfloat16":
         return torch.from_numpy(arr.astype(np.float32)).to(torch.bfloat16)
     return torch.from_numpy(np.array(arr))
@@ -122,8 +136,13 @@ def flatten(value):
     return [value]
 
 
-def compare(expected, actual, where="output", values=True, grad_tol=False):
-    """Assert an ember result matches torch's: structure, types, shapes, dtypes and (unless values=False) values."""
+def compare(expected, actual, where="output", values=True, grad_tol=False, tols=None):
+    """Assert an ember result matches torch's: structure, types, shapes, dtypes and (unless values=False) values.
+
+    tols: {torch dtype: (rtol, atol)} widening the defaults for one op (torch's own overrides for it)."""
+    if isinstance(expected, torch.Tensor) and expected.layout != torch.strided:  # to_sparse: compare dense
+        assert actual.layout == getattr(ember, str(expected.layout)[6:]), f"{where}: layout torch {expected.layout}"
+        expected, actual = expected.to_dense(), actual.to_dense()
     if isinstance(expected, torch.Tensor):
         assert isinstance(actual, ember.Tensor), f"{where}: torch gave a Tensor, ember a {type(actual).__name__}"
         assert tuple(expected.shape) == tuple(actual.shape), \
@@ -131,17 +150,19 @@ def compare(expected, actual, where="output", values=True, grad_tol=False):
         assert str(expected.dtype) == str(actual.dtype), f"{where}: dtype torch {expected.dtype} vs ember {actual.dtype}"
         if values:
             rtol, atol = TOLERANCES.get(expected.dtype, (0, 0))
+            if tols and expected.dtype in tols:
+                rtol, atol = max(rtol, tols[expected.dtype][0]), max(atol, tols[expected.dtype][1])
             if grad_tol:
                 rtol, atol = rtol * 10, atol * 10
             exp = expected.detach().resolve_conj().resolve_neg()
             torch.testing.assert_close(to_torch(actual), exp, rtol=rtol, atol=atol, equal_nan=True,
-                                       msg=lambda m: f"{where}: {m}")
+                                       msg=lambda m: f"{where}: {_one_line(m)}")
         return
     if isinstance(expected, (tuple, list)):
         assert isinstance(actual, (tuple, list)), f"{where}: torch gave a {type(expected).__name__}, ember a {type(actual).__name__}"
         assert len(expected) == len(actual), f"{where}: length torch {len(expected)} vs ember {len(actual)}"
         for i, (a, b) in enumerate(zip(expected, actual)):
-            compare(a, b, f"{where}[{i}]", values, grad_tol)
+            compare(a, b, f"{where}[{i}]", values, grad_tol, tols)
         return
     if isinstance(expected, torch.dtype):
         assert str(expected) == str(actual), f"{where}: torch {expected} vs ember {actual}"
@@ -157,6 +178,13 @@ def compare(expected, actual, where="output", values=True, grad_tol=False):
         assert actual is None, f"{where}: torch gave None, ember a {type(actual).__name__}"
 
 
+def _one_line(message):
+    """assert_close's report in one line: the verdict and the greatest differences."""
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+    keep = [lines[0]] + [ln for ln in lines if ln.startswith("Greatest")]
+    return " ".join(keep)
+
+
 def same_exception(torch_exc, ember_exc):
     """True when ember raised the exception type torch raised (torch's private subclasses by their base)."""
     t = type(torch_exc)
@@ -166,6 +194,16 @@ def same_exception(torch_exc, ember_exc):
         return True
     builtin = next(b for b in t.__mro__ if b.__module__ == "builtins")
     return isinstance(ember_exc, builtin) and builtin is not Exception
+
+
+def raises_like(torch_exc, call, where):
+    """Assert call() raises torch_exc's type (torch raised it for the same arguments)."""
+    try:
+        call()
+    except Exception as exc:
+        assert same_exception(torch_exc, exc), f"{where}: torch raised {short(torch_exc)}, ember {short(exc)}"
+        return
+    raise AssertionError(f"{where}: torch raised {short(torch_exc)}, ember did not")
 
 
 def short(exc):

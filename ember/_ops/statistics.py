@@ -104,7 +104,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 # ---- logsumexp / norm / dist ---------------------------------------------------------------
 
 class LogSumExp(Op):
-    """log(sum(exp(x))) computed as m + log(sum(exp(x - m))), m the max (0 where m is infinite)."""
+    """log(sum(exp(x))) computed as m + log(sum(exp(x - m))), m the max of Re x (0 where m is infinite)."""
     _name = "LogsumexpBackward0"
 
     @staticmethod
@@ -113,8 +113,8 @@ class LogSumExp(Op):
         if numel_of(x.shape, dims) == 0:
             out = np.full(np.sum(x, axis=dims, keepdims=keepdim).shape, -np.inf, x.dtype)
         else:
-            m = np.amax(x, axis=dims, keepdims=True)
-            m = np.where(np.isinf(m), np.zeros((), x.dtype), m)
+            m = np.amax(x.real, axis=dims, keepdims=True)  # complex: the real parts' max, so Im stays log's
+            m = np.where(np.isinf(m), np.zeros((), m.dtype), m)
             with np.errstate(divide="ignore", invalid="ignore"):
                 s = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m
             out = s if keepdim else s.reshape(np.shape(np.sum(x, axis=dims)))
