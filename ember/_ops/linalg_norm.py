@@ -88,14 +88,14 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=Non
         x = x.to(dtype)
     dims = _norm_dims(dim, x._data.ndim)
     shape = x._data.shape
+    if x._data.ndim == 0:  # dim 0 / -1 of a 0-d tensor is the tensor itself
+        dims = ()
     if ord < 0 or ord == _INF:
         for i in dims:
             if shape[i] == 0:
                 where = "an empty tensor " if dim is None else f"the dimension {i}because this dimension is empty and "
                 raise RuntimeError(f"{name} cannot compute the {float(ord):g} norm on {where}"
                                    f"{'because ' if dim is None else ''}the operation does not have an identity")
-    if x._data.ndim == 0:
-        dims = ()
     r = LinalgVectorNorm.apply(x, ord=float(ord), dims=dims, keepdim=keepdim)
     return _out(r, out, name)
 
@@ -129,9 +129,12 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None,
     if dtype is not None:
         A = A.to(dtype)
     if A._data.size == 0 and ord not in ("fro", "nuc"):
-        if ord > 0:  # a max over nothing: torch returns 0 here
-            return _out(linalg_vector_norm(A, 2, (d0, d1), keepdim), out, name)
-        raise IndexError("amin(): Expected reduction dim -1 to have non-zero size.")
+        # torch: ord 1/-1 take the max/min over dim1 of sums over dim0, inf/-inf over dim0 of sums over
+        # dim1; a max over nothing, or a min over a non-empty dim of zero sums, is 0; a min over nothing fails
+        emptied = {-1: d1, -_INF: d0}.get(ord)
+        if ord == -2 or emptied is not None and A._data.shape[emptied] == 0:
+            raise IndexError(f"amin(): Expected reduction dim {-1 if ord == -2 else 0} to have non-zero size.")
+        return _out(linalg_vector_norm(A, 2, (d0, d1), keepdim), out, name)
     if ord == "fro":
         r = linalg_vector_norm(A, 2, (d0, d1), keepdim)
     elif ord in ("nuc", 2, -2):

@@ -262,6 +262,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = one_dim(dim, nd)
+    if n == 0:  # torch: a copy of the input, prepend and append ignored
+        return input.clone()
     parts = [t for t in (prepend, input, append) if t is not None]
     for t in parts:
         if t._data.ndim != nd:

@@ -448,8 +448,12 @@ def _unique_consecutive(x, dim):
         values = flat[starts]
         inverse_shape = x.shape
     else:
-        n = x.shape[dim]
-        rows = np.moveaxis(x, dim, 0).reshape(n, -1)
+        moved = np.moveaxis(x, dim, 0)
+        n = moved.shape[0]
+        rest = int(np.prod(moved.shape[1:]))  # explicit: reshape(n, -1) cannot infer it when n == 0
+        if n and not rest:
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+        rows = moved.reshape(n, rest)
         starts = np.ones(n, bool)
         starts[1:] = (rows[1:] != rows[:-1]).any(axis=1)
         values = np.compress(starts, x, axis=dim)
