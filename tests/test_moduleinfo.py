@@ -22,10 +22,10 @@ from torch.testing._internal.common_modules import module_db
 
 import ember
 from tests._torchdb import (Converter, Unsupported, check_against_expected, compare, flatten, raises_like,
-                            read_expected, short, write_expected)
+                            read_expected, short, within_cap, write_expected)
 
 EXPECTED_PATH = os.path.join(os.path.dirname(__file__), "moduleinfo_expected_failures.txt")
-MAX_INPUTS = int(os.environ.get("EMBER_MODULEINFO_INPUTS", "8"))
+MAX_INPUTS = int(os.environ.get("EMBER_MODULEINFO_INPUTS", "16"))
 
 
 def module_key(info):
@@ -143,12 +143,12 @@ EXPECTED = read_expected(EXPECTED_PATH)
 @pytest.mark.parametrize("info", module_db, ids=[module_key(m) for m in module_db])
 def test_moduleinfo(info):
     failures, _ = run_module(info)
-    check_against_expected(failures, EXPECTED, module_key(info), EXPECTED_PATH)
+    check_against_expected(failures, within_cap(EXPECTED, MAX_INPUTS), module_key(info), EXPECTED_PATH)
 
 
 HEADER = """# ModuleInfo inputs ember fails today (tests/test_moduleinfo.py); one line per input: module|mode|index.
 # `module|missing` means ember.nn lacks the module. Keep this list exact: remove a line when it passes.
-# Regenerate after fixes: EMBER_UPDATE_EXPECTED=1 python -m tests.test_moduleinfo
+# Regenerate after fixes: EMBER_MODULEINFO_INPUTS=1000000 EMBER_UPDATE_EXPECTED=1 python -m tests.test_moduleinfo
 """
 
 
@@ -175,6 +175,7 @@ def main():
     print(f"  inputs passed {passed} failed {failed} ({100 * passed / max(passed + failed, 1):.1f}%)")
     print("missing:", " ".join(missing))
     if os.environ.get("EMBER_UPDATE_EXPECTED") and not only:
+        assert MAX_INPUTS >= 10 ** 6, "write the list from an uncapped run: EMBER_MODULEINFO_INPUTS=1000000"
         write_expected(EXPECTED_PATH, HEADER, all_failures)
 
 

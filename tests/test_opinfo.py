@@ -12,7 +12,8 @@ gradients of the floating outputs compared leaf by leaf under a random upstream 
 
 What fails today is listed in tests/opinfo_expected_failures.txt and must match exactly: a new failure
 is a regression; a listed sample that now passes must be removed (EMBER_UPDATE_EXPECTED=1 rewrites the
-file from a full run). `python -m tests.test_opinfo` prints the per-op summary.
+file from an uncapped run, EMBER_OPINFO_SAMPLES=1000000; the test checks the entries within its cap).
+`python -m tests.test_opinfo [op ...]` prints the per-op summary.
 """
 import os
 import sys
@@ -28,10 +29,10 @@ from torch.testing._internal.common_methods_invocations import op_db
 
 import ember
 from tests._torchdb import (Converter, Unsupported, check_against_expected, compare, flatten, raises_like,
-                            read_expected, rebind, same_exception, short, to_torch, write_expected)
+                            read_expected, rebind, same_exception, short, to_torch, within_cap, write_expected)
 
 EXPECTED_PATH = os.path.join(os.path.dirname(__file__), "opinfo_expected_failures.txt")
-MAX_SAMPLES = int(os.environ.get("EMBER_OPINFO_SAMPLES", "3"))
+MAX_SAMPLES = int(os.environ.get("EMBER_OPINFO_SAMPLES", "24"))
 DTYPES = (torch.float32, torch.float64, torch.int64, torch.bool, torch.complex64)
 
 # ---- the skip list: what is compared less than fully, and why -------------------------------------
@@ -126,8 +127,9 @@ def resolve_inplace(op):
 
 
 def is_private(op):
-    """torch's private aten ops (`_foo`, torch.ops.aten.*, torch._scaled_mm) and CUDA-only ones: not API on CPU."""
-    return op.name.startswith(("_", "torch.")) or not op.supported_dtypes("cpu")
+    """torch's private aten ops (`_foo`, torch.ops.aten.*, torch._scaled_mm) and CUDA-only ones (jiterator): not
+    API on CPU."""
+    return op.name.startswith(("_", "torch.", "jiterator_")) or not op.supported_dtypes("cpu")
 
 
 def _seed(key):
@@ -344,12 +346,12 @@ RESULTS = {}
 def test_opinfo(op):
     failures, counts = run_op(op)
     RESULTS[op_key(op)] = (failures, counts)
-    check_against_expected(failures, EXPECTED, op_key(op), EXPECTED_PATH)
+    check_against_expected(failures, within_cap(EXPECTED, MAX_SAMPLES), op_key(op), EXPECTED_PATH)
 
 
 HEADER = """# OpInfo samples ember fails today (tests/test_opinfo.py); one line per sample: op|dtype|index|part.
 # `op|missing` means ember lacks the op. Keep this list exact: remove a line when its sample passes.
-# Regenerate after fixes: EMBER_UPDATE_EXPECTED=1 python -m tests.test_opinfo
+# Regenerate after fixes: EMBER_OPINFO_SAMPLES=1000000 EMBER_UPDATE_EXPECTED=1 python -m tests.test_opinfo
 """
 
 
@@ -386,6 +388,7 @@ def main():
         print(f"  {d:10s} samples passed {p:5d} failed {f:5d} ({100 * p / max(p + f, 1):.1f}%)")
     print("missing:", " ".join(missing))
     if os.environ.get("EMBER_UPDATE_EXPECTED") and not only:
+        assert MAX_SAMPLES >= 10 ** 6, "write the list from an uncapped run: EMBER_OPINFO_SAMPLES=1000000"
         write_expected(EXPECTED_PATH, HEADER, all_failures)
 
 
