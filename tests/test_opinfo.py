@@ -193,7 +193,7 @@ def check_grad(sample, t_out, e_out, conv, rng, tols):
         g = rng.standard_normal(tuple(o.shape))
         if o.is_complex():
             g = g + 1j * rng.standard_normal(tuple(o.shape))
-        t_ups.append(torch.from_numpy(g).to(o.dtype))
+        t_ups.append(torch.from_numpy(np.asarray(g)).to(o.dtype))  # asarray: 0-d complex arithmetic gives a scalar
     e_ups = [Converter()(u) for u in t_ups]
     e_leaves = [conv.memo[id(t)][1] for t in t_leaves]
     try:
