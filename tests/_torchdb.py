@@ -77,7 +77,8 @@ class Converter:
         return e
 
     def encoder_layer(self, layer):
-        """An ember TransformerEncoderLayer with a torch layer's settings and weights (TransformerEncoder's argument)."""
+        """An ember TransformerEncoderLayer with a torch layer's settings and weights (TransformerEncoder's
+        argument)."""
         attn = layer.self_attn
         e = ember.nn.TransformerEncoderLayer(
             attn.embed_dim, attn.num_heads, dim_feedforward=layer.linear1.out_features, dropout=layer.dropout.p,
@@ -147,7 +148,8 @@ def compare(expected, actual, where="output", values=True, grad_tol=False, tols=
         assert isinstance(actual, ember.Tensor), f"{where}: torch gave a Tensor, ember a {type(actual).__name__}"
         assert tuple(expected.shape) == tuple(actual.shape), \
             f"{where}: shape torch {tuple(expected.shape)} vs ember {tuple(actual.shape)}"
-        assert str(expected.dtype) == str(actual.dtype), f"{where}: dtype torch {expected.dtype} vs ember {actual.dtype}"
+        assert str(expected.dtype) == str(actual.dtype), \
+            f"{where}: dtype torch {expected.dtype} vs ember {actual.dtype}"
         if values:
             rtol, atol = TOLERANCES.get(expected.dtype, (0, 0))
             if tols and expected.dtype in tols:
@@ -159,7 +161,8 @@ def compare(expected, actual, where="output", values=True, grad_tol=False, tols=
                                        msg=lambda m: f"{where}: {_one_line(m)}")
         return
     if isinstance(expected, (tuple, list)):
-        assert isinstance(actual, (tuple, list)), f"{where}: torch gave a {type(expected).__name__}, ember a {type(actual).__name__}"
+        assert isinstance(actual, (tuple, list)), \
+            f"{where}: torch gave a {type(expected).__name__}, ember a {type(actual).__name__}"
         assert len(expected) == len(actual), f"{where}: length torch {len(expected)} vs ember {len(actual)}"
         for i, (a, b) in enumerate(zip(expected, actual)):
             compare(a, b, f"{where}[{i}]", values, grad_tol, tols)

@@ -70,7 +70,9 @@ def op_tolerances(op):
     """{dtype: (rtol, atol)}: the widest toleranceOverride torch's reference tests declare for op on CPU."""
     out = {}
     for info in op.decorators:
-        if getattr(info, "cls_name", None) not in REFERENCE_TESTS or getattr(info, "device_type", None) not in (None, "cpu"):
+        if getattr(info, "cls_name", None) not in REFERENCE_TESTS:
+            continue
+        if getattr(info, "device_type", None) not in (None, "cpu"):
             continue
         for dec in getattr(info, "decorators", ()):
             for dtype, t in getattr(dec, "d", {}).items() if isinstance(dec, toleranceOverride) else ():
