@@ -54,6 +54,16 @@ class Converter:
         key = id(t)
         if key in self.memo:
             return self.memo[key][1]
+        if t._base is not None and t.is_leaf and t._base.is_contiguous() and not t.is_conj() and not t.is_neg():
+            # a leaf view (base[5:15] ...): the same view of an ember copy of the base, so ops that read
+            # the storage around it (as_strided with a storage_offset) see the same memory (the copy of a
+            # contiguous base has its layout)
+            base = self.tensor(t._base)  # a leaf view: the base needs no grad
+            e = base.as_strided(tuple(t.shape), t.stride(), t.storage_offset() - t._base.storage_offset())
+            if t.requires_grad:
+                e.requires_grad_(True)
+            self.memo[key] = (t, e)
+            return e
         try:
             arr = t.detach().resolve_conj().resolve_neg().numpy().copy()
         except Exception as exc:  # sparse, meta, quantized: no NumPy view of the values
