@@ -122,7 +122,10 @@ def view_as_complex(input):
     return ViewAsComplex.apply(input)
 
 
-def _float_pair(a, b):
+def _float_pair(a, b, name="complex", names=("real", "imag")):
+    for pos, (v, arg) in enumerate(zip((a, b), names), 1):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(v).__name__}")
     da, db = a._dtype, b._dtype
     if da.category != D.FLOAT or db.category != D.FLOAT or da is D.bfloat16 or db is D.bfloat16:
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got {_NAMES[da]} and "
@@ -158,7 +161,7 @@ def complex(real, imag, *, out=None):
 
 def polar(abs, angle, *, out=None):
     """abs * (cos(angle) + i sin(angle)), composed from differentiable real ops."""
-    _float_pair(abs, angle)
+    _float_pair(abs, angle, "polar", ("abs", "angle"))
     r = complex(abs * angle.cos(), abs * angle.sin())
     return r if out is None else write_out(out, r, "polar")
 

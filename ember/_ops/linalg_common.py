@@ -77,7 +77,7 @@ def getrf(a, block=32):
     """LU factorization with partial pivoting of a batch (..., m, n) of arrays.
 
     Returns (LU packed as L - I + U, pivots 1-based int32, info int32), with LAPACK's
-    conventions: the pivot is the first entry of largest magnitude, info = j > 0 names
+    conventions: the pivot is the first entry of largest magnitude (|Re|+|Im| for complex), info = j > 0 names
     the first exactly-zero pivot U[j-1, j-1]. NumPy has no LU, so this is LAPACK's blocked
     right-looking algorithm written with NumPy: each panel of `block` columns is eliminated
     column by column (vectorized over the batch), then the trailing matrix is updated with
@@ -94,7 +94,7 @@ def getrf(a, block=32):
     for j0 in range(0, k, block):
         j1 = min(j0 + block, k)
         for j in range(j0, j1):
-            p = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)
+            p = j + np.argmax(_pivot_size(lu[:, j:, j]), axis=1)
             piv[:, j] = p + 1
             if np.any(p != j):
                 top = lu[rows, j].copy()
@@ -111,6 +111,13 @@ def getrf(a, block=32):
             lu[:, j0:j1, j1:] = np.linalg.solve(unit_lower, lu[:, j0:j1, j1:])
             lu[:, j1:, j1:] -= lu[:, j1:, j0:j1] @ lu[:, j0:j1, j1:]
     return lu.reshape(shape), piv.reshape(shape[:-2] + (k,)), info.reshape(shape[:-2])
+
+
+def _pivot_size(col):
+    """LAPACK's i?amax measure: |x| for reals, |Re x| + |Im x| for complex (not the modulus)."""
+    if np.iscomplexobj(col):
+        return np.abs(col.real) + np.abs(col.imag)
+    return np.abs(col)
 
 
 def flat_batch(a, core=2):

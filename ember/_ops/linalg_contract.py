@@ -314,7 +314,11 @@ def tensordot(a, b, dims=2, out=None):
     for i, j in zip(da, db):
         sa = a._data.shape[i]
         sb = b._data.shape[j]
-        if sa != sb:
+        if sb == 1 and sa != 1:  # torch broadcasts a size-1 contracted dim: the other side is summed there
+            a = a.sum(i, keepdim=True)
+        elif sa == 1 and sb != 1:
+            b = b.sum(j, keepdim=True)
+        elif sa != sb:
             raise RuntimeError(f"contracted dimensions need to match, but first has size {sa} in dim {i - na} and "
                                f"second has size {sb} in dim {j}")
     free_a = [d for d in range(na) if d not in da]

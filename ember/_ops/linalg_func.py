@@ -93,9 +93,9 @@ def linalg_tensorsolve(input, other, dims=None, *, out=None):
         input = input.movedim(tuple(dims), tuple(range(nd - len(dims), nd)))
     bshape = other._data.shape
     xshape = input._data.shape[other._data.ndim:]
-    rows = int(np.prod(bshape))
+    rows = int(np.prod(input._data.shape[:other._data.ndim]))  # torch compares sizes, not shapes (dims= may permute)
     cols = int(np.prod(xshape))
-    if rows != cols or input._data.shape[:other._data.ndim] != bshape:
+    if rows != cols:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
                            f"prod(self.shape[:other.ndim]), but got {cols} != {rows}")
     r = linalg_solve(input.reshape(rows, cols), other.reshape(rows)).reshape(xshape)

@@ -129,9 +129,12 @@ def linalg_matrix_norm(input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=N
     if dtype is not None:
         input = input.to(dtype)
     if input._data.size == 0 and ord not in ("fro", "nuc"):
-        if ord > 0:  # a max over nothing: torch returns 0 here
-            return _out(linalg_vector_norm(input, 2, (d0, d1), keepdim), out, name)
-        raise IndexError("amin(): Expected reduction dim -1 to have non-zero size.")
+        # torch: ord 1/-1 take the max/min over dim1 of sums over dim0, inf/-inf over dim0 of sums over
+        # dim1; a max over nothing, or a min over a non-empty dim of zero sums, is 0; a min over nothing fails
+        emptied = {-1: d1, -_INF: d0}.get(ord)
+        if ord == -2 or emptied is not None and input._data.shape[emptied] == 0:
+            raise IndexError(f"amin(): Expected reduction dim {-1 if ord == -2 else 0} to have non-zero size.")
+        return _out(linalg_vector_norm(input, 2, (d0, d1), keepdim), out, name)
     if ord == "fro":
         r = linalg_vector_norm(input, 2, (d0, d1), keepdim)
     elif ord in ("nuc", 2, -2):

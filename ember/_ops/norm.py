@@ -229,8 +229,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                eps=1e-5):
     """See https://pytorch.org/docs/stable/generated/torch.nn.functional.batch_norm.html"""
     if training:
-        if input.dim() < 2:
-            _wrap_dim(1, input.dim())  # torch's IndexError: training needs a channel dim
+        if input.dim() < 2 and input.numel():
+            _wrap_dim(1, input.dim())  # torch's IndexError: training needs a channel dim (empty input: none)
         _verify_batch_size(input.size())
     if training and eps <= 0.0:
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
@@ -494,7 +494,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if weight is not None and tuple(weight.shape) != ns:
         raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
                            f"{_shape_list(weight.shape)} and normalized_shape = {_shape_list(ns)}")
-    _float_only(input, "rms_norm")
+    if input._dtype.category != D.COMPLEX:  # torch's composite takes complex too (x * x, not |x|^2)
+        _float_only(input, "rms_norm")
     if eps is None:
         eps = D.finfo(input._dtype).eps
     dims = tuple(range(input.dim() - len(ns), input.dim()))

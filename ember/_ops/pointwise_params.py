@@ -104,7 +104,14 @@ def _clamp_max_(self, max):
     return _clamp_(self, max=max)
 
 
+def _check_input(input, name):
+    """torch's TypeError for a non-Tensor input (ember would fail reading its dtype)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+
+
 def clamp_min(input, min, *, out=None):
+    _check_input(input, "clamp_min")
     r = clamp(input, min=min)
     if r._grad_fn is not None:
         r._grad_fn._name = "ClampMinBackward1" if isinstance(min, Tensor) else "ClampMinBackward0"
@@ -112,6 +119,7 @@ def clamp_min(input, min, *, out=None):
 
 
 def clamp_max(input, max, *, out=None):
+    _check_input(input, "clamp_max")
     r = clamp(input, max=max)
     if r._grad_fn is not None:
         r._grad_fn._name = "ClampMaxBackward1" if isinstance(max, Tensor) else "ClampMaxBackward0"
@@ -408,6 +416,9 @@ def mvlgamma(input, p):
 # ---- comparison of whole tensors --------------------------------------------------------
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    _check_input(input, "isclose")
+    if not isinstance(other, Tensor):
+        raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
     if input._dtype is not other._dtype:
         raise RuntimeError(f"{_NAMES[input._dtype]} did not match {_NAMES[other._dtype]}")
     if rtol < 0:

@@ -275,6 +275,8 @@ def sum_to_size(input, *sizes, size=None):
         sizes = varargs_or(sizes, size, "size", "sum_to_size")
     size = shape_args(sizes, "sum_to_size")
     shape = input._data.shape
+    if not size:  # torch sums to a 0-d tensor (bool and integers widen to int64), even from 0-d
+        return sum(input)
     if shape == size:
         return input
     lead = len(shape) - len(size)

@@ -551,7 +551,8 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     if input.dim() not in (3, 4) or any(s == 0 for s in input.shape[-3:]):
         raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor for input with possibly 0 batch size and non-zero "
                            f"dimensions for input, but got: {list(input.shape)}")
-    _float_kernel(input, "im2col_out_cpu")
+    if input.dtype is not D.bool:  # torch's im2col kernel takes bool too (not integers)
+        _float_kernel(input, "im2col_out_cpu")
     batched = input.dim() == 4
     x = input if batched else input.unsqueeze(0)
     size = tuple(x.shape[2:])

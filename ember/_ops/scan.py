@@ -4,6 +4,9 @@ Each scan op takes a `reverse` flag (scan from the end) because the backward of 
 the same scan run the other way; with both directions declared here, every backward is
 again made of differentiable scan ops and double backward works.
 """
+import cmath
+import math
+
 import numpy as np
 
 from .. import _dtype as D
@@ -196,6 +199,19 @@ def cummin(input, dim, *, out=None):
 
 # ---- logcumsumexp ------------------------------------------------------------------------
 
+def _logaddexp_complex(a, b):
+    """log(exp(a) + exp(b)) for complex scalars, scaled by the larger real part (torch's complex logaddexp)."""
+    a, b = complex(a), complex(b)
+    if a.real < b.real:
+        a, b = b, a
+    if a.real == -math.inf:
+        return a
+    return a + cmath.log(1 + cmath.exp(b - a))
+
+
+_LOGADDEXP_COMPLEX = np.frompyfunc(_logaddexp_complex, 2, 1)
+
+
 class LogCumSumExp(Op):
     """log(cumsum(exp(x))) as a running logaddexp, which never overflows."""
     _name = "LogcumsumexpBackward0"
@@ -203,7 +219,10 @@ class LogCumSumExp(Op):
     @staticmethod
     def forward(ctx, x, dim, reverse):
         ctx.args = (dim, reverse)
-        out = _scan(np.logaddexp, x, dim, reverse)
+        if np.iscomplexobj(x):  # NumPy's logaddexp is real only: a Python ufunc over complex scalars
+            out = _scan(_LOGADDEXP_COMPLEX, x.astype(object), dim, reverse).astype(x.dtype)
+        else:
+            out = _scan(np.logaddexp, x, dim, reverse)
         ctx.save_for_backward(x, out)
         return out
 
@@ -247,6 +266,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = one_dim(dim, nd)
+    if n == 0:  # torch: a copy of the input, prepend and append ignored
+        return input.clone()
     parts = [t for t in (prepend, input, append) if t is not None]
     for t in parts:
         if t._data.ndim != nd:

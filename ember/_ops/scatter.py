@@ -84,8 +84,10 @@ def _start(x, into):
 def _index_tensor(index, name, dtypes=(np.int64,)):
     if not isinstance(index, Tensor):
         raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}")
-    if index._data.dtype not in dtypes:
+    if index._data.dtype not in dtypes and index._data.size:  # torch lets an empty index of any dtype through
         raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+    if index._data.dtype not in dtypes:
+        return index._data.astype(np.int64)
     return index._data
 
 
@@ -110,7 +112,7 @@ def _check_dim_index(x, dim, index, name, src=None):
     if max(index.ndim, 1) != max(x.ndim, 1) and index.size:  # torch compares ensure_nonempty_dim of both
         raise RuntimeError("Index tensor must have the same number of dimensions as "
                            f"{'input' if name == 'gather' else 'self'} tensor")
-    for d in range(index.ndim):
+    for d in range(index.ndim if index.size else 0):  # torch checks no sizes for an empty index
         if d == dim:
             continue
         if x.ndim and index.shape[d] > x.shape[d]:
@@ -144,6 +146,8 @@ class Gather(Op):
     def forward(ctx, x, index, dim):
         ctx.save_for_backward(index)
         ctx.args = (x.shape, dim)
+        if not index.size:  # torch: an empty index (any shape, any integer dtype) gathers nothing
+            return np.empty(index.shape, x.dtype)
         xx = _as_nd(x)
         idx = _wrap(_as_nd(index), xx.shape[dim])
         return xx[_dim_key(idx, dim)].reshape(index.shape)
@@ -151,6 +155,8 @@ class Gather(Op):
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
         shape, dim = ctx.args
+        if not index.numel():
+            return grad.new_zeros(shape), None
         return grad.new_zeros(shape).scatter_add(dim, index, grad), None
 
 

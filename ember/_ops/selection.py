@@ -305,8 +305,9 @@ def _search(boundaries, values, side, sorter):
             return np.searchsorted(boundaries, values, side=side, sorter=sorter)
         return np.searchsorted(boundaries, values, side=side)
     lead = boundaries.shape[:-1]
-    b2 = boundaries.reshape(-1, boundaries.shape[-1])
-    v2 = values.reshape(b2.shape[0], -1)
+    rows = int(np.prod(lead))  # explicit sizes: reshape(-1, ...) cannot infer a dim of an empty array
+    b2 = boundaries.reshape(rows, boundaries.shape[-1])
+    v2 = values.reshape(rows, values.shape[-1])
     s2 = None if sorter is None else sorter.reshape(b2.shape)
     out = np.empty(v2.shape, dtype=np.int64)
     for i in range(b2.shape[0]):

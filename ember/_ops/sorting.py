@@ -358,9 +358,11 @@ def _quantile(name, input, q, dim, keepdim, interpolation, skip_nan, out):
     if skip_nan:
         valid = n - np.count_nonzero(np.isnan(s), axis=-1, keepdims=True)
         ranks = np.maximum(qv * (valid - 1).astype(dt), 0).astype(dt)
+        drank_dq = np.maximum(valid - 1, 0).astype(dt)
     else:
         has_nan = np.isnan(s).any(axis=-1, keepdims=True)
         ranks = np.where(has_nan, dt.type(n - 1), qv * dt.type(n - 1)).astype(dt)
+        drank_dq = np.where(has_nan, dt.type(0), dt.type(n - 1)).astype(dt)
     if interpolation == "lower":
         ranks = np.floor(ranks)
     elif interpolation == "higher":
@@ -372,6 +374,9 @@ def _quantile(name, input, q, dim, keepdim, interpolation, skip_nan, out):
     if interpolation in ("linear", "midpoint"):
         weight = np.full(ranks.shape, 0.5, dt) if interpolation == "midpoint" else (ranks - below).astype(dt)
         above = gather(ordered, np.ceil(ranks).astype(np.int64), -1)
+        if interpolation == "linear" and isinstance(q, Tensor) and q.requires_grad:
+            # the weight's value, with d weight / d q = d rank / d q (torch's composite differentiates q too)
+            weight = _make(weight) + (q.reshape(-1) - q.detach().reshape(-1)) * _make(drank_dq)
         r = _lerp(r, above, weight)
     r = r.movedim(-1, 0)
     if keepdim and nd:
@@ -383,8 +388,8 @@ def _quantile(name, input, q, dim, keepdim, interpolation, skip_nan, out):
 
 def _lerp(start, end, weight):
     """torch's lerp: start + w * (end - start) for w < 0.5, else end - (end - start) * (1 - w)."""
-    w = _make(weight)
-    low = _make(weight < 0.5)
+    w = weight if isinstance(weight, Tensor) else _make(weight)
+    low = w.detach() < 0.5
     return (start + w * (end - start)).where(low, end - (end - start) * (1 - w))
 
 
@@ -448,8 +453,12 @@ def _unique_consecutive(x, dim):
         values = flat[starts]
         inverse_shape = x.shape
     else:
-        n = x.shape[dim]
-        rows = np.moveaxis(x, dim, 0).reshape(n, -1)
+        moved = np.moveaxis(x, dim, 0)
+        n = moved.shape[0]
+        rest = int(np.prod(moved.shape[1:]))  # explicit: reshape(n, -1) cannot infer it when n == 0
+        if n and not rest:
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+        rows = moved.reshape(n, rest)
         starts = np.ones(n, bool)
         starts[1:] = (rows[1:] != rows[:-1]).any(axis=1)
         values = np.compress(starts, x, axis=dim)
