@@ -91,7 +91,6 @@ def linalg_tensorsolve(input, other, dims=None, *, out=None):
         nd = input._data.ndim
         dims = [d % nd for d in dims]
         input = input.movedim(tuple(dims), tuple(range(nd - len(dims), nd)))
-    bshape = other._data.shape
     xshape = input._data.shape[other._data.ndim:]
     rows = int(np.prod(input._data.shape[:other._data.ndim]))  # torch compares sizes, not shapes (dims= may permute)
     cols = int(np.prod(xshape))
