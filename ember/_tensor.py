@@ -110,7 +110,10 @@ class Tensor:
     # ---- construction ---------------------------------------------------------------
     @staticmethod
     def _make(arr, dtype=None):
-        """Wrap an ndarray (no copy) as a Tensor with no history."""
+        """Wrap an ndarray (no copy) as a Tensor with no history. The invariant every op relies on holds
+        here: storage is an ndarray, never a NumPy scalar (what 0-d NumPy results come back as)."""
+        if type(arr) is not np.ndarray:
+            arr = np.asarray(arr)
         t = _new(Tensor)
         t._data = arr
         t._dtype = _DTYPE_OF[arr.dtype] if dtype is None else dtype

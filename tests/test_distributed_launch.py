@@ -78,8 +78,11 @@ def _run_all(tmp):
 
 
 def launched(out):
-    return sorted((json.loads(line[len("LAUNCHED "):]) for line in out.splitlines() if line.startswith("LAUNCHED ")),
-                  key=lambda r: r["rank"])
+    """The ranks' reports; mpiexec may forward two ranks' lines into one another, so each report is decoded
+    from its marker on, not line by line."""
+    decoder = json.JSONDecoder()
+    reports = [decoder.raw_decode(part)[0] for part in out.split("LAUNCHED ")[1:]]
+    return sorted(reports, key=lambda r: r["rank"])
 
 
 def test_single_node(jobs):

@@ -13,5 +13,6 @@ names = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "
          "OMP_NUM_THREADS")
 seen = {name: os.environ.get(name) for name in names}
 print("LAUNCHED " + json.dumps({"rank": dist.get_rank(), "size": dist.get_world_size(), "sum": t.item(),
-                                "argv": sys.argv[1:], "env": seen, "elastic": dist.is_torchelastic_launched()}))
+                                "argv": sys.argv[1:], "env": seen, "elastic": dist.is_torchelastic_launched()}),
+      flush=True)
 dist.destroy_process_group()
