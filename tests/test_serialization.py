@@ -243,3 +243,15 @@ def test_legacy_format_written_by_torch(tmp_path):
     (tmp_path / "cut.pt").write_bytes(raw[:-10])
     with pytest.raises(RuntimeError, match="cut.pt"):
         ember.load(tmp_path / "cut.pt")
+
+
+def test_requires_grad_survives_both_ways(tmp_path):
+    """A leaf's requires_grad is part of the checkpoint (torch keeps it through save/load)."""
+    a = np.arange(6.0).reshape(2, 3)
+    for flag in (True, False):
+        torch.save(torch.tensor(a, requires_grad=flag), tmp_path / "t.pt")
+        e = ember.load(tmp_path / "t.pt")
+        assert e.requires_grad is flag and e.tolist() == a.tolist()
+        ember.save(ember.tensor(a, requires_grad=flag), tmp_path / "e.pt")
+        assert torch.load(tmp_path / "e.pt").requires_grad is flag
+        assert ember.load(tmp_path / "e.pt").requires_grad is flag
