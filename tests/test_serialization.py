@@ -255,3 +255,14 @@ def test_requires_grad_survives_both_ways(tmp_path):
         ember.save(ember.tensor(a, requires_grad=flag), tmp_path / "e.pt")
         assert torch.load(tmp_path / "e.pt").requires_grad is flag
         assert ember.load(tmp_path / "e.pt").requires_grad is flag
+
+
+@pytest.mark.parametrize("cut", [1, 8])
+def test_legacy_checkpoint_cut_inside_its_last_storage(tmp_path, cut):
+    """A legacy file whose last storage lacks bytes (a whole number of elements or not): RuntimeError, as torch."""
+    torch.save(torch.arange(100.0), tmp_path / "old.pt", _use_new_zipfile_serialization=False)
+    (tmp_path / "cut.pt").write_bytes((tmp_path / "old.pt").read_bytes()[:-cut])
+    with pytest.raises(RuntimeError):
+        torch.load(tmp_path / "cut.pt")
+    with pytest.raises(RuntimeError, match="cut.pt"):
+        ember.load(tmp_path / "cut.pt")
