@@ -1186,3 +1186,15 @@ def test_recurrent_cell_5000_steps():
         h.sum().backward()
         res.append((h, w.grad))
     assert_same(res[0], res[1], atol=1e-9)
+
+
+def test_create_graph_with_a_constant_gradient():
+    """backward(create_graph=True) whose gradient has no history: .grad is plain (no CopyBackwards), as in torch."""
+    out = []
+    for lib in LIBS:
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's reference-cycle warning for backward(create_graph=True)
+            (x * 2.0).sum().backward(create_graph=True)
+        out.append((x.grad.tolist(), x.grad.requires_grad, x.grad.grad_fn is None))
+    assert out[0] == out[1]
