@@ -207,18 +207,23 @@ def apply(src, node, new):
 
 
 def enclosing_names(src, lineno):
-    """Op names for -k: the enclosing top-level def/class, and a row's first string argument."""
+    """Op names for -k: the enclosing top-level def/class and a row's first string argument; inside a private
+    helper, every public def/class of the file (the ops that may reach it)."""
     tree = ast.parse(src)
-    names = []
+    names, private = [], False
     for stmt in tree.body:
         if stmt.lineno <= lineno <= stmt.end_lineno:
             if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
                 names.append(stmt.name.strip("_"))
+                private = stmt.name.startswith("_")
             for sub in ast.walk(stmt):
                 if isinstance(sub, ast.Call) and sub.args and isinstance(sub.args[0], ast.Constant) and \
                         isinstance(sub.args[0].value, str) and sub.lineno <= lineno <= sub.end_lineno and \
                         re.fullmatch(r"[A-Za-z_][\w.]*", sub.args[0].value):
                     names.append(sub.args[0].value)
+    if private:
+        names += [s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))
+                  and not s.name.startswith("_")]
     return [n for n in dict.fromkeys(names) if len(n) > 1]
 
 
