@@ -266,3 +266,11 @@ def test_legacy_checkpoint_cut_inside_its_last_storage(tmp_path, cut):
         torch.load(tmp_path / "cut.pt")
     with pytest.raises(RuntimeError, match="cut.pt"):
         ember.load(tmp_path / "cut.pt")
+
+
+def test_plain_pickle_is_not_a_legacy_checkpoint(tmp_path):
+    """A file of ordinary pickles fails the legacy magic-number check: RuntimeError naming it, as torch's does."""
+    (tmp_path / "p.pt").write_bytes(pickle.dumps({"a": 1}) + pickle.dumps(1001) + pickle.dumps(3))
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="magic number"):
+            lib.load(tmp_path / "p.pt", weights_only=False)
