@@ -274,3 +274,15 @@ def test_plain_pickle_is_not_a_legacy_checkpoint(tmp_path):
     for lib in (torch, ember):
         with pytest.raises(RuntimeError, match="magic number"):
             lib.load(tmp_path / "p.pt", weights_only=False)
+
+
+def test_legacy_checkpoint_cut_inside_its_pickle(tmp_path):
+    """Cut before its storages: a RuntimeError naming the file, raised from None (no unpickler traceback chained)."""
+    torch.save({"a": torch.arange(12.0), "i": torch.tensor([1, 2])}, tmp_path / "old.pt",
+               _use_new_zipfile_serialization=False)
+    raw = (tmp_path / "old.pt").read_bytes()
+    for cut in (40, len(raw) // 2):
+        (tmp_path / "cut.pt").write_bytes(raw[:cut])
+        with pytest.raises(RuntimeError, match="cut.pt") as info:
+            ember.load(tmp_path / "cut.pt")
+        assert info.value.__cause__ is None and info.value.__suppress_context__
