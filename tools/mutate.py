@@ -67,7 +67,7 @@ SELECTION = {
     "ember/_ops/sparse": ["tests/test_sparse.py"],
     "ember/_ops/complex.py": ["tests/test_complex_autograd.py"],
     "ember/_ops/pointwise": ["tests/test_promotion.py", "tests/test_inplace.py"],
-    "ember/_ops": ["tests/test_bad_input.py"],
+    "ember/_ops": ["tests/test_bad_input.py", "tests/test_surface.py"],
     "ember/_backend/cpu_features.py": ["tests/test_nn_conv.py"],
     "ember/_backend/allocator.py": ["tests/test_allocator.py"],
     "ember/_backend/dlpack.py": ["tests/test_dlpack.py"],
@@ -82,7 +82,7 @@ SELECTION = {
     "ember/autograd/functional.py": ["tests/test_func.py", "tests/test_autograd.py"],
     "ember/autograd/profiler.py": ["tests/test_profiler.py"],
     "ember/autograd/gradcheck.py": ["tests/test_autograd.py", "tests/test_complex_autograd.py"],
-    "ember/autograd": ["tests/test_autograd.py", "tests/test_autograd_memory.py", "tests/test_autograd_function.py"],
+    "ember/autograd/": ["tests/test_autograd.py", "tests/test_autograd_memory.py", "tests/test_autograd_function.py"],
     "ember/nn/init.py": ["tests/test_nn_init.py"],
     "ember/nn/utils": ["tests/test_nn_utils.py"],
     "ember/nn/parallel": ["tests/test_ddp_engine.py"],
@@ -100,7 +100,7 @@ SELECTION = {
     "ember/nn/modules/_module": ["tests/test_nn_module.py"],
     "ember/nn/modules/container.py": ["tests/test_nn_module.py"],
     "ember/nn/functional.py": ["tests/test_nn_layers.py", "tests/test_nn_loss.py", "tests/test_nn_sampling.py"],
-    "ember/nn": ["tests/test_nn_layers.py", "tests/test_nn_module.py"],
+    "ember/nn/": ["tests/test_nn_layers.py", "tests/test_nn_module.py"],
     "ember/optim/lr_scheduler.py": ["tests/test_lr_scheduler.py"],
     "ember/optim": ["tests/test_optim.py", "tests/test_optim_fuzz.py"],
     "ember/utils/data/distributed.py": ["tests/test_distributed_sampler.py"],
@@ -234,10 +234,9 @@ def selection(path, src, lineno):
         names = enclosing_names(src, lineno)
         if names:
             cmds.append(["tests/ops", "-k", " or ".join(names)])
-    for prefix in sorted(SELECTION, key=len, reverse=True):
+    for prefix in sorted(SELECTION, key=len, reverse=True):  # the module's row, then its package's
         if path.startswith(prefix):
             cmds.append(SELECTION[prefix])
-            break
     return cmds
 
 
@@ -250,7 +249,7 @@ def pytest(root, args, timeout):
                            env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "timeout", [], time.time() - t
-    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", p.stdout, re.M)
+    failed = re.findall(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", p.stdout, re.M)  # ids may hold spaces
     status = {0: "passed", 5: "none"}.get(p.returncode, "failed")
     if status == "failed" and not failed:
         failed = ["<collection: " + p.stdout.strip().splitlines()[-1] + ">"] if p.stdout.strip() else ["<crash>"]
@@ -314,27 +313,39 @@ def main():
                     help="run again only the survivors (and timeouts) of the report at --out, keeping the rest")
     args = ap.parse_args()
     t0 = time.time()
-    chosen = sample(args.sample, args.seed)
     parsed = {}
     mutants = []
-    for path, i in chosen:
+
+    def make(path, i):
         if path not in parsed:
             parsed[path] = sites(path)
         src, ss = parsed[path]
         node, desc, new = ss[i]
-        mutated = apply(src, node, new)
         line = src.splitlines()[node.lineno - 1].strip()
-        mutants.append(dict(path=path, line=node.lineno, mutation=desc, code=line, src=mutated,
-                            cmds=selection(path, src, node.lineno)))
+        return dict(path=path, line=node.lineno, mutation=desc, code=line, src=apply(src, node, new),
+                    cmds=selection(path, src, node.lineno))
+
+    kept = []
+    if args.rerun:  # after adding tests: the earlier verdicts stand except for survivors and timeouts,
+        # found again by path, mutation and code (the sample itself moves when sources gain or lose sites)
+        old = json.load(open(args.out + ".json"))["mutants"]
+        for m in old:
+            if m["status"] not in ("survived", "timeout", "equivalent"):
+                kept.append(m)
+                continue
+            src, ss = parsed.setdefault(m["path"], sites(m["path"]))
+            lines = src.splitlines()
+            found = [i for i, (node, desc, _) in enumerate(ss)
+                     if desc == m["mutation"] and lines[node.lineno - 1].strip() == m["code"]]
+            if not found:
+                m["status"] = "gone"  # the code changed under it
+                kept.append(m)
+                continue
+            mutants.append(make(m["path"], min(found, key=lambda i: abs(ss[i][0].lineno - m["line"]))))
+    else:
+        mutants = [make(path, i) for path, i in sample(args.sample, args.seed)]
     if args.only:
         mutants = [m for m in mutants if f"{m['path']}:{m['line']}".startswith(args.only)]
-    kept = []
-    if args.rerun:  # after adding tests: the earlier verdicts stand except for survivors and timeouts
-        old = json.load(open(args.out + ".json"))["mutants"]
-        again = {(m["path"], m["line"], m["mutation"]) for m in old if m["status"] in ("survived", "timeout",
-                                                                                       "equivalent")}
-        kept = [m for m in old if (m["path"], m["line"], m["mutation"]) not in again]
-        mutants = [m for m in mutants if (m["path"], m["line"], m["mutation"]) in again]
     base = tempfile.mkdtemp(prefix="ember-mutate-")
     workers = [Worker(base) for _ in range(args.jobs)]
     clean = Worker(base)
