@@ -77,6 +77,7 @@ SELECTION = {
     "ember/_backend/conv_numpy.py": ["tests/test_nn_conv.py", "tests/test_nn_conv_fuzz.py"],
     "ember/_backend/depthwise_numpy.py": ["tests/test_nn_conv.py", "tests/test_nn_conv_fuzz.py"],
     "ember/_backend/blas.py": ["tests/test_matmul_fuzz.py"],
+    "ember/_backend/numpy_cpu.py": ["tests/test_allocator.py"],
     "ember/_backend": ["tests/test_numpy_workarounds.py", "tests/test_views.py"],
     "ember/autograd/function.py": ["tests/test_autograd_function.py", "tests/test_autograd.py"],
     "ember/autograd/functional.py": ["tests/test_func.py", "tests/test_autograd.py"],
@@ -341,10 +342,13 @@ def main():
                 m["status"] = "gone"  # the code changed under it
                 kept.append(m)
                 continue
-            mutants.append(make(m["path"], min(found, key=lambda i: abs(ss[i][0].lineno - m["line"]))))
+            again = make(m["path"], min(found, key=lambda i: abs(ss[i][0].lineno - m["line"])))
+            again.update({k: m[k] for k in ("status", "seconds", "reason") if k in m})  # if --only leaves it
+            mutants.append(again)
     else:
         mutants = [make(path, i) for path, i in sample(args.sample, args.seed)]
-    if args.only:
+    if args.only:  # (in a rerun, the others keep their last verdict)
+        kept += [m for m in mutants if not f"{m['path']}:{m['line']}".startswith(args.only)]
         mutants = [m for m in mutants if f"{m['path']}:{m['line']}".startswith(args.only)]
     base = tempfile.mkdtemp(prefix="ember-mutate-")
     workers = [Worker(base) for _ in range(args.jobs)]
