@@ -215,7 +215,7 @@ def enclosing_names(src, lineno):
     for stmt in tree.body:
         if stmt.lineno <= lineno <= stmt.end_lineno:
             if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
-                names.append(stmt.name.strip("_"))
+                names.append(re.sub(r"_(backward|forward|kernel)$", "", stmt.name.strip("_")))  # svd_backward: svd
                 private = stmt.name.startswith("_")
             for sub in ast.walk(stmt):
                 if isinstance(sub, ast.Call) and sub.args and isinstance(sub.args[0], ast.Constant) and \
