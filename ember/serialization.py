@@ -514,8 +514,8 @@ def _load_legacy(f, path, weights_only):
     except Exception:
         magic = None
     if magic != _LEGACY_MAGIC:
-        raise RuntimeError(f"not a torch checkpoint: neither a zip archive nor the legacy format{where}; it may "
-                           "be truncated or corrupt")
+        raise RuntimeError(f"not a torch checkpoint (invalid magic number): neither a zip archive nor the legacy "
+                           f"format{where}; it may be truncated or corrupt")
     try:
         version = _Unpickler(f, None, True).load()
         if version != _LEGACY_PROTOCOL:

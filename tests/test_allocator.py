@@ -617,3 +617,10 @@ def test_forked_child_frees_into_its_own_lists():
     assert stats()["num_alloc_from_cache"] == 1
     assert not np.shares_memory(c, b)
     check_invariants()
+
+
+def test_threshold_is_inclusive():
+    """A buffer of exactly `threshold` bytes comes from the pool (the documented "at least"), one item less does not."""
+    n = A.threshold // 4
+    assert A.is_pooled(A.empty((n,), np.float32)) and A.is_pooled(A.zeros((n,), np.float32))
+    assert not A.is_pooled(A.empty((n - 1,), np.float32))

@@ -1186,3 +1186,28 @@ def test_recurrent_cell_5000_steps():
         h.sum().backward()
         res.append((h, w.grad))
     assert_same(res[0], res[1], atol=1e-9)
+
+
+def test_create_graph_with_a_constant_gradient():
+    """backward(create_graph=True) whose gradient has no history: .grad is plain (no CopyBackwards), as in torch."""
+    out = []
+    for lib in LIBS:
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's reference-cycle warning for backward(create_graph=True)
+            (x * 2.0).sum().backward(create_graph=True)
+        out.append((x.grad.tolist(), x.grad.requires_grad, x.grad.grad_fn is None))
+    assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gradcheck_warns_on_single_precision_inputs(dtype):
+    """gradcheck warns (UserWarning) about an input that is not double precision, and only then, as torch."""
+    seen = []
+    for lib in LIBS:
+        x = lib.tensor(np.array([0.5, 1.5]), dtype=getattr(lib, dtype), requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.autograd.gradcheck(lambda a: a * 2.0, (x,), eps=1e-3, atol=1e-2, rtol=1e-2, raise_exception=False)
+        seen.append(any("double precision" in str(w.message) and w.category is UserWarning for w in caught))
+    assert seen[0] == seen[1] == (dtype == "float32")

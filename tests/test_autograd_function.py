@@ -638,3 +638,26 @@ def test_functional_create_graph_and_strict():
         assert j[1].abs().sum().item() == 0.0
         with pytest.raises(RuntimeError, match="can only be None if the user-provided function returns a single"):
             F.vjp(lambda p: p * 2, x)
+
+
+@pytest.mark.parametrize("order", ["none_first", "none_last"])
+def test_branch_given_none_still_releases_shared_inputs(order):
+    """A Function's None gradient prunes its branch; the leaf that branch shares with another still gets its grad."""
+    grads = []
+    for lib in (ember, torch):
+        class NoGrad(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, y):
+                return y * 1.0
+
+            @staticmethod
+            def backward(ctx, g):
+                return None
+
+        x = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        f = NoGrad.apply((x * 2.0).exp())
+        z = (x * 3.0).sin()
+        loss = (f + z).sum() if order == "none_first" else (z + f).sum()
+        loss.backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)

@@ -373,3 +373,16 @@ def test_like_functions_preserve_format_strides_match_torch(make, fn):
         if want is not None:
             assert (y == want).all()
     assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("second", [(3, 2), (5, 4), (3, 5)])
+def test_ragged_list_of_arrays_names_the_bad_dim_like_torch(second):
+    """tensor([array, array of another shape]): torch's ValueError naming the first dim that differs."""
+    msgs = []
+    for lib in (ember, torch):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's "list of numpy.ndarrays is extremely slow"
+            with pytest.raises(ValueError) as info:
+                lib.tensor([np.zeros((3, 4)), np.zeros(second)])
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]

@@ -603,3 +603,24 @@ def test_namespace():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=root)
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)
+
+
+@pytest.mark.parametrize("fn", ["vjp", "jacobian", "hessian", "vhp", "hvp"])
+def test_autograd_functional_strict_refuses_an_unused_input(fn):
+    """strict=True: an input the function does not use is torch's RuntimeError; without strict, zeros."""
+    def call(lib, strict):
+        F = lib.autograd.functional
+        x, y = t(lib, arr(3)), t(lib, arr(3))
+        f = lambda a, b: (a * a).sum()  # noqa: E731
+        if fn == "vjp":
+            return F.vjp(f, (x, y), strict=strict)[1]
+        if fn in ("jacobian", "hessian"):
+            return getattr(F, fn)(f, (x, y), strict=strict)
+        return getattr(F, fn)(f, (x, y), (x, y), strict=strict)[1]
+    for lib in (torch, ember):  # (hessian's message differs from torch's: types only)
+        with pytest.raises(RuntimeError, match="independent of (the )?input"):
+            call(lib, True)
+    got, want = call(ember, False), call(torch, False)
+    flat = lambda r: [v for v in (r if isinstance(r, tuple) else (r,)) for v in (v if isinstance(v, tuple) else (v,))]  # noqa: E731
+    for g, w in zip(flat(got), flat(want)):
+        np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=1e-12)

@@ -100,3 +100,15 @@ def test_take_along_dim_counts_negative_indices_from_the_end_like_torch(dim):
         y.backward(lib.ones_like(y))
         results.append((y.tolist(), x.grad.tolist()))
     assert results[1] == results[0]
+
+
+@pytest.mark.parametrize("reduce", ["amin", "amax", "sum", "prod"])
+@pytest.mark.parametrize("include_self", [False, True])
+def test_scatter_reduce_bool_matches_torch(reduce, include_self):
+    """bool scatter_reduce: without self, a reached position starts from the reduction's identity (amin: True)."""
+    x = np.array([False, True, False, True])
+    src = np.array([True, False, True, False])
+    index = np.array([0, 1, 1, 2])
+    got = ember.tensor(x).scatter_reduce(0, ember.tensor(index), ember.tensor(src), reduce, include_self=include_self)
+    want = torch.tensor(x).scatter_reduce(0, torch.tensor(index), torch.tensor(src), reduce, include_self=include_self)
+    assert got.dtype is ember.bool and got.tolist() == want.tolist()

@@ -273,3 +273,38 @@ def test_fast_path_is_bit_identical(case, dtype):
     with ember.no_grad():
         inplace(x, y, z)
     np.testing.assert_array_equal(x.numpy(), expected)
+
+
+@pytest.mark.parametrize("call", [lambda m, x, o: x.atan2_(2.0), lambda m, x, o: x.hypot_(2.0),
+                                  lambda m, x, o: m.atan2(x, 2.0, out=o), lambda m, x, o: m.hypot(x, 2.0, out=o)])
+def test_tensor_only_rows_refuse_numbers_on_the_fast_path(call):
+    """atan2/hypot take no Python number as `other`, also in-place and with out= (torch: TypeError)."""
+    a = np.array([1.0, 2.0])
+    results = []
+    for m in (ember, torch):
+        x, o = m.tensor(a), m.empty(2)
+        with pytest.raises(TypeError):
+            call(m, x, o)
+        results.append(x.tolist())
+    assert results[0] == results[1] == a.tolist()
+
+
+@pytest.mark.parametrize("case", ["wider_out", "int_in", "empty_out", "int_inplace"])
+def test_unary_out_off_the_fast_path_matches_torch(case):
+    """A unary row whose out= has another dtype or shape (or an in-place op whose result does not fit) takes the
+    general path: computed, resized/cast into out, or torch's RuntimeError."""
+    a = np.array([0.5, 1.5, -2.0], dtype=np.float32)
+    got = []
+    for m in (ember, torch):
+        if case == "int_inplace":
+            with pytest.raises(RuntimeError):
+                m.tensor([1, 2]).exp_()
+            continue
+        x = m.tensor([1, 2, 3]) if case == "int_in" else m.tensor(a)
+        o = {"wider_out": m.zeros(3, dtype=m.float64), "int_in": m.zeros(3), "empty_out": m.zeros(0)}[case]
+        r = m.exp(x, out=o) if case != "empty_out" else m.sqrt(x, out=o)
+        assert r is o
+        got.append(o.numpy())
+    if got:
+        assert got[0].dtype == got[1].dtype and got[0].shape == got[1].shape
+        np.testing.assert_allclose(got[0], got[1], rtol=1e-6, equal_nan=True)

@@ -958,3 +958,24 @@ def test_share_memory_to_empty_compile():
     m.to_empty(device="cpu")
     assert m.weight is w and tuple(w.shape) == (2, 3)
     assert m.compile() is None and m(ember.ones(1, 3)).shape == (1, 2)
+
+
+def _params(cls):
+    """(name, default, kind) of a constructor's parameters; a function default by its name (each library its own)."""
+    import inspect
+    out = []
+    for p in inspect.signature(cls.__init__).parameters.values():
+        d = p.default
+        out.append((p.name, d.__name__ if callable(d) else repr(d), p.kind))
+    return out
+
+
+def test_module_constructor_signatures_match_torch():
+    """Every nn module ember has takes torch's constructor parameters, in torch's order, with torch's defaults."""
+    checked = []
+    for name in dir(torch.nn):
+        tc, ec = getattr(torch.nn, name), getattr(ember.nn, name, None)
+        if isinstance(tc, type) and issubclass(tc, torch.nn.Module) and ec is not None:
+            assert _params(ec) == _params(tc), name
+            checked.append(name)
+    assert len(checked) > 100

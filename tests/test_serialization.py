@@ -243,3 +243,46 @@ def test_legacy_format_written_by_torch(tmp_path):
     (tmp_path / "cut.pt").write_bytes(raw[:-10])
     with pytest.raises(RuntimeError, match="cut.pt"):
         ember.load(tmp_path / "cut.pt")
+
+
+def test_requires_grad_survives_both_ways(tmp_path):
+    """A leaf's requires_grad is part of the checkpoint (torch keeps it through save/load)."""
+    a = np.arange(6.0).reshape(2, 3)
+    for flag in (True, False):
+        torch.save(torch.tensor(a, requires_grad=flag), tmp_path / "t.pt")
+        e = ember.load(tmp_path / "t.pt")
+        assert e.requires_grad is flag and e.tolist() == a.tolist()
+        ember.save(ember.tensor(a, requires_grad=flag), tmp_path / "e.pt")
+        assert torch.load(tmp_path / "e.pt").requires_grad is flag
+        assert ember.load(tmp_path / "e.pt").requires_grad is flag
+
+
+@pytest.mark.parametrize("cut", [1, 8])
+def test_legacy_checkpoint_cut_inside_its_last_storage(tmp_path, cut):
+    """A legacy file whose last storage lacks bytes (a whole number of elements or not): RuntimeError, as torch."""
+    torch.save(torch.arange(100.0), tmp_path / "old.pt", _use_new_zipfile_serialization=False)
+    (tmp_path / "cut.pt").write_bytes((tmp_path / "old.pt").read_bytes()[:-cut])
+    with pytest.raises(RuntimeError):
+        torch.load(tmp_path / "cut.pt")
+    with pytest.raises(RuntimeError, match="cut.pt"):
+        ember.load(tmp_path / "cut.pt")
+
+
+def test_plain_pickle_is_not_a_legacy_checkpoint(tmp_path):
+    """A file of ordinary pickles fails the legacy magic-number check: RuntimeError naming it, as torch's does."""
+    (tmp_path / "p.pt").write_bytes(pickle.dumps({"a": 1}) + pickle.dumps(1001) + pickle.dumps(3))
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="magic number"):
+            lib.load(tmp_path / "p.pt", weights_only=False)
+
+
+def test_legacy_checkpoint_cut_inside_its_pickle(tmp_path):
+    """Cut before its storages: a RuntimeError naming the file, raised from None (no unpickler traceback chained)."""
+    torch.save({"a": torch.arange(12.0), "i": torch.tensor([1, 2])}, tmp_path / "old.pt",
+               _use_new_zipfile_serialization=False)
+    raw = (tmp_path / "old.pt").read_bytes()
+    for cut in (40, len(raw) // 2):
+        (tmp_path / "cut.pt").write_bytes(raw[:cut])
+        with pytest.raises(RuntimeError, match="cut.pt") as info:
+            ember.load(tmp_path / "cut.pt")
+        assert info.value.__cause__ is None and info.value.__suppress_context__

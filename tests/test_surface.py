@@ -498,3 +498,9 @@ def test_error_messages_of_switches_match_torch():
 def test_deepcopy_of_layout_objects():
     assert copy.deepcopy(ember.channels_last) is ember.channels_last
     assert copy.copy(ember.strided) is ember.strided
+
+
+def test_tensor_has_no_method_torch_lacks():
+    """Tensor's public names are torch.Tensor's (torch.selu_ is a function, not a method: x.selu_() fails in torch)."""
+    extra = {n for n in dir(ember.Tensor) if not n.startswith("_")} - set(dir(torch.Tensor))
+    assert not extra

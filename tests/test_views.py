@@ -640,3 +640,19 @@ def test_random_view_chains_geometry():
             assert t.is_contiguous() == e.is_contiguous(), where
             assert (t._base is None) == (e._base is None), where
             np.testing.assert_array_equal(e.numpy(), t.numpy(), err_msg=where)
+
+
+@pytest.mark.parametrize("op", ["split", "unbind", "chunk"])
+def test_multi_view_outputs_refuse_inplace_with_history(op):
+    """An output of split/unbind/chunk may not be modified in place once it has history (torch's RuntimeError);
+    without history it may, and writes through to the base."""
+    calls = {"split": lambda t: t.split(2), "unbind": lambda t: t.unbind(), "chunk": lambda t: t.chunk(3)}
+    got = []
+    for lib in (ember, torch):
+        y = lib.arange(6.0).requires_grad_() * 1
+        with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+            calls[op](y)[0].mul_(2)
+        x = lib.arange(6.0)
+        calls[op](x)[0].mul_(2)
+        got.append(x.tolist())
+    assert got[0] == got[1]

@@ -723,7 +723,8 @@ def install(fn, name, method=True, function=True, inplace=None, aliases=(), dund
         if method:
             setattr(Tensor, n, fn)
         if inplace is not None:
-            setattr(Tensor, n + "_", inplace)
+            if method:  # torch.selu_ and friends are functions only
+                setattr(Tensor, n + "_", inplace)
             if function:
                 namespace[n + "_"] = inplace
     ALL_OPS[name] = decl if decl is not None else fn

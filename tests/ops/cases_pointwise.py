@@ -58,6 +58,7 @@ CASES = [
     _unary("rad2deg"),
     _unary("sigmoid", T((3, 4), low=-30, high=30), gradgrad=True),
     _unary("logit", OPEN01, gradgrad=True),
+    C("logit", [T((3, 4), low=0.0, high=1.0)], lambda t, x: t.logit(x, eps=0.2), id="eps"),
     _unary("erf", T((3, 4), low=-4, high=4), gradgrad=True),
     _unary("erfc", T((3, 4), low=-4, high=8)),
     _unary("erfinv", UNIT, gradgrad=True),

@@ -109,6 +109,7 @@ CASES = [
     C("dsplit", [(2, 2, 4)], lambda t, x: t.dsplit(x, 2)),
     C("unbind", [(3, 4)], lambda t, x: t.unbind(x, 1), gradgrad=True),
     C("unbind", [()], lambda t, x: x.unbind(), error=IndexError, id="0d"),
+    C("unbind", [(4,)], lambda t, x: x.unbind(-1), id="1d"),
     # ---- copies
     C("clone", [NC], lambda t, x: t.clone(x)),
     C("Tensor.contiguous", [NC], lambda t, x: x.contiguous()),
