@@ -746,7 +746,7 @@ install(_true_div, "true_divide", inplace=make_inplace(_true_div, "true_divide",
 install(rsub, "rsub", method=False)
 install(pow, "pow", method=False, inplace=make_inplace(pow, "pow", fast=_pow_))
 Tensor.pow = Tensor.__pow__ = _pow_method
-Tensor.__ipow__ = Tensor.pow_
+Tensor.pow_ = Tensor.__ipow__ = namespace["pow_"]  # method=False installs no Tensor.pow_: the checked one (negative int powers)
 Tensor.__rpow__ = _rpow
 install(float_power, "float_power", inplace=_float_power_)
 install(square, "square", inplace=make_inplace(square, "square"))
