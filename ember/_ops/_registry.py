@@ -70,9 +70,9 @@ def apply(cls, inputs, params):
     else:
         out = cls.forward(ctx, *arrays, **params)
     if type(out) is tuple:
-        result = outs = tuple(_wrap(o) for o in out)
+        result = outs = tuple(_make(o) for o in out)  # _make turns NumPy scalars into 0-d arrays
     else:
-        result = _make(out if type(out) is np.ndarray else np.asarray(out))
+        result = _make(out)
         outs = (result,)
     if cls.view:
         _mark_views(inputs[0], outs)
@@ -109,12 +109,6 @@ def _forward_0d(cls, ctx, arrays, params):
         return item.reshape(()) if item.shape == (1,) else item
     ctx._saved = tuple(unflat(item) for item in ctx._saved)
     return back if many else back[0]
-
-
-def _wrap(o):
-    if type(o) is not np.ndarray:
-        o = np.asarray(o)
-    return _make(o)
 
 
 def _mark_views(src, outs):
@@ -293,9 +287,7 @@ def unary_call(row, input):
         r = row.kernel(x)
     else:  # a composite kernel: see Note [0-d kernels]
         r = row.kernel(x.reshape(1)).reshape(())
-    if type(r) is not np.ndarray:
-        r = np.asarray(r)
-    out = _make(r)
+    out = _make(r)  # (a NumPy scalar r becomes a 0-d array there)
     if _state.enabled and input._requires_grad and row.differentiable and out._dtype.category >= FLOAT:
         node = _new(row.node)
         init_node(node, (input,))
@@ -390,9 +382,7 @@ def binary_call(row, a, b):
             r = row.kernel(x, y)
     except ValueError:
         raise shapes_error(row.name, x, y) from None
-    if type(r) is not np.ndarray:
-        r = np.asarray(r)
-    out = _make(r)
+    out = _make(r)  # (a NumPy scalar r becomes a 0-d array there)
     if _state.enabled and row.differentiable and out._dtype.category >= FLOAT:
         ra = isinstance(a, Tensor) and a._requires_grad
         rb = isinstance(b, Tensor) and b._requires_grad
