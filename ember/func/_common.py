@@ -8,12 +8,18 @@ function's graph reaches some leaf that is not its own: an enclosing transform's
 closed-over tensor that requires grad, or an input that requires grad. That is exactly when
 torch.func's results stay differentiable (nested transforms, composition with
 torch.autograd); otherwise the results are detached, plain tensors as in torch.func.
+
+Inside a vectorized vmap (Note [Vectorized vmap], _batched.py) a transform works on the whole
+batch: each differentiated input becomes a leaf with a dim per vmap level (to_full: an unbatched
+input is expanded, so each sample gets a gradient of its own), outputs and cotangents are taken
+the same way, and the gradients go back to the function as BatchedTensors (rewrap).
 """
 from .. import autograd as _autograd
 from .._tensor import Tensor
 from ..autograd.graph import AccumulateGrad
 from ..autograd.grad_mode import is_grad_enabled
 from ..utils._pytree import tree_flatten, tree_unflatten
+from ._batched import active_levels, rewrap, to_full
 
 
 def slice_argnums(args, argnums, as_tuple=True):
@@ -64,18 +70,22 @@ def make_differentiable(tree):
     """(flat inputs to differentiate by, the tree rebuilt from them, the transform's own fresh leaves)."""
     leaves, spec = tree_flatten(tree)
     outer = is_grad_enabled()
+    levels = active_levels()
     wrapped = []
     own = []
     for t in leaves:
         if not isinstance(t, Tensor):
             raise ValueError(f"Thing passed to transform API must be Tensor, got {type(t)}")
+        if levels:
+            t = to_full(t, levels)
         if outer and t._requires_grad:
             w = t.view_as(t)  # an alias: gradients flow on to the enclosing graph
         else:
             w = t.detach().requires_grad_()
             own.append(w)
         wrapped.append(w)
-    return wrapped, tree_unflatten(wrapped, spec), own
+    given = [rewrap(w, levels) for w in wrapped] if levels else wrapped
+    return wrapped, tree_unflatten(given, spec), own
 
 
 def reaches_outside(tensors, own):
@@ -83,6 +93,9 @@ def reaches_outside(tensors, own):
     (see Note [Transforms on the autograd graph]); an explicit stack, no recursion."""
     if not is_grad_enabled():
         return False
+    levels = active_levels()
+    if levels:
+        tensors = [to_full(t, levels) if isinstance(t, Tensor) else t for t in tensors]
     own_ids = {id(t) for t in own}
     stack = []
     for t in tensors:
@@ -112,11 +125,15 @@ def reaches_outside(tensors, own):
 def release(tree, own):
     """Detach every tensor of `tree` whose graph leads only to the transform's own leaves."""
     leaves, spec = tree_flatten(tree)
+    levels = active_levels()
     out = []
     for t in leaves:
+        batched = levels and isinstance(t, Tensor) and type(t) is not Tensor
+        if batched:
+            t = to_full(t, levels)
         if isinstance(t, Tensor) and t._requires_grad and not reaches_outside([t], own):
             t = t.detach()
-        out.append(t)
+        out.append(rewrap(t, levels) if batched else t)
     return tree_unflatten(out, spec)
 
 
@@ -130,6 +147,18 @@ def release_aux(aux, own):
 
 def autograd_grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=True):
     """autograd.grad over the outputs that require grad; zeros where an input is unused (as torch.func)."""
+    from .. import ones_like
+    levels = active_levels()
+    if levels:  # per-sample outputs: each sample's gradient of its own output
+        outputs = [to_full(o, levels) for o in outputs]
+        grad_outputs = [ones_like(o) for o in outputs] if grad_outputs is None else \
+            [to_full(g, levels) if isinstance(g, Tensor) else g for g in grad_outputs]
+        grads = _plain_grad(outputs, inputs, grad_outputs, retain_graph, create_graph)
+        return tuple(rewrap(g, levels) for g in grads)
+    return _plain_grad(outputs, inputs, grad_outputs, retain_graph, create_graph)
+
+
+def _plain_grad(outputs, inputs, grad_outputs, retain_graph, create_graph):
     from .. import zeros_like
     if grad_outputs is None:
         pairs = [(o, None) for o in outputs if o._requires_grad]

@@ -78,7 +78,7 @@ def vjp(func, *primals, has_aux=False):
                                f"{_pprint(out_spec)}")
         with enable_grad():
             # a graph is worth building only when something outside this transform can use it
-            needed = keep or any(isinstance(c, Tensor) and c._requires_grad for c in flat_ct)
+            needed = keep or any(isinstance(c, Tensor) and c.requires_grad for c in flat_ct)
             grads = autograd_grad(flat_out, wrapped, flat_ct, retain_graph=retain_graph,
                                   create_graph=create_graph and needed)
         return release(tree_unflatten(grads, primals_spec), own)

@@ -1,21 +1,26 @@
-"""torch.func.vmap as a per-sample loop.
+"""torch.func.vmap: vectorized where ops have batching rules, a per-sample loop elsewhere.
 
-Note [vmap is a loop]: running func once on the whole batch is correct only for functions that
-never look across the batch (no reduction over all dims, no shape-dependent code ...), which
-cannot be known for arbitrary Python. So every call takes the one path that is always right:
-select sample i of each mapped input (a view, so in-place writes reach the caller's tensor as in
-torch), call func, and stack the per-sample outputs along out_dims. The results equal torch's;
-the cost is one Python call per sample. chunk_size is checked as torch checks it; the loop
-already holds one sample at a time. The loop is made of ember ops, so grad/jacrev/vmap nest
-around and inside it. Two limits of a loop: an empty batch runs func once on a zero-filled probe
-sample to learn the output shapes (_empty_batch), and out_dims=None can refuse a batched output
-(torch's ValueError) only when the samples' values differ.
+vmap first runs func once on BatchedTensors (Note [Vectorized vmap], _batched.py): ops with a
+batching rule (_batch_rules.py) run once on the whole batch, an op without one runs once per
+sample. When something cannot be batched at all (a kernel reads a batched tensor's storage, an
+in-place op, data-dependent Python such as `.item()` or `if x > 0`, a random draw in 'same' or
+'different' mode, an error), the random state is put back and func runs as the loop below.
+
+Note [vmap is a loop]: the fallback takes the one path that is always right for arbitrary
+Python: select sample i of each mapped input (a view, so in-place writes reach the caller's
+tensor as in torch), call func, and stack the per-sample outputs along out_dims. The loop is
+made of ember ops, so grad/jacrev/vmap nest around and inside it. Two limits of a loop: an empty
+batch runs func once on a zero-filled probe sample to learn the output shapes (_empty_batch), and
+out_dims=None can refuse a batched output (torch's ValueError) only when the samples' values
+differ. Side effects of func outside its outputs (prints, writes to unbatched tensors) happen in
+the attempt and again in the loop when the attempt fell back.
 """
 import contextlib
 import functools
 
-from .. import allclose, stack
+from .. import allclose, cat, stack
 from .._ops import random as _random_ops
+from . import _batched
 from .._tensor import Tensor
 from ..random import get_rng_state, set_rng_state
 from ..utils._pytree import _broadcast_to_and_flatten, tree_flatten, tree_map_, tree_unflatten
@@ -34,17 +39,28 @@ def _allow_draw():
     return None
 
 
+def _refuse_draw():
+    raise _batched.Unbatchable("a random draw in a vectorized vmap")
+
+
 def check_randomness(randomness):
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
 
 
 @contextlib.contextmanager
-def randomness_mode(randomness):
-    """Random ops raise torch's error inside when this or any enclosing vmap is in 'error' mode."""
+def randomness_mode(randomness, vectorized=False):
+    """Random ops raise torch's error inside when this or any enclosing vmap is in 'error' mode;
+    otherwise a draw ends a vectorized attempt (this one's or an enclosing one's)."""
     guards = _random_ops._draw_guards
-    enclosing_error = bool(guards) and guards[-1] is _raise_on_draw
-    guards.append(_raise_on_draw if randomness == "error" or enclosing_error else _allow_draw)
+    top = guards[-1] if guards else None
+    if randomness == "error" or top is _raise_on_draw:
+        guard = _raise_on_draw
+    elif vectorized or top is _refuse_draw:
+        guard = _refuse_draw
+    else:
+        guard = _allow_draw
+    guards.append(guard)
     try:
         yield
     finally:
@@ -52,8 +68,13 @@ def randomness_mode(randomness):
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
-    """torch.func.vmap by Note [vmap is a loop]: randomness 'different' draws anew for each sample,
-    'same' restores the default generator's state before each sample, 'error' raises on any draw."""
+    """torch.func.vmap, vectorized by batching rules with a per-sample loop as fallback (module
+    docstring): randomness 'different' draws anew for each sample, 'same' restores the default
+    generator's state before each sample, 'error' raises on any draw. Both paths give the same values."""
+    return _vmap(func, in_dims, out_dims, randomness, chunk_size, vectorize=True)
+
+
+def _vmap(func, in_dims, out_dims, randomness, chunk_size, vectorize):
     check_randomness(randomness)
     if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size > 0):
         raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
@@ -64,16 +85,85 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         batch, flat_in_dims, flat_args, args_spec = _process_inputs(in_dims, args, func)
         if batch == 0:
             return _empty_batch(func, flat_args, flat_in_dims, args_spec, kwargs, out_dims, randomness)
-        state = get_rng_state() if randomness == "same" else None
-        results = []
-        with randomness_mode(randomness):
-            for i in range(batch):
-                if state is not None:
-                    set_rng_state(state)
-                sample = [a if d is None else a.select(d, i) for a, d in zip(flat_args, flat_in_dims)]
-                results.append(func(*tree_unflatten(sample, args_spec), **kwargs))
-        return _stack_outputs(results, out_dims, func)
+        if vectorize:
+            result = _vectorized(func, flat_args, flat_in_dims, args_spec, kwargs, batch, out_dims, randomness,
+                                 chunk_size)
+            if result is not _FELL_BACK:
+                return result
+        return _loop(func, flat_args, flat_in_dims, args_spec, kwargs, batch, out_dims, randomness)
     return wrapped
+
+
+def _loop(func, flat_args, flat_in_dims, args_spec, kwargs, batch, out_dims, randomness):
+    """Note [vmap is a loop]."""
+    state = get_rng_state() if randomness == "same" else None
+    results = []
+    with randomness_mode(randomness):
+        for i in range(batch):
+            if state is not None:
+                set_rng_state(state)
+            sample = [a if d is None else a.select(d, i) for a, d in zip(flat_args, flat_in_dims)]
+            results.append(func(*tree_unflatten(sample, args_spec), **kwargs))
+    return _stack_outputs(results, out_dims, func)
+
+
+_FELL_BACK = object()
+stats = _batched.stats
+
+
+def _vectorized(func, flat_args, flat_in_dims, args_spec, kwargs, batch, out_dims, randomness, chunk_size):
+    """func run on BatchedTensors, chunk by chunk; _FELL_BACK (the random state put back) when the
+    attempt could not finish (Note [Vectorized vmap])."""
+    state = get_rng_state()
+    step = batch if chunk_size is None else chunk_size
+    chunks = []
+    for start in range(0, batch, step):
+        n = min(step, batch - start)
+        part = flat_args if n == batch else [a if d is None else a.narrow(d, start, n)
+                                             for a, d in zip(flat_args, flat_in_dims)]
+        entry = _batched.new_level(n)
+        try:
+            with _batched.patched(), randomness_mode(randomness, vectorized=True):
+                inputs = [a if d is None else _batched.make(a if d == 0 else a.movedim(d, 0), entry[0])
+                          for a, d in zip(part, flat_in_dims)]
+                output = func(*tree_unflatten(inputs, args_spec), **kwargs)
+        except (_batched.Unbatchable, Exception):
+            set_rng_state(state)
+            return _FELL_BACK
+        finally:
+            _batched.pop_level(entry)
+        chunks.append(_unbatch_outputs(output, out_dims, func, entry[0], n))
+    stats["vectorized"] += 1
+    if len(chunks) == 1:
+        return chunks[0]
+    flat0, spec = tree_flatten(chunks[0])
+    flat_dims = _flat_out_dims(chunks[0], out_dims, spec, _name(func))
+    columns = zip(*(tree_flatten(c)[0] for c in chunks))
+    joined = [col[0] if d is None else cat(col, dim=d) for col, d in zip(columns, flat_dims)]
+    return tree_unflatten(joined, spec)
+
+
+def _unbatch_outputs(output, out_dims, func, level, batch):
+    """func's outputs with the batch dim of `level` moved to out_dims (an unbatched output expanded)."""
+    name = _name(func)
+    flat, spec = tree_flatten(output)
+    flat_dims = _flat_out_dims(output, out_dims, spec, name)
+    out = []
+    for x, d in zip(flat, flat_dims):
+        batched = _batched.batched_at(x, level)
+        if d is None:
+            if batched:
+                raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor when out_dim is None")
+            out.append(x)
+        elif batched:
+            out.append(x._value.movedim(0, d))
+        elif isinstance(x, Tensor):
+            out.append(x.unsqueeze(d).expand(tuple(x.shape[:d % (x.dim() + 1)]) + (batch,)
+                                             + tuple(x.shape[d % (x.dim() + 1):])))
+        else:
+            raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(x)}. "
+                             f"Did you mean to set out_dims= to None for output?")
+    return tree_unflatten(out, spec)
 
 
 def _empty_batch(func, flat_args, flat_in_dims, args_spec, kwargs, out_dims, randomness):
@@ -154,6 +244,7 @@ def _stack_outputs(results, out_dims, func, empty=False):
     """The per-sample outputs joined along out_dims, in the structure func returned (with no
     samples at all when `empty`: results then holds the probe's output, see _empty_batch)."""
     name = _name(func)
+    stats["loop"] += 1
     flat0, spec = tree_flatten(results[0])
     flat = [flat0]
     for r in results[1:]:
