@@ -30,6 +30,7 @@ class Unbatchable(BaseException):
 # how often each path ran: vmap calls finished vectorized, vmap calls run as the whole loop, ops run
 # per sample inside a vectorized call (the tests check which path a function took)
 stats = {"vectorized": 0, "loop": 0, "op_loop": 0}
+last_fallback = [None]  # the exception that ended the latest vectorized attempt
 _levels = []  # the vectorized vmaps now running, innermost last: [level, batch size]
 _counter = itertools.count(1)
 
@@ -190,11 +191,13 @@ def _method(name, unbound):
     return method
 
 
+_TENSOR_METHODS = {}  # name -> (Tensor's method, the dispatching one): see patched
 for _klass in reversed(Tensor.__mro__[:-1]):
     for _name, _attr in list(vars(_klass).items()):
         if _name in _OWN or isinstance(_attr, (staticmethod, classmethod, property, type)) or not callable(_attr):
             continue
-        setattr(BatchedTensor, _name, _method(_name, _attr))
+        _TENSOR_METHODS[_name] = (_attr, _method(_name, _attr))
+        setattr(BatchedTensor, _name, _TENSOR_METHODS[_name][1])
 
 
 def to_full(t, levels):
@@ -392,7 +395,8 @@ def _build():
 
 
 class patched:
-    """Context manager: ember's functions dispatch BatchedTensors (restored when the outermost exits)."""
+    """Context manager: ember's functions, and Tensor's methods called on an unbatched tensor with
+    batched arguments (`w.matmul(x)`), dispatch BatchedTensors; all restored when the outermost exits."""
 
     def __enter__(self):
         if _patch_depth[0] == 0:
@@ -400,6 +404,8 @@ class patched:
                 _build()
             for (_, n), (mod, _fn, w) in _wrappers.items():
                 setattr(mod, n, w)
+            for n, (_fn, w) in _TENSOR_METHODS.items():
+                setattr(Tensor, n, w)
         _patch_depth[0] += 1
         return self
 
@@ -408,4 +414,6 @@ class patched:
         if _patch_depth[0] == 0:
             for (_, n), (mod, fn, _w) in _wrappers.items():
                 setattr(mod, n, fn)
+            for n, (fn, _w) in _TENSOR_METHODS.items():
+                setattr(Tensor, n, fn)
         return False

@@ -127,8 +127,9 @@ def _vectorized(func, flat_args, flat_in_dims, args_spec, kwargs, batch, out_dim
                 inputs = [a if d is None else _batched.make(a if d == 0 else a.movedim(d, 0), entry[0])
                           for a, d in zip(part, flat_in_dims)]
                 output = func(*tree_unflatten(inputs, args_spec), **kwargs)
-        except (_batched.Unbatchable, Exception):
+        except (_batched.Unbatchable, Exception) as e:
             set_rng_state(state)
+            _batched.last_fallback[0] = e  # why (for tests and for anyone asking why a vmap is slow)
             return _FELL_BACK
         finally:
             _batched.pop_level(entry)
@@ -139,7 +140,8 @@ def _vectorized(func, flat_args, flat_in_dims, args_spec, kwargs, batch, out_dim
     flat0, spec = tree_flatten(chunks[0])
     flat_dims = _flat_out_dims(chunks[0], out_dims, spec, _name(func))
     columns = zip(*(tree_flatten(c)[0] for c in chunks))
-    joined = [col[0] if d is None else cat(col, dim=d) for col, d in zip(columns, flat_dims)]
+    joined = [col[0] if d is None else _batched.dispatch("cat", cat, (list(col),), {"dim": d})
+              for col, d in zip(columns, flat_dims)]
     return tree_unflatten(joined, spec)
 
 
@@ -263,7 +265,7 @@ def _stack_outputs(results, out_dims, func, empty=False):
         if not isinstance(values[0], Tensor):
             raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(values[0])}. "
                              f"Did you mean to set out_dims= to None for output?")
-        joined = stack(values, dim=d)
+        joined = _batched.dispatch("stack", stack, (values,), {"dim": d})
         out.append(joined.narrow(d, 0, 0) if empty else joined)
     return tree_unflatten(out, spec)
 
