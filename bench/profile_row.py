@@ -28,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import harness, rows, rows_extra  # noqa: E402,F401
+from bench import harness, rows, rows_extra, rows_func  # noqa: E402,F401
 from bench.harness import ROWS  # noqa: E402
 
 BLAS = ("matmul", "dot", "einsum", "tensordot", "vdot", "inner", "c_einsum")

@@ -48,6 +48,7 @@ from bench import rows  # noqa: E402,F401  (registers the rows)
 from bench import rows_extra  # noqa: E402,F401
 from bench import rows_allocator  # noqa: E402,F401
 from bench import rows_checkpoint  # noqa: E402,F401
+from bench import rows_func  # noqa: E402,F401
 from bench.harness import ROWS, row  # noqa: E402,F401  (row: for ad-hoc rows added to this file)
 
 GROUPS = ("training", "micro", "system", "extra")

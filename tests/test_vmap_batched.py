@@ -66,7 +66,7 @@ VECTORIZED = {
     "binary_broadcast": (lambda L: lambda a, b: a * b - b / (a.abs() + 1) + 2, [f32(4, 3), f32(5, 4, 1, 3)],
                          {"in_dims": (0, 1)}),
     "unbatched_more_dims": (lambda L: lambda a, b: a + b, [f32(4, 3), f32(2, 3)], {"in_dims": (0, None)}),
-    "scalar_samples_promotion": (lambda L: lambda a, b: a * b, [f32(4), f64(3)], {"in_dims": (0, None)}),
+    "scalar_samples_promotion": (lambda L: lambda a, b: (a * b, b - a), [f64(4), f32(3)], {"in_dims": (0, None)}),
     "int_float_promotion": (lambda L: lambda a, b: (a + b, a // 2, a > b), [ints(5, 4, 3), f32(3)],
                             {"in_dims": (0, None)}),
     "where_clamp_masked_fill": (lambda L: lambda a, b: L.where(a > 0, a, b).clamp(min=-0.5, max=0.5)
