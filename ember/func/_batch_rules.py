@@ -8,7 +8,7 @@ what is left of enclosing levels. Dims a sample's op is given are shifted past t
 """
 from .. import _dtype as D
 from .._tensor import Tensor
-from ._batched import BatchedTensor, batch_size
+from ._batched import BatchedTensor, batch_size, dispatch
 
 FALLBACK = object()
 RULES = {}
@@ -452,7 +452,7 @@ def _matmul_values(a, b, level):
         va = _pad(va, r - max(ra, 2))
     if bb:
         vb = _pad(vb, r - max(rb, 2))
-    out = va.matmul(vb)
+    out = dispatch("matmul", Tensor.matmul, (va, vb), {})  # va may be plain, vb batched at an outer level
     if ra == 1:
         out = out.squeeze(-2)
     if rb == 1:

@@ -4,15 +4,15 @@ Note [Vectorized vmap]: a BatchedTensor is an ember Tensor that stands for one s
 It holds `_value`, the whole batch with the batch dim at 0 (an ordinary ember Tensor, or the
 BatchedTensor of an enclosing vmap: nested vmaps nest wrappers, one level each), and `_level`, the
 vmap that made it. Its shape, dtype and methods are those of one sample. Every Tensor method of a
-BatchedTensor, and while a vectorized vmap runs every function of ember, ember.nn.functional,
-ember.special and ember.linalg (swapped for a dispatching wrapper: `patched`), goes to dispatch():
-the innermost level among the arguments is peeled, and the op's batching rule (_batch_rules.py)
-runs the op on the values, or, for an op without a rule, the op runs once per sample on value[i]
-and the results are stacked (loop_op: the per-sample loop for that op alone). Everything else —
-Tensor's storage slots, which ember's kernels read — raises Unbatchable, and vmap then runs the
-whole function as a per-sample loop (Note [vmap is a loop], _vmap.py); so does an op with a
-non-tensor result (`.item()`, `bool(x)`: data-dependent Python) and an in-place op. Both paths
-compute the same values.
+BatchedTensor, and while a vectorized vmap runs the functions of ember, ember.nn.functional,
+ember.special and ember.linalg that have batching rules (swapped for a dispatching wrapper:
+`patched`), go to dispatch(): the innermost level among the arguments is peeled, and the op's
+batching rule (_batch_rules.py) runs the op on the values, or, for a method without a rule, the
+op runs once per sample on value[i] and the results are stacked (loop_op: the per-sample loop for
+that op alone). Everything else — Tensor's storage slots, which ember's kernels read — raises
+Unbatchable, and vmap then runs the whole function as a per-sample loop (Note [vmap is a loop],
+_vmap.py); so does an op with a non-tensor result (`.item()`, `bool(x)`: data-dependent Python)
+and an in-place op. Both paths compute the same values.
 """
 import functools
 import itertools
@@ -191,7 +191,7 @@ def _method(name, unbound):
     return method
 
 
-_TENSOR_METHODS = {}  # name -> (Tensor's method, the dispatching one): see patched
+_TENSOR_METHODS = {}  # name -> (Tensor's method, BatchedTensor's dispatching one)
 for _klass in reversed(Tensor.__mro__[:-1]):
     for _name, _attr in list(vars(_klass).items()):
         if _name in _OWN or isinstance(_attr, (staticmethod, classmethod, property, type)) or not callable(_attr):
@@ -355,21 +355,31 @@ def _check_fresh(outs):
 
 # ---- the functions of ember's namespaces, while a vectorized vmap runs ---------------------
 
-_wrappers = {}  # (module name, function name) -> (original, wrapper)
+_wrappers = []  # (namespace dict, name, function, its dispatching wrapper): see patched
 _patch_depth = [0]
 
 # functions that only ask a tensor about itself: the BatchedTensor method answers
 _AS_METHOD = {"is_floating_point", "is_complex", "numel", "is_signed"}
 
 
-def _namespaces():
+# functions without a batching rule that still run per sample (not the whole function) when batched
+_PER_SAMPLE = {"einsum", "outer", "trace", "diag", "det", "inv", "solve", "cdist", "kron", "cross"}
+
+
+def _build():
+    """The (namespace dict, name, function, dispatching wrapper) of every public function of ember,
+    ember.nn.functional, ember.special and ember.linalg that has a batching rule (or is in _PER_SAMPLE)."""
     import ember
     from .. import linalg, special
     from ..nn import functional
-    from .._ops._registry import namespace
-    yield ember, [n for n in namespace if n in vars(ember)]
-    for mod in (functional, linalg, special):
-        yield mod, [n for n, v in vars(mod).items() if not n.startswith("_")]
+    from ._batch_rules import RULES
+    names = set(RULES) | _PER_SAMPLE | _AS_METHOD
+    for mod in (ember, functional, linalg, special):
+        d = vars(mod)
+        for n in sorted(names):
+            fn = d.get(n)
+            if fn is not None and callable(fn) and not isinstance(fn, type):
+                _wrappers.append((d, n, fn, _function(n, fn)))
 
 
 def _function(name, fn):
@@ -385,35 +395,25 @@ def _function(name, fn):
     return function
 
 
-def _build():
-    for mod, names in _namespaces():
-        d = vars(mod)
-        for n in names:
-            fn = d.get(n)
-            if callable(fn) and not isinstance(fn, type) and getattr(fn, "__module__", "") is not None:
-                _wrappers[(mod.__name__, n)] = (mod, fn, _function(n, fn))
-
-
 class patched:
-    """Context manager: ember's functions, and Tensor's methods called on an unbatched tensor with
-    batched arguments (`w.matmul(x)`), dispatch BatchedTensors; all restored when the outermost exits."""
+    """Context manager: ember's functions that have batching rules dispatch BatchedTensors while a
+    vectorized vmap runs (restored when the outermost exits). Swapping only those keeps the cost of
+    a vmap call small; a function left as it is ends the attempt when it reads a batched tensor.
+    Tensor's methods are not swapped: a BatchedTensor has its own, and Python gives its reflected
+    operators (`w @ x`, `1 - x`) precedence; `w.matmul(x)` with only x batched takes the loop."""
 
     def __enter__(self):
         if _patch_depth[0] == 0:
             if not _wrappers:
                 _build()
-            for (_, n), (mod, _fn, w) in _wrappers.items():
-                setattr(mod, n, w)
-            for n, (_fn, w) in _TENSOR_METHODS.items():
-                setattr(Tensor, n, w)
+            for d, n, _fn, w in _wrappers:
+                d[n] = w
         _patch_depth[0] += 1
         return self
 
     def __exit__(self, *exc):
         _patch_depth[0] -= 1
         if _patch_depth[0] == 0:
-            for (_, n), (mod, fn, _w) in _wrappers.items():
-                setattr(mod, n, fn)
-            for n, (fn, _w) in _TENSOR_METHODS.items():
-                setattr(Tensor, n, fn)
+            for d, n, fn, _w in _wrappers:
+                d[n] = fn
         return False

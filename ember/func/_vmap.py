@@ -4,7 +4,7 @@ vmap first runs func once on BatchedTensors (Note [Vectorized vmap], _batched.py
 batching rule (_batch_rules.py) run once on the whole batch, an op without one runs once per
 sample. When something cannot be batched at all (a kernel reads a batched tensor's storage, an
 in-place op, data-dependent Python such as `.item()` or `if x > 0`, a random draw in 'same' or
-'different' mode, an error), the random state is put back and func runs as the loop below.
+'different' mode, an error), func runs again as the loop below.
 
 Note [vmap is a loop]: the fallback takes the one path that is always right for arbitrary
 Python: select sample i of each mapped input (a view, so in-place writes reach the caller's
@@ -112,9 +112,9 @@ stats = _batched.stats
 
 
 def _vectorized(func, flat_args, flat_in_dims, args_spec, kwargs, batch, out_dims, randomness, chunk_size):
-    """func run on BatchedTensors, chunk by chunk; _FELL_BACK (the random state put back) when the
-    attempt could not finish (Note [Vectorized vmap])."""
-    state = get_rng_state()
+    """func run on BatchedTensors, chunk by chunk; _FELL_BACK when the attempt could not finish
+    (Note [Vectorized vmap]). No draw happens in an attempt: the draw guard raises before the
+    generator is touched, so the random state is as it was for the loop."""
     step = batch if chunk_size is None else chunk_size
     chunks = []
     for start in range(0, batch, step):
@@ -128,7 +128,6 @@ def _vectorized(func, flat_args, flat_in_dims, args_spec, kwargs, batch, out_dim
                           for a, d in zip(part, flat_in_dims)]
                 output = func(*tree_unflatten(inputs, args_spec), **kwargs)
         except (_batched.Unbatchable, Exception) as e:
-            set_rng_state(state)
             _batched.last_fallback[0] = e  # why (for tests and for anyone asking why a vmap is slow)
             return _FELL_BACK
         finally:
