@@ -8,7 +8,7 @@ what is left of enclosing levels. Dims a sample's op is given are shifted past t
 """
 from .. import _dtype as D
 from .._tensor import Tensor
-from ._batched import BatchedTensor, batch_size, dispatch
+from ._batched import BatchedTensor, batch_size, dispatch, input_counters
 
 FALLBACK = object()
 RULES = {}
@@ -81,7 +81,7 @@ def _rule(*names):
 
 # ---- elementwise ops: broadcast against each other with the batch dim in front -------------------
 
-# F.<op>(input, ..., inplace) positions of `inplace`
+# F.<op>(input, ..., inplace) positions of `inplace` (see _inplace_functional)
 _INPLACE_AT = {"relu": 1, "relu6": 1, "selu": 1, "silu": 1, "mish": 1, "hardswish": 1, "hardsigmoid": 1,
                "elu": 2, "celu": 2, "leaky_relu": 2, "hardtanh": 3, "threshold": 3, "dropout": 3}
 
@@ -122,18 +122,6 @@ def elementwise(promote=True, skip=0):
     return rule
 
 
-def _inplace_checked(name, rule):
-    pos = _INPLACE_AT.get(name)
-    if pos is None:
-        return rule
-
-    def checked(call, level, args, kwargs):
-        if len(args) > pos and args[pos] is True:
-            return FALLBACK
-        return rule(call, level, args, kwargs)
-    return checked
-
-
 _UNARY = """abs absolute neg negative exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan
 arcsin arccos arctan sinh cosh tanh asinh acosh atanh arcsinh arccosh arctanh sigmoid relu relu6 gelu silu mish
 softplus elu selu celu leaky_relu hardtanh hardsigmoid hardswish logsigmoid softsign tanhshrink hardshrink
@@ -152,9 +140,9 @@ __mod__ __rmod__ __pow__ __rpow__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__ __an
 __xor__ __rxor__ __lshift__ __rlshift__ __rshift__ __rrshift__ __div__ __rdiv__"""
 
 for _n in _UNARY.split():
-    RULES[_n] = _inplace_checked(_n, elementwise(promote=False))
+    RULES[_n] = elementwise(promote=False)
 for _n in _NARY.split():
-    RULES[_n] = _inplace_checked(_n, elementwise())
+    RULES[_n] = elementwise()
 for _n in ("lerp", "addcmul", "addcdiv", "masked_fill"):
     RULES[_n] = elementwise(promote=False)
 RULES["where"] = elementwise(skip=1)
@@ -494,109 +482,97 @@ def _linear(call, level, args, kwargs):
     return Ready(out if b is None else ember.add(out, b))
 
 
-# ---- nn.functional ------------------------------------------------------------------------------
 
-def _arg(args, kwargs, pos, name, default=None):
-    return args[pos] if len(args) > pos else kwargs.get(name, default)
+# ---- in-place ops on tensors made inside the function ----------------------------------------------
 
-
-@_rule("cross_entropy", "nll_loss")
-def _class_loss(call, level, args, kwargs):
-    """Class-index targets, inputs (C) or (N, C), no label smoothing: the unreduced loss of the
-    flattened batch, then each sample's own sum or weighted mean."""
-    name = _opname(call)
-    x, target = args[0], _arg(args, kwargs, 1, "target")
-    weight = _arg(args, kwargs, 2, "weight")
-    ignore = _arg(args, kwargs, 4, "ignore_index", -100)
-    reduction = _arg(args, kwargs, 6, "reduction", "mean")
-    smoothing = _arg(args, kwargs, 7, "label_smoothing", 0.0) if name == "cross_entropy" else 0.0
-    if len(args) > 3 and (args[3] is not None) or len(args) > 5 and args[5] is not None or \
-            kwargs.get("size_average") is not None or kwargs.get("reduce") is not None:
-        return FALLBACK  # the legacy size_average / reduce arguments
-    if not isinstance(x, Tensor) or not isinstance(target, Tensor) or smoothing or target.is_floating_point() or \
-            x.dim() not in (1, 2) or target.dim() != x.dim() - 1 or reduction not in ("none", "sum", "mean") or \
-            (weight is not None and (not isinstance(weight, Tensor) or _batched(weight, level))) or \
-            not x.is_floating_point():
-        return FALLBACK
-    import ember
-    F = ember.nn.functional
-    xv, tv = _full(x, level), _full(target, level)
-    C = xv.shape[-1]
-    flat_x = xv.reshape(-1, C)
-    flat_t = tv.reshape(-1)
-    fn = F.cross_entropy if name == "cross_entropy" else F.nll_loss
-    loss = fn(flat_x, flat_t, weight=weight, ignore_index=ignore, reduction="none").reshape(tv.shape)
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return loss.sum(1) if loss.dim() == 2 else loss
-    keep = flat_t != ignore
-    if weight is None:
-        w = keep.to(loss.dtype)
-    else:
-        w = weight[flat_t.masked_fill(~keep, 0)] * keep
-    w = w.reshape(tv.shape)
-    if loss.dim() == 1:
-        return loss / w
-    return loss.sum(1) / w.sum(1)
-
-
-@_rule("mse_loss", "l1_loss")
-def _pointwise_loss(call, level, args, kwargs):
-    x, y = args[0], _arg(args, kwargs, 1, "target")
-    reduction = _arg(args, kwargs, 4, "reduction", "mean")
-    if len(args) > 2 or kwargs.get("size_average") is not None or kwargs.get("reduce") is not None or \
-            not isinstance(y, Tensor) or tuple(x.shape) != tuple(y.shape) or x.dtype is not y.dtype or \
-            reduction not in ("none", "sum", "mean"):
-        return FALLBACK
-    import ember
-    d = ember.sub(x, y)
-    loss = ember.mul(d, d) if _opname(call) == "mse_loss" else ember.abs(d)
-    if reduction == "none":
-        return Ready(loss)
-    if x.dim() == 0:
-        return Ready(loss)
-    return Ready(ember.sum(loss) if reduction == "sum" else ember.mean(loss))
-
-
-@_rule("layer_norm", "embedding")
-def _first_only(call, level, args, kwargs):
-    """Ops that treat every leading dim of their first operand alike: the batch is one more."""
-    if not _batched(args[0], level) or args[0].dim() == 0:
-        return FALLBACK
-    for a in list(args[1:]) + list(kwargs.values()):
-        if _batched(a, level):
-            return FALLBACK
-    return call((args[0]._value,) + tuple(args[1:]), kwargs)
-
-
-_IMAGE_OPS = {"conv1d": 1, "conv2d": 2, "conv3d": 3, "max_pool1d": 1, "max_pool2d": 2, "max_pool3d": 3,
-              "avg_pool1d": 1, "avg_pool2d": 2, "avg_pool3d": 3, "adaptive_avg_pool1d": 1,
-              "adaptive_avg_pool2d": 2, "adaptive_avg_pool3d": 3, "adaptive_max_pool1d": 1,
-              "adaptive_max_pool2d": 2, "adaptive_max_pool3d": 3, "group_norm": None}
-
-
-def _image(call, level, args, kwargs):
-    """Ops on (N, C, *spatial) or (C, *spatial) inputs with unbatched weights: the batch joins N."""
-    x = args[0]
-    name = _opname(call)
-    spatial = _IMAGE_OPS[name]
-    if not _batched(x, level):
-        return FALLBACK
-    for a in list(args[1:]) + list(kwargs.values()):
-        if _batched(a, level) or (type(a) in (list, tuple) and _has_tensor(a)):
-            return FALLBACK
+def _writable(x, level):
+    """x's batch value, when an in-place op may write it: batched, not nested, and sharing no
+    memory with the vmap's inputs (views share their base's version counter). A write into an
+    input is left to the loop: were the attempt to fall back later, it would happen twice."""
+    if not _batched(x, level) or type(x._value) is BatchedTensor:
+        return None
     v = x._value
-    if spatial is not None and x.dim() == spatial + 1:
-        return call((v,) + tuple(args[1:]), kwargs)  # unbatched samples: the batch is N
-    if x.dim() < 2 or (spatial is not None and x.dim() != spatial + 2):
+    return None if id(v._version_counter) in input_counters(level) else v
+
+
+def inplace(fn_name):
+    """The rule of an elementwise in-place op (x.add_(y), x += y): the op on x's value, in place,
+    with the other operands aligned as elementwise() aligns them (same dtypes only)."""
+    def rule(call, level, args, kwargs):
+        v = _writable(args[0], level)
+        if v is None or kwargs.get("out") is not None:
+            return FALLBACK
+        x = args[0]
+        others = list(args[1:]) + list(kwargs.values())
+        if any(type(a) in (list, tuple) and _has_tensor(a) for a in others):
+            return FALLBACK
+        if any(isinstance(a, Tensor) and a.dtype is not x.dtype for a in others):
+            return FALLBACK
+        n = x.dim()
+
+        def align(a):
+            if _batched(a, level):
+                return _pad(a._value, n - a.dim())
+            return a
+        getattr(v, fn_name)(*[align(a) for a in args[1:]], **{k: align(a) for k, a in kwargs.items()})
+        return Ready(x)
+    return rule
+
+
+_INPLACE = """add sub mul div true_divide floor_divide remainder fmod pow clamp clip clamp_min clamp_max
+maximum minimum atan2 hypot copysign lerp addcmul addcdiv masked_fill abs neg exp log log1p sqrt rsqrt sin cos
+tanh sigmoid relu sign floor ceil round trunc frac erf reciprocal square nan_to_num zero fill""".split()
+for _n in _INPLACE:
+    RULES[_n + "_"] = inplace(_n + "_")
+for _d, _n in (("add", "add_"), ("sub", "sub_"), ("mul", "mul_"), ("truediv", "div_"), ("div", "div_"),
+               ("floordiv", "floor_divide_"), ("mod", "remainder_"), ("pow", "pow_")):
+    RULES[f"__i{_d}__"] = inplace(_n)
+
+
+def _inplace_functional(name):
+    """F.relu(x, inplace=True) and friends on a tensor made inside the function."""
+    out_of_place = RULES[name]
+    pos = _INPLACE_AT[name]
+
+    def rule(call, level, args, kwargs):
+        if not (kwargs.get("inplace") is True or (len(args) > pos and args[pos] is True)):
+            return out_of_place(call, level, args, kwargs)
+        v = _writable(args[0], level)
+        if v is None or _has_tensor(args[1:]) or _has_tensor(kwargs.values()):
+            return FALLBACK
+        call((v,) + tuple(args[1:]), kwargs)
+        return Ready(args[0])
+    return rule
+
+
+for _n in _INPLACE_AT:
+    if _n != "dropout":
+        RULES[_n] = _inplace_functional(_n)
+
+
+@_rule("__setitem__")
+def _setitem(call, level, args, kwargs):
+    """x[index] = value for basic indices into a tensor made inside the function."""
+    x, index, value = args
+    v = _writable(x, level)
+    index = index if type(index) is tuple else (index,)
+    if v is None or any(not (i is None or i is Ellipsis or type(i) in (int, slice)) for i in index):
         return FALLBACK
-    B, N = v.shape[0], v.shape[1]
-    out = call((v.flatten(0, 1),) + tuple(args[1:]), kwargs)
-    if isinstance(out, tuple):
-        return type(out)(o.unflatten(0, (B, N)) for o in out) if type(out) is tuple else FALLBACK
-    return out.unflatten(0, (B, N))
+    if isinstance(value, Tensor):
+        if value.dtype is not x.dtype:
+            return FALLBACK
+        if _batched(value, level):
+            value = _pad(value._value, x[index if len(index) != 1 else index[0]].dim() - value.dim())
+    v[(slice(None),) + index] = value
+    return Ready(None)
 
 
-for _n in _IMAGE_OPS:
-    RULES[_n] = _image
+@_rule("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor")
+def _new(call, level, args, kwargs):
+    """x.new_zeros(size): a tensor of x's dtype that does not depend on x's values (unbatched)."""
+    if _has_tensor(args[1:]) or _has_tensor(kwargs.values()):
+        return FALLBACK
+    return Ready(call((args[0]._value,) + tuple(args[1:]), kwargs))
+
+
+from . import _batch_rules_nn  # noqa: E402,F401  (registers the rules of nn.functional's ops)

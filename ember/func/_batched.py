@@ -12,12 +12,13 @@ op runs once per sample on value[i] and the results are stacked (loop_op: the pe
 that op alone). Everything else — Tensor's storage slots, which ember's kernels read — raises
 Unbatchable, and vmap then runs the whole function as a per-sample loop (Note [vmap is a loop],
 _vmap.py); so does an op with a non-tensor result (`.item()`, `bool(x)`: data-dependent Python)
-and an in-place op. Both paths compute the same values.
+and an in-place op without a rule or on the memory of an input (in-place rules write only tensors
+made inside the function, which a fallback discards). Both paths compute the same values.
 """
 import functools
 import itertools
 
-from .._tensor import Tensor
+from .._tensor import Tensor, _new_size
 
 __all__ = ["BatchedTensor", "Unbatchable", "dispatch", "patched", "active_levels"]
 
@@ -35,8 +36,10 @@ _levels = []  # the vectorized vmaps now running, innermost last: [level, batch 
 _counter = itertools.count(1)
 
 
-def new_level(batch):
-    entry = [next(_counter), batch]
+def new_level(batch, inputs=()):
+    """Enter a vectorized vmap of this batch size; `inputs` are its tensors (in-place ops on
+    their memory are left to the loop: see _batch_rules._writable)."""
+    entry = [next(_counter), batch, {id(t._version_counter) for t in inputs if type(t) is Tensor}]
     _levels.append(entry)
     return entry
 
@@ -47,7 +50,14 @@ def pop_level(entry):
 
 def active_levels():
     """The vectorized vmaps now running as (level, batch size), outermost first."""
-    return [tuple(e) for e in _levels]
+    return [(e[0], e[1]) for e in _levels]
+
+
+def input_counters(level):
+    for e in _levels:
+        if e[0] == level:
+            return e[2]
+    return ()
 
 
 def _refuse(*args):
@@ -78,10 +88,10 @@ class BatchedTensor(Tensor):
     # ---- one sample's metadata ---------------------------------------------------------
     @property
     def shape(self):
-        return self._value.shape[1:]
+        return _new_size(self._value.shape[1:])
 
     def size(self, dim=None):
-        shape = self._value.shape[1:]
+        shape = _new_size(self._value.shape[1:])
         if dim is None:
             return shape
         return shape[_wrap(dim, len(shape))]
@@ -247,9 +257,9 @@ def level_of(args, kwargs):
 
 
 def batch_size(level):
-    for lvl, b in _levels:
-        if lvl == level:
-            return b
+    for e in _levels:
+        if e[0] == level:
+            return e[1]
     raise RuntimeError("vmap: a batched tensor was used outside the vmap that made it (it escaped through "
                        "a closure or a global); return it from the function instead")
 

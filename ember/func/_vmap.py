@@ -121,7 +121,7 @@ def _vectorized(func, flat_args, flat_in_dims, args_spec, kwargs, batch, out_dim
         n = min(step, batch - start)
         part = flat_args if n == batch else [a if d is None else a.narrow(d, start, n)
                                              for a, d in zip(flat_args, flat_in_dims)]
-        entry = _batched.new_level(n)
+        entry = _batched.new_level(n, part)
         try:
             with _batched.patched(), randomness_mode(randomness, vectorized=True):
                 inputs = [a if d is None else _batched.make(a if d == 0 else a.movedim(d, 0), entry[0])
