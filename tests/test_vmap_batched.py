@@ -139,6 +139,7 @@ def _inplace_ops(L):
         y = a.clone()
         y.mul_(2).add_(b)
         y += 1
+        y.sub_(a[0])
         y[0] = 3.0
         y[1, :2] = b[:2]
         z = L.nn.functional.relu(y * 1, inplace=True)
