@@ -14,7 +14,7 @@ from .variable import Variable
 
 
 def __getattr__(name):
-    if name == "profiler":  # torch.autograd.profiler, imported on first use (keeps `import ember` fast)
+    if name in ("profiler", "forward_ad"):  # torch.autograd.profiler / forward_ad, imported on first use
         import importlib
-        return importlib.import_module(".profiler", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'ember.autograd' has no attribute '{name}'")
