@@ -113,4 +113,6 @@ def test_level_lifetime_and_errors():
         y = make()
         assert fw.unpack_dual(y).tangent is None  # tangents die with their level
         assert (y + 1).sum().item() == 9.0        # and the tensor goes on as a plain one
+        with fw.dual_level():
+            assert fw.unpack_dual(y).tangent is None and fw.unpack_dual(y * 2).tangent is None
     assert ember.matmul is ember._ops._registry.namespace["matmul"]  # the level's swaps are undone
