@@ -338,3 +338,14 @@ def test_inplace_on_an_input_happens_once():
         else:
             lib.func.vmap(lambda a: a.mul_(2))(x)
         assert x.sum().item() == 12.0
+
+
+def test_jacrev_inside_vmap():
+    def run(L):
+        x, w = _to(L, [_XBW[0][0].astype(np.float64), _XBW[2][0].astype(np.float64)])
+        f = L.func.jacrev(lambda x, w: (x @ w).tanh() * x[:2].sum(), argnums=(0, 1))
+        return L.func.vmap(f, in_dims=(0, None))(x, w), L.func.vmap(L.func.jacrev(lambda a: a.sin().sum()))(x)
+    before = dict(_batched.stats)
+    out = run(ember)
+    assert _batched.stats["loop"] == before["loop"], _batched.last_fallback[0]
+    _same(out, run(torch), rtol=1e-10, atol=1e-12)

@@ -5,10 +5,11 @@ nest (grad(grad(f)), jacrev(jacrev(f)), vmap(grad(f))) and compose with torch.au
 """
 import functools
 
-from .. import eye, stack
+from .. import eye
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..utils._pytree import tree_flatten, tree_unflatten
+from ._batched import active_levels
 from ._common import (autograd_grad, check_float_outputs, check_tensor_outputs, error_if_complex,
                       make_differentiable, reaches_outside, release, release_aux, replace_args, slice_argnums,
                       split_aux)
@@ -128,16 +129,19 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 
 
 def _jacobian_rows(out, inputs, keep):
-    """d out / d input for every input: one vjp per element of out, shaped out.shape + input.shape."""
+    """d out / d input for every input: one vjp per element of out, shaped out.shape + input.shape
+    (inside a vectorized vmap the inputs carry a leading dim per level: their samples' shapes count)."""
+    import ember  # ember.stack: the dispatching one while a vectorized vmap runs
     from .. import zeros
+    skip = len(active_levels())
+    shapes = [tuple(x.shape)[skip:] for x in inputs]
     n = out.numel()
-    if n == 0 or not out._requires_grad:
-        return [zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype) for x in inputs]
+    if n == 0 or not out.requires_grad:
+        return [zeros(tuple(out.shape) + s, dtype=x.dtype) for s, x in zip(shapes, inputs)]
     basis = eye(n, dtype=out.dtype)
     rows = [[] for _ in inputs]
     for i in range(n):
         g = autograd_grad([out], inputs, [basis[i].reshape(out.shape)], retain_graph=True, create_graph=keep)
         for j, gj in enumerate(g):
             rows[j].append(gj)
-    return [stack(r).reshape(tuple(out.shape) + tuple(x.shape)) for r, x in zip(rows, inputs)]
-
+    return [ember.stack(r).reshape(tuple(out.shape) + s) for r, s in zip(rows, shapes)]
