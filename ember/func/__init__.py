@@ -1,7 +1,9 @@
 """ember.func (torch.func): composable function transforms on ember's autograd.
 
 grad/vjp/jacrev are reverse mode; jvp/jacfwd/hessian/linearize compute forward-mode products by
-Note [jvp by double vjp] (_forward.py); vmap is a per-sample loop (Note [vmap is a loop], _vmap.py).
+Note [jvp by double vjp] (_forward.py); vmap runs a function once on the whole batch through
+batching rules (Note [Vectorized vmap], _batched.py) and falls back to a per-sample loop
+(Note [vmap is a loop], _vmap.py).
 How nesting works: Note [Transforms on the autograd graph] (_common.py).
 See https://pytorch.org/docs/stable/func.api.html
 """

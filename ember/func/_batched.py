@@ -17,6 +17,7 @@ made inside the function, which a fallback discards). Both paths compute the sam
 """
 import functools
 import itertools
+import threading
 
 from .._tensor import Tensor, _new_size
 
@@ -32,7 +33,17 @@ class Unbatchable(BaseException):
 # per sample inside a vectorized call (the tests check which path a function took)
 stats = {"vectorized": 0, "loop": 0, "op_loop": 0}
 last_fallback = [None]  # the exception that ended the latest vectorized attempt
-_levels = []  # the vectorized vmaps now running, innermost last: [level, batch size]
+
+
+class _Levels(threading.local):
+    """The vectorized vmaps this thread is running, innermost last: [level, batch size, input counters]
+    (per thread: a grad in another thread must not see this thread's batch)."""
+
+    def __init__(self):
+        self.stack = []
+
+
+_tls = _Levels()
 _counter = itertools.count(1)
 
 
@@ -40,21 +51,21 @@ def new_level(batch, inputs=()):
     """Enter a vectorized vmap of this batch size; `inputs` are its tensors (in-place ops on
     their memory are left to the loop: see _batch_rules._writable)."""
     entry = [next(_counter), batch, {id(t._version_counter) for t in inputs if type(t) is Tensor}]
-    _levels.append(entry)
+    _tls.stack.append(entry)
     return entry
 
 
 def pop_level(entry):
-    _levels.remove(entry)
+    _tls.stack.remove(entry)
 
 
 def active_levels():
     """The vectorized vmaps now running as (level, batch size), outermost first."""
-    return [(e[0], e[1]) for e in _levels]
+    return [(e[0], e[1]) for e in _tls.stack]
 
 
 def input_counters(level):
-    for e in _levels:
+    for e in _tls.stack:
         if e[0] == level:
             return e[2]
     return ()
@@ -257,7 +268,7 @@ def level_of(args, kwargs):
 
 
 def batch_size(level):
-    for e in _levels:
+    for e in _tls.stack:
         if e[0] == level:
             return e[1]
     raise RuntimeError("vmap: a batched tensor was used outside the vmap that made it (it escaped through "
