@@ -131,6 +131,17 @@ VECTORIZED = {
     "chunk_size": (lambda L: lambda a: a.exp() @ a.t(), [f32(7, 3)], {"chunk_size": 3}),
     "randomness_outside": (lambda L: lambda a: a + 1, [f32(3, 2)], {"randomness": "different"}),
     "inplace_on_intermediates": (lambda L: _inplace_ops(L), [f32(4, 3, 5), f32(5)], {"in_dims": (0, None)}),
+    "python_on_shapes": (lambda L: lambda a: L.stack([r * i for i, r in enumerate(a)]).reshape(a.size(0), -1)
+                         .sum(-1) * a.shape[-1] + len(a) + a.numel(), [f32(4, 3, 2)], {"in_dims": 1}),
+    "attention": (lambda L: lambda q, k, v: L.nn.functional.softmax(q @ k.transpose(-2, -1) / 8 ** 0.5, -1) @ v,
+                  [f32(3, 4, 8), f32(3, 5, 8), f32(3, 5, 8)], {}),
+    "normalize_standardize": (lambda L: lambda a: (L.nn.functional.normalize(a, dim=-1),
+                                                   (a - a.mean(-1, keepdim=True)) / a.std(-1, keepdim=True)),
+                              [f32(4, 3, 6)], {}),
+    "flip_outer_noncontiguous": (lambda L: lambda a, b: (a.flip(0, 1), L.outer(a[0], b), a.t().contiguous().view(-1)),
+                                 [f32(3, 4, 5), f32(2, 4)], {"in_dims": (1, 1)}),
+    "int_bool": (lambda L: lambda a: (a * 2 + 1, a // 2, a.sum(), a.float().mean(), (a > 0) & (a < 2), ~(a > 0)),
+                 [ints(3, 4, 3)], {}),
 }
 
 

@@ -227,7 +227,21 @@ _flip_dims = along(kw="dims", none=None)
 
 @_rule("flip")
 def _flip(call, level, args, kwargs):
-    return FALLBACK if len(args) > 2 else _flip_dims(call, level, args, kwargs)
+    if len(args) > 2:  # x.flip(0, 1)
+        if kwargs or not all(isinstance(d, int) for d in args[1:]):
+            return FALLBACK
+        args = (args[0], tuple(args[1:]))
+    return _flip_dims(call, level, args, kwargs)
+
+
+@_rule("outer", "ger")
+def _outer(call, level, args, kwargs):
+    """outer(a, b) of 1-d samples: the product a[:, None] * b[None, :] (the same products)."""
+    if kwargs or len(args) != 2 or not all(isinstance(t, Tensor) and t.dim() == 1 for t in args) or \
+            args[0].dtype is not args[1].dtype:
+        return FALLBACK
+    import ember
+    return Ready(ember.mul(args[0].unsqueeze(-1), args[1].unsqueeze(-2)))
 
 
 @_rule("max", "min")
