@@ -376,7 +376,7 @@ def _check_fresh(outs):
 
 # ---- the functions of ember's namespaces, while a vectorized vmap runs ---------------------
 
-_wrappers = []  # (namespace dict, name, function, its dispatching wrapper): see patched
+_wrappers = []  # (namespace dict, {name: function}, {name: dispatching wrapper}): see patched
 _patch_depth = [0]
 
 # functions that only ask a tensor about itself: the BatchedTensor method answers
@@ -388,8 +388,8 @@ _PER_SAMPLE = {"einsum", "outer", "trace", "diag", "det", "inv", "solve", "cdist
 
 
 def _build():
-    """The (namespace dict, name, function, dispatching wrapper) of every public function of ember,
-    ember.nn.functional, ember.special and ember.linalg that has a batching rule (or is in _PER_SAMPLE)."""
+    """For ember, ember.nn.functional, ember.special and ember.linalg: the namespace, its public
+    functions that have a batching rule (or are in _PER_SAMPLE), and their dispatching wrappers."""
     import ember
     from .. import linalg, special
     from ..nn import functional
@@ -397,10 +397,8 @@ def _build():
     names = set(RULES) | _PER_SAMPLE | _AS_METHOD
     for mod in (ember, functional, linalg, special):
         d = vars(mod)
-        for n in sorted(names):
-            fn = d.get(n)
-            if fn is not None and callable(fn) and not isinstance(fn, type):
-                _wrappers.append((d, n, fn, _function(n, fn)))
+        originals = {n: d[n] for n in sorted(names) if callable(d.get(n)) and not isinstance(d[n], type)}
+        _wrappers.append((d, originals, {n: _function(n, fn) for n, fn in originals.items()}))
 
 
 def _function(name, fn):
@@ -427,14 +425,14 @@ class patched:
         if _patch_depth[0] == 0:
             if not _wrappers:
                 _build()
-            for d, n, _fn, w in _wrappers:
-                d[n] = w
+            for d, _originals, wrappers in _wrappers:
+                d.update(wrappers)
         _patch_depth[0] += 1
         return self
 
     def __exit__(self, *exc):
         _patch_depth[0] -= 1
         if _patch_depth[0] == 0:
-            for d, n, fn, _w in _wrappers:
-                d[n] = fn
+            for d, originals, _wrappers_of_d in _wrappers:
+                d.update(originals)
         return False
