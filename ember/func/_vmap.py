@@ -68,9 +68,16 @@ def randomness_mode(randomness, vectorized=False):
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
-    """torch.func.vmap, vectorized by batching rules with a per-sample loop as fallback (module
-    docstring): randomness 'different' draws anew for each sample, 'same' restores the default
-    generator's state before each sample, 'error' raises on any draw. Both paths give the same values."""
+    """torch.func.vmap. func runs once on the whole batch through the ops that batch naturally:
+    elementwise ops (broadcasting, torch's promotion), reductions and scans along dims, softmax,
+    views, reshapes and basic indexing, cat/stack/where, the matmul family and F.linear, class and
+    pointwise losses, layer_norm, embedding, convolutions and pools, in-place ops on tensors made
+    inside func, and grad/grad_and_value/vjp/jacrev inside it (_batch_rules.py). A method without a
+    rule runs per sample; anything else (a kernel reading a batched tensor, `.item()`, data-dependent
+    `if`, an in-place write into an input, a random draw outside 'error' mode, jvp/jacfwd/hessian
+    inside) makes the whole call a per-sample loop. Both paths give the same values. randomness:
+    'different' draws anew for each sample, 'same' restores the default generator's state before
+    each sample, 'error' raises on any draw."""
     return _vmap(func, in_dims, out_dims, randomness, chunk_size, vectorize=True)
 
 
