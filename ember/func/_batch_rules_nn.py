@@ -82,7 +82,7 @@ def _first_only(call, level, args, kwargs):
 _IMAGE_OPS = {"conv1d": 1, "conv2d": 2, "conv3d": 3, "max_pool1d": 1, "max_pool2d": 2, "max_pool3d": 3,
               "avg_pool1d": 1, "avg_pool2d": 2, "avg_pool3d": 3, "adaptive_avg_pool1d": 1,
               "adaptive_avg_pool2d": 2, "adaptive_avg_pool3d": 3, "adaptive_max_pool1d": 1,
-              "adaptive_max_pool2d": 2, "adaptive_max_pool3d": 3, "group_norm": None}
+              "adaptive_max_pool2d": 2, "adaptive_max_pool3d": 3, "group_norm": None, "batch_norm": None}
 
 
 def _image(call, level, args, kwargs):
@@ -109,3 +109,12 @@ def _image(call, level, args, kwargs):
 
 for _n in _IMAGE_OPS:
     RULES[_n] = _image
+
+
+@_rule("batch_norm")
+def _batch_norm(call, level, args, kwargs):
+    """F.batch_norm with running statistics (training=False): an affine map per channel, so the
+    batch joins N; in training mode each sample's statistics are its own (the loop)."""
+    if _arg(args, kwargs, 5, "training", False):
+        return FALLBACK
+    return _image(call, level, args, kwargs)
