@@ -302,7 +302,8 @@ def test_nested_vmap():
         r2 = L.func.vmap(L.func.vmap(L.func.grad(lambda w, v: L.tanh(v @ w).pow(2).sum()), in_dims=(None, 0)),
                          in_dims=(0, None))(w, x[0])
         r3 = L.func.vmap(L.func.vmap(lambda a, c: a @ c, in_dims=(0, None)), in_dims=(None, 0), out_dims=1)(x[0], w)
-        return r1, r2, r3
+        r4 = L.func.vmap(L.func.vmap(lambda a: L.trace(a) * a.sum()))(x.reshape(3, 2, 2, 5)[..., :2])  # per-op loop
+        return r1, r2, r3, r4
     before = dict(_batched.stats)
     out = run(ember)
     assert _batched.stats["loop"] == before["loop"], _batched.last_fallback[0]

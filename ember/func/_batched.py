@@ -207,7 +207,7 @@ _OWN = set(vars(BatchedTensor)) | {"__new__", "__init__", "__getattribute__", "_
 
 def _method(name, unbound):
     def method(*args, **kwargs):
-        return dispatch(name, unbound, args, kwargs, True)
+        return dispatch(name, unbound, args, kwargs)
     method.__name__ = method.__qualname__ = name
     return method
 
@@ -275,7 +275,7 @@ def batch_size(level):
                        "a closure or a global); return it from the function instead")
 
 
-def dispatch(name, fn, args, kwargs, method=False):
+def dispatch(name, fn, args, kwargs):
     """Call op `name` (fn: the plain op) on args that may hold BatchedTensors (Note [Vectorized vmap])."""
     level = level_of(args, kwargs)
     if level == 0:
@@ -326,7 +326,7 @@ def rebuild(like, items):
 _ALIASING = {"as_strided", "unfold", "diagonal", "view_as_real", "view_as_complex", "real", "imag", "indices",
              "values", "tensor_split", "hsplit", "vsplit", "dsplit", "split_with_sizes", "alias", "data",
              "requires_grad_", "set_", "resize_", "resize_as_", "share_memory_", "retain_grad", "register_hook",
-             "backward", "numpy", "storage", "untyped_storage", "untyped_storage", "__setitem__", "__array__"}
+             "backward", "numpy", "storage", "untyped_storage", "__setitem__", "__array__"}
 
 
 def _sample(x, level, i):
@@ -349,14 +349,17 @@ def loop_op(name, call, level, B, args, kwargs):
         k = {n: _sample(v, level, i) for n, v in kwargs.items()} if kwargs else {}
         outs.append(call(a, k))
     from .. import stack
+
+    def stacked(items):  # per-sample results batched at an enclosing level stack by its rule
+        return make(dispatch("stack", stack, (items,), {}), level)
     first = outs[0]
     if isinstance(first, Tensor):
         _check_fresh(outs)
-        return make(stack(outs), level)
+        return stacked(outs)
     if isinstance(first, tuple) and first and all(isinstance(o, Tensor) for o in first):
         for o in outs:
             _check_fresh(o)
-        cols = [make(stack([o[j] for o in outs]), level) for j in range(len(first))]
+        cols = [stacked([o[j] for o in outs]) for j in range(len(first))]
         return rebuild(first, cols)
     raise Unbatchable(f"{name} returned {type(first).__name__}")
 
