@@ -364,3 +364,19 @@ def test_jacrev_inside_vmap():
     out = run(ember)
     assert _batched.stats["loop"] == before["loop"], _batched.last_fallback[0]
     _same(out, run(torch), rtol=1e-10, atol=1e-12)
+
+
+def test_forward_mode_transforms_inside_vmap():
+    def run(L):
+        x, w, t = _to(L, [_XBW[0][0].astype(np.float64), _XBW[2][0].astype(np.float64),
+                          _XBW[0][1].astype(np.float64)])
+        jf = L.func.vmap(L.func.jacfwd(lambda x, w: (x @ w).tanh() * x[:2].sum(), argnums=(0, 1)),
+                         in_dims=(0, None))(x, w)
+        h = L.func.vmap(L.func.hessian(lambda x: x.sin().sum() * (x * x).sum()))(x)
+        jv = L.func.vmap(lambda x, t: L.func.jvp(lambda a: (a.exp() * a).sum(0, keepdim=True), (x,), (t,)))(x, t)
+        return jf, h, jv
+    before = dict(_batched.stats)
+    out = run(ember)
+    assert _batched.stats["loop"] == before["loop"], _batched.last_fallback[0]
+    assert _batched.stats["op_loop"] == before["op_loop"]
+    _same(out, run(torch), rtol=1e-10, atol=1e-12)

@@ -12,7 +12,8 @@ torch.autograd); otherwise the results are detached, plain tensors as in torch.f
 Inside a vectorized vmap (Note [Vectorized vmap], _batched.py) a transform works on the whole
 batch: each differentiated input becomes a leaf with a dim per vmap level (to_full: an unbatched
 input is expanded, so each sample gets a gradient of its own), outputs and cotangents are taken
-the same way, and the gradients go back to the function as BatchedTensors (rewrap).
+the same way, and the gradients go back to the function as BatchedTensors (rewrap); jvp and
+jacfwd (_forward.py) take their double-vjp graph the same way.
 """
 from .. import autograd as _autograd
 from .._tensor import Tensor

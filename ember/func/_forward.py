@@ -8,11 +8,12 @@ op; the cost is two backward passes instead of one forward pass.
 """
 import functools
 
-from .. import eye, stack, zeros, zeros_like
+from .. import eye, zeros, zeros_like
 from .. import autograd as _autograd
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad
 from ..utils._pytree import tree_flatten, tree_unflatten
+from ._batched import active_levels, rewrap, to_full
 from ._common import (check_tensor_outputs, error_if_complex, make_differentiable, reaches_outside, release,
                       release_aux, replace_args, slice_argnums, split_aux)
 from ._reverse import jacrev
@@ -28,18 +29,23 @@ class _Linearization:
 
     def __init__(self, flat_out, wrapped, own):
         self.flat_out = flat_out
-        self.diff = [i for i, o in enumerate(flat_out) if o._requires_grad]
-        self.us = [zeros_like(flat_out[i]).requires_grad_() for i in self.diff]
+        # inside a vectorized vmap: the graph of the whole batch (Note [Transforms on the autograd graph])
+        self.levels = active_levels()
+        plain = [to_full(o, self.levels) for o in flat_out] if self.levels else flat_out
+        self.diff = [i for i, o in enumerate(plain) if o._requires_grad]
+        self.us = [zeros_like(plain[i]).requires_grad_() for i in self.diff]
         self.own = own + self.us
         self.keep = reaches_outside(flat_out, own)
         if self.diff:
-            outs = [flat_out[i] for i in self.diff]
+            outs = [plain[i] for i in self.diff]
             self.gs = _autograd.grad(outs, wrapped, self.us, create_graph=True, allow_unused=True)
         else:
             self.gs = (None,) * len(wrapped)
 
     def apply(self, tangents, strict=False, retain_graph=True):
         """J t for the tangents t (one per input; None for an input that does not move), one tensor per output."""
+        if self.levels:
+            tangents = [None if t is None else to_full(t, self.levels) for t in tangents]
         pairs = [(g, t) for g, t in zip(self.gs, tangents) if t is not None and g is not None and g._requires_grad]
         result = [None] * len(self.flat_out)
         if pairs:
@@ -47,7 +53,7 @@ class _Linearization:
             jv = _autograd.grad([g for g, _ in pairs], self.us, [t for _, t in pairs], retain_graph=retain_graph,
                                 create_graph=keep, allow_unused=True)
             for i, v in zip(self.diff, jv):
-                result[i] = v
+                result[i] = v if v is None or not self.levels else rewrap(v, self.levels)
         for i, o in enumerate(self.flat_out):
             if result[i] is None:
                 if strict:
@@ -157,21 +163,26 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
 
 
 def _jacobian_columns(lin, j, x):
-    """d out / d x (x the j-th input) for every output, shaped out.shape + x.shape."""
-    n = x.numel()
+    """d out / d x (x the j-th input) for every output, shaped out.shape + x.shape (inside a
+    vectorized vmap x carries a leading dim per level: its samples' shape counts)."""
+    import ember  # ember.stack: the dispatching one while a vectorized vmap runs
+    shape = tuple(x.shape)[len(lin.levels):]
+    n = 1
+    for s in shape:
+        n *= s
     if n == 0:
-        return [zeros(tuple(o.shape) + tuple(x.shape), dtype=o.dtype) for o in lin.flat_out]
+        return [zeros(tuple(o.shape) + shape, dtype=o.dtype) for o in lin.flat_out]
     basis = eye(n, dtype=x.dtype)
     cols = [[] for _ in lin.flat_out]
     for e in range(n):
         tangents = [None] * len(lin.gs)
-        tangents[j] = basis[e].reshape(x.shape)
+        tangents[j] = basis[e].reshape(shape)
         jv = lin.apply(tangents)  # the other inputs get no tangent
         for k, v in enumerate(jv):
             cols[k].append(v)
     out = []
     for o, c in zip(lin.flat_out, cols):
-        out.append(stack(c, dim=-1).reshape(tuple(o.shape) + tuple(x.shape)))
+        out.append(ember.stack(c, dim=-1).reshape(tuple(o.shape) + shape))
     return out
 
 

@@ -72,10 +72,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     elementwise ops (broadcasting, torch's promotion), reductions and scans along dims, softmax,
     views, reshapes and basic indexing, cat/stack/where, the matmul family and F.linear, class and
     pointwise losses, layer_norm, embedding, convolutions and pools, in-place ops on tensors made
-    inside func, and grad/grad_and_value/vjp/jacrev inside it (_batch_rules.py). A method without a
+    inside func, and the transforms of ember.func inside it (_batch_rules.py). A method without a
     rule runs per sample; anything else (a kernel reading a batched tensor, `.item()`, data-dependent
-    `if`, an in-place write into an input, a random draw outside 'error' mode, jvp/jacfwd/hessian
-    inside) makes the whole call a per-sample loop. Both paths give the same values. randomness:
+    `if`, an in-place write into an input, a random draw outside 'error' mode) makes the whole call
+    a per-sample loop. Both paths give the same values. randomness:
     'different' draws anew for each sample, 'same' restores the default generator's state before
     each sample, 'error' raises on any draw."""
     return _vmap(func, in_dims, out_dims, randomness, chunk_size, vectorize=True)
