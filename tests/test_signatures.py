@@ -146,6 +146,7 @@ def _python_level(tmod, emod, classes):
     ("nn.utils", "torch.nn.utils", "nn.utils", False),
     ("autograd", "torch.autograd", "autograd", False),
     ("autograd.functional", "torch.autograd.functional", "autograd.functional", False),
+    ("autograd.forward_ad", "torch.autograd.forward_ad", "autograd.forward_ad", False),
     ("utils.data", "torch.utils.data", "utils.data", True),
 ])
 def test_python_level_signatures(label, tmod, emod, classes):
