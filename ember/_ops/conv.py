@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _backend as B
 from .. import _dtype as D
+from .._backend import conv_flat as FL
 from .._backend import conv_numpy as K
 from .._backend import cpu_features
 from .._backend import depthwise_numpy as DW
@@ -61,6 +62,8 @@ def conv_forward(x, w, b, geo):
         y = _depthwise_forward(x, w, b, geo, out)
     elif _pointwise(x.shape, kernel, geo):
         y = _pointwise_forward(x, w, b, geo)
+    elif _flat_layout(x.shape, out, geo, "forward"):
+        y = _flat_forward(x, w, b, geo, _flat_layout(x.shape, out, geo, "forward"))
     else:
         n = x.shape[0]
         g = geo.groups
@@ -140,6 +143,8 @@ def conv_weight(x, y, geo, w_shape):
         w = _depthwise_weight(x, y, geo, w_shape)
     elif _pointwise(y.shape, kernel, geo):
         w = _pointwise_weight(x, y, geo, w_shape)
+    elif _flat_layout(x.shape, out, geo, "weight") and np.isfinite(x).all():
+        w = _flat_weight(x, y, geo, w_shape)
     else:
         g = geo.groups
         layout = _channel_major(out)
@@ -176,6 +181,45 @@ _BATCH_LAST_MAX_POSITIONS = 256
 def _channel_major(out):
     """The channel-major im2col layout for out positions per sample."""
     return K.BATCH_LAST if int(np.prod(out)) <= _BATCH_LAST_MAX_POSITIONS else K.BATCH_SECOND
+
+
+# Stride-1 convolutions take the flat layout of Note [Flat im2col] (ember/_backend/conv_flat.py):
+# im2col rows are contiguous runs, no padded copy. FLAT_MODE "auto" picks by the measurements below,
+# "always" forces it for every stride-1 convolution (per sample from _FLAT_PER_SAMPLE_MIN positions,
+# channel-major below), "never" keeps the im2col paths (tests force each).
+FLAT_MODE = "auto"
+_FLAT_PER_SAMPLE_MIN = 1024
+
+
+def _flat_layout(x_shape, out, geo, kind):
+    """FL.PER_SAMPLE / FL.CHANNEL_MAJOR when this stride-1 convolution takes the flat path, else None."""
+    if FLAT_MODE == "never" or any(s != 1 for s in geo.stride) or x_shape[0] == 0:
+        return None
+    positions = int(np.prod(out))
+    if kind == "weight":
+        return FL.CHANNEL_MAJOR
+    return FL.PER_SAMPLE if positions >= _FLAT_PER_SAMPLE_MIN else FL.CHANNEL_MAJOR
+
+
+def _flat_forward(x, w, b, geo, layout):
+    plan = FL.FlatPlan(x.shape, w.shape[2:], geo.dilation, geo.lo, geo.hi)
+    g = geo.groups
+    wg = w.reshape(g, w.shape[0] // g, -1)
+    if layout == FL.PER_SAMPLE:
+        cols = plan.per_sample_cols(plan.per_sample_input(x), g)
+        yg = B.matmul(wg, cols)
+        return plan.crop_per_sample(yg.reshape(x.shape[0], w.shape[0], -1), b)
+    cols = plan.channel_major_cols(plan.channel_major_input(x), g)
+    yg = np.matmul(wg, cols, out=K.scratch((g, wg.shape[1], cols.shape[2]), cols.dtype))
+    return plan.crop_channel_major(yg.reshape(w.shape[0], -1), b)
+
+
+def _flat_weight(x, y, geo, w_shape):
+    plan = FL.FlatPlan(x.shape, w_shape[2:], geo.dilation, geo.lo, geo.hi)
+    g = geo.groups
+    yt = plan.channel_major_grad(y, g)
+    cols = plan.channel_major_cols(plan.channel_major_input(x), g)
+    return np.matmul(cols, yt.transpose(0, 2, 1)).transpose(0, 2, 1).reshape(w_shape)
 
 
 def _add_bias(y, b):
