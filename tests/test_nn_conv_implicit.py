@@ -99,9 +99,9 @@ def test_default_thresholds_reach_path_for_narrow_layers(dtype, calls):
 
 
 def test_default_thresholds_keep_im2col_elsewhere(calls):
-    """Wide layers, few positions and strided convolutions stay on im2col."""
+    """Wide layers, few positions, few input channels and strided convolutions stay on im2col."""
     rng = np.random.default_rng(6)
-    for shape, wshape, kw in (((2, 64, 16, 16), (64, 64, 3, 3), {}), ((2, 16, 8, 8), (16, 16, 3, 3), {}),
+    for shape, wshape, kw in (((2, 128, 16, 16), (64, 128, 3, 3), {}), ((2, 16, 8, 8), (16, 16, 3, 3), {}),
                               ((2, 3, 32, 32), (16, 3, 3, 3), {}), ((2, 16, 32, 32), (16, 16, 3, 3), {"stride": 2})):
         x = ember.from_numpy(rng.standard_normal(shape).astype(np.float32))
         w = ember.from_numpy(rng.standard_normal(wshape).astype(np.float32))
