@@ -127,6 +127,26 @@ def test_double_backward_matches_torch(monkeypatch, calls):
         np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_transposed_convolution_matches_torch(dtype, monkeypatch, calls):
+    """A stride-1 transposed convolution is conv_input, i.e. the flipped convolution on this path;
+    its output_padding (with dilation 2) adds positions past the flipped convolution's output."""
+    monkeypatch.setattr(C, "IMPLICIT_MODE", "always")
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 4, 6, 5)).astype(dtype)
+    w = rng.standard_normal((4, 3, 3, 2)).astype(dtype)
+    b = rng.standard_normal(6).astype(dtype)
+    kw = dict(padding=(1, 0), output_padding=(1, 0), dilation=2, groups=2)
+    with torch.no_grad():
+        shape = torch.nn.functional.conv_transpose2d(torch.from_numpy(x), torch.from_numpy(w), **kw).shape
+    g = rng.standard_normal(tuple(shape)).astype(dtype)
+    got = _run(ember, "conv_transpose2d", x, w, b, kw, g)
+    assert calls
+    for e, t in zip(got, _run(torch, "conv_transpose2d", x, w, b, kw, g)):
+        assert e.shape == t.shape
+        np.testing.assert_allclose(e, t, **TOL[dtype])
+
+
 def test_non_finite_input_matches_torch(monkeypatch):
     """The grid positions the path computes and drops never leak inf/NaN into kept outputs."""
     monkeypatch.setattr(C, "IMPLICIT_MODE", "always")

@@ -78,6 +78,7 @@ class FlatPlan:
 def forward(x, w, b, dilation, lo, hi, groups):
     """conv(x, w) + b for stride 1: one accumulating GEMM per tap and group over the flat grid."""
     plan = FlatPlan(x.shape, w.shape[2:], dilation, lo, hi)
+    w = w.astype(x.dtype, copy=False)  # the GEMM reads both as x's dtype
     o, cg = w.shape[:2]
     og = o // groups
     taps = len(plan.offsets)
