@@ -13,10 +13,17 @@ measurements sit with the thresholds in ember/_ops/conv.py):
 - per sample: cols (N, C * taps, positions); the GEMM writes NCHW directly and a sample's matrix is
   still in cache when its GEMM reads it. Fastest forward from 32x32 up.
 The transposed scatter (col2im, for strided input gradients) is one strided add per kernel tap,
-vectorised over channels, batch and positions. Rejected, on Conv2d(64, 64, 3, padding=1) forward +
-backward of 32x64x32x32 (medians): per-tap accumulation over 9 shifted flat views (no im2col, 9
-GEMMs) 240 vs 3626 ms at 2 threads (its long-reduction GEMMs thread badly); an NHWC (positions,
-taps * C) im2col 192 vs 536 ms at 1 thread.
+vectorised over channels, batch and positions. Stride-1 forwards and input gradients of 16 to 64
+channels run without im2col instead (Note [Implicit GEMM], ember/_backend/conv_implicit.py: per-tap
+GEMMs accumulating with BLAS's beta = 1). Rejected, on Conv2d(64, 64, 3, padding=1) forward +
+backward of 32x64x32x32 (medians): per-tap accumulation over 9 shifted flat views for the weight
+gradient too (9 long-reduction GEMMs; again in conv_implicit.py's note); an NHWC (positions,
+taps * C) im2col 192 vs 536 ms at 1 thread; an im2col over the flat padded layout (contiguous runs
+of out[0] * padded[1:] per row, no padded copy): fwd/input/weight 22.0/24.0/26.3 vs 26.5/23.3/23.6 ms
+at 2 threads on an idle Xeon, 53.2/47.1/54.0 vs 45.7/44.6/50.3 ms CPU time at 1 thread here (the grid
+positions it computes and drops cost what the faster copy saves); Winograd F(2x2, 3x3) forward 69 vs
+49 ms CPU time at 1 thread (its 16 GEMMs with K = C ran only 1.4x faster than im2col's one, and the
+tile transforms, ~10 NumPy passes over 4x the input, cost 42 ms).
 """
 import itertools
 import threading
