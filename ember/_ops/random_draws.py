@@ -100,18 +100,16 @@ def scalar_normals(g, n, dtype=np.float64):
 
 def _box_muller_scalar(words, out):
     """MT.box_muller on a short list of 32-bit outputs (four per pair) in Python floats, appended
-    to out."""
+    to out. A 53-bit uniform is ((hi & (2**21 - 1)) * 2**32 + lo) * 2**-53, exact in floats."""
     it = iter(words)
     for a, b, c, d in zip(it, it, it, it):
-        theta = _TWO_PI * ((((a << 32) | b) & _M53) * _2M53)
-        r = _sqrt(-2.0 * _log1p(-((((c << 32) | d) & _M53) * _2M53)))
-        out.append(r * _cos(theta))
-        out.append(r * _sin(theta))
+        theta = _TWO_PI * (((a & 0x1FFFFF) * 4294967296.0 + b) * _2M53)
+        r = _sqrt(-2.0 * _log1p(-(((c & 0x1FFFFF) * 4294967296.0 + d) * _2M53)))
+        out += (r * _cos(theta), r * _sin(theta))
 
 
 _TWO_PI = 2.0 * math.pi
 _sqrt, _log1p, _cos, _sin = math.sqrt, math.log1p, math.cos, math.sin
-_M53 = (1 << 53) - 1
 _2M53 = 2.0 ** -53
 
 
