@@ -68,6 +68,21 @@ def test_big_size(case):
     same_stream(fns[case], seeds=SEEDS[:2])
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_threaded_normal_fill(dtype, threads):
+    """Big enough for the fill to be split: the draws come in pieces while other threads fill
+    them (ember/_backend/parallel.py pipeline), with a partial last block and mean/std."""
+    n = (1 << 19) + 7
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        same_stream(lambda t: [t.randn(n, dtype=getattr(t, dtype)),
+                               t.empty(n, dtype=getattr(t, dtype)).normal_(0.5, 3.0)], seeds=SEEDS[2:3])
+    finally:
+        ember.set_num_threads(before)
+
+
 # ---- every other sampler at sizes around the switches ------------------------------------------
 
 SAMPLERS = {

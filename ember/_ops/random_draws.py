@@ -120,12 +120,12 @@ def normal(g, n, d, contiguous, mean=0.0, std=1.0):
     if n >= 16 and contiguous:
         if d is D.float64:
             return _blocks(g, n, n, lambda k: MT.uniform_from_bits(g._u64(k), 53, np.float64),
-                           lambda u: MT.normal_fill_f64(u, mean, std))
+                           lambda u, o: np.copyto(o, MT.normal_fill_f64(u, mean, std)), np.float64)
         # float32, and the half types through the same float kernel, whose first pass draws only
-        # the whole blocks (float32 draws all n, then the last block again)
+        # the whole blocks (float32 draws all n, then the last block again); the kernel takes the
+        # 32-bit draws themselves
         first = n if d is D.float32 else n // 16 * 16
-        out = _blocks(g, n, first, g._uniform24,
-                      lambda u: normal_avx2.normal_fill(u, mean, std))
+        out = _blocks(g, n, first, g._raw, lambda w, o: normal_avx2.normal_fill(w, mean, std, o), np.float32)
         return out if d is D.float32 else out.astype(d.np)
     if mean == 0 and std == 1:
         return scalar_normals(g, n, d.np)
@@ -133,22 +133,30 @@ def normal(g, n, d, contiguous, mean=0.0, std=1.0):
     return z if d is D.float64 else z.astype(d.np)
 
 
-def _blocks(g, n, first, draw, fill):
-    """The vectorized fill: `first` uniforms, Box-Muller on each whole block of 16, then 16 fresh
-    uniforms for the last 16 positions when n is not a multiple of 16."""
-    u = draw(first)
+_CHUNK = 1 << 16  # draws per piece of the fill: its temporaries stay in cache
+
+
+def _blocks(g, n, first, draw, fill, dtype):
+    """The vectorized fill: `first` draws, Box-Muller on each whole block of 16 (fill(draws, out),
+    both shaped (blocks, 16)), then 16 fresh draws for the last 16 positions when n is not a
+    multiple of 16. The draws come in pieces on this thread while the intra-op threads fill the
+    pieces already drawn (blocks are independent)."""
     full = n // 16 * 16
-    out = np.empty(n, dtype=u.dtype)
+    out = np.empty(n, dtype=dtype)
 
-    def fill_blocks(first_block, end_block):
-        chunk = 1 << 16  # 4096 blocks of 16 at a time keep the temporaries in cache
-        for s in range(first_block * 16, end_block * 16, chunk):
-            e = min(s + chunk, end_block * 16)
-            out[s:e] = fill(u[s:e].reshape(-1, 16)).ravel()
+    def produce(i):
+        s = i * _CHUNK
+        return draw(min(_CHUNK, full - s))
 
-    parallel.run(fill_blocks, full // 16, full * u.itemsize)  # blocks are independent: split on threads
+    def consume(i, u):
+        s = i * _CHUNK
+        fill(u.reshape(-1, 16), out[s:s + u.shape[0]].reshape(-1, 16))
+
+    parallel.pipeline(-(-full // _CHUNK), produce, consume, full * out.itemsize)
+    if first > full:
+        draw(first - full)
     if n % 16:
-        out[n - 16:] = fill(draw(16).reshape(1, 16)).ravel()
+        fill(draw(16).reshape(1, 16), out[n - 16:].reshape(1, 16))
     return out
 
 
