@@ -182,6 +182,30 @@ def test_interleaved_calls_share_one_stream():
     same_stream(program)
 
 
+def test_small_draws_served_ahead_keep_the_state():
+    """Small draws come from outputs drawn ahead (ember/random.py, Generator._raw_list): long runs
+    of them across refills, mixed with big draws that take the rest of the block, a rejection
+    sampler, and the state read and restored in the middle, stay torch's stream and state."""
+    def program(t):
+        out = []
+        for i in range(700):  # ~14,000 outputs: more than one block drawn ahead
+            out += [t.randn(8), t.rand(3), t.randint(0, 10, (2,))]
+            if i % 97 == 5:
+                out.append(t.randn(40 + i))
+            if i in (7, 500):
+                out.append(t.get_rng_state())
+            if i == 90:
+                saved = t.get_rng_state()
+                out.append(t.randn(5))
+                t.set_rng_state(saved)
+            if i == 120:
+                out.append(t.poisson(t.full((6,), 3.5)))
+        g = t.Generator().manual_seed(5)
+        out += [t.randn(8, generator=g), t.get_rng_state(), g.get_state(), t.rand(2000), t.randn(3)]
+        return out
+    same_stream(program, seeds=SEEDS[:2])
+
+
 # ---- generators and state ---------------------------------------------------------------------
 
 def test_state_bytes_move_between_torch_and_ember():
