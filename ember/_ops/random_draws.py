@@ -221,17 +221,22 @@ def _swaps_applied(z, n):
     p holds then, found the same way; those chains are followed by pointer doubling."""
     m = n - 1
     steps = np.arange(m, dtype=np.int64)
-    keys = z * m  # (target, step) pairs sorted: each target's steps in order (n < 2**31: no overflow)
-    keys += steps
-    keys.sort()
-    order = keys % m
-    target = keys // m
+    if n <= 1 << 16:  # the steps grouped by target, each group in step order: a 16-bit radix sort
+        order = np.argsort(z.astype(np.uint16), kind="stable")
+    else:  # (target, step) pairs sorted (n < 2**31: no overflow)
+        keys = z * m
+        keys += steps
+        keys.sort()
+        order = keys % m
+    target = z[order]
     same = target[1:] == target[:-1]
-    prev = np.full(m, -1, dtype=np.int64)  # the previous step with the same target
-    prev[order[1:][same]] = order[:-1][same]
-    ends = np.append(~same, True)
+    prev = np.empty(m, dtype=np.int64)  # the previous step with the same target
+    prev[order[0]] = -1
+    prev[order[1:]] = np.where(same, order[:-1], -1)
+    ends = np.flatnonzero(~same)
     last = np.full(n, -1, dtype=np.int64)  # the last step targeting each position
     last[target[ends]] = order[ends]
+    last[target[-1]] = order[-1]
     # the last step before p that targeted position p (targets are >= their step: the last one, or
     # the one before it when that is p itself)
     before = np.where(last[:m] == steps, prev, last[:m])
