@@ -15,10 +15,10 @@ the half types is torch's AVX2 kernel, its polynomial log/sincos and FMAs emulat
 integer ranges of 2**28 or more take 64-bit draws; elements are visited in memory order.
 Whole blocks are drawn with one NumPy call; runs of small draws are served from a block of
 outputs drawn ahead, the engine's state kept where the block starts, so reading the state
-rewinds the engine to the stream's position first (Generator._settle). What depends on the machine, as in torch: the AVX2
-normal kernel and the fused multiply-add of bounded uniform_ are what torch runs on AVX2 and
-AVX-512 CPUs (with ATEN_CPU_CAPABILITY=default torch gives other float32 normals and bounded
-uniforms); torch's bernoulli_(float p) (so dropout) uses MKL's own stream on Intel CPUs, ember
+rewinds the engine to the stream's position first (Generator._settle). What depends on the
+machine, as in torch: the AVX2 normal kernel and the fused multiply-add of bounded uniform_ are
+what torch runs on AVX2 and AVX-512 CPUs (with ATEN_CPU_CAPABILITY=default torch gives other
+float32 normals and bounded uniforms); torch's bernoulli_(float p) (so dropout) uses MKL's own stream on Intel CPUs, ember
 the generic kernel torch runs elsewhere; transcendental functions come from the C library NumPy
 and torch share. Threads never change torch's CPU streams.
 """
@@ -109,6 +109,8 @@ class Generator:
         return self._ahead[at:at + n].tolist()
 
     def _raw_list_refill(self, n):
+        """_raw_list past the block drawn ahead: the rest of it, then a new block (from the 16th
+        small draw on since the state was last read or set)."""
         self._smalls += 1
         if n > _AHEAD or self._smalls < _SMALLS_BEFORE_AHEAD:  # drawing ahead pays off for runs of them
             return self._take(n).tolist()
