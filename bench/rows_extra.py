@@ -88,3 +88,35 @@ def rand_1m(lib):
 def randperm_60k(lib):
     lib.manual_seed(0)
     return lambda: lib.randperm(60_000)
+
+
+@row("rand 8 float32", "extra", "time", "us", note="a few 24-bit uniforms")
+def rand_8(lib):
+    lib.manual_seed(0)
+    return lambda: lib.rand(8)
+
+
+@row("randint 1M", "extra", "time", "ms", note="32-bit draws modulo the range")
+def randint_1m(lib):
+    lib.manual_seed(0)
+    return lambda: lib.randint(0, 1000, (1_000_000,))
+
+
+def _inplace_sampler_row(call):
+    def build(lib):
+        lib.manual_seed(0)
+        x = lib.empty(1_000_000)
+        return lambda: call(x)
+    return build
+
+
+for _name, _call in (("normal_", lambda x: x.normal_(0.5, 2.0)), ("uniform_(-1, 1)", lambda x: x.uniform_(-1, 1)),
+                     ("bernoulli_(0.5)", lambda x: x.bernoulli_(0.5)), ("exponential_", lambda x: x.exponential_())):
+    row(f"{_name} 1M float32", "extra", "time", "ms")(_inplace_sampler_row(_call))
+
+
+@row("dropout 1M float32", "extra", "time", "ms", note="bernoulli_ mask (torch: MKL's stream on Intel CPUs)")
+def dropout_1m(lib):
+    lib.manual_seed(0)
+    x = lib.ones(1000, 1000)
+    return lambda: lib.nn.functional.dropout(x, 0.5)

@@ -13,10 +13,12 @@ word) for doubles; normals by the scalar Box-Muller path
 by the vectorized fill in blocks of 16 (the last partial block redrawn), which for float32 and
 the half types is torch's AVX2 kernel, its polynomial log/sincos and FMAs emulated exactly;
 integer ranges of 2**28 or more take 64-bit draws; elements are visited in memory order.
-Whole blocks are drawn with one NumPy call. What depends on the machine, as in torch: the AVX2
-normal kernel and the fused multiply-add of bounded uniform_ are what torch runs on AVX2 and
-AVX-512 CPUs (with ATEN_CPU_CAPABILITY=default torch gives other float32 normals and bounded
-uniforms); torch's bernoulli_(float p) (so dropout) uses MKL's own stream on Intel CPUs, ember
+Whole blocks are drawn with one NumPy call; runs of small draws are served from a block of
+outputs drawn ahead, the engine's state kept where the block starts, so reading the state
+rewinds the engine to the stream's position first (Generator._settle). What depends on the
+machine, as in torch: the AVX2 normal kernel and the fused multiply-add of bounded uniform_ are
+what torch runs on AVX2 and AVX-512 CPUs (with ATEN_CPU_CAPABILITY=default torch gives other
+float32 normals and bounded uniforms); torch's bernoulli_(float p) (so dropout) uses MKL's own stream on Intel CPUs, ember
 the generic kernel torch runs elsewhere; transcendental functions come from the C library NumPy
 and torch share. Threads never change torch's CPU streams.
 """
@@ -47,11 +49,17 @@ _TAIL = struct.Struct("<dddi4xf?3x")
 _STATE_BYTES = _HEAD.size + MT.N * 8 + _TAIL.size
 
 
+_AHEAD = 8192  # outputs drawn ahead at a time for small draws
+_SMALLS_BEFORE_AHEAD = 16  # ... once this many small draws came since the state was last read or set
+_NONE_AHEAD = np.empty(0, dtype=np.uint64)
+
+
 # ---- Generator ------------------------------------------------------------------------
 
 class Generator:
     """torch.Generator: torch's CPU mt19937 generator (see Note [Random streams])."""
-    __slots__ = ("_engine", "_seed", "_next624", "_normal_double", "_normal_float", "_device", "__weakref__")
+    __slots__ = ("_engine", "_seed", "_next624", "_normal_double", "_normal_float", "_device", "_ahead", "_at",
+                 "_mark", "_smalls", "__weakref__")
 
     def __init__(self, device="cpu"):
         try:
@@ -63,41 +71,90 @@ class Generator:
 
     def _reseed(self, seed):
         self._seed = seed
-        self._engine = MT.new_engine(MT.init_genrand(seed), MT.N)
+        self._set_engine(MT.new_engine(MT.init_genrand(seed), MT.N))
         self._next624 = 0  # torch's `next` field while the key awaits regeneration (0 right after seeding)
         self._normal_double = None
         self._normal_float = None
 
-    # the raw draws every sampler goes through
-    def _u32(self, n):
+    def _set_engine(self, engine):
+        self._engine = engine
+        self._ahead = _NONE_AHEAD  # outputs drawn ahead for small draws, used from _at on
+        self._at = 0
+        self._mark = None  # the engine's state where _ahead starts
+        self._smalls = 0  # small draws since the engine was last set
+
+    # the raw draws every sampler goes through. Small draws are served from a block of outputs
+    # drawn ahead (one NumPy call per _AHEAD outputs instead of one per draw); the engine then runs
+    # ahead of the stream, and _settle() puts it back where the stream is (for the state).
+    def _take(self, n):
+        """The next n outputs as uint64 (each below 2**32)."""
         self._next624 = MT.N
-        return MT.u32(self._engine, n)
+        at = self._at
+        end = self._ahead.shape[0]
+        if at == end:
+            return self._engine.random_raw(n)
+        if at + n <= end:
+            self._at = at + n
+            return self._ahead[at:at + n].copy()
+        self._at = end
+        return np.concatenate((self._ahead[at:], self._engine.random_raw(n - (end - at))))
+
+    def _raw_list(self, n):
+        """The next n outputs as Python ints (small draws)."""
+        at = self._at
+        if at + n > self._ahead.shape[0]:
+            return self._raw_list_refill(n)
+        self._at = at + n
+        self._next624 = MT.N
+        return self._ahead[at:at + n].tolist()
+
+    def _raw_list_refill(self, n):
+        """_raw_list past the block drawn ahead: the rest of it, then a new block (from the 16th
+        small draw on since the state was last read or set)."""
+        self._smalls += 1
+        if n > _AHEAD or self._smalls < _SMALLS_BEFORE_AHEAD:  # drawing ahead pays off for runs of them
+            return self._take(n).tolist()
+        head = self._ahead[self._at:].tolist()
+        self._mark = MT.engine_state(self._engine)  # where the new block starts (costs ~40 us)
+        self._ahead = self._engine.random_raw(_AHEAD)
+        n -= len(head)
+        self._at = n
+        self._next624 = MT.N
+        return head + self._ahead[:n].tolist() if head else self._ahead[:n].tolist()
+
+    def _settle(self):
+        """Rewind the engine to the stream's position: outputs drawn ahead and not used are dropped."""
+        if self._at < self._ahead.shape[0]:
+            key, pos = self._mark
+            engine = MT.new_engine(key, pos)
+            engine.random_raw(self._at, output=False)
+            self._set_engine(engine)
+        elif self._ahead.shape[0]:
+            self._set_engine(self._engine)
+
+    def _u32(self, n):
+        return self._take(n).astype(np.uint32)
 
     def _raw(self, n):
         """n outputs as uint64 (each below 2**32)."""
-        self._next624 = MT.N
-        return MT.raw(self._engine, n)
+        return self._take(n)
 
     def _uniform24(self, n):
         """n float32 uniforms, one output each (24 bits)."""
-        self._next624 = MT.N
-        return MT.uniform24(self._engine, n)
-
-    def _raw_list(self, n):
-        """n outputs as Python ints (small draws)."""
-        self._next624 = MT.N
-        return self._engine.random_raw(n).tolist()
+        if n <= 32:
+            return MT.uniform24_list(self._raw_list(n))
+        return MT.uniform24(self._take(n))
 
     def _u64(self, n):
-        self._next624 = MT.N
-        return MT.u64(self._engine, n)
+        return MT.u64(self._take(2 * n))
 
     def _snapshot(self):
+        self._settle()
         return MT.engine_state(self._engine), self._next624
 
     def _restore(self, snap):
         (key, pos), self._next624 = snap
-        self._engine = MT.new_engine(key, pos)
+        self._set_engine(MT.new_engine(key, pos))
 
     @property
     def device(self):
@@ -118,6 +175,7 @@ class Generator:
 
     def get_state(self):
         """torch's CPUGeneratorImplState as a uint8 tensor."""
+        self._settle()
         key, pos = MT.engine_state(self._engine)
         left = MT.N + 1 - pos
         nxt = self._next624 if pos == MT.N else pos
@@ -146,7 +204,7 @@ class Generator:
             raise RuntimeError("Invalid mt19937 state")
         # torch reads key[next] until `left` runs out; saved states always have next == 625 - left
         pos = MT.N if left == 1 else nxt
-        self._engine = MT.new_engine(words.astype(np.uint32), pos)
+        self._set_engine(MT.new_engine(words.astype(np.uint32), pos))
         self._seed = seed
         self._next624 = nxt
         self._normal_double = normal_y if normal_valid else None

@@ -68,6 +68,21 @@ def test_big_size(case):
     same_stream(fns[case], seeds=SEEDS[:2])
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_threaded_normal_fill(dtype, threads):
+    """Big enough for the fill to be split: the draws come in pieces while other threads fill
+    them (ember/_backend/parallel.py pipeline), with a partial last block and mean/std."""
+    n = (1 << 19) + 7
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        same_stream(lambda t: [t.randn(n, dtype=getattr(t, dtype)),
+                               t.empty(n, dtype=getattr(t, dtype)).normal_(0.5, 3.0)], seeds=SEEDS[2:3])
+    finally:
+        ember.set_num_threads(before)
+
+
 # ---- every other sampler at sizes around the switches ------------------------------------------
 
 SAMPLERS = {
@@ -165,6 +180,30 @@ def test_interleaved_calls_share_one_stream():
                 t.randn(1, dtype=t.float16), t.empty(7).normal_(), t.randperm(9), t.bernoulli(t.full((4,), 0.5)),
                 t.randn(2, 3), t.empty(5).log_normal_(), t.rand(17), t.randn(1)]
     same_stream(program)
+
+
+def test_small_draws_served_ahead_keep_the_state():
+    """Small draws come from outputs drawn ahead (ember/random.py, Generator._raw_list): long runs
+    of them across refills, mixed with big draws that take the rest of the block, a rejection
+    sampler, and the state read and restored in the middle, stay torch's stream and state."""
+    def program(t):
+        out = []
+        for i in range(700):  # ~14,000 outputs: more than one block drawn ahead
+            out += [t.randn(8), t.rand(3), t.randint(0, 10, (2,))]
+            if i % 97 == 5:
+                out.append(t.randn(40 + i))
+            if i in (7, 500):
+                out.append(t.get_rng_state())
+            if i == 90:
+                saved = t.get_rng_state()
+                out.append(t.randn(5))
+                t.set_rng_state(saved)
+            if i == 120:
+                out.append(t.poisson(t.full((6,), 3.5)))
+        g = t.Generator().manual_seed(5)
+        out += [t.randn(8, generator=g), t.get_rng_state(), g.get_state(), t.rand(2000), t.randn(3)]
+        return out
+    same_stream(program, seeds=SEEDS[:2])
 
 
 # ---- generators and state ---------------------------------------------------------------------

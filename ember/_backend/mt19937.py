@@ -36,29 +36,24 @@ def engine_state(bg):
     return st["key"].astype(np.uint32), int(st["pos"])
 
 
-def u32(bg, n):
-    """n outputs of the engine as uint32 (torch's generator->random())."""
-    return bg.random_raw(n).astype(np.uint32)
-
-
-def raw(bg, n):
-    """n outputs of the engine as uint64 (each below 2**32)."""
-    return bg.random_raw(n)
-
-
 _LOW_WORD = 0 if sys.byteorder == "little" else 1
 
 
-def uniform24(bg, n):
-    """n float32 uniforms from n outputs: (out & (2**24 - 1)) * 2**-24 (torch's uniform_real for
-    float), read from the low halves of the raw uint64 outputs in one pass."""
-    low = np.bitwise_and(bg.random_raw(n).view(np.uint32)[_LOW_WORD::2], np.uint32(0xFFFFFF))
+def uniform24(r):
+    """float32 uniforms from 32-bit outputs r (uint64): (out & (2**24 - 1)) * 2**-24 (torch's
+    uniform_real for float), read from the low halves of r in one pass."""
+    low = np.bitwise_and(r.view(np.uint32)[_LOW_WORD::2], np.uint32(0xFFFFFF))
     return np.multiply(low, _f32(2.0 ** -24), dtype=np.float32)
 
 
-def u64(bg, n):
-    """n 64-bit draws, each two outputs with the first as the high word (torch's random64())."""
-    r = bg.random_raw(2 * n)
+def uniform24_list(words):
+    """uniform24 of a few outputs given as Python ints (exact in floats; beats NumPy's per-call cost)."""
+    return np.array([(w & 0xFFFFFF) * 5.9604644775390625e-08 for w in words], dtype=np.float32)
+
+
+def u64(r):
+    """64-bit draws from pairs of 32-bit outputs r (uint64), the first as the high word (torch's
+    random64()); reuses r's memory."""
     hi = r[0::2]
     hi <<= np.uint64(32)
     hi |= r[1::2]

@@ -10,6 +10,8 @@ Where a step's result stays in one binade [2**(q-1), 2**q) for every input, it i
 in float64 by adding and subtracting 1.5 * 2**(q+28) (whose float64 ulp is that binade's float32 ulp).
 tests/test_random_avx2.py checks this against the step-by-step emulation on every input.
 """
+import sys
+
 import numpy as np
 
 from .mt19937 import fma32
@@ -44,15 +46,15 @@ def _magic(q):
 _KC1, _KC2, _KS1, _KS2, _KP8 = _magic(-9), _magic(-4), _magic(-6), _magic(-2), _magic(-1)
 
 
-def radius(u1):
-    """sqrt(-2 * log256_ps(u1)) for float32 u1 = 1 - u (u a uniform): writes over u1, returns it.
-    The exponent/mantissa split keeps log256_ps's (x in [sqrt(1/2) - 1, sqrt(2) - 1), e adjusted)."""
+def radius(u1, scale=0):
+    """sqrt(-2 * log256_ps(u1)) for float32 u1 = 1 - u (u a uniform), given as u1 * 2**scale (exact):
+    writes over it, returns it. The exponent/mantissa split keeps log256_ps's (x in
+    [sqrt(1/2) - 1, sqrt(2) - 1), e adjusted)."""
     n = u1.shape
     ix = u1.view(np.int32)
     ix += np.int32(0x3F800000 - 0x3F3504F3)  # mantissas below sqrt(1/2) stay in the lower binade
     e = np.right_shift(ix, 23)
-    e -= 127
-    e = e.astype(_f32)
+    e = np.subtract(e, 127 + scale, dtype=_f32)
     ix &= 0x7FFFFF
     ix += 0x3F3504F3
     x = ix.view(_f32)
@@ -157,17 +159,34 @@ def sincos(theta):
     return s, c
 
 
-def normal_fill(u, mean, std):
-    """normal_fill_16_AVX2 over blocks of 16 float32 uniforms u (shape (blocks, 16)): radii from the
-    first 8 of a block, angles from the last 8; n * std + mean is one FMA (any std and mean)."""
-    r = radius(_f32(1) - u[:, :8])
-    sin, cos = sincos(u[:, 8:] * _TWO_PI_F)
-    out = np.empty(u.shape, dtype=_f32)
+_LOW_WORD = 0 if sys.byteorder == "little" else 1
+_ANGLE_PER_K = _f32(float(_TWO_PI_F) * 2.0 ** -24)  # theta = fl(u * 2pi) = fl(k * this): 2**-24 scales exactly
+
+
+_HALF_BLOCK = np.dtype((np.void, 32))  # 8 float32 values, moved as one item
+_HALF_DRAWS = np.dtype((np.void, 64))  # 8 draws (uint64)
+
+
+def normal_fill(raw, mean, std, out):
+    """normal_fill_16_AVX2 over blocks of 16 32-bit draws (uint64, shape (blocks, 16)) whose low 24
+    bits k give the float32 uniforms u = k * 2**-24, into out (float32, the same shape): radii from
+    the first 8 of a block (1 - u enters as the integer 2**24 - k, exact in float32), angles from
+    the last 8; n * std + mean is one FMA. Radii and angles are gathered into contiguous runs first
+    (half blocks moved as single items: a fast copy)."""
+    b = raw.shape[0]
+    halves = np.empty((2, b), dtype=_HALF_DRAWS)  # [first halves..., second halves...] of the blocks
+    np.copyto(halves, raw.view(_HALF_DRAWS).T)
+    k = np.bitwise_and(halves.view(np.uint64), 0xFFFFFF, out=np.empty((2, 8 * b), np.uint32), casting=_U)
+    r = radius(np.subtract(_f32(1 << 24), k[0], dtype=_f32), scale=24)
+    sin, cos = sincos(np.multiply(k[1], _ANGLE_PER_K, dtype=_f32))
+    w = np.empty((2, 8 * b), dtype=_f32)
+    np.multiply(r, cos, out=w[0])
+    np.multiply(r, sin, out=w[1])
+    if not (std == 1 and mean == 0):
+        w = fma32(w, _f32(std), _f32(mean))
+    w = w.view(_HALF_BLOCK)
+    halves = out.view(_HALF_BLOCK)
+    halves[:, 0] = w[0]
+    halves[:, 1] = w[1]
     if std == 1 and mean == 0:
-        np.multiply(r, cos, out=out[:, :8])
-        np.multiply(r, sin, out=out[:, 8:])
         out += _f32(0)  # the FMA n * 1 + 0 turns -0 (the radius at u = 0) into +0
-        return out
-    out[:, :8] = fma32(r * cos, _f32(std), _f32(mean))
-    out[:, 8:] = fma32(r * sin, _f32(std), _f32(mean))
-    return out

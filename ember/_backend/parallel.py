@@ -7,6 +7,7 @@ elementwise work under a few MB does not gain (the hand-off costs ~50 us), so on
 big strided work use this. The pool has ember.get_num_threads() - 1 workers (the calling thread
 does one share), is built lazily and is dropped in a forked child, where its threads do not exist.
 """
+import collections
 import os
 import threading
 
@@ -71,6 +72,46 @@ def run(fn, length, nbytes):
     finally:
         for f in futures:
             f.result()
+
+
+def pipeline(parts, produce, consume, nbytes):
+    """consume(i, produce(i)) for i in range(parts): the produce calls run on the calling thread, in
+    order (a sequential source, e.g. a random stream); each consume runs on whichever intra-op
+    thread is free as items come, the calling thread joining in once all are produced. The
+    consumes must write disjoint memory."""
+    workers = len(chunks(parts, nbytes)) - 1
+    if workers < 1:
+        for i in range(parts):
+            consume(i, produce(i))
+        return
+    jobs = collections.deque()
+    ready = threading.Semaphore(0)  # one release per job, then one per worker to stop it
+
+    def work():
+        while True:
+            ready.acquire()
+            try:
+                job = jobs.popleft()
+            except IndexError:  # everything produced and taken
+                return
+            consume(*job)
+
+    pool = _executor(workers)
+    futures = [pool.submit(work) for _ in range(workers)]
+    try:
+        for i in range(parts):
+            jobs.append((i, produce(i)))
+            ready.release()
+    finally:
+        ready.release(workers)
+    while True:
+        try:
+            job = jobs.popleft()
+        except IndexError:
+            break
+        consume(*job)
+    for f in futures:
+        f.result()
 
 
 def copyto(dst, src):

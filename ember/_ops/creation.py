@@ -404,6 +404,11 @@ def size_args(size, name):
         whole = False
     else:
         whole = len(size) == 1
+    for s in size:  # the common case: non-negative ints already
+        if type(s) is not int or s < 0:
+            break
+    else:
+        return tuple(size)
     out = []
     for i, s in enumerate(size):
         if type(s) is not int:

@@ -71,7 +71,9 @@ def _normal_into(g, x, d, mean=0.0, std=1.0):
 
 
 def _place(x, flat):
-    return flat.reshape(x) if isinstance(x, tuple) else R.place(x, flat)
+    if isinstance(x, tuple):
+        return flat if flat.shape == x else flat.reshape(x)
+    return R.place(x, flat)
 
 
 def _like_layout(input):

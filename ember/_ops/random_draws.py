@@ -100,18 +100,16 @@ def scalar_normals(g, n, dtype=np.float64):
 
 def _box_muller_scalar(words, out):
     """MT.box_muller on a short list of 32-bit outputs (four per pair) in Python floats, appended
-    to out."""
+    to out. A 53-bit uniform is ((hi & (2**21 - 1)) * 2**32 + lo) * 2**-53, exact in floats."""
     it = iter(words)
     for a, b, c, d in zip(it, it, it, it):
-        theta = _TWO_PI * ((((a << 32) | b) & _M53) * _2M53)
-        r = _sqrt(-2.0 * _log1p(-((((c << 32) | d) & _M53) * _2M53)))
-        out.append(r * _cos(theta))
-        out.append(r * _sin(theta))
+        theta = _TWO_PI * (((a & 0x1FFFFF) * 4294967296.0 + b) * _2M53)
+        r = _sqrt(-2.0 * _log1p(-(((c & 0x1FFFFF) * 4294967296.0 + d) * _2M53)))
+        out += (r * _cos(theta), r * _sin(theta))
 
 
 _TWO_PI = 2.0 * math.pi
 _sqrt, _log1p, _cos, _sin = math.sqrt, math.log1p, math.cos, math.sin
-_M53 = (1 << 53) - 1
 _2M53 = 2.0 ** -53
 
 
@@ -122,12 +120,12 @@ def normal(g, n, d, contiguous, mean=0.0, std=1.0):
     if n >= 16 and contiguous:
         if d is D.float64:
             return _blocks(g, n, n, lambda k: MT.uniform_from_bits(g._u64(k), 53, np.float64),
-                           lambda u: MT.normal_fill_f64(u, mean, std))
+                           lambda u, o: np.copyto(o, MT.normal_fill_f64(u, mean, std)), np.float64)
         # float32, and the half types through the same float kernel, whose first pass draws only
-        # the whole blocks (float32 draws all n, then the last block again)
+        # the whole blocks (float32 draws all n, then the last block again); the kernel takes the
+        # 32-bit draws themselves
         first = n if d is D.float32 else n // 16 * 16
-        out = _blocks(g, n, first, g._uniform24,
-                      lambda u: normal_avx2.normal_fill(u, mean, std))
+        out = _blocks(g, n, first, g._raw, lambda w, o: normal_avx2.normal_fill(w, mean, std, o), np.float32)
         return out if d is D.float32 else out.astype(d.np)
     if mean == 0 and std == 1:
         return scalar_normals(g, n, d.np)
@@ -135,22 +133,30 @@ def normal(g, n, d, contiguous, mean=0.0, std=1.0):
     return z if d is D.float64 else z.astype(d.np)
 
 
-def _blocks(g, n, first, draw, fill):
-    """The vectorized fill: `first` uniforms, Box-Muller on each whole block of 16, then 16 fresh
-    uniforms for the last 16 positions when n is not a multiple of 16."""
-    u = draw(first)
+_CHUNK = 1 << 16  # draws per piece of the fill: its temporaries stay in cache
+
+
+def _blocks(g, n, first, draw, fill, dtype):
+    """The vectorized fill: `first` draws, Box-Muller on each whole block of 16 (fill(draws, out),
+    both shaped (blocks, 16)), then 16 fresh draws for the last 16 positions when n is not a
+    multiple of 16. The draws come in pieces on this thread while the intra-op threads fill the
+    pieces already drawn (blocks are independent)."""
     full = n // 16 * 16
-    out = np.empty(n, dtype=u.dtype)
+    out = np.empty(n, dtype=dtype)
 
-    def fill_blocks(first_block, end_block):
-        chunk = 1 << 16  # 4096 blocks of 16 at a time keep the temporaries in cache
-        for s in range(first_block * 16, end_block * 16, chunk):
-            e = min(s + chunk, end_block * 16)
-            out[s:e] = fill(u[s:e].reshape(-1, 16)).ravel()
+    def produce(i):
+        s = i * _CHUNK
+        return draw(min(_CHUNK, full - s))
 
-    parallel.run(fill_blocks, full // 16, full * u.itemsize)  # blocks are independent: split on threads
+    def consume(i, u):
+        s = i * _CHUNK
+        fill(u.reshape(-1, 16), out[s:s + u.shape[0]].reshape(-1, 16))
+
+    parallel.pipeline(-(-full // _CHUNK), produce, consume, full * out.itemsize)
+    if first > full:
+        draw(first - full)
     if n % 16:
-        out[n - 16:] = fill(draw(16).reshape(1, 16)).ravel()
+        fill(draw(16).reshape(1, 16), out[n - 16:].reshape(1, 16))
     return out
 
 
@@ -215,17 +221,22 @@ def _swaps_applied(z, n):
     p holds then, found the same way; those chains are followed by pointer doubling."""
     m = n - 1
     steps = np.arange(m, dtype=np.int64)
-    keys = z * m  # (target, step) pairs sorted: each target's steps in order (n < 2**31: no overflow)
-    keys += steps
-    keys.sort()
-    order = keys % m
-    target = keys // m
+    if n <= 1 << 16:  # the steps grouped by target, each group in step order: a 16-bit radix sort
+        order = np.argsort(z.astype(np.uint16), kind="stable")
+    else:  # (target, step) pairs sorted (n < 2**31: no overflow)
+        keys = z * m
+        keys += steps
+        keys.sort()
+        order = keys % m
+    target = z[order]
     same = target[1:] == target[:-1]
-    prev = np.full(m, -1, dtype=np.int64)  # the previous step with the same target
-    prev[order[1:][same]] = order[:-1][same]
-    ends = np.append(~same, True)
+    prev = np.empty(m, dtype=np.int64)  # the previous step with the same target
+    prev[order[0]] = -1
+    prev[order[1:]] = np.where(same, order[:-1], -1)
+    ends = np.flatnonzero(~same)
     last = np.full(n, -1, dtype=np.int64)  # the last step targeting each position
     last[target[ends]] = order[ends]
+    last[target[-1]] = order[-1]
     # the last step before p that targeted position p (targets are >= their step: the last one, or
     # the one before it when that is p itself)
     before = np.where(last[:m] == steps, prev, last[:m])
