@@ -27,8 +27,7 @@ _rowdot = getattr(np, "vecdot", None)
 # When the weight requires grad, the forward keeps them for the backward (Convolution saves them),
 # and a first-order backward builds g's channel rows once for both gradients: in a MobileNetV2-style
 # step that removed one phase split and one gradient layout per depthwise layer (~8% of the step).
-# The rows are input-sized; in that step they replace the copy of the same activation that an
-# in-place ReLU6 used to keep (it saves its output now, as torch does).
+# The rows are input-sized (plus padding), held from forward to backward.
 
 # elements per block (2 MB of float32): 5-10% faster than 2^17 on MobileNet's shapes, 2^20 slower;
 # below 2^15 NumPy's per-call overhead dominates (2^13: 3x slower)

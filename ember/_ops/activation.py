@@ -193,14 +193,11 @@ class Hardtanh(Op):
     elementwise = True
 
     @staticmethod
-    def forward(ctx, x, lo, hi, inplace=False):
-        ctx.bounds = (lo, hi)
+    def forward(ctx, x, lo, hi):
+        ctx.save_for_backward(x)  # in place too: torch saves a copy of the input then (no version error
+        ctx.bounds = (lo, hi)     # when the result is modified later), which assign_result makes
         # bound first, so ties return x itself (-0.0 stays -0.0, as torch)
-        out = clamp_between(x, np.array(lo).astype(x.dtype), np.array(hi).astype(x.dtype))
-        # in place, torch saves the result (no copy of the overwritten input): out <= lo exactly
-        # where x <= lo, and out >= hi where x >= hi, so the mask is the same
-        ctx.save_for_backward(out if inplace else x)
-        return out
+        return clamp_between(x, np.array(lo).astype(x.dtype), np.array(hi).astype(x.dtype))
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
@@ -237,7 +234,7 @@ def _hardtanh(input, min_val, max_val, inplace):
             clamp_between(a, np.array(min_val).astype(a.dtype), np.array(max_val).astype(a.dtype), out=a)
             input._version_counter.value += 1
             return input
-    return _finish(input, Hardtanh.apply(input, lo=min_val, hi=max_val, inplace=inplace), inplace, "hardtanh")
+    return _finish(input, Hardtanh.apply(input, lo=min_val, hi=max_val), inplace, "hardtanh")
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
