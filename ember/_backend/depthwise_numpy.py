@@ -27,7 +27,10 @@ _rowdot = getattr(np, "vecdot", None)
 # When the weight requires grad, the forward keeps them for the backward (Convolution saves them),
 # and a first-order backward builds g's channel rows once for both gradients: in a MobileNetV2-style
 # step that removed one phase split and one gradient layout per depthwise layer (~8% of the step).
-# The rows are input-sized (plus padding), held from forward to backward.
+# The rows are input-sized (plus padding), held from forward to backward, in pool blocks (Note
+# [Caching allocator]) whatever their size: from glibc's heap, a step's held rows pushed its free
+# top past the trim threshold (Note [Freed memory]), and every step page-faulted ~64 MB back in
+# (16k faults, +30% CPU time on that step); from the pool, the next step reuses them.
 
 # elements per block (2 MB of float32): 5-10% faster than 2^17 on MobileNet's shapes, 2^20 slower;
 # below 2^15 NumPy's per-call overhead dominates (2^13: 3x slower)
@@ -92,9 +95,14 @@ class DepthwisePlan:
             views.append((self._grid(buf, i)[lead + qs], xt[lead + xs]))
         return views
 
-    def to_phases(self, x, fill=0):
-        """x (N, C, *S) -> (phases, C, row + tail): channel rows per phase, padded with `fill`."""
-        buf = allocator.empty((len(self.phases), self.c, self.row + self.tail), x.dtype)
+    def to_phases(self, x, fill=0, held=False):
+        """x (N, C, *S) -> (phases, C, row + tail): channel rows per phase, padded with `fill`; held: kept
+        until the backward (see Note [Depthwise phases kept])."""
+        shape = (len(self.phases), self.c, self.row + self.tail)
+        if held and allocator.enabled:
+            buf = allocator.pooled(shape, x.dtype, allocator.nbytes(shape, x.dtype.itemsize))
+        else:
+            buf = allocator.empty(shape, x.dtype)
         views = self._phase_views(buf, x)
 
         def part(start, stop):  # the fill, then the copies, for a range of channels
@@ -135,15 +143,16 @@ class DepthwisePlan:
         only the rows of its own channels, so the ranges run concurrently."""
         parallel.run(body, channels, channels * self.row * itemsize * len(self.taps))
 
-    def _source(self, x):
+    def _source(self, x, held=False):
         """Phase rows of x, one per output channel (repeated for a channel multiplier)."""
-        src = self.to_phases(x)
-        return np.repeat(src, self.mult, axis=1) if self.mult > 1 else src
+        if self.mult > 1:
+            return np.repeat(self.to_phases(x), self.mult, axis=1)
+        return self.to_phases(x, held=held)
 
     def forward(self, x, w, bias, keep=False):
         """The convolution (N, C*mult, *out); with keep, (it, the phase rows of x) so that the weight
         gradient need not build them again (see Note [Depthwise phases kept])."""
-        src = self._source(x)
+        src = self._source(x, held=keep)
         channels = self.c * self.mult
         taps = w.reshape(channels, -1)
         y = np.empty((channels, self.row), dtype=x.dtype)
