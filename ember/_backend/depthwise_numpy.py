@@ -22,7 +22,6 @@ from . import allocator, parallel
 # Measured on 32x192x28x28 (3x3): ~5x faster than per-tap products of 4-D views, and 25% faster than
 # the same flat scheme in sample-major rows with precomputed weight planes.
 
-_rowdot = getattr(np, "vecdot", None)
 # Note [Depthwise phases kept]: the weight gradient reads the same phase rows of x as the forward.
 # When the weight requires grad, the forward keeps them for the backward (Convolution saves them),
 # and a first-order backward builds g's channel rows once for both gradients: in a MobileNetV2-style
@@ -32,6 +31,7 @@ _rowdot = getattr(np, "vecdot", None)
 # top past the trim threshold (Note [Freed memory]), and every step page-faulted ~64 MB back in
 # (16k faults, +30% CPU time on that step); from the pool, the next step reuses them.
 
+_rowdot = getattr(np, "vecdot", None)
 # elements per block (2 MB of float32): 5-10% faster than 2^17 on MobileNet's shapes, 2^20 slower;
 # below 2^15 NumPy's per-call overhead dominates (2^13: 3x slower)
 _BLOCK = 1 << 19
