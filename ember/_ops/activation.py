@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import maximum, minimum, opmath as _opmath, special as S, where
+from .._backend import clamp_between, maximum, minimum, opmath as _opmath, special as S, where
 from .._tensor import Tensor, _wrap_dim
 from .pointwise import _sigmoid_kernel
 from ..autograd import grad_mode
@@ -194,17 +194,19 @@ class Hardtanh(Op):
 
     @staticmethod
     def forward(ctx, x, lo, hi):
-        ctx.save_for_backward(x)
-        ctx.bounds = (lo, hi)
+        ctx.save_for_backward(x)  # in place too: torch saves a copy of the input then (no version error
+        ctx.bounds = (lo, hi)     # when the result is modified later), which assign_result makes
         # bound first, so ties return x itself (-0.0 stays -0.0, as torch)
-        out = maximum(np.array(lo).astype(x.dtype), x)
-        return minimum(np.array(hi).astype(x.dtype), out, out=out)
+        return clamp_between(x, np.array(lo).astype(x.dtype), np.array(hi).astype(x.dtype))
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         lo, hi = ctx.bounds
         a = x._data
-        return _mask_grad(grad, x, ~((a <= lo) | (a >= hi)))
+        drop = np.empty(a.shape, dtype=bool)  # an array also when 0-d (Note [0-d kernels])
+        np.less_equal(a, lo, out=drop)
+        drop |= np.greater_equal(a, hi)
+        return _mask_grad(grad, x, np.logical_not(drop, out=drop))
 
 
 def _check_hardtanh(input, min_val):
@@ -225,6 +227,13 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 def _hardtanh(input, min_val, max_val, inplace):
     _check_hardtanh(input, min_val)
+    if inplace:
+        check_inplace(input)
+        if _no_grad_needed(input):
+            a = input._data
+            clamp_between(a, np.array(min_val).astype(a.dtype), np.array(max_val).astype(a.dtype), out=a)
+            input._version_counter.value += 1
+            return input
     return _finish(input, Hardtanh.apply(input, lo=min_val, hi=max_val), inplace, "hardtanh")
 
 

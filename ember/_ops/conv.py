@@ -22,7 +22,11 @@ from .._backend import conv_numpy as K
 from .._backend import cpu_features
 from .._backend import depthwise_numpy as DW
 from .._tensor import Tensor
+from ..autograd import grad_mode
 from ._registry import Op, install
+
+_state = grad_mode._state
+_make = Tensor._make
 
 
 class Geometry:
@@ -274,6 +278,18 @@ def _depthwise_plan(x_shape, w_shape, geo):
     return DW.DepthwisePlan(x_shape, w_shape[2:], geo.stride, geo.dilation, geo.lo, geo.hi, mult)
 
 
+# See Note [Depthwise phases kept] (ember/_backend/depthwise_numpy.py); False turns it off (tests
+# compare both paths).
+KEEP_DEPTHWISE_PHASES = True
+
+
+def _keeps_phases(x, w, geo):
+    return KEEP_DEPTHWISE_PHASES and _is_depthwise(w, geo) and x.dtype in _KEEP_DTYPES
+
+
+_KEEP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _depthwise_forward(x, w, b, geo, out):
     return _depthwise_plan(x.shape, w.shape, geo).forward(x, w, b)
 
@@ -321,15 +337,24 @@ class Convolution(Op):
     _name = "ConvolutionBackward0"
 
     @staticmethod
-    def forward(ctx, x, w, b, geo):
-        ctx.save_for_backward(x, w)
+    def forward(ctx, x, w, b, geo, keep_phases=False):
         ctx.geo = geo
+        if keep_phases and _keeps_phases(x, w, geo):
+            y, src = _depthwise_plan(x.shape, w.shape, geo).forward(x, w, b, keep=True)
+            ctx.save_for_backward(x, w, src)
+            return y
+        ctx.save_for_backward(x, w)
         return conv_forward(x, w, b, geo)
 
     def backward(ctx, grad):
-        x, w = _conj(ctx.saved_tensors)
+        saved = ctx.saved_tensors
+        x, w = _conj(saved[:2])
         need = ctx.needs_input_grad
         geo = ctx.geo
+        if len(saved) == 3 and need[1] and not _state.enabled:  # first order: one depthwise kernel
+            gx, gw = _depthwise_plan(x._data.shape, w._data.shape, geo).backward(
+                saved[2]._data, grad._data, w._data, need[0])
+            return (None if gx is None else _make(gx), _make(gw), _sum_bias(grad, w) if need[2] else None)
         gx = ConvInputGrad.apply(grad, w, geo=geo, x_shape=x._data.shape) if need[0] else None
         gw = ConvWeightGrad.apply(x, grad, geo=geo, w_shape=w._data.shape) if need[1] else None
         gb = _sum_bias(grad, w) if need[2] else None
@@ -561,7 +586,8 @@ def _convnd(fname, nd, input, weight, bias, stride, padding, dilation, groups):
                            f"size: ({' x '.join(map(str, extent))}). Kernel size can't be greater than actual input "
                            "size")
     _check_dtypes(x, weight, bias)
-    out = Convolution.apply(x, weight, bias, geo=Geometry(stride, dilation, lo, hi, groups))
+    out = Convolution.apply(x, weight, bias, geo=Geometry(stride, dilation, lo, hi, groups),
+                            keep_phases=groups > 1 and weight._requires_grad and _state.enabled)
     return out if batched else out.squeeze(0)
 
 

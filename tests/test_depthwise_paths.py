@@ -1,0 +1,149 @@
+"""Depthwise convolutions against torch on every kernel path: the forward that keeps the input's phase
+rows for the backward and the one that does not (ember._ops.conv.KEEP_DEPTHWISE_PHASES), the first-order
+backward that builds the gradient rows once for both gradients, the gathered input gradient (also the
+forward of a depthwise transposed convolution), and blocks of whole channel rows or pieces of one row
+(ember._backend.depthwise_numpy._BLOCK forced small). Random 1-3d sizes, strides (also larger than the
+kernel: phases no tap reaches), dilations, padding, channel multipliers; float32 and float64; values,
+input/weight/bias gradients, and second derivatives through create_graph.
+"""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember._backend import depthwise_numpy as DW
+from ember._ops import conv as C
+
+
+@pytest.fixture(params=["keep", "no-keep"])
+def keep(request, monkeypatch):
+    monkeypatch.setattr(C, "KEEP_DEPTHWISE_PHASES", request.param == "keep")
+    return request.param
+
+
+@pytest.fixture(params=["default-block", "tiny-block"])
+def block(request, monkeypatch):
+    if request.param == "tiny-block":  # rows longer than a block: pieces of one row, one channel per block
+        monkeypatch.setattr(DW, "_BLOCK", 64)
+    return request.param
+
+
+def _case(rng, dtype):
+    nd = int(rng.choice([1, 2, 3], p=[0.25, 0.55, 0.2]))
+    c = int(rng.integers(1, 6))
+    mult = int(rng.choice([1, 1, 2]))
+    size = [int(rng.integers(1, 20 if nd == 2 else 9)) for _ in range(nd)]
+    k = [int(rng.integers(1, 4)) for _ in range(nd)]
+    s = [int(rng.integers(1, 4)) for _ in range(nd)]
+    d = [int(rng.integers(1, 3)) for _ in range(nd)]
+    p = [int(rng.integers(0, 3)) for _ in range(nd)]
+    if any(n + 2 * pad < dil * (kk - 1) + 1 for n, pad, dil, kk in zip(size, p, d, k)):
+        return None
+    x = rng.standard_normal([int(rng.integers(1, 4)), c] + size).astype(dtype)
+    w = rng.standard_normal([c * mult, 1] + k).astype(dtype)
+    b = rng.standard_normal(c * mult).astype(dtype) if rng.random() < 0.7 else None
+    grads = (bool(rng.random() < 0.8), True)  # input, weight require grad (the kept rows need the weight's)
+    if rng.random() < 0.15:
+        grads = (True, False)
+    return f"conv{nd}d", x, w, b, dict(stride=s, padding=p, dilation=d, groups=c), grads
+
+
+def _run(lib, name, x, w, b, kw, grads, g_of):
+    xs = lib.from_numpy(x.copy()).requires_grad_(grads[0])
+    ws = lib.from_numpy(w.copy()).requires_grad_(grads[1])
+    bs = None if b is None else lib.from_numpy(b.copy()).requires_grad_()
+    y = getattr(lib.nn.functional, name)(xs, ws, bs, **kw)
+    y.backward(lib.from_numpy(g_of(tuple(y.shape))))
+    return [None if t is None else t.detach().numpy()
+            for t in (y, xs.grad, ws.grad, None if bs is None else bs.grad)]
+
+
+def _compare(e, t, dtype, what):
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for a, b in zip(e, t):
+        assert (a is None) == (b is None), what
+        if a is None:
+            continue
+        assert a.shape == b.shape and a.dtype == b.dtype, what
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol * max(1.0, float(np.abs(b).max(initial=0))),
+                                   err_msg=what)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_random_depthwise_convolutions_match_torch(dtype, keep, block):
+    rng = np.random.default_rng(17 if dtype == np.float32 else 18)
+    checked = 0
+    while checked < 40:
+        case = _case(rng, dtype)
+        if case is None:
+            continue
+        checked += 1
+        g = {}
+
+        def g_of(shape):
+            return g.setdefault(shape, rng.standard_normal(shape).astype(dtype)).copy()
+        t = _run(torch, *case, g_of)
+        e = _run(ember, *case, g_of)
+        _compare(e, t, dtype, f"{case[0]} x{case[1].shape} w{case[2].shape} {case[4]} grads {case[5]}")
+
+
+def test_the_kept_rows_are_used_and_freed():
+    """The forward saves the phase rows when the weight requires grad (and only then); the backward
+    releases them with the other saved tensors."""
+    rng = np.random.default_rng(0)
+    x = ember.from_numpy(rng.standard_normal((2, 3, 8, 8)).astype(np.float32)).requires_grad_()
+    w = ember.from_numpy(rng.standard_normal((3, 1, 3, 3)).astype(np.float32))
+    y = ember.nn.functional.conv2d(x, w, padding=1, groups=3)
+    assert len(y.grad_fn._saved) == 2
+    w.requires_grad_()
+    y = ember.nn.functional.conv2d(x, w, padding=1, groups=3)
+    assert len(y.grad_fn._saved) == 3
+    y.sum().backward()
+    assert all(s.kind == "freed" for s in y.grad_fn._saved)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_depthwise_transposed_convolutions_match_torch(dtype, block):
+    """conv_transpose with groups == channels runs the gathered input gradient as its forward."""
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        nd = int(rng.integers(1, 3))
+        c = int(rng.integers(1, 5))
+        size = [int(rng.integers(1, 10)) for _ in range(nd)]
+        k = [int(rng.integers(1, 4)) for _ in range(nd)]
+        s = [int(rng.integers(1, 4)) for _ in range(nd)]
+        d = [int(rng.integers(1, 3)) for _ in range(nd)]
+        p = [int(rng.integers(0, 2)) for _ in range(nd)]
+        op = [int(rng.integers(0, max(ss, dd))) for ss, dd in zip(s, d)]
+        if any((n - 1) * ss - 2 * pp + dd * (kk - 1) + o + 1 <= 0 for n, ss, pp, dd, kk, o in zip(size, s, p, d, k, op)):
+            continue
+        x = rng.standard_normal([2, c] + size).astype(dtype)
+        w = rng.standard_normal([c, 1] + k).astype(dtype)
+        kw = dict(stride=s, padding=p, dilation=d, groups=c, output_padding=op)
+        g = {}
+
+        def g_of(shape):
+            return g.setdefault(shape, rng.standard_normal(shape).astype(dtype)).copy()
+        name = f"conv_transpose{nd}d"
+        _compare(_run(ember, name, x, w, None, kw, (True, True), g_of),
+                 _run(torch, name, x, w, None, kw, (True, True), g_of), dtype, f"{name} x{x.shape} {kw}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_depthwise_second_derivatives_match_torch(dtype, keep):
+    """create_graph: the backward takes the differentiable ops, not the kept rows."""
+    rng = np.random.default_rng(9)
+    for stride, mult in ((1, 1), (2, 2), (3, 1)):
+        x = rng.standard_normal((2, 3, 7, 6)).astype(dtype)
+        w = rng.standard_normal((3 * mult, 1, 3, 2)).astype(dtype)
+        out = {}
+        for lib in (torch, ember):
+            xs = lib.from_numpy(x.copy()).requires_grad_()
+            ws = lib.from_numpy(w.copy()).requires_grad_()
+            y = lib.nn.functional.conv2d(xs, ws, stride=stride, padding=1, groups=3)
+            gx, gw = lib.autograd.grad((y * y).sum(), (xs, ws), create_graph=True)
+            ((gx * gx).sum() + (gw * gw).sum()).backward()
+            out[lib] = [t.detach().numpy() for t in (gx, gw, xs.grad, ws.grad)]
+        _compare(out[ember], out[torch], dtype, f"stride {stride} mult {mult}")
