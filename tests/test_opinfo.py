@@ -103,10 +103,14 @@ def resolve(op):
     """ember's callable for an OpInfo, or None when ember lacks the op."""
     fn = op.op
     name = op.name
+    if type(fn).__name__ == "OpOverload":  # torch.ops.aten.slice.Tensor: ember.ops.aten's namesake
+        packet = getattr(ember.ops.aten, fn.__name__.split(".")[0], None)
+        return getattr(packet, fn._overloadname, None)
     if isinstance(fn, types.FunctionType) and fn.__module__.startswith("torch.testing"):
         in_namespace = "." in name  # linalg.x, special.x ...: the namespace must have it
         present = _lookup(name) is not None or not in_namespace and (hasattr(ember.Tensor, name)
-                                                                     or hasattr(ember.Tensor, name + "_"))
+                                                                     or hasattr(ember.Tensor, name + "_")
+                                                                     or hasattr(ember.ops.aten, name))
         return rebind(fn) if present else None
     if type(fn).__name__ == "method_descriptor":  # Tensor.cfloat and such: the method, not ember.cfloat (a dtype)
         return getattr(ember.Tensor, fn.__name__, None)
