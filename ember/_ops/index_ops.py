@@ -229,7 +229,10 @@ class IndexFill(Op):
         (index,) = ctx.saved_tensors
         need = ctx.needs_input_grad
         gx = grad.index_fill(ctx.dim, index, 0) if need[0] else None
-        gv = grad.index_select(ctx.dim, index).sum() if len(need) > 2 and need[2] else None
+        gv = None
+        if len(need) > 2 and need[2]:  # each filled slot once, as torch's grad.index_select(dim, unique(index)).sum()
+            unique = Tensor._make(np.unique(index._data.reshape(-1)))  # (a negative index raises, as torch's)
+            gv = grad.index_select(ctx.dim, unique).sum()
         return gx, None, gv
 
 

@@ -142,7 +142,7 @@ def linalg_matrix_norm(input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=N
         if ord == "nuc":
             r = s.sum(-1)
         else:
-            r = linalg_vector_norm(s, _INF if ord == 2 else -_INF, -1)
+            r = s.amax(-1) if ord == 2 else s.amin(-1)  # as torch: ties share the gradient (a zero matrix)
         if keepdim:
             for d in sorted((d0, d1)):
                 r = r.unsqueeze(d)
