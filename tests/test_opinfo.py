@@ -60,6 +60,11 @@ TIES = {"sort": (1,), "argsort": (0,), "topk": (1,), "kthvalue": (1,), "mode": (
 # tests do, through the sample's output_process_fn_grad (|U|, U @ Vh, |eigenvectors| ...).
 GAUGE = {"svd", "linalg.svd", "linalg.eig", "linalg.eigh", "linalg.eigvals", "linalg.eigvalsh", "symeig",
          "linalg.householder_product", "geqrf"}
+# torch's own backward is wrong here, by its own test suite (op_db marks TestBwdGradients.test_fn_grad an
+# expectedFailure): as_strided_scatter_backward gives self the window of grad instead of grad outside it
+# (Note [as_strided_scatter backward support]); ember's gradient is the true derivative, so gradients are
+# compared on shape and dtype only.
+TORCH_GRAD_WRONG = {"as_strided_scatter"}
 # Tolerances: assert_close's per-dtype defaults, widened per op to the largest tolerance torch's own
 # tests allow that op on CPU when they compare it with another implementation (NumPy references,
 # decompositions, noncontiguous and variant consistency): accumulation order differs, as between them.
@@ -182,7 +187,7 @@ def check_forward(key, sample, t_out, e_out, tols):
     compare(t_out, e_out, tols=tols)
 
 
-def check_grad(sample, t_out, e_out, conv, rng, tols):
+def check_grad(sample, t_out, e_out, conv, rng, tols, values=True):
     """float64 gradients of the floating outputs w.r.t. every leaf, under one random upstream gradient."""
     t_leaves = [t for t in flatten([sample.input, list(sample.args), list(sample.kwargs.values())])
                 if isinstance(t, torch.Tensor) and t.requires_grad]
@@ -214,7 +219,7 @@ def check_grad(sample, t_out, e_out, conv, rng, tols):
             tg = torch.zeros_like(leaf)
         if eg is None:
             eg = ember.zeros(tuple(leaf.shape), dtype=getattr(ember, str(leaf.dtype)[6:]))
-        compare(tg, eg, f"grad[{i}]", grad_tol=True, tols=tols)
+        compare(tg, eg, f"grad[{i}]", values=values, grad_tol=True, tols=tols)
 
 
 def run_sample(key, op, efn, sample, dtype, rng, tols):
@@ -233,7 +238,7 @@ def run_sample(key, op, efn, sample, dtype, rng, tols):
     check_forward(key, sample, t_out, e_out, tols)
     if dtype == torch.float64 and op.supports_autograd and key not in RANDOM and key not in UNINITIALIZED \
             and not (key in RANDOM_WHEN and RANDOM_WHEN[key](sample)):
-        check_grad(sample, t_out, e_out, conv, rng, tols)
+        check_grad(sample, t_out, e_out, conv, rng, tols, values=key not in TORCH_GRAD_WRONG)
 
 
 def run_inplace(key, op, einp, sample, tols):

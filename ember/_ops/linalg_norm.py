@@ -227,6 +227,8 @@ def linalg_vander(x, *, N=None):
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
     from .indexing import stack
+    if x._data.ndim == 0:  # torch treats a 0-d x as one point: (1, N)
+        x = x.reshape(1)
     cols = [x.new_ones(x._data.shape)]
     for _ in range(1, n):
         cols.append(cols[-1] * x)
