@@ -69,7 +69,7 @@ class Cat(Op):
 def cat(tensors, dim=0, *, out=None):
     tensors = _tensor_list(tensors, "cat")
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):
         if t._data.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
@@ -88,7 +88,7 @@ def cat(tensors, dim=0, *, out=None):
                                    f"{ref.shape[j]} but got size {a.shape[j]} for tensor number {i} in the list.")
     dtype = _promoted(tensors)
     r = Cat.apply(*tensors, dim=d, dtype=dtype.np)
-    return r if out is None else write_out(out, r, "cat")
+    return r if out is None else write_out(out, r, "cat", inputs=tensors)
 
 
 class Stack(Op):

@@ -166,7 +166,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     d = _wrap_dim(dim, input._data.ndim)
     _check_dim_index(input._data, d, idx, "gather")
     r = Gather.apply(input, index, dim=d)
-    return r if out is None else write_out(out, r, "gather")
+    return r if out is None else write_out(out, r, "gather", inputs=(input, index), exact_dtype=True)
 
 
 # ---- scatter ----------------------------------------------------------------------------------

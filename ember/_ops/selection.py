@@ -109,7 +109,7 @@ def masked_select(input, mask, *, out=None):
     _bool_mask(mask, "masked_select")
     _broadcast_shape("masked_select", input._data, mask._data)
     r = MaskedSelect.apply(input, mask)
-    return r if out is None else write_out(out, r, "masked_select")
+    return r if out is None else write_out(out, r, "masked_select", inputs=(input, mask))
 
 
 class MaskedScatter(Op):
