@@ -364,6 +364,20 @@ def test_opinfo(op):
 HEADER = """# OpInfo samples ember fails today (tests/test_opinfo.py); one line per sample: op|dtype|index|part.
 # `op|missing` means ember lacks the op. Keep this list exact: remove a line when its sample passes.
 # Regenerate after fixes: EMBER_UPDATE_EXPECTED=1 python -m tests.test_opinfo
+# Why they fail (by group):
+# - missing: hash_tensor returns torch.uint64, a dtype ember lacks; sparse.sampled_addmm takes sparse CSR tensors.
+# - chalf: ember has no complex32 (NumPy has no half-precision complex type); chalf raises NotImplementedError.
+# - float32/complex64 rounding beyond the sweep's tolerances (assert_close's defaults, widened only where
+#   torch's own reference tests widen them): conv*/conv_transpose* complex64 and conv_transpose3d float32 forward, matrix_exp,
+#   polygamma n=0 near its poles, hermite_polynomial_he at large degree, fft.hfft2, cdist, linalg.cond,
+#   pinv(hermitian), tensorsolve, multi_head_attention_forward; float64 special.airy_ai/bessel_j0/j1/y1
+#   (another approximation than torch's: up to 2e-6 apart at large arguments, beyond float64's 1e-7).
+# - histogram float32 #8: a value exactly on a float32 bin edge lands in the other bin (torch's kernel
+#   computes the bin from the position, then corrects it against the edges).
+# - linalg.eig complex64 #0, cov complex64 #37, istft complex64 #9: open bugs.
+# - error inputs: out= tensors overlapping an input through a shared base that the converter does not
+#   reproduce (gather #7, index_select #0), take's out= overlap (its out= comes from the registry's generic
+#   wrapper), bernoulli's out= overlap: open.
 """
 
 
