@@ -60,9 +60,12 @@ def run_input(info, ecls, minput, training, rng):
         raise AssertionError(f"constructor: ember raised {short(exc)}") from exc
     t_mod.train(training)
     e_mod.train(training)
+    fargs, fkwargs = minput.forward_input.args, minput.forward_input.kwargs
+    if any(isinstance(p, torch.nn.parameter.UninitializedParameter) for p in t_mod.parameters()):
+        with torch.no_grad():  # a Lazy module: torch's state_dict exists once a forward has materialized it
+            t_mod(*fargs, **fkwargs)
     state = {k: Converter()(v.detach()) for k, v in t_mod.state_dict().items()}
     e_mod.load_state_dict(state)
-    fargs, fkwargs = minput.forward_input.args, minput.forward_input.kwargs
     e_fargs, e_fkwargs = conv(fargs), conv(fkwargs)
     try:
         t_out = t_mod(*fargs, **fkwargs)

@@ -161,6 +161,18 @@ def test_grid_sample(mode, padding_mode, align):
           grid[:1].astype(np.float32), dtype="float32")
 
 
+@pytest.mark.parametrize("mode,padding_mode,align", GRID, ids=[f"{m}-{p}-{a}" for m, p, a in GRID])
+def test_grid_sample_volumetric(mode, padding_mode, align):
+    grid = np.random.default_rng(4).uniform(-1.3, 1.3, (2, 3, 2, 4, 3))
+    check(lambda lib, x, g: lib.nn.functional.grid_sample(x, g, mode, padding_mode, align), (2, 3, 4, 5, 3), grid,
+          gradgrad=True)
+    codes = (("bilinear", "nearest").index(mode), ("zeros", "border", "reflection").index(padding_mode))
+    check(lambda lib, x, g: lib.grid_sampler_3d(x, g, *codes, align), (1, 2, 3, 4, 2),
+          grid[:1].astype(np.float32), dtype="float32")
+    check(lambda lib, x, g: lib.grid_sampler_2d(x, g, *codes, align), (1, 2, 3, 4),
+          grid[:1, 0, :, :, :2].astype(np.float32), dtype="float32")
+
+
 def test_grid_sample_warning_and_grad_fn():
     for lib in (torch, ember):
         x = lib.ones(1, 1, 3, 3, requires_grad=True)
@@ -238,6 +250,10 @@ def test_affine_grid(size, align):
                                               align_corners=True),
     lambda lib: lib.nn.functional.grid_sample(lib.ones(2, 3, 7, 8, dtype=lib.int64),
                                               lib.zeros(2, 5, 6, 2, dtype=lib.int64), align_corners=True),
+    lambda lib: lib.nn.functional.grid_sample(lib.ones(1, 2, 3, 4, 5), lib.zeros(1, 2, 2, 2, 3), mode="bicubic",
+                                              align_corners=True),
+    lambda lib: lib.grid_sampler_2d(lib.ones(1, 2, 3, 4, 5), lib.zeros(1, 2, 2, 2, 3), 0, 0, False),
+    lambda lib: lib.grid_sampler_3d(lib.ones(1, 2, 3, 4), lib.zeros(1, 2, 2, 2), 0, 0, False),
     lambda lib: lib.nn.functional.affine_grid(lib.ones(2, 2, 3, dtype=lib.int64), (2, 3, 5, 6), False),
     lambda lib: lib.nn.functional.affine_grid(lib.ones(2, 2, 3), (2, 3, 5), False),
     lambda lib: lib.nn.functional.affine_grid(lib.ones(2, 2, 3), (2, 3, 4, 5, 6), False),

@@ -60,6 +60,11 @@ TIES = {"sort": (1,), "argsort": (0,), "topk": (1,), "kthvalue": (1,), "mode": (
 # tests do, through the sample's output_process_fn_grad (|U|, U @ Vh, |eigenvectors| ...).
 GAUGE = {"svd", "linalg.svd", "linalg.eig", "linalg.eigh", "linalg.eigvals", "linalg.eigvalsh", "symeig",
          "linalg.householder_product", "geqrf"}
+# torch's own backward is wrong here, by its own test suite (op_db marks TestBwdGradients.test_fn_grad an
+# expectedFailure): as_strided_scatter_backward gives self the window of grad instead of grad outside it
+# (Note [as_strided_scatter backward support]); ember's gradient is the true derivative, so gradients are
+# compared on shape and dtype only.
+TORCH_GRAD_WRONG = {"as_strided_scatter"}
 # Tolerances: assert_close's per-dtype defaults, widened per op to the largest tolerance torch's own
 # tests allow that op on CPU when they compare it with another implementation (NumPy references,
 # decompositions, noncontiguous and variant consistency): accumulation order differs, as between them.
@@ -103,10 +108,14 @@ def resolve(op):
     """ember's callable for an OpInfo, or None when ember lacks the op."""
     fn = op.op
     name = op.name
+    if type(fn).__name__ == "OpOverload":  # torch.ops.aten.slice.Tensor: ember.ops.aten's namesake
+        packet = getattr(ember.ops.aten, fn.__name__.split(".")[0], None)
+        return getattr(packet, fn._overloadname, None)
     if isinstance(fn, types.FunctionType) and fn.__module__.startswith("torch.testing"):
         in_namespace = "." in name  # linalg.x, special.x ...: the namespace must have it
         present = _lookup(name) is not None or not in_namespace and (hasattr(ember.Tensor, name)
-                                                                     or hasattr(ember.Tensor, name + "_"))
+                                                                     or hasattr(ember.Tensor, name + "_")
+                                                                     or hasattr(ember.ops.aten, name))
         return rebind(fn) if present else None
     if type(fn).__name__ == "method_descriptor":  # Tensor.cfloat and such: the method, not ember.cfloat (a dtype)
         return getattr(ember.Tensor, fn.__name__, None)
@@ -178,7 +187,7 @@ def check_forward(key, sample, t_out, e_out, tols):
     compare(t_out, e_out, tols=tols)
 
 
-def check_grad(sample, t_out, e_out, conv, rng, tols):
+def check_grad(sample, t_out, e_out, conv, rng, tols, values=True):
     """float64 gradients of the floating outputs w.r.t. every leaf, under one random upstream gradient."""
     t_leaves = [t for t in flatten([sample.input, list(sample.args), list(sample.kwargs.values())])
                 if isinstance(t, torch.Tensor) and t.requires_grad]
@@ -210,7 +219,7 @@ def check_grad(sample, t_out, e_out, conv, rng, tols):
             tg = torch.zeros_like(leaf)
         if eg is None:
             eg = ember.zeros(tuple(leaf.shape), dtype=getattr(ember, str(leaf.dtype)[6:]))
-        compare(tg, eg, f"grad[{i}]", grad_tol=True, tols=tols)
+        compare(tg, eg, f"grad[{i}]", values=values, grad_tol=True, tols=tols)
 
 
 def run_sample(key, op, efn, sample, dtype, rng, tols):
@@ -229,7 +238,7 @@ def run_sample(key, op, efn, sample, dtype, rng, tols):
     check_forward(key, sample, t_out, e_out, tols)
     if dtype == torch.float64 and op.supports_autograd and key not in RANDOM and key not in UNINITIALIZED \
             and not (key in RANDOM_WHEN and RANDOM_WHEN[key](sample)):
-        check_grad(sample, t_out, e_out, conv, rng, tols)
+        check_grad(sample, t_out, e_out, conv, rng, tols, values=key not in TORCH_GRAD_WRONG)
 
 
 def run_inplace(key, op, einp, sample, tols):
@@ -355,6 +364,20 @@ def test_opinfo(op):
 HEADER = """# OpInfo samples ember fails today (tests/test_opinfo.py); one line per sample: op|dtype|index|part.
 # `op|missing` means ember lacks the op. Keep this list exact: remove a line when its sample passes.
 # Regenerate after fixes: EMBER_UPDATE_EXPECTED=1 python -m tests.test_opinfo
+# Why they fail (by group):
+# - missing: hash_tensor returns torch.uint64, a dtype ember lacks; sparse.sampled_addmm takes sparse CSR tensors.
+# - chalf: ember has no complex32 (NumPy has no half-precision complex type); chalf raises NotImplementedError.
+# - float32/complex64 rounding beyond the sweep's tolerances (assert_close's defaults, widened only where
+#   torch's own reference tests widen them): conv*/conv_transpose* complex64 and conv_transpose3d float32 forward, matrix_exp,
+#   polygamma n=0 near its poles, hermite_polynomial_he at large degree, fft.hfft2, cdist, linalg.cond,
+#   pinv(hermitian), tensorsolve, multi_head_attention_forward; float64 special.airy_ai/bessel_j0/j1/y1
+#   (another approximation than torch's: up to 2e-6 apart at large arguments, beyond float64's 1e-7).
+# - histogram float32 #8: a value exactly on a float32 bin edge lands in the other bin (torch's kernel
+#   computes the bin from the position, then corrects it against the edges).
+# - linalg.eig complex64 #0, cov complex64 #37, istft complex64 #9: open bugs.
+# - error inputs: out= tensors overlapping an input through a shared base that the converter does not
+#   reproduce (gather #7, index_select #0), take's out= overlap (its out= comes from the registry's generic
+#   wrapper), bernoulli's out= overlap: open.
 """
 
 

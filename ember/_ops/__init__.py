@@ -8,5 +8,6 @@ from . import native_norm, householder, lowrank  # noqa: F401
 from . import dropout  # noqa: F401
 from . import rnn, attention  # noqa: F401
 from . import sampling  # noqa: F401
+from . import grid_volumetric  # noqa: F401  (grid_sampler, grid_sampler_2d/3d)
 from . import window_functions  # noqa: F401  (hann_window, hamming_window ...)
 from . import spectral  # noqa: F401  (stft, istft)

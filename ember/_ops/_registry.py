@@ -428,10 +428,19 @@ def binary(name, kernel, kind=SAME, dx=None, dy=None, node_name=None, check=None
 
 # ---- out= and in-place --------------------------------------------------------------
 
-def write_out(out, r, opname):
-    """Copy result r into the user's out= tensor (resizing it if needed, like torch)."""
+def write_out(out, r, opname, inputs=(), exact_dtype=False):
+    """Copy result r into the user's out= tensor (resizing it if needed, like torch). inputs: tensors out may not
+    share memory with (torch's assert_no_overlap); exact_dtype: out must have r's dtype (structured kernels)."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{opname}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    for t in inputs:
+        if t is out or isinstance(t, Tensor) and out._data.size and np.may_share_memory(out._data, t._data):
+            raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
+                               "refer to a single memory location. Please clone() the tensor before performing the "
+                               "operation.")
+    if exact_dtype and out._dtype is not r._dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {D.C_TYPE_NAMES[r._dtype]}, but got "
+                           f"{D.C_TYPE_NAMES[out._dtype]} instead")
     if _state.enabled and (out._requires_grad or r._requires_grad):
         raise RuntimeError(f"{opname}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
@@ -445,6 +454,8 @@ def write_out(out, r, opname):
                           f"{list(out._data.shape)}, which does not match the required output shape "
                           f"{list(r._data.shape)}. This behavior is deprecated.", UserWarning, stacklevel=3)
         out._data = np.empty(r._data.shape, dtype=out._data.dtype)
+    else:
+        check_internal_overlap(out._data)  # an expanded out: torch refuses, NumPy would write each element twice
     np.copyto(out._data, r._data, casting="unsafe")
     out._version_counter.value += 1
     return out

@@ -705,6 +705,8 @@ def prelu(input, weight):
     if weight._dtype is not input._dtype:
         raise RuntimeError(f"prelu: Type promoting not supported. Got {_NAMES[input._dtype]} and "
                            f"{_NAMES[weight._dtype]}")
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
     n = weight.numel()
     channels = input.shape[1] if input.dim() >= 2 else 1
     if n != 1 and n != channels:
@@ -733,6 +735,8 @@ class _Rrelu(Op):
 
 
 def _rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     _float_only(input, "leaky_relu_cpu")
     if not training:
         return LeakyRelu.apply(input, slope=(lower + upper) / 2)

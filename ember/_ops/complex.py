@@ -156,6 +156,9 @@ class Complex(Op):
 def complex(real, imag, *, out=None):
     _float_pair(real, imag)
     r = Complex.apply(real, imag)
+    if out is not None and isinstance(out, Tensor) and out._dtype is not r._dtype:
+        raise RuntimeError(f"Expected object of scalar type {D.SCALAR_NAMES[r._dtype]} but got scalar type "
+                           f"{D.SCALAR_NAMES[out._dtype]} for argument 'out'")
     return r if out is None else write_out(out, r, "complex")
 
 

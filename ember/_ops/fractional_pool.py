@@ -43,7 +43,7 @@ class FractionalMaxPool(Op):
             coords.append(idx.reshape(shape))
         plane = np.arange(planes).reshape([planes] + [1] * (2 * nd))
         windows = x[(plane,) + tuple(coords)]  # (P, *out, *kernel)
-        flat = windows.reshape(windows.shape[:1 + nd] + (-1,))
+        flat = windows.reshape(windows.shape[:1 + nd] + (int(np.prod(kernel)),))  # (an empty batch: no -1)
         arg = np.argmax(flat, axis=-1)
         nan = np.isnan(flat)
         if nan.any():  # ATen's `val > max || isnan(val)`: the last NaN of the window wins

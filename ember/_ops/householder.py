@@ -88,6 +88,9 @@ def householder_product(input, tau, *, out=None):
     m, n = input.shape[-2], input.shape[-1]
     from .creation import eye
     q = eye(m, n, dtype=input.dtype).expand(*input.shape[:-2], m, n)
+    if tau.dim() and tau.shape[-1] == 0:  # no reflectors: the identity, still a function of input
+        from .pointwise import where
+        q = where(q.new_ones(q.shape, dtype=D.bool), q, input)
     for i in reversed(range(tau.shape[-1])):
         q = _apply_left(q, _reflector(input, i), tau[..., i])
     if out is not None:

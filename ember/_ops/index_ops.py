@@ -97,7 +97,7 @@ def index_select(input, dim, index, *, out=None):
     if input._data.ndim == 0 and index._data.size != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index._data.size} value(s)")
     r = IndexSelect.apply(input, index, dim=d)
-    return r if out is None else write_out(out, r, "index_select")
+    return r if out is None else write_out(out, r, "index_select", inputs=(input, index))
 
 
 def _source_rows(source, x, dim, n):
@@ -108,7 +108,12 @@ def _source_rows(source, x, dim, n):
 
 def _check_index_source(name, x, dim, idx, source):
     if x.ndim and source.ndim and source.ndim != x.ndim:
-        raise IndexError(f"{name}(): Source/destination tensor must have same number of dimensions")
+        if name == "index_copy_":
+            raise IndexError(f"index_copy_(): When source and destination are not scalars, their dimensionality "
+                             f"must match. Source dimensionality ({source.ndim}), destination dimensionality "
+                             f"({x.ndim})")
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(x.shape)} source.shape = {list(source.shape)}")
     n_src = source.shape[dim] if source.ndim else 1
     if idx.size != n_src:
         raise RuntimeError(f"{name}(): Number of indices ({idx.size}) should be equal to source.size(dim) "
@@ -229,7 +234,10 @@ class IndexFill(Op):
         (index,) = ctx.saved_tensors
         need = ctx.needs_input_grad
         gx = grad.index_fill(ctx.dim, index, 0) if need[0] else None
-        gv = grad.index_select(ctx.dim, index).sum() if len(need) > 2 and need[2] else None
+        gv = None
+        if len(need) > 2 and need[2]:  # each filled slot once, as torch's grad.index_select(dim, unique(index)).sum()
+            unique = Tensor._make(np.unique(index._data.reshape(-1)))  # (a negative index raises, as torch's)
+            gv = grad.index_select(ctx.dim, unique).sum()
         return gx, None, gv
 
 

@@ -69,7 +69,7 @@ class Cat(Op):
 def cat(tensors, dim=0, *, out=None):
     tensors = _tensor_list(tensors, "cat")
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):
         if t._data.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
@@ -88,7 +88,7 @@ def cat(tensors, dim=0, *, out=None):
                                    f"{ref.shape[j]} but got size {a.shape[j]} for tensor number {i} in the list.")
     dtype = _promoted(tensors)
     r = Cat.apply(*tensors, dim=d, dtype=dtype.np)
-    return r if out is None else write_out(out, r, "cat")
+    return r if out is None else write_out(out, r, "cat", inputs=tensors)
 
 
 class Stack(Op):
@@ -120,7 +120,10 @@ def stack(tensors, dim=0, *, out=None):
 
 @register(method=False)
 def hstack(tensors, *, out=None):
-    ts = atleast_1d(*_tensor_list(tensors, "hstack"))
+    ts = _tensor_list(tensors, "hstack")
+    if not ts:
+        raise RuntimeError("hstack expects a non-empty TensorList")
+    ts = atleast_1d(*ts)
     ts = (ts,) if isinstance(ts, Tensor) else ts
     r = cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1)
     return r if out is None else write_out(out, r, "hstack")
@@ -128,7 +131,10 @@ def hstack(tensors, *, out=None):
 
 @register(method=False, aliases=("row_stack",))
 def vstack(tensors, *, out=None):
-    ts = atleast_2d(*_tensor_list(tensors, "vstack"))
+    ts = _tensor_list(tensors, "vstack")
+    if not ts:
+        raise RuntimeError("vstack expects a non-empty TensorList")
+    ts = atleast_2d(*ts)
     ts = (ts,) if isinstance(ts, Tensor) else ts
     r = cat(ts, 0)
     return r if out is None else write_out(out, r, "vstack")
@@ -136,7 +142,10 @@ def vstack(tensors, *, out=None):
 
 @register(method=False)
 def dstack(tensors, *, out=None):
-    ts = atleast_3d(*_tensor_list(tensors, "dstack"))
+    ts = _tensor_list(tensors, "dstack")
+    if not ts:
+        raise RuntimeError("dstack expects a non-empty TensorList")
+    ts = atleast_3d(*ts)
     ts = (ts,) if isinstance(ts, Tensor) else ts
     r = cat(ts, 2)
     return r if out is None else write_out(out, r, "dstack")

@@ -439,15 +439,46 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False,
 triangular_solve_t = return_type("triangular_solve", ["solution", "cloned_coefficient"])
 
 
+def _cholesky_solve_values(b, factor, upper):
+    """X with (L L^H) X = b from the triangle of factor (two triangular solves)."""
+    if upper:
+        y = linalg_solve_triangular(adj(factor), b, upper=False)
+        return linalg_solve_triangular(factor, y, upper=True)
+    y = linalg_solve_triangular(factor, b, upper=False)
+    return linalg_solve_triangular(adj(factor), y, upper=True)
+
+
+class CholeskySolve(Op):
+    """cholesky_solve with torch's gradient, which (as cholesky_inverse's) treats the whole input2 as the factor:
+    grad_input2 = -(C @ input2) (lower) or -(input2 @ C) (upper), C = G X^H + X G^H, G = cholesky_solve(grad)."""
+    _name = "CholeskySolveBackward0"
+
+    @staticmethod
+    def forward(ctx, b, factor, upper):
+        ctx.upper = upper
+        prev = _state.enabled
+        _state.enabled = False
+        try:
+            x = _cholesky_solve_values(Tensor._make(b), Tensor._make(factor), upper)._data
+        finally:
+            _state.enabled = prev
+        ctx.save_for_backward(factor, x)
+        return x
+
+    def backward(ctx, grad):
+        factor, x = ctx.saved_tensors
+        gb = cholesky_solve(grad, factor, ctx.upper)
+        gf = None
+        if ctx.needs_input_grad[1]:
+            common = matmul(gb, adj(x))
+            common = common + adj(common)
+            gf = -matmul(factor, common) if ctx.upper else -matmul(common, factor)
+        return gb, gf
+
+
 def cholesky_solve(input, input2, upper=False, *, out=None):
     """Solve A X = B given A's Cholesky factor."""
-    if upper:
-        y = linalg_solve_triangular(adj(input2), input, upper=False)
-        x = linalg_solve_triangular(input2, y, upper=True)
-    else:
-        y = linalg_solve_triangular(input2, input, upper=False)
-        x = linalg_solve_triangular(adj(input2), y, upper=True)
-    return _out(x, out, "cholesky_solve")
+    return _out(CholeskySolve.apply(input, input2, upper=bool(upper)), out, "cholesky_solve")
 
 
 class CholeskyInverse(Op):

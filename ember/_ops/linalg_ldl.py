@@ -26,7 +26,7 @@ class LdlFactorEx(Op):
     def forward(ctx, a, hermitian):
         batch = a.shape[:-2]
         n = a.shape[-1]
-        flat = a.reshape((-1, n, n))
+        flat = a.reshape((int(np.prod(batch)), n, n))  # (an empty matrix has no -1 to infer)
         ld = np.zeros_like(flat)
         piv = np.zeros((flat.shape[0], n), dtype=np.int32)
         info = np.zeros(flat.shape[0], dtype=np.int32)
@@ -86,9 +86,10 @@ class LdlSolve(Op):
     @staticmethod
     def forward(ctx, ld, b, pivots, hermitian):
         batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2], pivots.shape[:-1])
-        ld_b = np.broadcast_to(ld, batch + ld.shape[-2:]).reshape((-1,) + ld.shape[-2:])
-        b_b = np.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
-        p_b = np.broadcast_to(pivots, batch + pivots.shape[-1:]).reshape((-1, pivots.shape[-1]))
+        count = int(np.prod(batch))  # (empty matrices have no -1 to infer)
+        ld_b = np.broadcast_to(ld, batch + ld.shape[-2:]).reshape((count,) + ld.shape[-2:])
+        b_b = np.broadcast_to(b, batch + b.shape[-2:]).reshape((count,) + b.shape[-2:])
+        p_b = np.broadcast_to(pivots, batch + pivots.shape[-1:]).reshape((count, pivots.shape[-1]))
         out = np.empty(b_b.shape, dtype=b.dtype)
         for i in range(out.shape[0]):
             if b_b.shape[-2] == 0 or b_b.shape[-1] == 0:

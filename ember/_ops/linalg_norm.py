@@ -142,7 +142,7 @@ def linalg_matrix_norm(input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=N
         if ord == "nuc":
             r = s.sum(-1)
         else:
-            r = linalg_vector_norm(s, _INF if ord == 2 else -_INF, -1)
+            r = s.amax(-1) if ord == 2 else s.amin(-1)  # as torch: ties share the gradient (a zero matrix)
         if keepdim:
             for d in sorted((d0, d1)):
                 r = r.unsqueeze(d)
@@ -227,6 +227,8 @@ def linalg_vander(x, *, N=None):
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
     from .indexing import stack
+    if x._data.ndim == 0:  # torch treats a 0-d x as one point: (1, N)
+        x = x.reshape(1)
     cols = [x.new_ones(x._data.shape)]
     for _ in range(1, n):
         cols.append(cols[-1] * x)

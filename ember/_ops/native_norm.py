@@ -41,7 +41,7 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     out = layer_norm(input, normalized_shape, weight, bias, eps)
     k = len(tuple(normalized_shape))
     lead = tuple(input.shape[:input.dim() - k])
-    x = _opmath_np(input._data).reshape(math.prod(lead), -1)
+    x = _opmath_np(input._data).reshape(math.prod(lead), math.prod(input.shape[input.dim() - k:]))
     mean, rstd = _stats(x, eps)
     stat_shape = lead + (1,) * k
     return out, Tensor._make(mean.reshape(stat_shape)), Tensor._make(rstd.astype(x.dtype).reshape(stat_shape))
@@ -53,7 +53,7 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
         raise RuntimeError(f"Expected input to be of size N * C * HxW = {N * C * HxW}, but got input of shape "
                            f"{list(input.shape)}")
     out = group_norm(input, group, weight, bias, eps)
-    rows = input.reshape(N * group, -1)
+    rows = input.reshape(N * group, (C // group) * HxW)
     if rows._dtype.itemsize == 2:  # half types: statistics in float32, as torch's opmath
         rows = rows.float()
     mean = rows.mean(1)  # ember ops: the statistics are graph outputs (requires_grad) as torch's are

@@ -526,7 +526,10 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         window = part if window is None else window + part
     if window is None:
         window = sq * 0
-    div = (window * (alpha / size) + k) ** beta
+    if input.dtype.is_floating_point or input.dtype.is_complex:
+        div = (window * (alpha / size) + k) ** beta
+    else:  # torch averages the integer squares with avg_pool (integer division), then scales in float
+        div = ((window // size) * alpha + k) ** beta
     return input / div
 
 

@@ -458,7 +458,7 @@ class Frexp(Op):
     @staticmethod
     def forward(ctx, x):
         mantissa, exponent = np.frexp(x)
-        exponent = exponent.astype(np.int32)
+        exponent = np.asarray(exponent, dtype=np.int32)  # 0-d input: frexp gives NumPy scalars
         ctx.save_for_backward(exponent)
         return mantissa.astype(x.dtype, copy=False), exponent
 

@@ -476,8 +476,15 @@ def _adaptive_input(input, nd, fname):
     return input if input.dim() == nd + 2 else input.unsqueeze(0)
 
 
+def _output_size_rank(input, output_size, nd):
+    """torch.nn.functional's _list_with_default: a sequence output_size needs an input of higher rank."""
+    if nd > 1 and isinstance(output_size, (list, tuple)) and input.dim() <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+
+
 def _adaptive_avg_pool(input, output_size, fname):
     nd = int(fname[-2])
+    _output_size_rank(input, output_size, nd)
     x = _adaptive_input(input, nd, fname)
     sizes = _adaptive_sizes(x, nd, output_size, fname)
     if x.dtype.category < D.FLOAT or x.dtype.category == D.COMPLEX:
@@ -557,6 +564,7 @@ class AdaptiveMaxPool(Op):
 
 def _adaptive_max_pool(nd, input, output_size, return_indices):
     fname = f"adaptive_max_pool{nd}d"
+    _output_size_rank(input, output_size, nd)
     if nd == 1:
         x = _adaptive_input(input, nd, fname)
         sizes = _adaptive_sizes(x, nd, output_size, fname)

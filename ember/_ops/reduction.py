@@ -101,16 +101,17 @@ def require_float(input, msg):
         raise RuntimeError(msg.format(D.SCALAR_NAMES[input._dtype]))
 
 
-def finish(r, out, name):
-    """Return r, or copy it into out= (a tensor, or a tuple of tensors for tuple results)."""
+def finish(r, out, name, **checks):
+    """Return r, or copy it into out= (a tensor, or a tuple of tensors for tuple results); checks: write_out's
+    inputs= and exact_dtype=."""
     if out is None:
         return r
     if isinstance(r, tuple):
         if not isinstance(out, (tuple, list)) or len(out) != len(r):
             raise TypeError(f"{name}(): argument 'out' must be tuple of {len(r)} Tensors")
-        written = tuple(write_out(o, v, name) for o, v in zip(out, r))
+        written = tuple(write_out(o, v, name, **checks) for o, v in zip(out, r))
         return type(r)(written) if type(r) is not tuple else written
-    return write_out(out, r, name)
+    return write_out(out, r, name, **checks)
 
 
 def empty_dim_error(name, x, dims):
@@ -529,7 +530,7 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
     for r in (lo, hi):
         if r._grad_fn is not None:
             r._grad_fn._name = "AminmaxBackward0"
-    return finish(return_types.aminmax((lo, hi)), out, "aminmax")
+    return finish(return_types.aminmax((lo, hi)), out, "aminmax", exact_dtype=True)
 
 
 def _arg(name, largest, input, dim, keepdim, out):

@@ -689,7 +689,7 @@ _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to a
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """See https://pytorch.org/docs/stable/generated/torch.nn.functional.grid_sample.html
-    (4-D input: bilinear, nearest and bicubic; ember has no 5-D grid_sample)."""
+    (4-D input: bilinear, nearest and bicubic; 5-D input: bilinear (trilinear) and nearest)."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but "
                          f"got: '{mode}'")
@@ -708,9 +708,15 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                            f"grid with sizes {list(grid.shape)}")
     if input.dtype is not grid.dtype:
         raise RuntimeError(f"expected scalar type {_scalar(input.dtype)} but found {_scalar(grid.dtype)}")
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if input.dim() == 5 and mode == "bicubic":
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     _float_kernel(input, "grid_sampler_2d_cpu_kernel_impl" if input.dim() == 4 else "grid_sampler_3d_cpu")
-    if input.dim() != 4:
-        raise NotImplementedError("ember: grid_sample supports 4-D input only (no volumetric sampling)")
+    if input.dim() == 5:
+        from .grid_volumetric import grid_sample_3d
+        return grid_sample_3d(input, grid, mode, padding_mode, align_corners)
     if mode == "bicubic":
         from .grid_bicubic import grid_sample_bicubic
         return grid_sample_bicubic(input, grid, padding_mode, align_corners)

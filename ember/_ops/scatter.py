@@ -166,7 +166,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     d = _wrap_dim(dim, input._data.ndim)
     _check_dim_index(input._data, d, idx, "gather")
     r = Gather.apply(input, index, dim=d)
-    return r if out is None else write_out(out, r, "gather")
+    return r if out is None else write_out(out, r, "gather", inputs=(input, index), exact_dtype=True)
 
 
 # ---- scatter ----------------------------------------------------------------------------------
@@ -313,6 +313,8 @@ def _cut(src, index):
     """The part of src that index reaches (src may be larger than index outside dim)."""
     if src._data.shape == index._data.shape:
         return src
+    if src._data.ndim == 0:  # index_reduce of a 0-d source: its index is (1,)
+        return src.reshape(index._data.shape)
     return src[tuple(slice(0, n) for n in index._data.shape)]
 
 

@@ -55,6 +55,9 @@ def _masked_fill_plan(input, mask, value):
     if not isinstance(mask, Tensor) or mask._dtype is not D.bool:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{D.SCALAR_NAMES[mask._dtype] if isinstance(mask, Tensor) else type(mask).__name__}")
+    imag = value._data.imag if isinstance(value, Tensor) else getattr(value, "imag", 0)
+    if input._data.dtype.kind != "c" and np.any(imag != 0):  # a complex value that does not fit a real input
+        raise RuntimeError(f"value cannot be converted to type {D.C_TYPE_NAMES[input._dtype]} without overflow")
     if isinstance(value, Tensor):
         if value._data.ndim != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
@@ -109,7 +112,7 @@ def masked_select(input, mask, *, out=None):
     _bool_mask(mask, "masked_select")
     _broadcast_shape("masked_select", input._data, mask._data)
     r = MaskedSelect.apply(input, mask)
-    return r if out is None else write_out(out, r, "masked_select")
+    return r if out is None else write_out(out, r, "masked_select", inputs=(input, mask))
 
 
 class MaskedScatter(Op):

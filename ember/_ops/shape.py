@@ -500,6 +500,8 @@ def narrow(input, dim, start, length):
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, nd)
     n = input._data.shape[d]
+    if isinstance(start, Tensor) and (start._data.ndim or start._dtype.category != D.INT):
+        raise RuntimeError("start must be an 0-dim integral Tensor.")
     start = _int(start)
     length = _int(length)
     if length < 0:

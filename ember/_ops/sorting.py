@@ -203,7 +203,7 @@ def _select(which, input, dim, keepdim, k, out):
     values, indices = SelectSorted.apply(input, dim=d, keepdim=keepdim, which=which, k=k)
     if values._grad_fn is not None:
         values._grad_fn._name = node
-    return finish(getattr(return_types, name)((values, indices)), out, name)
+    return finish(getattr(return_types, name)((values, indices)), out, name, inputs=(input,))
 
 
 @register()

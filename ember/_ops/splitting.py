@@ -168,6 +168,9 @@ def _sections(indices_or_sections):
         return int(v._data) if v._data.ndim == 0 else [int(i) for i in v._data]
     if isinstance(v, (list, tuple)):
         return [_int(i) for i in v]
+    if not hasattr(v, "__index__"):
+        raise TypeError(f"split(): received an invalid combination of arguments - got ({type(v).__name__}), but "
+                        f"expected an int or a list of ints")
     return _int(v)
 
 

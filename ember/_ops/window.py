@@ -119,6 +119,10 @@ class NarrowCopy(Op):
 
 @register(out=True)
 def narrow_copy(input, dim, start, length):
+    if input._data.ndim and dim >= input._data.ndim:  # torch's narrow_copy checks dim with TORCH_CHECK
+        raise RuntimeError("Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false.  "
+                           "(Could this error message be improved?  If so, please report an enhancement request "
+                           "to PyTorch.)")
     view = input.narrow(dim, start, length)
     d = _wrap_dim(dim, input._data.ndim)
     off = view._data.shape[d]
