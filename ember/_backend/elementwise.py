@@ -1,13 +1,12 @@
-"""Long elementwise kernels (a dozen or more NumPy passes, or a transcendental one) run block by block.
+"""Long elementwise kernels (a dozen or more NumPy passes, or a transcendental one), split across threads.
 
-Note [Blocked elementwise kernels]: a kernel made of many NumPy passes over a large array streams
-every temporary through memory once per pass. Run on cache-sized blocks of the flat array, the
-temporaries stay in L2, and the blocks are independent, so they are split across the intra-op
-threads (NumPy releases the GIL inside its loops) when the work is worth the hand-off: `cost` says
-how many cheap passes the kernel is worth per element (an exp is ~25 of them), so an exp-heavy
-kernel goes parallel at a far smaller size than a copy would (parallel._MIN_BYTES). Only C-ordered
-operands of one shape are split; any other layout runs as one call, keeping NumPy's (and torch's)
-output layout.
+Note [Blocked elementwise kernels]: a kernel made of many NumPy passes is elementwise as a whole, so
+the flat array splits into independent pieces, one per intra-op thread (NumPy releases the GIL inside
+its loops), when the work is worth the hand-off: `cost` says how many cheap passes the kernel is worth
+per element (an exp is ~25 of them here: NumPy has no AVX2 exp/tanh loops), so an exp-heavy kernel
+goes parallel at a far smaller size than a copy would (parallel._MIN_BYTES). Each piece runs in blocks
+of at most BLOCK elements, which bounds the temporaries. Only C-ordered operands of one shape are
+split; any other layout runs as one call, keeping NumPy's (and torch's) output layout.
 """
 import math
 
@@ -15,37 +14,36 @@ import numpy as np
 
 from . import opmath, parallel, special
 
-BLOCK = 1 << 15  # elements per block: 128 KB of float32, so a kernel's few temporaries stay in L2
+BLOCK = 1 << 18  # elements per block (1 MB of float32): larger arrays run block by block
 FORCE = None  # tests: True splits every input into blocks of FORCE_BLOCK, False never splits
 FORCE_BLOCK = 7
 
 
-def run(kernel, out, *ins, cost=1):
-    """kernel(out_part, *in_parts) over same-shaped arrays, in blocks across the intra-op threads
-    (see Note [Blocked elementwise kernels]); returns out."""
-    size = out.size
+def run(kernel, *ins, cost=1):
+    """kernel(*ins) -> a new array, for an elementwise kernel on same-shaped arrays, in blocks across the
+    intra-op threads (see Note [Blocked elementwise kernels])."""
+    first = ins[0]
+    size = first.size
     block = BLOCK
     if FORCE is not None:
         if not FORCE:
-            kernel(out, *ins)
-            return out
+            return kernel(*ins)
         block = FORCE_BLOCK
-    if size <= block or not out.flags.c_contiguous or not all(a.flags.c_contiguous and a.shape == out.shape
-                                                              for a in ins):
-        kernel(out, *ins)
-        return out
+    if not all(a.flags.c_contiguous and a.shape == first.shape for a in ins):
+        return kernel(*ins)
+    if size <= block and parallel.chunks(size, first.nbytes * cost) == [(0, size)]:
+        return kernel(*ins)
+    out = np.empty(first.shape, first.dtype)
     flat_out = out.reshape(-1)
     flat_ins = [a.reshape(-1) for a in ins]
-    count = -(-size // block)
 
-    def body(first, last):
+    def part(start, stop):
         with np.errstate(all="ignore"):  # NumPy's error state is per thread: pool threads start with warnings on
-            for k in range(first, last):
-                lo = k * block
-                hi = min(size, lo + block)
-                kernel(flat_out[lo:hi], *(a[lo:hi] for a in flat_ins))
+            for lo in range(start, stop, block):
+                hi = min(stop, lo + block)
+                flat_out[lo:hi] = kernel(*(a[lo:hi] for a in flat_ins))
 
-    parallel.run(body, count, out.nbytes * cost)
+    parallel.run(part, size, first.nbytes * cost)
     return out
 
 
@@ -57,17 +55,17 @@ _C = math.sqrt(2 / math.pi)
 _A = 0.044715
 
 
-def _gelu_tanh_part(out, w):
-    np.multiply(w, w, out=out)
+def _gelu_tanh(w):
+    out = np.multiply(w, w)
     out *= -2 * _C * _A
     out -= 2 * _C
     out *= w  # -2u
     np.exp(out, out=out)
     out += 1
-    np.divide(w, out, out=out)
+    return np.divide(w, out, out=out)
 
 
-def _gelu_tanh_grad_part(out, g, w):
+def _gelu_tanh_grad(g, w):
     """g (s + x 2u'(x) s (1 - s)) with s = sigmoid(2u); 1 - s = sigmoid(-2u) from the same exp (1 - s would
     cancel for large x, and E s would be inf * 0 for very negative x)."""
     t = np.multiply(w, w)
@@ -75,30 +73,34 @@ def _gelu_tanh_grad_part(out, g, w):
     e -= 2 * _C
     e *= w
     np.exp(e, out=e)  # E = exp(-2u)
-    np.add(e, 1, out=out)
-    np.reciprocal(out, out=out)  # s = 1 / (1 + E)
+    s = np.add(e, 1)
+    np.reciprocal(s, out=s)  # s = 1 / (1 + E)
     np.reciprocal(e, out=e)
     e += 1
     np.reciprocal(e, out=e)  # 1 - s = 1 / (1 + 1/E)
-    e *= out
+    e *= s
     t *= 6 * _C * _A
     t += 2 * _C
     t *= w  # x 2u'(x)
     e *= t
-    e += out
-    np.multiply(e, g, out=out)
+    e += s
+    e *= g
+    return e
 
 
-def _gelu_erf_part(out, w):
-    np.multiply(special.ndtr(w), w, out=out)
+def _gelu_erf(w):
+    out = special.ndtr(w)
+    out *= w
+    return out
 
 
-def _gelu_erf_grad_part(out, g, w):
+def _gelu_erf_grad(g, w):
     """g (Phi(x) + x phi(x)), Phi and phi from one exp."""
-    cdf, pdf = special.ndtr_pdf(w)
-    pdf *= w
-    pdf += cdf
-    np.multiply(pdf, g, out=out)
+    cdf, out = special.ndtr_pdf(w)
+    out *= w
+    out += cdf
+    out *= g
+    return out
 
 
 # cheap passes per element each kernel is worth (for the thread split): an exp ~25, the float32 ndtr ~60
@@ -108,8 +110,7 @@ _GELU_COST = {(False, False): 60, (False, True): 90, (True, False): 30, (True, T
 def gelu(x, tanh):
     """gelu(x) for a float array (half precision computed in float32, returned in x's dtype)."""
     w = opmath(x)
-    out = np.empty_like(w)
-    run(_gelu_tanh_part if tanh else _gelu_erf_part, out, w, cost=_GELU_COST[tanh, False])
+    out = run(_gelu_tanh if tanh else _gelu_erf, w, cost=_GELU_COST[tanh, False])
     return out.astype(x.dtype, copy=False)
 
 
@@ -118,7 +119,6 @@ def gelu_backward(grad, x, tanh):
     w = opmath(x)
     g = opmath(grad)
     if g.dtype != w.dtype or g.shape != w.shape:
-        g = np.broadcast_to(g.astype(w.dtype, copy=False), w.shape)
-    out = np.empty_like(w)
-    run(_gelu_tanh_grad_part if tanh else _gelu_erf_grad_part, out, g, w, cost=_GELU_COST[tanh, True])
+        g = np.ascontiguousarray(np.broadcast_to(g.astype(w.dtype, copy=False), w.shape))
+    out = run(_gelu_tanh_grad if tanh else _gelu_erf_grad, g, w, cost=_GELU_COST[tanh, True])
     return out.astype(grad.dtype, copy=False)
