@@ -122,3 +122,33 @@ def gelu_backward(grad, x, tanh):
         g = np.ascontiguousarray(np.broadcast_to(g.astype(w.dtype, copy=False), w.shape))
     out = run(_gelu_tanh_grad if tanh else _gelu_erf_grad, g, w, cost=_GELU_COST[tanh, True])
     return out.astype(grad.dtype, copy=False)
+
+
+# ---- exp(x - max) by rows (cross_entropy, softmax) -----------------------------------------------
+
+def exp_shifted_rows(x):
+    """(m, e, s) for a C-contiguous 2-D float array: m = max over each row, e = exp(x - m) and s = the row
+    sums of e (m and s keep dims), with the rows split across the intra-op threads (the exp dominates)."""
+    rows = x.shape[0]
+    m = np.empty((rows, 1), x.dtype)
+    s = np.empty((rows, 1), x.dtype)
+    e = np.empty(x.shape, x.dtype)
+    per_row = max(1, x.shape[1])
+    step = max(1, BLOCK // per_row) if FORCE is not True else 1
+
+    def part(start, stop):
+        with np.errstate(all="ignore"):
+            for lo in range(start, stop, step):
+                hi = min(stop, lo + step)
+                mb = m[lo:hi]
+                np.max(x[lo:hi], axis=1, keepdims=True, out=mb)
+                eb = e[lo:hi]
+                np.subtract(x[lo:hi], mb, out=eb)
+                np.exp(eb, out=eb)
+                np.sum(eb, axis=1, keepdims=True, out=s[lo:hi])
+
+    if FORCE is False:
+        part(0, rows)
+    else:
+        parallel.run(part, rows, x.nbytes * 30)
+    return m, e, s
