@@ -27,7 +27,7 @@ def mode(request, monkeypatch):
         monkeypatch.setattr(EW, "FORCE", False)
     if m in ("blocks", "threads"):
         monkeypatch.setattr(EW, "FORCE", True)
-        monkeypatch.setattr(N, "_LN_BLOCK_BYTES", 1)  # one row per block
+        monkeypatch.setattr(N, "_BLOCK_BYTES", 1)  # one row per block
     if m == "threads":
         monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
         monkeypatch.setattr(parallel, "threads", lambda: 2)

@@ -310,13 +310,13 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 # with 1 MiB blocks). Rows are independent, so the blocks are also split across the intra-op threads
 # when the whole is worth the hand-off (parallel.run); the weight/bias gradients are summed per block,
 # then over blocks.
-_LN_BLOCK_BYTES = 1 << 20
+_BLOCK_BYTES = 1 << 20
 _LN_PASSES = 8  # NumPy passes per element: what parallel.run weighs against its hand-off
 
 
 def _ln_blocks(rows, inner):
     """(block count, rows per block) for LayerNorm's row blocks."""
-    step = max(1, _LN_BLOCK_BYTES // max(1, inner * 4))
+    step = max(1, _BLOCK_BYTES // max(1, inner * 4))
     return -(-rows // step), step
 
 
