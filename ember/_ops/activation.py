@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import elementwise as EW, maximum, minimum, opmath as _opmath, where
+from .._backend import gelu_numpy as G, maximum, minimum, opmath as _opmath, where
 from .._tensor import Tensor, _wrap_dim
 from .pointwise import _sigmoid_kernel
 from ..autograd import grad_mode
@@ -382,7 +382,7 @@ def celu_(input, alpha=1.0):
 # ---- smooth gates -----------------------------------------------------------------------------
 
 class Gelu(Op):
-    """gelu, both forms in one blocked NumPy kernel (Note [Blocked elementwise kernels])."""
+    """gelu, both forms as one NumPy kernel each (_backend/gelu_numpy.py: the tanh form without np.tanh)."""
     _name = "GeluBackward0"
     elementwise = True
 
@@ -390,7 +390,7 @@ class Gelu(Op):
     def forward(ctx, x, approximate):
         ctx.save_for_backward(x)
         ctx.tanh = approximate == "tanh"
-        return EW.gelu(x, ctx.tanh)
+        return G.gelu(x, ctx.tanh)
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
@@ -407,7 +407,7 @@ class _GeluBackward(Op):
     def forward(ctx, grad, x, tanh):
         ctx.save_for_backward(grad, x)
         ctx.tanh = tanh
-        return EW.gelu_backward(grad, x, tanh)
+        return G.gelu_backward(grad, x, tanh)
 
     def backward(ctx, v):
         grad, x = ctx.saved_tensors

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import elementwise as EW, ufunc
+from .._backend import ufunc
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ._registry import Op, install
@@ -149,13 +149,10 @@ class CrossEntropy(Op):
     def forward(ctx, x, t, valid, weight, cd, smoothing, reduction):
         xf = _opmath(x)
         c = xf.shape[cd]
-        if xf.ndim == 2 and cd == 1 and c and xf.flags.c_contiguous:
-            m, e, s = EW.exp_shifted_rows(xf)  # rows split across the intra-op threads
-        else:
-            m = np.max(xf, axis=cd, keepdims=True)
-            e = ufunc(np.subtract, xf, m)
-            np.exp(e, out=e)  # softmax = e / s: the division is folded into the backward's coefficients
-            s = np.sum(e, axis=cd, keepdims=True)
+        m = np.max(xf, axis=cd, keepdims=True)
+        e = ufunc(np.subtract, xf, m)
+        np.exp(e, out=e)  # softmax = e / s: the division is folded into the backward's coefficients
+        s = np.sum(e, axis=cd, keepdims=True)
         lse = (m + np.log(s)).squeeze(cd)
         tk = np.expand_dims(t, cd)
         nll = lse - np.take_along_axis(xf, tk, axis=cd).squeeze(cd)
