@@ -106,6 +106,14 @@ row("LSTM(256,256) fwd+bwd, seq 32, batch 32", "micro", "time", "ms", rounds=5, 
     _named("lstm", _layer_fwd_bwd(lambda lib: lib.nn.LSTM(256, 256), (32, 32, 256))))
 
 
+row("LayerNorm(1024) fwd+bwd, 256x1024", "micro", "time", "ms", rounds=5, smoke={"shape": (4, 1024)})(
+    _named("layernorm", _layer_fwd_bwd(lambda lib: lib.nn.LayerNorm(1024), (256, 1024))))
+row("GELU fwd+bwd, 256x1024", "micro", "time", "ms", rounds=5, smoke={"shape": (4, 1024)})(
+    _named("gelu", _layer_fwd_bwd(lambda lib: lib.nn.GELU(), (256, 1024))))
+row("GELU(tanh) fwd+bwd, 256x1024", "micro", "time", "ms", rounds=5, smoke={"shape": (4, 1024)})(
+    _named("gelu_tanh", _layer_fwd_bwd(lambda lib: lib.nn.GELU(approximate="tanh"), (256, 1024))))
+
+
 @row("cross_entropy fwd+bwd, 1024x1000 logits", "micro", "time", "ms", rounds=5, smoke={"n": 8})
 def cross_entropy(lib, n=1024):
     rng = np.random.default_rng(0)

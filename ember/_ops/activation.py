@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import clamp_between, maximum, minimum, opmath as _opmath, special as S, where
+from .._backend import clamp_between, gelu_numpy as G, maximum, minimum, opmath as _opmath, where
 from .._tensor import Tensor, _wrap_dim
 from .pointwise import _sigmoid_kernel
 from ..autograd import grad_mode
@@ -391,6 +391,7 @@ def celu_(input, alpha=1.0):
 # ---- smooth gates -----------------------------------------------------------------------------
 
 class Gelu(Op):
+    """gelu, both forms as one NumPy kernel each (_backend/gelu_numpy.py: the tanh form without np.tanh)."""
     _name = "GeluBackward0"
     elementwise = True
 
@@ -398,58 +399,51 @@ class Gelu(Op):
     def forward(ctx, x, approximate):
         ctx.save_for_backward(x)
         ctx.tanh = approximate == "tanh"
-        w = _opmath(x)
-        if ctx.tanh:
-            out = w * w  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) in torch's order, one buffer
-            out *= w
-            out *= 0.044715
-            out += w
-            out *= _SQRT_2_PI
-            np.tanh(out, out=out)
-            out += 1
-            out *= w
-            out *= 0.5
-        else:
-            out = S.ndtr(w)  # x Phi(x), Phi without cancellation for x < 0 (float32 kernel for float32)
-            out *= w
-        return out.astype(x.dtype, copy=False)
+        return G.gelu(x, ctx.tanh)
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        if ctx.tanh:
-            x2 = x * x
-            t = (_SQRT_2_PI * (x + 0.044715 * x2 * x)).tanh()
-            right = 0.5 * x * (1 - t * t) * (_SQRT_2_PI * (1 + 3 * 0.044715 * x2))
-            return grad * (0.5 * (1 + t) + right)
-        return _GeluBackward.apply(grad, x)
+        return _GeluBackward.apply(grad, x, tanh=ctx.tanh)
 
 
 class _GeluBackward(Op):
-    """gelu's backward, grad (Phi(x) + x phi(x)), in NumPy with one exp for Phi and phi (torch's
-    gelu_backward); its own backward (double backward) in ember ops, as torch's."""
+    """gelu's backward grad * gelu'(x) as one NumPy kernel (torch's gelu_backward; the erf form's Phi and
+    phi from one exp); its own backward (double backward) in ember ops, as torch's."""
     _name = "GeluBackwardBackward0"
     elementwise = True
 
     @staticmethod
-    def forward(ctx, grad, x):
+    def forward(ctx, grad, x, tanh):
         ctx.save_for_backward(grad, x)
-        w = _opmath(x)
-        cdf, out = S.ndtr_pdf(w)
-        out *= w
-        out += cdf
-        out *= _opmath(grad)
-        return out.astype(grad.dtype, copy=False)
+        ctx.tanh = tanh
+        return G.gelu_backward(grad, x, tanh)
 
     def backward(ctx, v):
         grad, x = ctx.saved_tensors
         need = ctx.needs_input_grad
-        ggrad = _GeluBackward.apply(v, x) if need[0] else None
+        ggrad = _GeluBackward.apply(v, x, tanh=ctx.tanh) if need[0] else None
         gx = None
         if need[1]:
-            x2 = x * x
-            pdf = (-0.5 * x2).exp() * _INV_SQRT_2PI
-            gx = v * grad * (pdf * (2 - x2))
+            gx = v * grad * (_gelu_tanh_second(x) if ctx.tanh else _gelu_erf_second(x))
         return ggrad, gx
+
+
+def _gelu_erf_second(x):
+    """d2/dx2 x Phi(x) = phi(x) (2 - x^2)."""
+    x2 = x * x
+    return (-0.5 * x2).exp() * _INV_SQRT_2PI * (2 - x2)
+
+
+def _gelu_tanh_second(x):
+    """d2/dx2 x s(x) with s = sigmoid(2u), u = c (x + a x^3): s q (4u' + x (2u'' + 4u'^2 (q - s))), where
+    q = 1 - s = sigmoid(-2u) (computed as such: 1 - s cancels for large x)."""
+    x2 = x * x
+    u2 = x * (2 * _SQRT_2_PI + (2 * _SQRT_2_PI * 0.044715) * x2)
+    s = u2.sigmoid()
+    q = (-u2).sigmoid()
+    du = _SQRT_2_PI * (1 + 3 * 0.044715 * x2)
+    ddu = (6 * _SQRT_2_PI * 0.044715) * x
+    return s * q * (4 * du + x * (2 * ddu + 4 * du * du * (q - s)))
 
 
 def gelu(input, *, approximate="none"):
