@@ -23,6 +23,7 @@ from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, init_node
 from ..amp._dispatch import wrap as _autocast_wrap
+from ._argcheck import guard
 
 _state = grad_mode._state
 _new = object.__new__
@@ -701,11 +702,20 @@ def install(fn, name, method=True, function=True, inplace=None, aliases=(), dund
     """Install one declaration as ember.name, Tensor.name, Tensor.name_, dunders and aliases.
     Public ops with a dim= or keepdim= parameter also take NumPy's spellings (numpy_names);
     out=True gives the function form (not the method, as torch) an out= (with_out)."""
-    if _takes_dim(fn) or (name.endswith("_") and getattr(getattr(Tensor, name[:-1], None), "numpy_names", False)):
-        fn = numpy_names(fn)  # an in-place variant declared on its own takes what its op takes
-        inplace = None if inplace is None else numpy_names(inplace)
+    dims = _takes_dim(fn) or (name.endswith("_") and getattr(getattr(Tensor, name[:-1], None), "numpy_names", False))
     fn = _autocast_wrap(fn, name)  # ops with an autocast policy: Note [Autocast dispatch] in ember/amp/_dispatch.py
     public = with_out(fn, name) if out else fn
+    if isinstance(decl, Row):  # a row checks its own arguments (and keeps the dunders' path short)
+        method_fn = numpy_names(fn) if dims else fn
+        public = numpy_names(public) if dims else public
+    else:  # Note [Checked at the boundary] in _argcheck.py (also the axis=/keepdims= spellings)
+        method_fn = guard(fn, name, method=True, numpy_names=dims)
+        public = guard(public, name, numpy_names=dims)
+    if inplace is not None and isinstance(decl, Row):
+        inplace = numpy_names(inplace) if dims else inplace
+    elif inplace is not None:  # an in-place variant declared on its own takes what its op takes
+        inplace = guard(inplace, name + "_", method=True, numpy_names=dims)
+    fn = method_fn
     names = (name,) + tuple(aliases)
     for n in names:
         if function:

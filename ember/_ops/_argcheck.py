@@ -1,0 +1,257 @@
+"""Argument checking (issue 18): a call that does not match an op's declared signature gets torch's
+TypeError in torch's words (`relu(): argument 'input' (position 1) must be Tensor, not float`), never an
+AttributeError, KeyError or NumPy exception from deep inside a kernel.
+
+The declaration is the op's own signature (torch's names, order and defaults; tests/test_signatures.py);
+a parameter's type follows from its name and default (KINDS_BY_NAME, a bool default is a bool ...), with
+the exceptions per op in OVERRIDES. Note [Checked at the boundary] says why this costs a valid call nothing.
+"""
+import inspect
+
+import numpy as np
+
+from .. import _dtype as D
+from .._device import device as _Device
+from .._layout import layout as _Layout, memory_format as _MemoryFormat
+from .._tensor import Size, Tensor
+
+# Note [Checked at the boundary]: guard() wraps an installed op in the one frame it already had (the
+# axis=/keepdims= spelling wrapper) or in one more. A call whose keyword values (and positional arguments
+# after the second) are all of a PLAIN class goes straight to the op: the cheap type test. Otherwise
+# the arguments are checked against the declaration first (a string given for a bool, dtype or layout
+# is refused before any kernel runs). When the op raises an internal error (AttributeError, KeyError,
+# TypeError, ValueError) the arguments are checked then, and torch's TypeError replaces the internal
+# one; NumPy's AxisError and broadcasting ValueError become torch's IndexError and RuntimeError. A valid
+# call pays for none of this beyond one `if kwargs` and a try block (free in CPython 3.11+).
+
+
+# ---- kinds: (torch's name for the type, test) ----------------------------------------------------
+
+def _is_int(v):
+    c = v.__class__
+    if c is int:
+        return True
+    if c is bool or isinstance(v, (np.bool_, float, np.floating)):
+        return False
+    if isinstance(v, Tensor):
+        return v._data.ndim == 0 and v._dtype.category == D.INT
+    return isinstance(v, (int, np.integer))
+
+
+def _is_number(v):
+    return isinstance(v, (int, float, complex, np.number, np.bool_)) or (isinstance(v, Tensor) and v._data.ndim == 0)
+
+
+def _is_real(v):
+    return _is_number(v) and not isinstance(v, (complex, np.complexfloating))
+
+
+def _ints_error(v):
+    """None when v is an int or a sequence of ints, else the words after "must be tuple of ints"."""
+    if _is_int(v):
+        return None
+    if not isinstance(v, (tuple, list)):
+        return f", not {_type_name(v)}"
+    for i, e in enumerate(v):
+        if not _is_int(e):
+            return f", but found element of type {_type_name(e)} at pos {i}"
+    return None
+
+
+TENSOR = ("Tensor", lambda v: isinstance(v, Tensor))
+TENSOR_OR_NUMBER = ("Tensor", lambda v: isinstance(v, Tensor) or _is_number(v))
+TENSORS = ("tuple of Tensors", lambda v: isinstance(v, (tuple, list)) and all(isinstance(t, Tensor) for t in v))
+BOOL = ("bool", lambda v: v.__class__ is bool)
+INT = ("int", _is_int)
+INTS = ("tuple of ints", lambda v: _ints_error(v) is None)
+NUMBER = ("Number", _is_number)
+FLOAT = ("float", _is_real)
+DTYPE = ("torch.dtype", lambda v: isinstance(v, D.dtype))
+DEVICE = ("torch.device", lambda v: isinstance(v, (_Device, str)) or (_is_int(v) and not isinstance(v, Tensor)))
+LAYOUT = ("torch.layout", lambda v: isinstance(v, _Layout))
+MEMORY_FORMAT = ("torch.memory_format", lambda v: isinstance(v, _MemoryFormat))
+OUT = ("Tensor", lambda v: isinstance(v, (Tensor, tuple, list)))
+
+KINDS_BY_NAME = {
+    "input": TENSOR, "self": TENSOR, "mat1": TENSOR, "mat2": TENSOR, "vec": TENSOR, "vec1": TENSOR, "vec2": TENSOR,
+    "batch1": TENSOR, "batch2": TENSOR, "tensor1": TENSOR, "tensor2": TENSOR, "src": TENSOR, "mask": TENSOR,
+    "other": TENSOR_OR_NUMBER, "weight": TENSOR_OR_NUMBER, "bias": TENSOR, "target": TENSOR, "index": TENSOR,
+    "tensors": TENSORS, "dim": INTS, "dims": INTS, "dim0": INT, "dim1": INT, "dim2": INT, "start_dim": INT,
+    "end_dim": INT, "diagonal": INT, "offset": INT, "k": INT, "source": INTS, "destination": INTS,
+    "dtype": DTYPE, "device": DEVICE, "layout": LAYOUT, "memory_format": MEMORY_FORMAT, "out": OUT,
+    "requires_grad": BOOL, "pin_memory": BOOL, "keepdim": BOOL, "stable": BOOL, "descending": BOOL,
+    "largest": BOOL, "sorted": BOOL, "equal_nan": BOOL, "rtol": FLOAT, "atol": FLOAT, "alpha": NUMBER,
+    "beta": NUMBER,
+}
+
+# op -> {parameter: kind or None (unchecked)} where the name's usual kind is not this op's
+OVERRIDES = {
+    "lerp": {"end": TENSOR, "weight": TENSOR_OR_NUMBER},
+    "pow": {"input": TENSOR_OR_NUMBER}, "float_power": {"input": TENSOR_OR_NUMBER},
+    "where": {"input": TENSOR_OR_NUMBER}, "xlogy": {"input": TENSOR_OR_NUMBER},
+    "result_type": {"tensor": TENSOR_OR_NUMBER},
+    "select": {"index": INT}, "index_put": {"indices": None}, "tensordot": {"dims": None},
+    "gradient": {"dim": None}, "std": {"dim": None}, "var": {"dim": None}, "std_mean": {"dim": None},
+    "var_mean": {"dim": None}, "norm": {"dim": None}, "roll": {"dims": None}, "rot90": {"dims": None},
+    "diff": {"dim": INT}, "fft": {"dim": INT},
+}
+
+
+def _type_name(v):
+    c = type(v)
+    if isinstance(v, Tensor):
+        return "Tensor"
+    if c.__module__ in ("builtins", None):
+        return c.__name__
+    if c.__module__ == "numpy":
+        return f"numpy.{c.__name__}"
+    return c.__name__
+
+
+def kind_of(opname, name, default):
+    """The kind torch declares for parameter `name` of op `opname` (None: not checked)."""
+    over = OVERRIDES.get(opname)
+    if over is not None and name in over:
+        kind = over[name]
+    else:
+        kind = KINDS_BY_NAME.get(name)
+    if kind is None and default is not inspect.Parameter.empty and default is not None:
+        if default.__class__ is bool:
+            kind = BOOL
+        elif default.__class__ is float:
+            kind = FLOAT
+    return kind
+
+
+# ---- the declaration of an op, read once from its signature --------------------------------------
+
+_specs = {}
+
+
+def _spec(fn, opname):
+    """[(name, kind, default, positional?)] and the Signature of fn, cached per function."""
+    spec = _specs.get(fn)
+    if spec is None:
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            sig = None
+        params = []
+        if sig is not None:
+            for p in sig.parameters.values():
+                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                    continue
+                params.append((p.name, kind_of(opname, p.name, p.default), p.default,
+                               p.kind is not p.KEYWORD_ONLY))
+        spec = _specs[fn] = (sig, params)
+    return spec
+
+
+def argument_error(fn, opname, args, kwargs, method=False):
+    """torch's TypeError for a call of fn that does not match its declaration, or None if it matches."""
+    sig, params = _spec(fn, opname)
+    if sig is None:
+        return None
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        return TypeError(f"{opname}(): {e}")
+    values = bound.arguments
+    shift = 0 if method else 1
+    for i, (name, kind, default, positional) in enumerate(params):
+        if name not in values or kind is None:
+            continue
+        v = values[name]
+        if v is None and (default is None or kind is OUT):
+            continue
+        words, test = kind
+        if test(v):
+            continue
+        where = f" (position {i + shift})" if positional and i < len(args) else ""
+        if kind is INTS:
+            return TypeError(f"{opname}(): argument '{name}'{where} must be tuple of ints{_ints_error(v)}")
+        if kind is TENSORS and isinstance(v, (tuple, list)):
+            for j, t in enumerate(v):
+                if not isinstance(t, Tensor):
+                    return TypeError(f"expected Tensor as element {j} in argument {i}, but got {_type_name(t)}")
+        return TypeError(f"{opname}(): argument '{name}'{where} must be {words}, not {_type_name(v)}")
+    return None
+
+
+def translate(e, fn, opname, args, kwargs, method=False):
+    """The exception to raise for internal error e raised by fn: torch's TypeError if the arguments do
+    not match the declaration, torch's IndexError/RuntimeError for NumPy's axis and broadcast errors,
+    else None (e itself is raised)."""
+    err = argument_error(fn, opname, args, kwargs, method)
+    if err is not None:
+        return err
+    if isinstance(e, np.exceptions.AxisError) and e.axis is not None and e.ndim is not None:
+        n = max(e.ndim, 1)
+        return IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {e.axis})")
+    msg = str(e)
+    if isinstance(e, ValueError) and msg.startswith("operands could not be broadcast together"):
+        return RuntimeError(f"{opname}(): {_broadcast_words(msg)}")
+    return None
+
+
+def _broadcast_words(msg):
+    """torch's words for NumPy's 'operands could not be broadcast together with shapes (3,4) (2,)'."""
+    import re
+    shapes = [tuple(int(n) for n in s.split(",") if n.strip()) for s in re.findall(r"\(([\d,\s]*)\)", msg)]
+    if len(shapes) >= 2:
+        a, b = shapes[0], shapes[1]
+        n = max(len(a), len(b))
+        pa = (1,) * (n - len(a)) + a
+        pb = (1,) * (n - len(b)) + b
+        for i in range(n - 1, -1, -1):
+            if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
+                return (f"The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) "
+                        f"at non-singleton dimension {i}")
+    return f"shapes are not broadcastable ({msg})"
+
+
+# ---- the boundary -------------------------------------------------------------------------------
+
+PLAIN = {Tensor, int, float, bool, type(None), tuple, list, Size, D.dtype}
+INTERNAL = (AttributeError, KeyError, TypeError, ValueError)
+
+
+def guard(fn, opname, method=False, numpy_names=False, precheck=True):
+    """fn checked at its boundary (Note [Checked at the boundary]); numpy_names: it also takes axis= and
+    keepdims= for dim= and keepdim=, as torch's C-level parser does (the registry's numpy_names)."""
+    if getattr(fn, "guarded", False):
+        return fn
+    import functools
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if kwargs:
+            if numpy_names:
+                if "axis" in kwargs and "dim" not in kwargs:
+                    kwargs["dim"] = kwargs.pop("axis")
+                if "keepdims" in kwargs and "keepdim" not in kwargs:
+                    kwargs["keepdim"] = kwargs.pop("keepdims")
+            if precheck:
+                for v in kwargs.values():
+                    if v.__class__ not in PLAIN and not isinstance(v, Tensor):  # (Parameter)
+                        err = argument_error(fn, opname, args, kwargs, method)
+                        if err is not None:
+                            raise err
+                        break
+        if precheck and len(args) > 2:
+            for v in args[2:]:
+                if v.__class__ not in PLAIN and not isinstance(v, Tensor):
+                    err = argument_error(fn, opname, args, kwargs, method)
+                    if err is not None:
+                        raise err
+                    break
+        try:
+            return fn(*args, **kwargs)
+        except INTERNAL as e:
+            err = translate(e, fn, opname, args, kwargs, method)
+            if err is None:
+                raise
+            raise err from None
+    call.guarded = True
+    call.numpy_names = numpy_names or getattr(fn, "numpy_names", False)
+    return call
