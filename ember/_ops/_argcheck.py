@@ -19,9 +19,9 @@ from .._tensor import Size, Tensor
 # axis=/keepdims= spelling wrapper) or in one more. A call whose keyword values (and positional arguments
 # after the second) are all of a PLAIN class goes straight to the op: the cheap type test. Otherwise
 # the arguments are checked against the declaration first (a string given for a bool, dtype or layout
-# is refused before any kernel runs). When the op raises an internal error (AttributeError, KeyError,
-# TypeError, ValueError) the arguments are checked then, and torch's TypeError replaces the internal
-# one; NumPy's AxisError and broadcasting ValueError become torch's IndexError and RuntimeError. A valid
+# is refused before any kernel runs). When the op raises (an internal AttributeError or KeyError, or a
+# value check that torch would only reach after its type checks) the arguments are checked then, and
+# torch's TypeError replaces that error when they do not match; NumPy's AxisError and broadcasting ValueError become torch's IndexError and RuntimeError. A valid
 # call pays for none of this beyond one `if kwargs` and a try block (free in CPython 3.11+).
 
 
@@ -81,7 +81,8 @@ KINDS_BY_NAME = {
     "dtype": DTYPE, "device": DEVICE, "layout": LAYOUT, "memory_format": MEMORY_FORMAT, "out": OUT,
     "requires_grad": BOOL, "pin_memory": BOOL, "keepdim": BOOL, "stable": BOOL, "descending": BOOL,
     "largest": BOOL, "sorted": BOOL, "equal_nan": BOOL, "rtol": FLOAT, "atol": FLOAT, "alpha": NUMBER,
-    "beta": NUMBER,
+    "beta": NUMBER, "length": INT, "fweights": TENSOR, "aweights": TENSOR, "type1": DTYPE, "type2": DTYPE,
+    "from_": DTYPE, "to": DTYPE,
 }
 
 # op -> {parameter: kind or None (unchecked)} where the name's usual kind is not this op's
@@ -93,7 +94,7 @@ OVERRIDES = {
     "select": {"index": INT}, "index_put": {"indices": None}, "tensordot": {"dims": None},
     "gradient": {"dim": None}, "std": {"dim": None}, "var": {"dim": None}, "std_mean": {"dim": None},
     "var_mean": {"dim": None}, "norm": {"dim": None}, "roll": {"dims": None}, "rot90": {"dims": None},
-    "diff": {"dim": INT}, "fft": {"dim": INT},
+    "diff": {"dim": INT}, "fft": {"dim": INT}, "to": {"device": None, "dtype": None},
 }
 
 
@@ -188,9 +189,32 @@ def translate(e, fn, opname, args, kwargs, method=False):
     if isinstance(e, np.exceptions.AxisError) and e.axis is not None and e.ndim is not None:
         n = max(e.ndim, 1)
         return IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {e.axis})")
+    if isinstance(e, AttributeError):  # the argument that lacked the attribute was of the wrong type
+        err = _lacking(e, fn, opname, args, kwargs, method)
+        if err is not None:
+            return err
     msg = str(e)
     if isinstance(e, ValueError) and msg.startswith("operands could not be broadcast together"):
         return RuntimeError(f"{opname}(): {_broadcast_words(msg)}")
+    return None
+
+
+def _lacking(e, fn, opname, args, kwargs, method):
+    """torch's TypeError for an AttributeError raised on one of the arguments (e.obj): an argument the
+    declaration does not type, used as a Tensor (or, lacking __index__, as an int)."""
+    obj = getattr(e, "obj", None)
+    if obj is None or isinstance(obj, Tensor):
+        return None
+    sig, params = _spec(fn, opname)
+    try:
+        values = sig.bind(*args, **kwargs).arguments
+    except TypeError:
+        return None
+    for i, (name, kind, default, positional) in enumerate(params):
+        if name in values and values[name] is obj:
+            words = "int" if e.name == "__index__" else "Tensor"
+            where = f" (position {i + (0 if method else 1)})" if positional and i < len(args) else ""
+            return TypeError(f"{opname}(): argument '{name}'{where} must be {words}, not {_type_name(obj)}")
     return None
 
 
@@ -213,7 +237,14 @@ def _broadcast_words(msg):
 # ---- the boundary -------------------------------------------------------------------------------
 
 PLAIN = {Tensor, int, float, bool, type(None), tuple, list, Size, D.dtype}
-INTERNAL = (AttributeError, KeyError, TypeError, ValueError)
+
+
+def guard_namespace(names, prefix=""):
+    """Guard the public functions of a namespace dict (torch.nn.functional, torch.linalg ...) in place,
+    checked only when they raise (their Python-level torch forms take what they are given)."""
+    for n, f in list(names.items()):
+        if not n.startswith("_") and inspect.isfunction(f) and not getattr(f, "guarded", False):
+            names[n] = guard(f, prefix + n, precheck=False)
 
 
 def guard(fn, opname, method=False, numpy_names=False, precheck=True):
@@ -247,7 +278,7 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True):
                     break
         try:
             return fn(*args, **kwargs)
-        except INTERNAL as e:
+        except Exception as e:  # torch checks the types before anything else: so does the re-check
             err = translate(e, fn, opname, args, kwargs, method)
             if err is None:
                 raise

@@ -711,10 +711,13 @@ def install(fn, name, method=True, function=True, inplace=None, aliases=(), dund
     else:  # Note [Checked at the boundary] in _argcheck.py (also the axis=/keepdims= spellings)
         method_fn = guard(fn, name, method=True, numpy_names=dims)
         public = guard(public, name, numpy_names=dims)
-    if inplace is not None and isinstance(decl, Row):
-        inplace = numpy_names(inplace) if dims else inplace
-    elif inplace is not None:  # an in-place variant declared on its own takes what its op takes
-        inplace = guard(inplace, name + "_", method=True, numpy_names=dims)
+    fn_inplace = inplace  # torch.exp_(x); Tensor.exp_ below
+    if inplace is not None:
+        fn_inplace = guard(inplace, name + "_", numpy_names=dims)
+        if isinstance(decl, Row):  # the method keeps its short path: self is a Tensor
+            inplace = numpy_names(inplace) if dims else inplace
+        else:
+            inplace = guard(inplace, name + "_", method=True, numpy_names=dims)
     fn = method_fn
     names = (name,) + tuple(aliases)
     for n in names:
@@ -726,7 +729,7 @@ def install(fn, name, method=True, function=True, inplace=None, aliases=(), dund
             if method:  # torch.selu_ and friends are functions only
                 setattr(Tensor, n + "_", inplace)
             if function:
-                namespace[n + "_"] = inplace
+                namespace[n + "_"] = fn_inplace
     ALL_OPS[name] = decl if decl is not None else fn
     if dunder:
         setattr(Tensor, f"__{dunder}__", fn)
