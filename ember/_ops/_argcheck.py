@@ -61,7 +61,7 @@ def _ints_error(v):
 TENSOR = ("Tensor", lambda v: isinstance(v, Tensor))
 TENSOR_OR_NUMBER = ("Tensor", lambda v: isinstance(v, Tensor) or _is_number(v))
 TENSORS = ("tuple of Tensors", lambda v: isinstance(v, (tuple, list)) and all(isinstance(t, Tensor) for t in v))
-BOOL = ("bool", lambda v: v.__class__ is bool)
+BOOL = ("bool", lambda v: v.__class__ is bool or v is None)  # torch's parser takes None for a bool
 INT = ("int", _is_int)
 INTS = ("tuple of ints", lambda v: _ints_error(v) is None)
 NUMBER = ("Number", _is_number)
@@ -70,7 +70,7 @@ DTYPE = ("torch.dtype", lambda v: isinstance(v, D.dtype))
 DEVICE = ("torch.device", lambda v: isinstance(v, (_Device, str)) or (_is_int(v) and not isinstance(v, Tensor)))
 LAYOUT = ("torch.layout", lambda v: isinstance(v, _Layout))
 MEMORY_FORMAT = ("torch.memory_format", lambda v: isinstance(v, _MemoryFormat))
-OUT = ("Tensor", lambda v: isinstance(v, (Tensor, tuple, list)))
+OUT = ("Tensor", lambda v: isinstance(v, Tensor) or (isinstance(v, (tuple, list)) and all(isinstance(t, Tensor) for t in v)))
 
 KINDS_BY_NAME = {
     "input": TENSOR, "self": TENSOR, "mat1": TENSOR, "mat2": TENSOR, "vec": TENSOR, "vec1": TENSOR, "vec2": TENSOR,
@@ -82,7 +82,8 @@ KINDS_BY_NAME = {
     "requires_grad": BOOL, "pin_memory": BOOL, "keepdim": BOOL, "stable": BOOL, "descending": BOOL,
     "largest": BOOL, "sorted": BOOL, "equal_nan": BOOL, "rtol": FLOAT, "atol": FLOAT, "alpha": NUMBER,
     "beta": NUMBER, "length": INT, "fweights": TENSOR, "aweights": TENSOR, "type1": DTYPE, "type2": DTYPE,
-    "from_": DTYPE, "to": DTYPE,
+    "from_": DTYPE, "to": DTYPE, "condition": TENSOR, "the_template": TENSOR, "LU_pivots": TENSOR, "groups": INT, "kernel_size": INTS, "stride": INTS, "dilation": INTS,
+    "output_size": INTS, "size": INTS, "min": TENSOR_OR_NUMBER, "max": TENSOR_OR_NUMBER, "exponent": TENSOR_OR_NUMBER,
 }
 
 # op -> {parameter: kind or None (unchecked)} where the name's usual kind is not this op's
@@ -94,6 +95,7 @@ OVERRIDES = {
     "select": {"index": INT}, "index_put": {"indices": None}, "tensordot": {"dims": None},
     "gradient": {"dim": None}, "std": {"dim": None}, "var": {"dim": None}, "std_mean": {"dim": None},
     "var_mean": {"dim": None}, "norm": {"dim": None}, "roll": {"dims": None}, "rot90": {"dims": None},
+    "lu": {"get_infos": None}, "pca_lowrank": {"center": None}, "normalize": {"p": None},
     "diff": {"dim": INT}, "fft": {"dim": INT}, "to": {"device": None, "dtype": None},
 }
 
@@ -202,20 +204,31 @@ def translate(e, fn, opname, args, kwargs, method=False):
 def _lacking(e, fn, opname, args, kwargs, method):
     """torch's TypeError for an AttributeError raised on one of the arguments (e.obj): an argument the
     declaration does not type, used as a Tensor (or, lacking __index__, as an int)."""
-    obj = getattr(e, "obj", None)
-    if obj is None or isinstance(obj, Tensor):
+    obj = getattr(e, "obj", _NOTHING)
+    if obj is _NOTHING or isinstance(obj, Tensor):
         return None
     sig, params = _spec(fn, opname)
     try:
         values = sig.bind(*args, **kwargs).arguments
     except TypeError:
         return None
-    for i, (name, kind, default, positional) in enumerate(params):
-        if name in values and values[name] is obj:
+    shift = 0 if method else 1
+    for i, (name, kind, default, positional) in sorted(enumerate(params), key=lambda p: p[1][2] is not _EMPTY):
+        v = values.get(name, _NOTHING)
+        where = f" (position {i + shift})" if positional and i < len(args) else ""
+        if v is obj or (type(v) is type(obj) and type(v) in (float, str) and v == obj):
             words = "int" if e.name == "__index__" else "Tensor"
-            where = f" (position {i + (0 if method else 1)})" if positional and i < len(args) else ""
             return TypeError(f"{opname}(): argument '{name}'{where} must be {words}, not {_type_name(obj)}")
+        if isinstance(v, (tuple, list)) and e.name == "__index__":
+            for j, item in enumerate(v):
+                if item is obj:
+                    return TypeError(f"{opname}(): argument '{name}'{where} must be tuple of ints, but found "
+                                     f"element of type {_type_name(obj)} at pos {j}")
     return None
+
+
+_NOTHING = object()
+_EMPTY = inspect.Parameter.empty
 
 
 def _broadcast_words(msg):
@@ -239,6 +252,20 @@ def _broadcast_words(msg):
 PLAIN = {Tensor, int, float, bool, type(None), tuple, list, Size, D.dtype}
 
 
+_FLAG_KINDS = (BOOL, DTYPE, LAYOUT, DEVICE, MEMORY_FORMAT)
+
+
+def _flags(flags, fn, opname):
+    """{keyword: test} for fn's parameters of a flag kind (None passes where it is the default)."""
+    strict = {}
+    for name, kind, default, _ in _spec(fn, opname)[1]:
+        if kind in _FLAG_KINDS:
+            test = kind[1]
+            strict[name] = test if default is not None else (lambda v, test=test: v is None or test(v))
+    flags.append(strict)
+    return strict
+
+
 def guard_namespace(names, prefix=""):
     """Guard the public functions of a namespace dict (torch.nn.functional, torch.linalg ...) in place,
     checked only when they raise (their Python-level torch forms take what they are given)."""
@@ -254,6 +281,8 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True):
         return fn
     import functools
 
+    flags = []  # [{keyword: test}]: the keywords that only take a bool, dtype, layout, device or memory_format
+
     @functools.wraps(fn)
     def call(*args, **kwargs):
         if kwargs:
@@ -263,8 +292,10 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True):
                 if "keepdims" in kwargs and "keepdim" not in kwargs:
                     kwargs["keepdim"] = kwargs.pop("keepdims")
             if precheck:
-                for v in kwargs.values():
-                    if v.__class__ not in PLAIN and not isinstance(v, Tensor):  # (Parameter)
+                strict = flags[0] if flags else _flags(flags, fn, opname)
+                for k, v in kwargs.items():
+                    test = strict.get(k)
+                    if (test is not None and not test(v)) or (v.__class__ not in PLAIN and not isinstance(v, Tensor)):
                         err = argument_error(fn, opname, args, kwargs, method)
                         if err is not None:
                             raise err
