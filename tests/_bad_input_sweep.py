@@ -29,7 +29,7 @@ SKIP = {"set_default_dtype", "set_default_device", "set_printoptions", "manual_s
         "compile", "set_num_threads", "set_rng_state", "use_deterministic_algorithms", "from_file",
         "multi_head_attention_forward", "set_grad_enabled", "empty_permuted", "rrelu_", "rrelu"}
 RANDOM = ("rand", "normal", "bernoulli", "multinomial", "poisson", "dropout", "exponential", "cauchy", "geometric",
-          "uniform", "gumbel", "fractional", "empty", "random", "alpha_dropout")
+          "uniform", "gumbel", "fractional", "empty", "random", "alpha_dropout", "lowrank")
 INTERNAL = (AttributeError, KeyError)
 TENSOR_NAMES = {"input", "self", "other", "tensor", "mat1", "mat2", "mat", "vec", "vec1", "vec2", "batch1",
                 "batch2", "tensor1", "tensor2", "weight", "target", "A", "B", "x", "y", "end", "exponent", "src",
@@ -203,6 +203,8 @@ def classify(name, t, e):
     if tk == "raise":
         if ek == "ok":
             return "silent"
+        if isinstance(tv, AttributeError) and type(ev) is TypeError:
+            return "match"  # torch's Python-level function leaks an AttributeError: ember names the argument
         if _is_internal(ev) and not isinstance(ev, _builtin_base(type(tv))):
             return "internal"
         if not isinstance(ev, _builtin_base(type(tv))):

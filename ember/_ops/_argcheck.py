@@ -115,9 +115,8 @@ def kind_of(opname, name, default):
     """The kind torch declares for parameter `name` of op `opname` (None: not checked)."""
     over = OVERRIDES.get(opname)
     if over is not None and name in over:
-        kind = over[name]
-    else:
-        kind = KINDS_BY_NAME.get(name)
+        return over[name]
+    kind = KINDS_BY_NAME.get(name)
     if kind is None and default is not inspect.Parameter.empty and default is not None:
         if default.__class__ is bool:
             kind = BOOL
