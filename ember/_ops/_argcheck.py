@@ -77,7 +77,7 @@ KINDS_BY_NAME = {
     "batch1": TENSOR, "batch2": TENSOR, "tensor1": TENSOR, "tensor2": TENSOR, "src": TENSOR, "mask": TENSOR,
     "other": TENSOR_OR_NUMBER, "weight": TENSOR_OR_NUMBER, "bias": TENSOR, "target": TENSOR, "index": TENSOR,
     "tensors": TENSORS, "dim": INTS, "dims": INTS, "dim0": INT, "dim1": INT, "dim2": INT, "start_dim": INT,
-    "end_dim": INT, "diagonal": INT, "offset": INT, "k": INT, "source": INTS, "destination": INTS,
+    "end_dim": INT, "diagonal": INT, "offset": INT, "k": INT,
     "dtype": DTYPE, "device": DEVICE, "layout": LAYOUT, "memory_format": MEMORY_FORMAT, "out": OUT,
     "requires_grad": BOOL, "pin_memory": BOOL, "keepdim": BOOL, "stable": BOOL, "descending": BOOL,
     "largest": BOOL, "sorted": BOOL, "equal_nan": BOOL, "rtol": FLOAT, "atol": FLOAT, "alpha": NUMBER,
@@ -95,6 +95,9 @@ OVERRIDES = {
     "select": {"index": INT}, "index_put": {"indices": None}, "tensordot": {"dims": None},
     "gradient": {"dim": None}, "std": {"dim": None}, "var": {"dim": None}, "std_mean": {"dim": None},
     "var_mean": {"dim": None}, "norm": {"dim": None}, "roll": {"dims": None}, "rot90": {"dims": None},
+    "movedim": {"source": INTS, "destination": INTS}, "moveaxis": {"source": INTS, "destination": INTS},
+    "adaptive_avg_pool2d": {"output_size": None}, "adaptive_avg_pool3d": {"output_size": None},  # torch: len(None)
+    "adaptive_max_pool2d": {"output_size": None}, "adaptive_max_pool3d": {"output_size": None},
     "lu": {"get_infos": None}, "pca_lowrank": {"center": None}, "normalize": {"p": None},
     "diff": {"dim": INT}, "fft": {"dim": INT}, "to": {"device": None, "dtype": None},
 }

@@ -666,6 +666,9 @@ def numpy_names(fn):
     return call
 
 
+_NUMPY_NAMES_CALL = numpy_names(lambda dim=None: dim).__code__  # the code of numpy_names' wrapper
+
+
 def _takes_dim(fn):
     """Does fn declare a dim= or keepdim= parameter (read from its code object: no inspect at import)?"""
     code = getattr(fn, "__code__", None)
@@ -702,7 +705,12 @@ def install(fn, name, method=True, function=True, inplace=None, aliases=(), dund
     """Install one declaration as ember.name, Tensor.name, Tensor.name_, dunders and aliases.
     Public ops with a dim= or keepdim= parameter also take NumPy's spellings (numpy_names);
     out=True gives the function form (not the method, as torch) an out= (with_out)."""
-    dims = _takes_dim(fn) or (name.endswith("_") and getattr(getattr(Tensor, name[:-1], None), "numpy_names", False))
+    if getattr(fn, "__code__", None) is _NUMPY_NAMES_CALL:  # declared @numpy_names: the guard takes that over
+        fn = fn.__wrapped__
+        dims = True
+    else:
+        dims = _takes_dim(fn) or (name.endswith("_") and getattr(getattr(Tensor, name[:-1], None), "numpy_names",
+                                                                  False))
     fn = _autocast_wrap(fn, name)  # ops with an autocast policy: Note [Autocast dispatch] in ember/amp/_dispatch.py
     public = with_out(fn, name) if out else fn
     if isinstance(decl, Row):  # a row checks its own arguments (and keeps the dunders' path short)
