@@ -25,8 +25,8 @@ KNOWN_REFUSED_OR_DIFFERENT = {
     ("torch", "randperm", "out"),  # ember's randperm takes out='s dtype, torch refuses int8 (RuntimeError)
     ("Tensor", "chalf", "memory_format"),  # ember has no complex32
     ("torch", "svd_lowrank", "q"), ("torch", "svd_lowrank", "niter"),  # random: different draws
-    ("linalg", "lstsq", "rcond"),
-    ("F", "normalize", "p"),  # torch takes p=None (the vector norm's default); ember's vector_norm fails on it  # rcond=1.5 cuts every singular value: torch's gelsy answer differs
+    ("linalg", "lstsq", "rcond"),  # rcond=1.5 cuts every singular value: torch's gelsy answer differs
+    ("F", "normalize", "p"),  # torch takes p=None (the vector norm's default); ember's vector_norm fails on it
 }
 # Torch refuses, ember answers (`silent`) or raises another type (`type`): what remains after the mechanism, mostly
 # (1) a wrong value in a parameter the declaration does not type (its name says nothing: 'p', 'periodic', 'train'),

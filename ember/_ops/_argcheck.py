@@ -15,14 +15,18 @@ from .._device import device as _Device
 from .._layout import layout as _Layout, memory_format as _MemoryFormat
 from .._tensor import Size, Tensor
 
-# Note [Checked at the boundary]: guard() wraps an installed op in the one frame it already had (the
-# axis=/keepdims= spelling wrapper) or in one more. A call whose keyword values (and positional arguments
-# after the second) are all of a PLAIN class goes straight to the op: the cheap type test. Otherwise
-# the arguments are checked against the declaration first (a string given for a bool, dtype or layout
-# is refused before any kernel runs). When the op raises (an internal AttributeError or KeyError, or a
-# value check that torch would only reach after its type checks) the arguments are checked then, and
-# torch's TypeError replaces that error when they do not match; NumPy's AxisError and broadcasting ValueError become torch's IndexError and RuntimeError. A valid
-# call pays for none of this beyond one `if kwargs` and a try block (free in CPython 3.11+).
+# Note [Checked at the boundary]: install() wraps every class op and composite in guard(), which takes the
+# place of the axis=/keepdims= wrapper such an op had (so ops with a dim= keep their frame count; others
+# get one frame more). Rows (add, mul, exp ... and the operator dunders) check their own arguments and
+# are not wrapped. A call goes straight to the op unless the cheap type test fails: a keyword given to
+# a bool, dtype, layout, device or memory_format parameter is of the wrong class, or a keyword value
+# (or a positional argument after the second) is of none of the PLAIN classes; then the arguments are
+# checked against the declaration first (`sum(x, 1, dtype='float32')` is refused before any kernel
+# runs). When the op raises (an internal AttributeError or KeyError, or a value check that torch would
+# only reach after its type checks) the arguments are checked then, and torch's TypeError replaces
+# that error when they do not match; NumPy's AxisError and broadcasting ValueError become torch's
+# IndexError and RuntimeError. A valid call pays the frame (where it is new), `if kwargs`, one len()
+# and a try block (free in CPython 3.11+); the full check runs only for calls that fail.
 
 
 # ---- kinds: (torch's name for the type, test) ----------------------------------------------------
@@ -70,20 +74,26 @@ DTYPE = ("torch.dtype", lambda v: isinstance(v, D.dtype))
 DEVICE = ("torch.device", lambda v: isinstance(v, (_Device, str)) or (_is_int(v) and not isinstance(v, Tensor)))
 LAYOUT = ("torch.layout", lambda v: isinstance(v, _Layout))
 MEMORY_FORMAT = ("torch.memory_format", lambda v: isinstance(v, _MemoryFormat))
-OUT = ("Tensor", lambda v: isinstance(v, Tensor) or (isinstance(v, (tuple, list)) and all(isinstance(t, Tensor) for t in v)))
+OPTIONAL = ("Tensor", lambda v: v is None or isinstance(v, Tensor) or _is_number(v))  # weight=, bias= (Tensor?)
+INDEX = ("Tensor", lambda v: isinstance(v, Tensor) or _is_int(v))  # index_select's Tensor, select's int
+TOLERANCE = ("float", TENSOR_OR_NUMBER[1])  # isclose's float, linalg.matrix_rank's Tensor
+OUT = ("Tensor", lambda v: isinstance(v, Tensor) or (isinstance(v, (tuple, list))
+                                                      and all(isinstance(t, Tensor) for t in v)))
 
 KINDS_BY_NAME = {
     "input": TENSOR, "self": TENSOR, "mat1": TENSOR, "mat2": TENSOR, "vec": TENSOR, "vec1": TENSOR, "vec2": TENSOR,
-    "batch1": TENSOR, "batch2": TENSOR, "tensor1": TENSOR, "tensor2": TENSOR, "src": TENSOR, "mask": TENSOR,
-    "other": TENSOR_OR_NUMBER, "weight": TENSOR_OR_NUMBER, "bias": TENSOR, "target": TENSOR, "index": TENSOR,
+    "batch1": TENSOR, "batch2": TENSOR, "tensor1": TENSOR, "tensor2": TENSOR, "src": TENSOR_OR_NUMBER,
+    "mask": TENSOR,
+    "other": TENSOR_OR_NUMBER, "weight": OPTIONAL, "bias": OPTIONAL, "target": TENSOR, "index": INDEX,
     "tensors": TENSORS, "dim": INTS, "dims": INTS, "dim0": INT, "dim1": INT, "dim2": INT, "start_dim": INT,
     "end_dim": INT, "diagonal": INT, "offset": INT, "k": INT,
     "dtype": DTYPE, "device": DEVICE, "layout": LAYOUT, "memory_format": MEMORY_FORMAT, "out": OUT,
     "requires_grad": BOOL, "pin_memory": BOOL, "keepdim": BOOL, "stable": BOOL, "descending": BOOL,
-    "largest": BOOL, "sorted": BOOL, "equal_nan": BOOL, "rtol": FLOAT, "atol": FLOAT, "alpha": NUMBER,
+    "largest": BOOL, "sorted": BOOL, "equal_nan": BOOL, "rtol": TOLERANCE, "atol": TOLERANCE, "alpha": NUMBER,
     "beta": NUMBER, "length": INT, "fweights": TENSOR, "aweights": TENSOR, "type1": DTYPE, "type2": DTYPE,
-    "from_": DTYPE, "to": DTYPE, "condition": TENSOR, "the_template": TENSOR, "LU_pivots": TENSOR, "groups": INT, "kernel_size": INTS, "stride": INTS, "dilation": INTS,
-    "output_size": INTS, "size": INTS, "min": TENSOR_OR_NUMBER, "max": TENSOR_OR_NUMBER, "exponent": TENSOR_OR_NUMBER,
+    "from_": DTYPE, "to": DTYPE, "condition": TENSOR, "the_template": TENSOR, "LU_pivots": TENSOR, "groups": INT,
+    "kernel_size": INTS, "stride": INTS, "dilation": INTS, "output_size": INTS, "size": INTS,
+    "min": TENSOR_OR_NUMBER, "max": TENSOR_OR_NUMBER, "exponent": TENSOR_OR_NUMBER,
 }
 
 # op -> {parameter: kind or None (unchecked)} where the name's usual kind is not this op's
