@@ -183,6 +183,8 @@ def argument_error(fn, opname, args, kwargs, method=False):
         if test(v):
             continue
         where = f" (position {i + shift})" if positional and i < len(args) else ""
+        if kind is INTS and name == "dim" and default is _EMPTY and not isinstance(v, (tuple, list)):
+            return TypeError(f"{opname}(): argument '{name}'{where} must be int, not {_type_name(v)}")
         if kind is INTS:
             return TypeError(f"{opname}(): argument '{name}'{where} must be tuple of ints{_ints_error(v)}")
         if kind is TENSORS and isinstance(v, (tuple, list)):
