@@ -74,6 +74,7 @@ DTYPE = ("torch.dtype", lambda v: isinstance(v, D.dtype))
 DEVICE = ("torch.device", lambda v: isinstance(v, (_Device, str)) or (_is_int(v) and not isinstance(v, Tensor)))
 LAYOUT = ("torch.layout", lambda v: isinstance(v, _Layout))
 MEMORY_FORMAT = ("torch.memory_format", lambda v: isinstance(v, _MemoryFormat))
+OPTIONAL_TENSOR = ("Tensor", lambda v: v is None or isinstance(v, Tensor))
 OPTIONAL = ("Tensor", lambda v: v is None or isinstance(v, Tensor) or _is_number(v))  # weight=, bias= (Tensor?)
 INDEX = ("Tensor", lambda v: isinstance(v, Tensor) or _is_int(v))  # index_select's Tensor, select's int
 TOLERANCE = ("float", TENSOR_OR_NUMBER[1])  # isclose's float, linalg.matrix_rank's Tensor
@@ -84,7 +85,7 @@ KINDS_BY_NAME = {
     "input": TENSOR, "self": TENSOR, "mat1": TENSOR, "mat2": TENSOR, "vec": TENSOR, "vec1": TENSOR, "vec2": TENSOR,
     "batch1": TENSOR, "batch2": TENSOR, "tensor1": TENSOR, "tensor2": TENSOR, "src": TENSOR_OR_NUMBER,
     "mask": TENSOR,
-    "other": TENSOR_OR_NUMBER, "weight": OPTIONAL, "bias": OPTIONAL, "target": TENSOR, "index": INDEX,
+    "other": TENSOR_OR_NUMBER, "weight": OPTIONAL, "bias": OPTIONAL_TENSOR, "target": TENSOR, "index": INDEX,
     "tensors": TENSORS, "dim": INTS, "dims": INTS, "dim0": INT, "dim1": INT, "dim2": INT, "start_dim": INT,
     "end_dim": INT, "diagonal": INT, "offset": INT, "k": INT,
     "dtype": DTYPE, "device": DEVICE, "layout": LAYOUT, "memory_format": MEMORY_FORMAT, "out": OUT,
@@ -96,6 +97,8 @@ KINDS_BY_NAME = {
     "min": TENSOR_OR_NUMBER, "max": TENSOR_OR_NUMBER, "exponent": TENSOR_OR_NUMBER,
 }
 
+SIZES_OR_NONE = ("tuple of ints", lambda v: v is None or _ints_error(v) is None)  # None: torch's F calls len() on it
+
 # op -> {parameter: kind or None (unchecked)} where the name's usual kind is not this op's
 OVERRIDES = {
     "lerp": {"end": TENSOR, "weight": TENSOR_OR_NUMBER},
@@ -106,8 +109,9 @@ OVERRIDES = {
     "gradient": {"dim": None}, "std": {"dim": None}, "var": {"dim": None}, "std_mean": {"dim": None},
     "var_mean": {"dim": None}, "norm": {"dim": None}, "roll": {"dims": None}, "rot90": {"dims": None},
     "movedim": {"source": INTS, "destination": INTS}, "moveaxis": {"source": INTS, "destination": INTS},
-    "adaptive_avg_pool2d": {"output_size": None}, "adaptive_avg_pool3d": {"output_size": None},  # torch: len(None)
-    "adaptive_max_pool2d": {"output_size": None}, "adaptive_max_pool3d": {"output_size": None},
+    "adaptive_avg_pool2d": {"output_size": SIZES_OR_NONE}, "adaptive_avg_pool3d": {"output_size": SIZES_OR_NONE},
+    "adaptive_max_pool2d": {"output_size": SIZES_OR_NONE}, "adaptive_max_pool3d": {"output_size": SIZES_OR_NONE},
+    "index_add": {"source": TENSOR}, "index_copy": {"source": TENSOR}, "index_reduce": {"source": TENSOR},
     "lu": {"get_infos": None}, "pca_lowrank": {"center": None}, "normalize": {"p": None},
     "diff": {"dim": INT}, "fft": {"dim": INT}, "to": {"device": None, "dtype": None},
 }
