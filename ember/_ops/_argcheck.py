@@ -65,7 +65,8 @@ def _ints_error(v):
 TENSOR = ("Tensor", lambda v: isinstance(v, Tensor))
 TENSOR_OR_NUMBER = ("Tensor", lambda v: isinstance(v, Tensor) or _is_number(v))
 TENSORS = ("tuple of Tensors", lambda v: isinstance(v, (tuple, list)) and all(isinstance(t, Tensor) for t in v))
-BOOL = ("bool", lambda v: v.__class__ is bool or v is None)  # torch's parser takes None for a bool
+BOOL = ("bool", lambda v: v.__class__ is bool)
+OPTIONAL_BOOL = ("bool", lambda v: v.__class__ is bool or v is None)  # torch's `bool?`
 INT = ("int", _is_int)
 INTS = ("tuple of ints", lambda v: _ints_error(v) is None)
 NUMBER = ("Number", _is_number)
@@ -89,10 +90,14 @@ KINDS_BY_NAME = {
     "tensors": TENSORS, "dim": INTS, "dims": INTS, "dim0": INT, "dim1": INT, "dim2": INT, "start_dim": INT,
     "end_dim": INT, "diagonal": INT, "offset": INT, "k": INT,
     "dtype": DTYPE, "device": DEVICE, "layout": LAYOUT, "memory_format": MEMORY_FORMAT, "out": OUT,
-    "requires_grad": BOOL, "pin_memory": BOOL, "keepdim": BOOL, "stable": BOOL, "descending": BOOL,
+    "requires_grad": OPTIONAL_BOOL, "pin_memory": OPTIONAL_BOOL, "keepdim": BOOL, "stable": OPTIONAL_BOOL,
+    "descending": BOOL, "train": BOOL, "training": BOOL, "unbiased": BOOL, "upper": BOOL, "some": BOOL,
+    "hermitian": BOOL, "check_errors": BOOL, "pivot": BOOL, "periodic": BOOL, "left": BOOL, "return_inverse": BOOL,
+    "return_counts": BOOL, "return_complex": BOOL, "onesided": BOOL, "normalized": BOOL, "sparse_grad": BOOL,
+    "replacement": BOOL, "right": BOOL, "out_int32": BOOL, "ceil_mode": BOOL, "return_indices": BOOL,
     "largest": BOOL, "sorted": BOOL, "equal_nan": BOOL, "rtol": TOLERANCE, "atol": TOLERANCE, "alpha": NUMBER,
     "beta": NUMBER, "length": INT, "fweights": TENSOR, "aweights": TENSOR, "type1": DTYPE, "type2": DTYPE,
-    "from_": DTYPE, "to": DTYPE, "condition": TENSOR, "the_template": TENSOR, "LU_pivots": TENSOR, "groups": INT,
+    "condition": TENSOR, "the_template": TENSOR, "LU_pivots": TENSOR, "groups": INT,
     "kernel_size": INTS, "stride": INTS, "dilation": INTS, "output_size": INTS, "size": INTS,
     "min": TENSOR_OR_NUMBER, "max": TENSOR_OR_NUMBER, "exponent": TENSOR_OR_NUMBER,
 }
@@ -112,7 +117,8 @@ OVERRIDES = {
     "adaptive_avg_pool2d": {"output_size": SIZES_OR_NONE}, "adaptive_avg_pool3d": {"output_size": SIZES_OR_NONE},
     "adaptive_max_pool2d": {"output_size": SIZES_OR_NONE}, "adaptive_max_pool3d": {"output_size": SIZES_OR_NONE},
     "index_add": {"source": TENSOR}, "index_copy": {"source": TENSOR}, "index_reduce": {"source": TENSOR},
-    "lu": {"get_infos": None}, "pca_lowrank": {"center": None}, "normalize": {"p": None},
+    "can_cast": {"from_": DTYPE, "to": DTYPE}, "lu": {"get_infos": None}, "pca_lowrank": {"center": None},
+    "normalize": {"p": None},
     "diff": {"dim": INT}, "fft": {"dim": INT}, "to": {"device": None, "dtype": None},
 }
 
@@ -270,18 +276,25 @@ def _broadcast_words(msg):
 PLAIN = {Tensor, int, float, bool, type(None), tuple, list, Size, D.dtype}
 
 
-_FLAG_KINDS = (BOOL, DTYPE, LAYOUT, DEVICE, MEMORY_FORMAT)
+_FLAG_KINDS = (BOOL, OPTIONAL_BOOL, DTYPE, LAYOUT, DEVICE, MEMORY_FORMAT)
 
 
 def _flags(flags, fn, opname):
-    """{keyword: test} for fn's parameters of a flag kind (None passes where it is the default)."""
+    """[{keyword: test}, (test or None per position)] for fn's parameters of a flag kind (None passes where
+    it is the default), kept in `flags`."""
     strict = {}
-    for name, kind, default, _ in _spec(fn, opname)[1]:
+    positions = []
+    for name, kind, default, positional in _spec(fn, opname)[1]:
+        test = None
         if kind in _FLAG_KINDS:
             test = kind[1]
-            strict[name] = test if default is not None else (lambda v, test=test: v is None or test(v))
-    flags.append(strict)
-    return strict
+            if default is None:
+                test = (lambda v, test=test: v is None or test(v))
+            strict[name] = test
+        if positional:
+            positions.append(test)
+    flags += [strict, tuple(positions)]
+    return flags
 
 
 def guard_namespace(names, prefix=""):
@@ -299,7 +312,7 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True):
         return fn
     import functools
 
-    flags = []  # [{keyword: test}]: the keywords that only take a bool, dtype, layout, device or memory_format
+    flags = []  # the parameters that only take a bool, dtype, layout, device or memory_format: see _flags
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
@@ -310,7 +323,7 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True):
                 if "keepdims" in kwargs and "keepdim" not in kwargs:
                     kwargs["keepdim"] = kwargs.pop("keepdims")
             if precheck:
-                strict = flags[0] if flags else _flags(flags, fn, opname)
+                strict = (flags or _flags(flags, fn, opname))[0]
                 for k, v in kwargs.items():
                     test = strict.get(k)
                     if (test is not None and not test(v)) or (v.__class__ not in PLAIN and not isinstance(v, Tensor)):
@@ -319,8 +332,8 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True):
                             raise err
                         break
         if precheck and len(args) > 2:
-            for v in args[2:]:
-                if v.__class__ not in PLAIN and not isinstance(v, Tensor):
+            for v, test in zip(args[2:], (flags or _flags(flags, fn, opname))[1][2:]):
+                if (test is not None and not test(v)) or (v.__class__ not in PLAIN and not isinstance(v, Tensor)):
                     err = argument_error(fn, opname, args, kwargs, method)
                     if err is not None:
                         raise err
