@@ -70,7 +70,7 @@ OPTIONAL_BOOL = ("bool", lambda v: v.__class__ is bool or v is None)  # torch's 
 INT = ("int", _is_int)
 INTS = ("tuple of ints", lambda v: _ints_error(v) is None)
 NUMBER = ("Number", _is_number)
-FLOAT = ("float", _is_real)
+FLOAT = ("float", lambda v: _is_real(v) or isinstance(v, Tensor))  # a float default: bernoulli_(p) takes a Tensor
 DTYPE = ("torch.dtype", lambda v: isinstance(v, D.dtype))
 DEVICE = ("torch.device", lambda v: isinstance(v, (_Device, str)) or (_is_int(v) and not isinstance(v, Tensor)))
 LAYOUT = ("torch.layout", lambda v: isinstance(v, _Layout))
@@ -91,7 +91,7 @@ KINDS_BY_NAME = {
     "end_dim": INT, "diagonal": INT, "offset": INT, "k": INT,
     "dtype": DTYPE, "device": DEVICE, "layout": LAYOUT, "memory_format": MEMORY_FORMAT, "out": OUT,
     "requires_grad": OPTIONAL_BOOL, "pin_memory": OPTIONAL_BOOL, "keepdim": BOOL, "stable": OPTIONAL_BOOL,
-    "descending": BOOL, "train": BOOL, "training": BOOL, "unbiased": BOOL, "upper": BOOL, "some": BOOL,
+    "descending": BOOL, "train": BOOL, "training": BOOL, "unbiased": BOOL, "some": BOOL,
     "hermitian": BOOL, "check_errors": BOOL, "pivot": BOOL, "periodic": BOOL, "left": BOOL, "return_inverse": BOOL,
     "return_counts": BOOL, "return_complex": BOOL, "onesided": BOOL, "normalized": BOOL, "sparse_grad": BOOL,
     "replacement": BOOL, "right": BOOL, "out_int32": BOOL, "ceil_mode": BOOL, "return_indices": BOOL,
