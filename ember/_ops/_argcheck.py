@@ -163,11 +163,14 @@ def _spec(fn, opname):
             sig = None
         params = []
         if sig is not None:
+            binary = "other" in sig.parameters  # sub(True, t): torch's Scalar-first overloads take a number
             for p in sig.parameters.values():
                 if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                     continue
-                params.append((p.name, kind_of(opname, p.name, p.default), p.default,
-                               p.kind is not p.KEYWORD_ONLY))
+                kind = kind_of(opname, p.name, p.default)
+                if binary and kind is TENSOR and p.name == "input":
+                    kind = TENSOR_OR_NUMBER
+                params.append((p.name, kind, p.default, p.kind is not p.KEYWORD_ONLY))
         spec = _specs[fn] = (sig, params)
     return spec
 
