@@ -41,6 +41,13 @@ def numel(input):
     return input.numel()
 
 
+from ._ops._argcheck import guard as _guard  # noqa: E402  (Note [Checked at the boundary])
+
+for _n in ("is_floating_point", "is_complex", "numel", "promote_types", "can_cast"):
+    globals()[_n] = _guard(globals()[_n], _n)
+del _n
+
+
 def is_storage(obj):
     return False
 

@@ -43,3 +43,7 @@ __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "di
 from .amp._dispatch import wrap_namespace as _wrap_namespace  # noqa: E402
 
 _wrap_namespace(globals(), "linalg_")  # autocast policies (Note [Autocast dispatch] in ember/amp/_dispatch.py)
+
+from ._ops._argcheck import guard_namespace as _guard_namespace  # noqa: E402
+
+_guard_namespace(globals(), "linalg_")  # Note [Checked at the boundary] in ember/_ops/_argcheck.py

@@ -31,12 +31,6 @@ _SLOT_TYPE = "a keyword-only argument given positionally fills a slot of another
 DELIBERATE_REJECTIONS = {
     ("Tensor", "sum"): _SLOT_TYPE,            # x.sum(torch.float64): dim=dtype
     ("Tensor", "prod"): _SLOT_TYPE,           # x.prod(torch.float64)
-    ("Tensor", "mean"): _SLOT_TYPE,           # x.mean(1, torch.float64): keepdim=dtype
-    ("Tensor", "var"): _SLOT_TYPE,            # x.var((0, 2), 0): unbiased=0 (torch wants a bool)
-    ("torch", "std"): _SLOT_TYPE,             # torch.std(x, -1, 0, True)
-    ("torch", "std_mean"): _SLOT_TYPE,
-    ("torch", "max"): _SLOT_TYPE,             # torch.max(x, 1, (values, indices)): keepdim=tuple
-    ("torch", "quantile"): _SLOT_TYPE,        # torch.quantile(x, q, 0, 'lower'): keepdim=str
     ("Tensor", "scatter_"): _SLOT_TYPE,       # x.scatter_(0, index, src, 'add'): value='add'
     ("torch.linalg", "matrix_rank"): _SLOT_TYPE,  # matrix_rank(A, 1.0, 0.0): hermitian=0.0
     ("torch.linalg", "lstsq"): _SLOT_TYPE,    # lstsq(A, B, 'gelsd'): rcond=str

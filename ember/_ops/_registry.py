@@ -23,6 +23,7 @@ from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, init_node
 from ..amp._dispatch import wrap as _autocast_wrap
+from ._argcheck import guard
 
 _state = grad_mode._state
 _new = object.__new__
@@ -676,6 +677,9 @@ def numpy_names(fn):
     return call
 
 
+_NUMPY_NAMES_CALL = numpy_names(lambda dim=None: dim).__code__  # the code of numpy_names' wrapper
+
+
 def _takes_dim(fn):
     """Does fn declare a dim= or keepdim= parameter (read from its code object: no inspect at import)?"""
     code = getattr(fn, "__code__", None)
@@ -712,11 +716,28 @@ def install(fn, name, method=True, function=True, inplace=None, aliases=(), dund
     """Install one declaration as ember.name, Tensor.name, Tensor.name_, dunders and aliases.
     Public ops with a dim= or keepdim= parameter also take NumPy's spellings (numpy_names);
     out=True gives the function form (not the method, as torch) an out= (with_out)."""
-    if _takes_dim(fn) or (name.endswith("_") and getattr(getattr(Tensor, name[:-1], None), "numpy_names", False)):
-        fn = numpy_names(fn)  # an in-place variant declared on its own takes what its op takes
-        inplace = None if inplace is None else numpy_names(inplace)
+    if getattr(fn, "__code__", None) is _NUMPY_NAMES_CALL:  # declared @numpy_names: the guard takes that over
+        fn = fn.__wrapped__
+        dims = True
+    else:
+        dims = _takes_dim(fn) or (name.endswith("_") and getattr(getattr(Tensor, name[:-1], None), "numpy_names",
+                                                                  False))
     fn = _autocast_wrap(fn, name)  # ops with an autocast policy: Note [Autocast dispatch] in ember/amp/_dispatch.py
     public = with_out(fn, name) if out else fn
+    if isinstance(decl, Row):  # a row checks its own arguments (and keeps the dunders' path short)
+        method_fn = numpy_names(fn) if dims else fn
+        public = numpy_names(public) if dims else public
+    else:  # Note [Checked at the boundary] in _argcheck.py (also the axis=/keepdims= spellings)
+        method_fn = guard(fn, name, method=True, numpy_names=dims)
+        public = guard(public, name, numpy_names=dims)
+    fn_inplace = inplace  # torch.exp_(x); Tensor.exp_ below
+    if inplace is not None:
+        fn_inplace = guard(inplace, name + "_", numpy_names=dims)
+        if isinstance(decl, Row):  # the method keeps its short path: self is a Tensor
+            inplace = numpy_names(inplace) if dims else inplace
+        else:
+            inplace = guard(inplace, name + "_", method=True, numpy_names=dims)
+    fn = method_fn
     names = (name,) + tuple(aliases)
     for n in names:
         if function:
@@ -727,7 +748,7 @@ def install(fn, name, method=True, function=True, inplace=None, aliases=(), dund
             if method:  # torch.selu_ and friends are functions only
                 setattr(Tensor, n + "_", inplace)
             if function:
-                namespace[n + "_"] = inplace
+                namespace[n + "_"] = fn_inplace
     ALL_OPS[name] = decl if decl is not None else fn
     if dunder:
         setattr(Tensor, f"__{dunder}__", fn)

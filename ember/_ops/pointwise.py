@@ -772,7 +772,9 @@ def _abs_(input):
     return _abs_real(input)
 
 
-Tensor.abs_ = Tensor.absolute_ = namespace["abs_"] = namespace["absolute_"] = _abs_
+Tensor.abs_ = Tensor.absolute_ = _abs_
+from ._argcheck import guard  # noqa: E402
+namespace["abs_"] = namespace["absolute_"] = guard(_abs_, "abs_")  # Note [Checked at the boundary]
 
 from . import pointwise_params as _params, complex as _complex  # noqa: E402,F401  (the rest of the family)
 from .pointwise_params import where, clamp, polygamma  # noqa: E402,F401  (imported by other families)

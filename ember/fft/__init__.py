@@ -11,3 +11,7 @@ __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rf
 from ..amp._dispatch import wrap_namespace as _wrap_namespace  # noqa: E402
 
 _wrap_namespace(globals(), "fft_")  # autocast policies (Note [Autocast dispatch] in ember/amp/_dispatch.py)
+
+from .._ops._argcheck import guard_namespace as _guard_namespace  # noqa: E402
+
+_guard_namespace(globals(), "fft_")  # Note [Checked at the boundary] in ember/_ops/_argcheck.py

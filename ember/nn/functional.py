@@ -260,3 +260,7 @@ from .._ops.attention import (_canonical_mask, _in_projection, _in_projection_pa
 from ..amp._dispatch import wrap_namespace as _wrap_namespace  # noqa: E402
 
 _wrap_namespace(globals())
+
+from .._ops._argcheck import guard_namespace as _guard_namespace  # noqa: E402
+
+_guard_namespace(globals(), "")  # Note [Checked at the boundary] in ember/_ops/_argcheck.py

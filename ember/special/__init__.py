@@ -54,3 +54,7 @@ __all__ = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "cheby
            "shifted_chebyshev_polynomial_t",
            "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
            "sinc", "softmax", "spherical_bessel_j0", "xlog1py", "xlogy", "zeta"]
+
+from .._ops._argcheck import guard_namespace as _guard_namespace  # noqa: E402
+
+_guard_namespace(globals(), "special_")  # Note [Checked at the boundary] in ember/_ops/_argcheck.py

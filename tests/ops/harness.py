@@ -209,14 +209,24 @@ def flat_tensors(out, lib_tensor):
     return []
 
 
+def key_words(msg):
+    """The words of torch's error message that ember's must have too (issue 19): the argument a TypeError
+    names and the type it wanted (`argument 'dim' (position 2) must be int`)."""
+    import re
+    m = re.search(r"argument '(\w+)'(?: \(position \d+\))? must be ([\w.]+)", msg)
+    return [f"argument '{m.group(1)}'", f"must be {m.group(2)}"] if m else []
+
+
 def run_case(case, dtype):
     tt, et, grad_idx = build_inputs(case, dtype)
     if case.error is not None:
         import pytest
-        with pytest.raises(case.error):
+        with pytest.raises(case.error) as want:
             case.fn(torch, *tt)
-        with pytest.raises(case.error):
+        with pytest.raises(case.error) as got:
             case.fn(ember, *et)
+        missing = [w for w in key_words(str(want.value)) if w not in str(got.value)]
+        assert not missing, f"torch's key words {missing} missing from ember's message {str(got.value)!r}"
         return
     t_out = case.fn(torch, *tt)
     e_out = case.fn(ember, *et)

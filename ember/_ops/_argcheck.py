@@ -1,0 +1,354 @@
+"""Argument checking (issue 18): a call that does not match an op's declared signature gets torch's
+TypeError in torch's words (`relu(): argument 'input' (position 1) must be Tensor, not float`), never an
+AttributeError, KeyError or NumPy exception from deep inside a kernel.
+
+The declaration is the op's own signature (torch's names, order and defaults; tests/test_signatures.py);
+a parameter's type follows from its name and default (KINDS_BY_NAME, a bool default is a bool ...), with
+the exceptions per op in OVERRIDES. Note [Checked at the boundary] says why this costs a valid call nothing.
+"""
+import inspect
+
+import numpy as np
+
+from .. import _dtype as D
+from .._device import device as _Device
+from .._layout import layout as _Layout, memory_format as _MemoryFormat
+from .._tensor import Size, Tensor
+
+# Note [Checked at the boundary]: install() wraps every class op and composite in guard(), which takes the
+# place of the axis=/keepdims= wrapper such an op had (so ops with a dim= keep their frame count; others
+# get one frame more). Rows (add, mul, exp ... and the operator dunders) check their own arguments and
+# are not wrapped. A call goes straight to the op unless the cheap type test fails: a keyword given to
+# a bool, dtype, layout, device or memory_format parameter is of the wrong class, or a keyword value
+# (or a positional argument after the second) is of none of the PLAIN classes; then the arguments are
+# checked against the declaration first (`sum(x, 1, dtype='float32')` is refused before any kernel
+# runs). When the op raises (an internal AttributeError or KeyError, or a value check that torch would
+# only reach after its type checks) the arguments are checked then, and torch's TypeError replaces
+# that error when they do not match; NumPy's AxisError and broadcasting ValueError become torch's
+# IndexError and RuntimeError. A valid call pays the frame (where it is new), `if kwargs`, one len()
+# and a try block (free in CPython 3.11+); the full check runs only for calls that fail.
+
+
+# ---- kinds: (torch's name for the type, test) ----------------------------------------------------
+
+def _is_int(v):
+    c = v.__class__
+    if c is int:
+        return True
+    if c is bool or isinstance(v, (np.bool_, float, np.floating)):
+        return False
+    if isinstance(v, Tensor):
+        return v._data.ndim == 0 and v._dtype.category == D.INT
+    return isinstance(v, (int, np.integer))
+
+
+def _is_number(v):
+    return isinstance(v, (int, float, complex, np.number, np.bool_)) or (isinstance(v, Tensor) and v._data.ndim == 0)
+
+
+def _is_real(v):
+    return _is_number(v) and not isinstance(v, (complex, np.complexfloating))
+
+
+def _ints_error(v):
+    """None when v is an int or a sequence of ints, else the words after "must be tuple of ints"."""
+    if _is_int(v):
+        return None
+    if not isinstance(v, (tuple, list)):
+        return f", not {_type_name(v)}"
+    for i, e in enumerate(v):
+        if not _is_int(e):
+            return f", but found element of type {_type_name(e)} at pos {i}"
+    return None
+
+
+TENSOR = ("Tensor", lambda v: isinstance(v, Tensor))
+TENSOR_OR_NUMBER = ("Tensor", lambda v: isinstance(v, Tensor) or _is_number(v))
+TENSORS = ("tuple of Tensors", lambda v: isinstance(v, (tuple, list)) and all(isinstance(t, Tensor) for t in v))
+BOOL = ("bool", lambda v: v.__class__ is bool)
+OPTIONAL_BOOL = ("bool", lambda v: v.__class__ is bool or v is None)  # torch's `bool?`
+INT = ("int", _is_int)
+INTS = ("tuple of ints", lambda v: _ints_error(v) is None)
+NUMBER = ("Number", _is_number)
+FLOAT = ("float", lambda v: _is_real(v) or isinstance(v, Tensor))  # a float default: bernoulli_(p) takes a Tensor
+DTYPE = ("torch.dtype", lambda v: isinstance(v, D.dtype))
+DEVICE = ("torch.device", lambda v: isinstance(v, (_Device, str)) or (_is_int(v) and not isinstance(v, Tensor)))
+LAYOUT = ("torch.layout", lambda v: isinstance(v, _Layout))
+MEMORY_FORMAT = ("torch.memory_format", lambda v: isinstance(v, _MemoryFormat))
+OPTIONAL_TENSOR = ("Tensor", lambda v: v is None or isinstance(v, Tensor))
+OPTIONAL = ("Tensor", lambda v: v is None or isinstance(v, Tensor) or _is_number(v))  # weight=, bias= (Tensor?)
+INDEX = ("Tensor", lambda v: isinstance(v, Tensor) or _is_int(v))  # index_select's Tensor, select's int
+TOLERANCE = ("float", TENSOR_OR_NUMBER[1])  # isclose's float, linalg.matrix_rank's Tensor
+OUT = ("Tensor", lambda v: isinstance(v, Tensor) or (isinstance(v, (tuple, list))
+                                                      and all(isinstance(t, Tensor) for t in v)))
+
+KINDS_BY_NAME = {
+    "input": TENSOR, "self": TENSOR, "mat1": TENSOR, "mat2": TENSOR, "vec": TENSOR, "vec1": TENSOR, "vec2": TENSOR,
+    "batch1": TENSOR, "batch2": TENSOR, "tensor1": TENSOR, "tensor2": TENSOR, "src": TENSOR_OR_NUMBER,
+    "mask": TENSOR,
+    "other": TENSOR_OR_NUMBER, "weight": OPTIONAL, "bias": OPTIONAL_TENSOR, "target": TENSOR, "index": INDEX,
+    "tensors": TENSORS, "dim": INTS, "dims": INTS, "dim0": INT, "dim1": INT, "dim2": INT, "start_dim": INT,
+    "end_dim": INT, "diagonal": INT, "offset": INT, "k": INT,
+    "dtype": DTYPE, "device": DEVICE, "layout": LAYOUT, "memory_format": MEMORY_FORMAT, "out": OUT,
+    "requires_grad": OPTIONAL_BOOL, "pin_memory": OPTIONAL_BOOL, "keepdim": BOOL, "stable": OPTIONAL_BOOL,
+    "descending": BOOL, "train": BOOL, "training": BOOL, "unbiased": BOOL, "some": BOOL,
+    "hermitian": BOOL, "check_errors": BOOL, "pivot": BOOL, "periodic": BOOL, "left": BOOL, "return_inverse": BOOL,
+    "return_counts": BOOL, "return_complex": BOOL, "onesided": BOOL, "normalized": BOOL, "sparse_grad": BOOL,
+    "replacement": BOOL, "right": BOOL, "out_int32": BOOL, "ceil_mode": BOOL, "return_indices": BOOL,
+    "largest": BOOL, "sorted": BOOL, "equal_nan": BOOL, "rtol": TOLERANCE, "atol": TOLERANCE, "alpha": NUMBER,
+    "beta": NUMBER, "length": INT, "fweights": TENSOR, "aweights": TENSOR, "type1": DTYPE, "type2": DTYPE,
+    "condition": TENSOR, "the_template": TENSOR, "LU_pivots": TENSOR, "groups": INT,
+    "kernel_size": INTS, "stride": INTS, "dilation": INTS, "output_size": INTS, "size": INTS,
+    "min": TENSOR_OR_NUMBER, "max": TENSOR_OR_NUMBER, "exponent": TENSOR_OR_NUMBER,
+}
+
+SIZES_OR_NONE = ("tuple of ints", lambda v: v is None or _ints_error(v) is None)  # None: torch's F calls len() on it
+
+# op -> {parameter: kind or None (unchecked)} where the name's usual kind is not this op's
+OVERRIDES = {
+    "lerp": {"end": TENSOR, "weight": TENSOR_OR_NUMBER},
+    "pow": {"input": TENSOR_OR_NUMBER}, "float_power": {"input": TENSOR_OR_NUMBER},
+    "where": {"input": TENSOR_OR_NUMBER}, "xlogy": {"input": TENSOR_OR_NUMBER},
+    "result_type": {"tensor": TENSOR_OR_NUMBER}, "searchsorted": {"input": TENSOR_OR_NUMBER},
+    "bucketize": {"input": TENSOR_OR_NUMBER},
+    "select": {"index": INT}, "index_put": {"indices": None}, "tensordot": {"dims": None},
+    "gradient": {"dim": None}, "std": {"dim": None}, "var": {"dim": None}, "std_mean": {"dim": None},
+    "var_mean": {"dim": None}, "norm": {"dim": None}, "roll": {"dims": None}, "rot90": {"dims": None},
+    "movedim": {"source": INTS, "destination": INTS}, "moveaxis": {"source": INTS, "destination": INTS},
+    "adaptive_avg_pool2d": {"output_size": SIZES_OR_NONE}, "adaptive_avg_pool3d": {"output_size": SIZES_OR_NONE},
+    "adaptive_max_pool2d": {"output_size": SIZES_OR_NONE}, "adaptive_max_pool3d": {"output_size": SIZES_OR_NONE},
+    "index_add": {"source": TENSOR}, "index_copy": {"source": TENSOR}, "index_reduce": {"source": TENSOR},
+    "can_cast": {"from_": DTYPE, "to": DTYPE}, "lu": {"get_infos": None}, "pca_lowrank": {"center": None},
+    "normalize": {"p": None},
+    "diff": {"dim": INT}, "fft": {"dim": INT}, "to": {"device": None, "dtype": None},
+}
+
+
+def _type_name(v):
+    c = type(v)
+    if isinstance(v, Tensor):
+        return "Tensor"
+    if c.__module__ in ("builtins", None):
+        return c.__name__
+    if c.__module__ == "numpy":
+        return f"numpy.{c.__name__}"
+    return c.__name__
+
+
+def kind_of(opname, name, default):
+    """The kind torch declares for parameter `name` of op `opname` (None: not checked)."""
+    over = OVERRIDES.get(opname)
+    if over is not None and name in over:
+        return over[name]
+    kind = KINDS_BY_NAME.get(name)
+    if kind is None and default is not inspect.Parameter.empty and default is not None:
+        if default.__class__ is bool:
+            kind = BOOL
+        elif default.__class__ is float:
+            kind = FLOAT
+    return kind
+
+
+# ---- the declaration of an op, read once from its signature --------------------------------------
+
+_specs = {}
+
+
+def _spec(fn, opname):
+    """[(name, kind, default, positional?)] and the Signature of fn, cached per function."""
+    spec = _specs.get(fn)
+    if spec is None:
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            sig = None
+        params = []
+        if sig is not None:
+            binary = "other" in sig.parameters  # sub(True, t): torch's Scalar-first overloads take a number
+            for p in sig.parameters.values():
+                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                    continue
+                kind = kind_of(opname, p.name, p.default)
+                if binary and kind is TENSOR and p.name == "input":
+                    kind = TENSOR_OR_NUMBER
+                params.append((p.name, kind, p.default, p.kind is not p.KEYWORD_ONLY))
+        spec = _specs[fn] = (sig, params)
+    return spec
+
+
+def argument_error(fn, opname, args, kwargs, method=False):
+    """torch's TypeError for a call of fn that does not match its declaration, or None if it matches."""
+    sig, params = _spec(fn, opname)
+    if sig is None:
+        return None
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        return TypeError(f"{opname}(): {e}")
+    values = bound.arguments
+    shift = 0 if method else 1
+    for i, (name, kind, default, positional) in enumerate(params):
+        if name not in values or kind is None:
+            continue
+        v = values[name]
+        if v is None and (default is None or kind is OUT):
+            continue
+        words, test = kind
+        if test(v):
+            continue
+        where = f" (position {i + shift})" if positional and i < len(args) else ""
+        if kind is INTS and name == "dim" and default is _EMPTY and not isinstance(v, (tuple, list)):
+            return TypeError(f"{opname}(): argument '{name}'{where} must be int, not {_type_name(v)}")
+        if kind is INTS:
+            return TypeError(f"{opname}(): argument '{name}'{where} must be tuple of ints{_ints_error(v)}")
+        if kind is TENSORS and isinstance(v, (tuple, list)):
+            for j, t in enumerate(v):
+                if not isinstance(t, Tensor):
+                    return TypeError(f"expected Tensor as element {j} in argument {i}, but got {_type_name(t)}")
+        return TypeError(f"{opname}(): argument '{name}'{where} must be {words}, not {_type_name(v)}")
+    return None
+
+
+def translate(e, fn, opname, args, kwargs, method=False):
+    """The exception to raise for internal error e raised by fn: torch's TypeError if the arguments do
+    not match the declaration, torch's IndexError/RuntimeError for NumPy's axis and broadcast errors,
+    else None (e itself is raised)."""
+    err = argument_error(fn, opname, args, kwargs, method)
+    if err is not None:
+        return err
+    if isinstance(e, np.exceptions.AxisError) and e.axis is not None and e.ndim is not None:
+        n = max(e.ndim, 1)
+        return IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {e.axis})")
+    if isinstance(e, AttributeError):  # the argument that lacked the attribute was of the wrong type
+        err = _lacking(e, fn, opname, args, kwargs, method)
+        if err is not None:
+            return err
+    msg = str(e)
+    if isinstance(e, ValueError) and msg.startswith("operands could not be broadcast together"):
+        return RuntimeError(f"{opname}(): {_broadcast_words(msg)}")
+    return None
+
+
+def _lacking(e, fn, opname, args, kwargs, method):
+    """torch's TypeError for an AttributeError raised on one of the arguments (e.obj): an argument the
+    declaration does not type, used as a Tensor (or, lacking __index__, as an int)."""
+    obj = getattr(e, "obj", _NOTHING)
+    if obj is _NOTHING or isinstance(obj, Tensor):
+        return None
+    sig, params = _spec(fn, opname)
+    try:
+        values = sig.bind(*args, **kwargs).arguments
+    except TypeError:
+        return None
+    shift = 0 if method else 1
+    for i, (name, kind, default, positional) in sorted(enumerate(params), key=lambda p: p[1][2] is not _EMPTY):
+        v = values.get(name, _NOTHING)
+        where = f" (position {i + shift})" if positional and i < len(args) else ""
+        if v is obj or (type(v) is type(obj) and type(v) in (float, str) and v == obj):
+            words = "int" if e.name == "__index__" else "Tensor"
+            return TypeError(f"{opname}(): argument '{name}'{where} must be {words}, not {_type_name(obj)}")
+        if isinstance(v, (tuple, list)) and e.name == "__index__":
+            for j, item in enumerate(v):
+                if item is obj:
+                    return TypeError(f"{opname}(): argument '{name}'{where} must be tuple of ints, but found "
+                                     f"element of type {_type_name(obj)} at pos {j}")
+    return None
+
+
+_NOTHING = object()
+_EMPTY = inspect.Parameter.empty
+
+
+def _broadcast_words(msg):
+    """torch's words for NumPy's 'operands could not be broadcast together with shapes (3,4) (2,)'."""
+    import re
+    shapes = [tuple(int(n) for n in s.split(",") if n.strip()) for s in re.findall(r"\(([\d,\s]*)\)", msg)]
+    if len(shapes) >= 2:
+        a, b = shapes[0], shapes[1]
+        n = max(len(a), len(b))
+        pa = (1,) * (n - len(a)) + a
+        pb = (1,) * (n - len(b)) + b
+        for i in range(n - 1, -1, -1):
+            if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
+                return (f"The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) "
+                        f"at non-singleton dimension {i}")
+    return f"shapes are not broadcastable ({msg})"
+
+
+# ---- the boundary -------------------------------------------------------------------------------
+
+PLAIN = {Tensor, int, float, bool, type(None), tuple, list, Size, D.dtype}
+
+
+_FLAG_KINDS = (BOOL, OPTIONAL_BOOL, DTYPE, LAYOUT, DEVICE, MEMORY_FORMAT)
+
+
+def _flags(flags, fn, opname):
+    """[{keyword: test}, (test or None per position)] for fn's parameters of a flag kind (None passes where
+    it is the default), kept in `flags`."""
+    strict = {}
+    positions = []
+    for name, kind, default, positional in _spec(fn, opname)[1]:
+        test = None
+        if kind in _FLAG_KINDS:
+            test = kind[1]
+            if default is None:
+                test = (lambda v, test=test: v is None or test(v))
+            strict[name] = test
+        if positional:
+            positions.append(test)
+    flags += [strict, tuple(positions)]
+    return flags
+
+
+def guard_namespace(names, prefix=""):
+    """Guard the public functions of a namespace dict (torch.nn.functional, torch.linalg ...) in place,
+    checked only when they raise (their Python-level torch forms take what they are given)."""
+    for n, f in list(names.items()):
+        if not n.startswith("_") and inspect.isfunction(f) and not getattr(f, "guarded", False):
+            names[n] = guard(f, prefix + n, precheck=False)
+
+
+def guard(fn, opname, method=False, numpy_names=False, precheck=True):
+    """fn checked at its boundary (Note [Checked at the boundary]); numpy_names: it also takes axis= and
+    keepdims= for dim= and keepdim=, as torch's C-level parser does (the registry's numpy_names)."""
+    if getattr(fn, "guarded", False):
+        return fn
+    import functools
+
+    flags = []  # the parameters that only take a bool, dtype, layout, device or memory_format: see _flags
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if kwargs:
+            if numpy_names:
+                if "axis" in kwargs and "dim" not in kwargs:
+                    kwargs["dim"] = kwargs.pop("axis")
+                if "keepdims" in kwargs and "keepdim" not in kwargs:
+                    kwargs["keepdim"] = kwargs.pop("keepdims")
+            if precheck:
+                strict = (flags or _flags(flags, fn, opname))[0]
+                for k, v in kwargs.items():
+                    test = strict.get(k)
+                    if (test is not None and not test(v)) or (v.__class__ not in PLAIN and not isinstance(v, Tensor)):
+                        err = argument_error(fn, opname, args, kwargs, method)
+                        if err is not None:
+                            raise err
+                        break
+        if precheck and len(args) > 2:
+            for v, test in zip(args[2:], (flags or _flags(flags, fn, opname))[1][2:]):
+                if (test is not None and not test(v)) or (v.__class__ not in PLAIN and not isinstance(v, Tensor)):
+                    err = argument_error(fn, opname, args, kwargs, method)
+                    if err is not None:
+                        raise err
+                    break
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:  # torch checks the types before anything else: so does the re-check
+            err = translate(e, fn, opname, args, kwargs, method)
+            if err is None:
+                raise
+            raise err from None
+    call.guarded = True
+    call.numpy_names = numpy_names or getattr(fn, "numpy_names", False)
+    return call
