@@ -84,7 +84,8 @@ OUT = ("Tensor", lambda v: isinstance(v, Tensor) or (isinstance(v, (tuple, list)
 
 KINDS_BY_NAME = {
     "input": TENSOR, "self": TENSOR, "mat1": TENSOR, "mat2": TENSOR, "vec": TENSOR, "vec1": TENSOR, "vec2": TENSOR,
-    "batch1": TENSOR, "batch2": TENSOR, "tensor1": TENSOR, "tensor2": TENSOR, "src": TENSOR_OR_NUMBER,
+    "batch1": TENSOR, "batch2": TENSOR, "tensor1": TENSOR, "tensor2": TENSOR, "input2": TENSOR, "input3": TENSOR,
+    "src": TENSOR_OR_NUMBER,
     "mask": TENSOR,
     "other": TENSOR_OR_NUMBER, "weight": OPTIONAL, "bias": OPTIONAL_TENSOR, "target": TENSOR, "index": INDEX,
     "tensors": TENSORS, "dim": INTS, "dims": INTS, "dim0": INT, "dim1": INT, "dim2": INT, "start_dim": INT,
