@@ -312,6 +312,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "tools", "mutation_report"))
     ap.add_argument("--rerun", action="store_true",
                     help="run again only the survivors (and timeouts) of the report at --out, keeping the rest")
+    ap.add_argument("--resume", action="store_true",
+                    help="run the mutants still pending in the report at --out (an interrupted run), keeping the rest")
     args = ap.parse_args()
     t0 = time.time()
     parsed = {}
@@ -327,11 +329,12 @@ def main():
                     cmds=selection(path, src, node.lineno))
 
     kept = []
-    if args.rerun:  # after adding tests: the earlier verdicts stand except for survivors and timeouts,
-        # found again by path, mutation and code (the sample itself moves when sources gain or lose sites)
+    if args.rerun or args.resume:  # the earlier verdicts stand except for those to run again, found again by
+        # path, mutation and code (the sample itself moves when sources gain or lose sites, so it is not redrawn)
         old = json.load(open(args.out + ".json"))["mutants"]
+        again_status = ("pending",) + (("survived", "timeout", "equivalent") if args.rerun else ())
         for m in old:
-            if m["status"] not in ("survived", "timeout", "equivalent"):
+            if m["status"] not in again_status:
                 kept.append(m)
                 continue
             src, ss = parsed.setdefault(m["path"], sites(m["path"]))
@@ -359,10 +362,22 @@ def main():
     def run(k, worker):
         m = mutants[k]
         m["status"], m["killed_by"], m["seconds"] = "unviable", None, 0.0
-        if m["src"] is None:
-            return
+        if m["src"] is not None:
+            run_tests(m, worker)
+        key = (m["path"], m["mutation"], m["code"])
+        if m["status"] == "survived" and key in equivalent:
+            m["status"], m["reason"] = "equivalent", equivalent[key]
+        print(f"[{k + 1}/{len(mutants)}] {m['status']:10s} {m['path']}:{m['line']} {m['mutation']} "
+              f"({m['seconds']} s)", flush=True)
+        with lock:  # the report so far, so that an interrupted run still leaves one
+            done.append(m)
+            write_report(done + [dict(p, status="pending") for p in mutants if not any(p is d for d in done)],
+                         args, time.time() - t0, quiet=True)
+
+    def run_tests(m, worker):
+        """Write the mutant into the worker's copy, run its selection until a kill, restore the copy."""
         target = os.path.join(worker.root, m["path"])
-        original = open(os.path.join(ROOT, m["path"])).read()
+        original = open(target).read()  # the copy's own text: the worktree may be edited while the run goes on
         t = time.time()
         try:
             with open(target, "w") as fh:
@@ -384,18 +399,12 @@ def main():
             with open(target, "w") as fh:
                 fh.write(original)
         m["seconds"] = round(time.time() - t, 1)
-        key = (m["path"], m["mutation"], m["code"])
-        if m["status"] == "survived" and key in equivalent:
-            m["status"], m["reason"] = "equivalent", equivalent[key]
-        print(f"[{k + 1}/{len(mutants)}] {m['status']:10s} {m['path']}:{m['line']} {m['mutation']} "
-              f"({m['seconds']} s)", flush=True)
-        with lock:  # the report so far, so that an interrupted run still leaves one
-            done.append(m)
-            write_report(done, args, time.time() - t0, quiet=True)
 
     free = list(range(args.jobs))
     lock = threading.Lock()
     done = list(kept)
+    for m in mutants:  # the whole sample is in every report written, so that --resume can finish it
+        m.setdefault("status", "pending")
 
     def task(k):
         with lock:
@@ -410,8 +419,6 @@ def main():
         list(pool.map(task, range(len(mutants))))
     shutil.rmtree(base, ignore_errors=True)
     write_report(done, args, time.time() - t0)
-    changed = subprocess.run(["git", "diff", "--stat", "--", "ember"], cwd=ROOT, capture_output=True, text=True)
-    assert not changed.stdout, "the worktree's ember/ was modified:\n" + changed.stdout
 
 
 def write_report(mutants, args, seconds, quiet=False):
