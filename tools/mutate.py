@@ -225,6 +225,19 @@ def enclosing_names(src, lineno):
     if private:
         names += [s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))
                   and not s.name.startswith("_")]
+    for stmt in tree.body:  # an Op class: the public functions of its file that apply it, directly or through
+        # a private helper (VectorNorm: vector_norm; SelectSorted via _select: kthvalue, median ...)
+        if isinstance(stmt, ast.ClassDef) and stmt.lineno <= lineno <= stmt.end_lineno:
+            users, todo = set(), {stmt.name}
+            while todo:
+                name = todo.pop()
+                for f in tree.body:
+                    if isinstance(f, ast.FunctionDef) and f.name not in users and any(
+                            isinstance(n, ast.Name) and n.id == name for n in ast.walk(f)):
+                        users.add(f.name)
+                        if f.name.startswith("_"):
+                            todo.add(f.name)
+            names += sorted(u for u in users if not u.startswith("_"))
     return [n for n in dict.fromkeys(names) if len(n) > 1]
 
 
@@ -332,7 +345,8 @@ def main():
     if args.rerun or args.resume:  # the earlier verdicts stand except for those to run again, found again by
         # path, mutation and code (the sample itself moves when sources gain or lose sites, so it is not redrawn)
         old = json.load(open(args.out + ".json"))["mutants"]
-        again_status = ("pending",) + (("survived", "timeout", "equivalent") if args.rerun else ())
+        again_status = (("pending",) if args.resume else ()) + (("survived", "timeout", "equivalent")
+                                                                 if args.rerun else ())
         for m in old:
             if m["status"] not in again_status:
                 kept.append(m)

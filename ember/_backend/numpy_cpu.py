@@ -117,6 +117,15 @@ def layout_buffer(shape, strides, dtype, fill=0):
     return buf, strided_view(buf, shape, strides) if extent else np.zeros(shape, dtype)
 
 
+def relayout(arr, strides):
+    """arr's values in a new dense array with these element strides (arr itself when it has them)."""
+    if layout_of(arr)[1] == tuple(strides):
+        return arr
+    out = restride(np.empty(arr.size, arr.dtype), arr.shape, strides)
+    out[...] = arr
+    return out
+
+
 def window(buf, shape, strides, offset):
     return strided_from(buf, shape, strides, offset)
 

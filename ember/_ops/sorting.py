@@ -11,7 +11,9 @@ import numpy as np
 from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor
+from .._backend.numpy_cpu import relayout
 from ._registry import Op, register
+from .geometry import dense_strides_like, strides_of
 from .reduction import (_as_1d, check_tensor, empty_dim_error, evenly_distribute, finish, gather, index_grad,
                         keep_shape, numpy_names, one_dim, refuse_complex)
 
@@ -51,7 +53,8 @@ class Sort(Op):
         idx = stable_argsort(xs, dim, descending)
         values = np.take_along_axis(xs, idx, axis=dim)
         ctx.args = (x.shape, dim, idx)
-        return values.reshape(x.shape), idx.reshape(x.shape)
+        strides = dense_strides_like(x.shape, strides_of(x))  # torch's: like the input (preserve_format)
+        return relayout(values.reshape(x.shape), strides), relayout(idx.reshape(x.shape), strides)
 
     def backward(ctx, grad, grad_indices=None):
         shape, dim, idx = ctx.args
@@ -75,7 +78,8 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
     refuse_complex(input, message=" Sort does not support complex dtypes on CPU")
     d = one_dim(dim, input._data.ndim)
     x = input._data
-    return _make(stable_argsort(_as_1d(x), d, descending).reshape(x.shape))
+    return _make(relayout(stable_argsort(_as_1d(x), d, descending).reshape(x.shape),
+                          dense_strides_like(x.shape, strides_of(x))))
 
 
 @register()
