@@ -98,6 +98,7 @@ SELECTION = {
     "ember/nn/modules/normalization.py": ["tests/test_nn_norm.py"],
     "ember/nn/modules/upsampling.py": ["tests/test_nn_sampling.py"],
     "ember/nn/modules/module.py": ["tests/test_nn_module.py"],
+    "ember/nn/modules/lazy.py": ["tests/test_nn_lazy.py"],
     "ember/nn/modules/_module": ["tests/test_nn_module.py"],
     "ember/nn/modules/container.py": ["tests/test_nn_module.py"],
     "ember/nn/functional.py": ["tests/test_nn_layers.py", "tests/test_nn_loss.py", "tests/test_nn_sampling.py"],
@@ -225,18 +226,20 @@ def enclosing_names(src, lineno):
     if private:
         names += [s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))
                   and not s.name.startswith("_")]
-    for stmt in tree.body:  # an Op class: the public functions of its file that apply it, directly or through
-        # a private helper (VectorNorm: vector_norm; SelectSorted via _select: kthvalue, median ...)
-        if isinstance(stmt, ast.ClassDef) and stmt.lineno <= lineno <= stmt.end_lineno:
-            users, todo = set(), {stmt.name}
+    for stmt in tree.body:  # the public functions of the file that call the enclosing class or function,
+        # through private helpers, two public levels deep (VectorNorm: vector_norm, then norm, dist, renorm;
+        # SelectSorted via _select: kthvalue, median ...)
+        if isinstance(stmt, (ast.ClassDef, ast.FunctionDef)) and stmt.lineno <= lineno <= stmt.end_lineno:
+            users, todo = set(), [(stmt.name, 0)]
             while todo:
-                name = todo.pop()
+                name, depth = todo.pop()
                 for f in tree.body:
-                    if isinstance(f, ast.FunctionDef) and f.name not in users and any(
+                    if isinstance(f, ast.FunctionDef) and f.name not in users and f.name != stmt.name and any(
                             isinstance(n, ast.Name) and n.id == name for n in ast.walk(f)):
                         users.add(f.name)
-                        if f.name.startswith("_"):
-                            todo.add(f.name)
+                        public = not f.name.startswith("_")
+                        if depth + public < 2:
+                            todo.append((f.name, depth + public))
             names += sorted(u for u in users if not u.startswith("_"))
     return [n for n in dict.fromkeys(names) if len(n) > 1]
 
