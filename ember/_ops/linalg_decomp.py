@@ -321,7 +321,8 @@ class Cholesky(LinalgCholeskyEx):
 def _potf2(a):
     """Column-by-column Cholesky of each matrix (LAPACK potf2's semantics on failure: the factored
     columns, the failing pivot's value on the diagonal, info = its order, the rest of the lower
-    triangle as given; MKL's blocked form, for n over ~100, differs in the failing block)."""
+    triangle as given; torch's MKL switches to a blocked form for larger n (seen from n = 130),
+    whose failing block differs)."""
     flat = flat_batch(a)
     n = a.shape[-1]
     L = np.tril(flat)
