@@ -254,6 +254,9 @@ def selection(path, src, lineno):
     for prefix in sorted(SELECTION, key=len, reverse=True):  # the module's row, then its package's
         if path.startswith(prefix):
             cmds.append(SELECTION[prefix])
+    if any(isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.lineno <= lineno < f.body[0].lineno
+           for f in ast.walk(ast.parse(src))):  # in a signature (a default value): the signature test pins them
+        cmds.append(["tests/test_signatures.py"])
     return cmds
 
 

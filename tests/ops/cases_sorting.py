@@ -114,6 +114,7 @@ CASES = [
     C("quantile", [(0,)], lambda t, x: x.quantile(0.5), error=RuntimeError, id="empty"),
     C("quantile", [T((5,), dtype="int64")], lambda t, x: x.quantile(0.5), dtypes=INT, error=RuntimeError, id="int"),
     C("nanquantile", [WITH_NAN, Q], lambda t, x, q: t.nanquantile(x, q, dim=1)),
+    C("nanquantile", [WITH_NAN], lambda t, x: t.nanquantile(x, 0.3), id="all-dims"),
     C("nanquantile", [T(values=[[NAN, NAN], [1.0, 2.0]])], lambda t, x: x.nanquantile(0.4, 1), id="all-nan-row"),
 
     # ---- unique / unique_consecutive -----------------------------------------------------------------
