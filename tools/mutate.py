@@ -231,12 +231,14 @@ def enclosing_names(src, lineno):
     for stmt in tree.body:  # the public functions of the file that call the enclosing class or function,
         # through private helpers, two public levels deep (VectorNorm: vector_norm, then norm, dist, renorm;
         # SelectSorted via _select: kthvalue, median ...)
-        if isinstance(stmt, (ast.ClassDef, ast.FunctionDef)) and stmt.lineno <= lineno <= stmt.end_lineno:
-            users, todo = set(), [(stmt.name, 0)]
+        if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.Assign)) and stmt.lineno <= lineno <= stmt.end_lineno:
+            roots = [t.id for t in stmt.targets if isinstance(t, ast.Name)] if isinstance(stmt, ast.Assign) else \
+                [stmt.name]  # (a module-level constant: the functions that read it)
+            users, todo = set(), [(r, 0) for r in roots]
             while todo:
                 name, depth = todo.pop()
                 for f in tree.body:
-                    if isinstance(f, ast.FunctionDef) and f.name not in users and f.name != stmt.name and any(
+                    if isinstance(f, ast.FunctionDef) and f.name not in users and f.name not in roots and any(
                             isinstance(n, ast.Name) and n.id == name for n in ast.walk(f)):
                         users.add(f.name)
                         public = not f.name.startswith("_")

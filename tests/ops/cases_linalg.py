@@ -59,6 +59,8 @@ CASES = [
     # ---- cdist, trapezoid ----
     C("cdist", [(3, 4), (2, 4)], lambda t, x, y: t.cdist(x, y)),  # (torch has no double backward for cdist)
     C("cdist", [(2, 3, 4), (5, 4)], lambda t, x, y: t.cdist(x, y, p=1.0), id="batched_p1"),
+    C("cdist", [(3, 4), (2, 4)], lambda t, x, y: t.cdist(x, y, compute_mode=None), error=ValueError,
+      id="mode-none"),  # torch names its three modes only
     C("cdist", [(3, 4), (2, 4)], lambda t, x, y: t.cdist(x, y, p=float("inf")), id="inf"),
     C("cdist", [(3, 4), (2, 4)], lambda t, x, y: t.cdist(x, y, p=0.0), grad=False, id="p0"),
     C("cdist", [T(values=[[1.0, 2.0], [0.5, -1.0]]), T(values=[[1.0, 2.0], [3.0, 0.0]])],
