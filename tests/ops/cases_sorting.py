@@ -71,6 +71,9 @@ CASES = [
     # ---- median / nanmedian ------------------------------------------------------------------------
     C("median", [(3, 5)], lambda t, x: t.median(x)),
     C("median", [(3, 4)], lambda t, x: x.median(), id="even-lower"),
+    C("median", [(3, 4)], lambda t, x: (x.median().grad_fn.name(), x.nanmedian().grad_fn.name(),
+                                        x.median(0).values.grad_fn.name(), x.nanmedian(0).values.grad_fn.name()),
+      id="grad-fn-names"),
     C("median", [(3, 4)], lambda t, x: x.median(1), id="dim"),
     C("median", [(4, 3)], lambda t, x: t.median(x, 0, keepdim=True), id="dim0-keepdim"),
     C("median", [T(values=[1.0, 2.0, 2.0, 2.0, 5.0, 5.0])], lambda t, x: x.median(), id="ties-grad-split"),
