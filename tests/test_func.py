@@ -634,6 +634,9 @@ def test_v_left_out_needs_a_single_element():
         assert float(F.jvp(lambda x: x * 3, lib.tensor(2.0))[1]) == 3.0, lib.__name__
         with pytest.raises(RuntimeError, match="can only be None if the user-provided function returns"):
             F.vjp(lambda x: x * 3, lib.tensor([1.0, 2.0]))
+        for fn in (F.hvp, F.vhp):  # (their v is the input's tangent)
+            assert float(fn(lambda x: (x ** 3).sum(), lib.tensor([2.0]))[1]) == 12.0, lib.__name__
         for inputs in (lib.tensor([1.0, 2.0]), (lib.tensor([1.0]), lib.tensor([2.0]))):
-            with pytest.raises(RuntimeError, match="can only be None if the input to the user-provided function"):
-                F.jvp(lambda *x: x[0] * 3, inputs)
+            for fn in (F.jvp, F.hvp, F.vhp):
+                with pytest.raises(RuntimeError, match="can only be None if the input to the user-provided function"):
+                    fn(lambda *x: (x[0] ** 3).sum(), inputs)
