@@ -173,6 +173,8 @@ def test_concat_subset_stack_datasets():
             data.StackDataset(Squares(2), Squares(3))
         with pytest.raises(ValueError):
             data.StackDataset()
+        with pytest.raises(ValueError, match="both types are given"):  # positional and keyword at once
+            data.StackDataset(Squares(2), b=Squares(2))
 
 
 class Count(edata.IterableDataset):

@@ -545,3 +545,20 @@ def test_ctrl_c_and_interpreter_exit_shut_workers_down(ending):
         time.sleep(0.05)
     assert all(_gone(p) for p in pids)
     assert shm.count(f"ember_{proc.pid}_") == 0
+
+
+def test_workers_outlast_a_pause_longer_than_their_status_check(monkeypatch):
+    """A worker whose index queue stays empty past its status-check interval checks that its parent
+    lives and waits on (torch's too): a slow training step between batches loses no worker. (The
+    interval is shortened so that the pause spans several checks even on a loaded machine.)"""
+    monkeypatch.setattr(ember.utils.data._worker, "WORKER_STATUS_CHECK_INTERVAL", 0.2)
+    results = []
+    for lib, data in LIBS:
+        loader = data.DataLoader(Samples(lib), batch_size=4, num_workers=1, prefetch_factor=1)
+        batches = []
+        for i, b in enumerate(loader):
+            batches.append(describe(b))
+            if i == 0 and lib is ember:
+                time.sleep(1.5)
+        results.append(batches)
+    assert results[1] == results[0]

@@ -251,3 +251,21 @@ def test_namespace():
     public = {n for n in dir(torch.fft) if not n.startswith("_")} - {"Tensor", "torch", "common_args",
                                                                        "factory_common_args"}
     assert sorted(F.__all__) == sorted(public)
+
+
+@pytest.mark.parametrize("name", ["irfft", "hfft"])
+@pytest.mark.parametrize("n", [4, 5, 16])
+def test_c2r_with_n_trims_or_pads_the_input_and_its_gradient(name, n):
+    """irfft/hfft(x, n) use the first n // 2 + 1 coefficients of x (zero-padded when x is shorter):
+    values and the gradient (zero for the coefficients left out) as torch."""
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal(7) + 1j * rng.standard_normal(7)
+    g = rng.standard_normal(n)
+    res = []
+    for lib in (torch, ember):
+        x = lib.tensor(a, requires_grad=True)
+        y = getattr(lib.fft, name)(x, n=n)
+        y.backward(lib.tensor(g))
+        res.append((y.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-10, atol=1e-12)

@@ -624,3 +624,19 @@ def test_autograd_functional_strict_refuses_an_unused_input(fn):
     flat = lambda r: [v for v in (r if isinstance(r, tuple) else (r,)) for v in (v if isinstance(v, tuple) else (v,))]  # noqa: E731
     for g, w in zip(flat(got), flat(want)):
         np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=1e-12)
+
+
+def test_v_left_out_needs_a_single_element():
+    """v may be left out only for one tensor of one element: vjp's output, jvp's input (torch's rule)."""
+    for lib in (torch, ember):
+        F = lib.autograd.functional
+        assert float(F.vjp(lambda x: (x * 3).sum(), lib.tensor([2.0, 1.0]))[1][0]) == 3.0, lib.__name__
+        assert float(F.jvp(lambda x: x * 3, lib.tensor(2.0))[1]) == 3.0, lib.__name__
+        with pytest.raises(RuntimeError, match="can only be None if the user-provided function returns"):
+            F.vjp(lambda x: x * 3, lib.tensor([1.0, 2.0]))
+        for fn in (F.hvp, F.vhp):  # (their v is the input's tangent)
+            assert float(fn(lambda x: (x ** 3).sum(), lib.tensor([2.0]))[1]) == 12.0, lib.__name__
+        for inputs in (lib.tensor([1.0, 2.0]), (lib.tensor([1.0]), lib.tensor([2.0]))):
+            for fn in (F.jvp, F.hvp, F.vhp):
+                with pytest.raises(RuntimeError, match="can only be None if the input to the user-provided function"):
+                    fn(lambda *x: (x[0] ** 3).sum(), inputs)

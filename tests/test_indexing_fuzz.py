@@ -112,3 +112,19 @@ def test_scatter_reduce_bool_matches_torch(reduce, include_self):
     got = ember.tensor(x).scatter_reduce(0, ember.tensor(index), ember.tensor(src), reduce, include_self=include_self)
     want = torch.tensor(x).scatter_reduce(0, torch.tensor(index), torch.tensor(src), reduce, include_self=include_self)
     assert got.dtype is ember.bool and got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("idx", [[3, -1], [3, 5], [5, 3], [0, 4, -2], [[0, 5], [4, 1]], [[0, 1], [4, -1]]])
+def test_gather_scatter_out_of_bounds_message_names_torchs_index(idx):
+    """torch names the first out-of-range index in C order (not the lowest or highest)."""
+    def messages(lib):
+        i = lib.tensor(idx)
+        x = lib.zeros(3) if i.dim() == 1 else lib.zeros(2, 3)
+        out = []
+        for f in [lambda: x.scatter(-1, i, 1.0), lambda: x.gather(-1, i), lambda: x.scatter_add(-1, i, i.float()),
+                  lambda: x.scatter_reduce(-1, i, i.float(), "amax")]:
+            with pytest.raises(RuntimeError) as err:
+                f()
+            out.append(str(err.value).split(" (")[0])
+        return out
+    assert messages(ember) == messages(torch)

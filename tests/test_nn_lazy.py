@@ -63,6 +63,9 @@ def test_before_and_after_the_first_forward(name, args, shape):
         assert type(esd[k]).__name__ == type(tsd[k]).__name__, k
     for (n1, p1), (n2, p2) in zip(tm.named_parameters(), em.named_parameters()):
         assert n1 == n2 and type(p2).__name__ == type(p1).__name__ == "Parameter"
+    if "Norm" in name:  # deterministic init (weight 1, bias 0), running stats after one batch: the same values
+        for k in tsd:
+            _close(esd[k].to(ember.float64), tsd[k].to(torch.float64), 1e-5)
     # the same weights give the same forward and gradients
     em.load_state_dict({k: _e(v) for k, v in tm.state_dict().items()})
     xt = torch.from_numpy(x).requires_grad_()
@@ -159,3 +162,30 @@ def test_lazy_errors(name, args, shape, exc):
             m = getattr(lib.nn, name)(*args)
         with pytest.raises(exc):
             m(lib.ones(*shape))
+
+
+def _custom_lazy(lib):
+    """A user's lazy module without cls_to_become: it keeps its class after materializing."""
+    class LazyScale(lib.nn.modules.lazy.LazyModuleMixin, lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = lib.nn.parameter.UninitializedParameter()
+
+        def initialize_parameters(self, x):
+            if self.has_uninitialized_params():
+                with lib.no_grad():
+                    self.weight.materialize((x.shape[-1],))
+                    self.weight.fill_(2.0)
+
+        def forward(self, x):
+            return x * self.weight
+    return LazyScale()
+
+
+def test_custom_lazy_module_without_cls_to_become_keeps_its_class():
+    seen = []
+    for lib in (torch, ember):
+        m = _custom_lazy(lib)
+        y = m(lib.ones(2, 3))
+        seen.append((type(m).__name__, m.has_uninitialized_params(), y.tolist()))
+    assert seen[1] == seen[0] and seen[0][0] == "LazyScale"

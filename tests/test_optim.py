@@ -613,3 +613,20 @@ def test_adam_updates_a_non_contiguous_parameter_like_torch():
             opt.step()
         results.append(p.detach().numpy().copy())
     np.testing.assert_allclose(results[1], results[0], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad", "Adamax", "ASGD", "RMSprop", "NAdam", "RAdam",
+                                  "Adadelta", "Rprop"])
+def test_setstate_fills_missing_group_keys_as_torch(name):
+    """An optimizer pickled by an older version lacks newer group keys: __setstate__ fills them with
+    torch's defaults (every key ember's class fills is removed, then both libraries restore it)."""
+    groups = []
+    for lib in (torch, ember):
+        opt = getattr(lib.optim, name)([lib.nn.Parameter(lib.ones(2))], lr=0.5)
+        state = opt.__getstate__()
+        for g in state["param_groups"]:
+            for key in getattr(ember.optim, name)._setstate_defaults:
+                g.pop(key, None)
+        opt.__setstate__(state)
+        groups.append([{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups])
+    assert groups[1] == groups[0]

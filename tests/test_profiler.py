@@ -261,3 +261,13 @@ def test_optimizer_step_and_zero_grad_spans_like_torch():
     assert names == ["Optimizer.zero_grad#Adam.zero_grad", "Optimizer.step#Adam.step",
                      "Optimizer.zero_grad#SGD.zero_grad", "Optimizer.step#SGD.step"]
     assert children[1] and children[3]  # the updates' ops are inside the step spans
+
+
+def test_autograd_profile_keywords_and_defaults_match_torch():
+    """torch.autograd.profiler.profile's keywords and their defaults (defaults are part of the API)."""
+    import inspect
+    t = inspect.signature(torch.autograd.profiler.profile.__init__).parameters
+    e = inspect.signature(ember.autograd.profiler.profile.__init__).parameters
+    common = [k for k in t if k in e]
+    assert [k for k in e if k in t] == common and len(common) >= len(e) - 1, (list(e), list(t))
+    assert {k: (e[k].kind, e[k].default) for k in common} == {k: (t[k].kind, t[k].default) for k in common}

@@ -286,3 +286,24 @@ def test_legacy_checkpoint_cut_inside_its_pickle(tmp_path):
         with pytest.raises(RuntimeError, match="cut.pt") as info:
             ember.load(tmp_path / "cut.pt")
         assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_tensor_python_attributes_load_from_torch(tmp_path):
+    """torch pickles a tensor with Python attributes (or a subclass) through _rebuild_from_type_v2
+    with the attributes as state: they come back on ember's tensor, and the type is rebuilt."""
+    t = torch.arange(3.0)
+    t.note, t.scale = "kept", 2.5
+    torch.save({"t": t}, tmp_path / "attrs.pt")
+    loaded = ember.load(tmp_path / "attrs.pt", weights_only=False)["t"]
+    assert type(loaded) is ember.Tensor and (loaded.note, loaded.scale) == ("kept", 2.5)
+    np.testing.assert_array_equal(loaded.numpy(), t.numpy())
+    plain = torch.arange(2.0)
+    torch.save(plain, tmp_path / "plain.pt")
+    assert not ember.load(tmp_path / "plain.pt").__dict__  # no state: nothing added
+    # the rebuild hook itself, as a checkpoint names it (torch._tensor._rebuild_from_type_v2), given a
+    # Parameter type: both libraries return that type with the state applied
+    from torch._tensor import _rebuild_from_type_v2 as torch_rebuild
+    ember_rebuild = ember.serialization._torch_global("torch._tensor", "_rebuild_from_type_v2")
+    for lib, rebuild in [(torch, torch_rebuild), (ember, ember_rebuild)]:
+        r = rebuild(lambda: lib.ones(2), lib.nn.Parameter, (), {"tag": 1})
+        assert type(r) is lib.nn.Parameter and r.tag == 1, lib.__name__

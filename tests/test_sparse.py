@@ -474,3 +474,15 @@ def test_gcn_trains_on_stochastic_block_model():
         acc = (forward().argmax(1) == labels)[~mask].float().mean().item()
     assert losses[-1] < 0.5 * losses[0]
     assert acc > 0.8  # chance is 1/3
+
+
+def test_to_without_a_new_dtype_returns_self():
+    """Tensor.to(device) / to(own dtype) of a sparse tensor is the tensor itself; copy=True or a new
+    dtype makes a new one (as torch)."""
+    for lib in (torch, ember):
+        s = lib.sparse_coo_tensor(lib.tensor([[0, 2]]), lib.tensor([1.5, -2.0]), (3,))
+        assert s.to("cpu") is s and s.to(lib.float32) is s and s.to() is s, lib.__name__
+        c = s.to("cpu", copy=True)
+        assert c is not s and c.is_sparse and np.array_equal(c.to_dense().numpy(), s.to_dense().numpy())
+        d = s.to(lib.float64)
+        assert d.is_sparse and d.dtype == lib.float64

@@ -82,18 +82,6 @@ def restride_as(arr, dtype, shape, strides_elems):
         return _np_as_strided(arr.view(dtype), tuple(shape), strides, writeable=True)
 
 
-def expand_view(arr, shape):
-    """Broadcast arr to shape as a writeable view with 0 strides (np.broadcast_to is read-only)."""
-    nd = len(shape)
-    pad = nd - arr.ndim
-    strides = [0] * pad + list(arr.strides)
-    in_shape = (1,) * pad + arr.shape
-    for i in range(nd):
-        if in_shape[i] == 1 and shape[i] != 1:
-            strides[i] = 0
-    return _np_as_strided(arr, tuple(shape), tuple(strides), writeable=True)
-
-
 def geometry(base, view):
     """(shape, element strides, element offset) of view's memory relative to base's first element."""
     isz = base.itemsize
@@ -115,6 +103,15 @@ def layout_buffer(shape, strides, dtype, fill=0):
         extent += (n - 1) * s
     buf = np.full(max(extent, 0), fill, dtype=dtype)
     return buf, strided_view(buf, shape, strides) if extent else np.zeros(shape, dtype)
+
+
+def relayout(arr, strides):
+    """arr's values in a new dense array with these element strides (arr itself when it has them)."""
+    if layout_of(arr)[1] == tuple(strides):
+        return arr
+    out = restride(np.empty(arr.size, arr.dtype), arr.shape, strides)
+    out[...] = arr
+    return out
 
 
 def window(buf, shape, strides, offset):

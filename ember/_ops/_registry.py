@@ -288,6 +288,8 @@ def unary_call(row, input):
         r = row.kernel(x)
     else:  # a composite kernel: see Note [0-d kernels]
         r = row.kernel(x.reshape(1)).reshape(())
+    if r.ndim > 1 and not x.flags.c_contiguous:
+        r = _iter_layout(r, x)
     out = _make(r)  # (a NumPy scalar r becomes a 0-d array there)
     if _state.enabled and input._requires_grad and row.differentiable and out._dtype.category >= FLOAT:
         node = _new(row.node)
@@ -383,6 +385,8 @@ def binary_call(row, a, b):
             r = row.kernel(x, y)
     except ValueError:
         raise shapes_error(row.name, x, y) from None
+    if r.ndim > 1 and not (x.flags.c_contiguous and y.flags.c_contiguous):
+        r = _iter_layout(r, x, y)
     out = _make(r)  # (a NumPy scalar r becomes a 0-d array there)
     if _state.enabled and row.differentiable and out._dtype.category >= FLOAT:
         ra = isinstance(a, Tensor) and a._requires_grad
@@ -395,6 +399,16 @@ def binary_call(row, a, b):
             out._requires_grad = True
             out._grad_fn = node
     return out
+
+
+def _iter_layout(r, *operands):
+    """r in torch's (TensorIterator's) layout for a result of these operands: NumPy's differs for
+    mixed layouts and broadcast (stride-0) inputs."""
+    from .geometry import iter_strides
+    from .._backend.numpy_cpu import layout_of, relayout
+    if r.size < 2:
+        return r
+    return relayout(r, iter_strides(r.shape, [layout_of(a) for a in operands if a.ndim]))
 
 
 def binary(name, kernel, kind=SAME, dx=None, dy=None, node_name=None, check=None, method=True,

@@ -116,7 +116,10 @@ def unravel_index(indices, shape):
         with np.errstate(divide="ignore"):
             outs.append(np.floor_divide(x, step) % s if s else np.zeros_like(x))
         step *= s
-    return tuple(finish(np.asarray(o), D.int64, False) for o in reversed(outs))
+    if not outs:
+        return ()
+    stacked = np.stack(outs[::-1], axis=-1)  # torch's are the columns of one (..., len(shape)) tensor
+    return tuple(finish(stacked[..., i], D.int64, False) for i in range(len(shape)))
 
 
 def isin(elements=None, test_elements=None, *, assume_unique=False, invert=False, out=None, element=None,

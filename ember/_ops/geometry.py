@@ -118,16 +118,43 @@ def dense_strides_like(shape, strides):
     and dense, else dense strides in the input's stride order (infer_dense_strides)."""
     if is_non_overlapping_and_dense(shape, strides):
         return tuple(strides)
+    return _dense_in_order(shape, [strides])
+
+
+def iter_strides(shape, operands):
+    """Strides torch's TensorIterator gives the result of an elementwise op of shape `shape` on
+    operands [(shape, element strides)]: contiguous, channels-last or their common dense strides
+    when all agree and are of that shape, else dense in the stride order of the first operand that
+    orders a pair of dims (broadcast dims order nothing)."""
+    n = len(shape)
+    if all(tuple(s) == tuple(shape) for s, _ in operands):
+        if all(is_contiguous(s, st) for s, st in operands):
+            return contiguous_strides(shape)
+        first = tuple(operands[0][1])
+        if all(is_non_overlapping_and_dense(s, st) and tuple(st) == first for s, st in operands):
+            return first
+    wide = []
+    for s, st in operands:  # each operand's strides broadcast to shape: 0 where it is broadcast
+        pad = n - len(s)
+        wide.append([0 if i < pad or (s[i - pad] == 1 and shape[i] != 1) else st[i - pad] for i in range(n)])
+    return _dense_in_order(shape, wide)
+
+
+def _dense_in_order(shape, operand_strides):
+    """Dense strides in the dims' order by torch's reorder_dimensions over the operands' strides."""
     n = len(shape)
     perm = list(range(n - 1, -1, -1))  # perm[0] is the innermost dim
 
     def should_swap(a, b):
-        sa, sb = strides[a], strides[b]
-        if sa == 0 or sb == 0:
-            return 0
-        if sa != sb:
-            return -1 if sa < sb else 1
-        return 1 if shape[a] > shape[b] else 0
+        for strides in operand_strides:
+            sa, sb = strides[a], strides[b]
+            if sa == 0 or sb == 0:
+                continue
+            if sa != sb:
+                return -1 if sa < sb else 1
+            if shape[a] > shape[b]:
+                return 1
+        return 0
 
     for i in range(1, n):
         d1 = i

@@ -16,7 +16,7 @@ from .._backend import numpy_cpu as B
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ._registry import Op, assign_result, check_inplace, install, register
-from .geometry import strides_of
+from .geometry import iter_strides, strides_of
 from .shape import Slice
 
 _make = Tensor._make
@@ -240,6 +240,32 @@ def adv_key(adv):
     return tuple(key)
 
 
+def _index_strides(x, key, shape):
+    """Strides torch's index kernel gives x[key] (key: full slices and index arrays): TensorIterator's
+    order over the source, restrided to the result (0 on the indexed dims), then the index arrays."""
+    dims = []  # per source dim: None (a full slice) or its index array
+    for k in key:
+        if isinstance(k, np.ndarray) and k.dtype == bool:
+            dims.extend(np.nonzero(k) if k.ndim else [None])
+        else:
+            dims.append(k if isinstance(k, np.ndarray) else None)
+    dims += [None] * (x.ndim - len(dims))
+    adv = [d for d, k in enumerate(dims) if k is not None]
+    if not adv or len(dims) != x.ndim:
+        return strides_of(x) if x.shape == shape else B.layout_of(np.empty(shape, x.dtype))[1]
+    arrays = np.broadcast_arrays(*[dims[d] for d in adv])
+    nb = arrays[0].ndim
+    at = adv[0] if adv == list(range(adv[0], adv[-1] + 1)) else 0  # NumPy and torch: at the front if apart
+    src = list(strides_of(x))
+    rest = [d for d in range(x.ndim) if dims[d] is None]
+    src_strides = [src[d] for d in rest[:at]] + [0] * nb + [src[d] for d in rest[at:]]
+    operands = [(shape, src_strides)]
+    for a in arrays:
+        st = [s // a.itemsize for s in a.strides]
+        operands.append((shape, [0] * at + st + [0] * (len(shape) - at - nb)))
+    return iter_strides(shape, operands)
+
+
 def _view_array(x, p):
     """The array of the basic-indexing view of x."""
     if p.identity:
@@ -372,7 +398,8 @@ class Index(Op):
         ctx.in_shape = x.shape
         ctx.key = key
         try:
-            return x[key]
+            r = x[key]
+            return B.relayout(r, _index_strides(x, key, r.shape)) if r.ndim > 1 and r.size > 1 else r
         except IndexError as e:
             empty = _empty_result(x, key)
             if empty is not None:

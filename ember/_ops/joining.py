@@ -10,7 +10,8 @@ from .._tensor import Size, Tensor, _wrap_dim
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
 from .geometry import diagonal_geometry, strides_of
 from .shape import dims_arg, require_args, shape_args, varargs_or
-from .._backend import _dense, numpy_cpu as B
+from .._backend import _dense, contiguous, numpy_cpu as B
+from .._layout import channels_last, format_strides
 
 _make = Tensor._make
 
@@ -40,6 +41,16 @@ def _skipped(a):
     return a.ndim == 1 and a.shape[0] == 0
 
 
+def _joined_layout(r, arrays, stacked=None):
+    """torch's layout for cat (channels-last when every input is, else contiguous) and stack (along
+    dim 0 of channels-last inputs: channels-last slices); NumPy's follows the inputs' order."""
+    if r.ndim < 2 or not all(B.is_channels_last(a) for a in arrays) or stacked not in (None, 0):
+        return contiguous(r)
+    if stacked is None:
+        return B.relayout(r, format_strides(r.shape, channels_last))
+    return B.relayout(r, (arrays[0].size,) + format_strides(arrays[0].shape, channels_last))
+
+
 class Cat(Op):
     _name = "CatBackward0"
 
@@ -51,7 +62,7 @@ class Cat(Op):
         used = [a for a in arrays if not _skipped(a)]
         if not used:
             return np.empty((0,), dtype=dtype)
-        return np.concatenate(used, axis=dim, dtype=dtype, casting="unsafe")
+        return _joined_layout(np.concatenate(used, axis=dim, dtype=dtype, casting="unsafe"), used)
 
     def backward(ctx, grad):
         outs = []
@@ -97,7 +108,7 @@ class Stack(Op):
     @staticmethod
     def forward(ctx, *arrays, dim, dtype):
         ctx.dim = dim
-        return np.stack(arrays, axis=dim, dtype=dtype, casting="unsafe")
+        return _joined_layout(np.stack(arrays, axis=dim, dtype=dtype, casting="unsafe"), arrays, dim)
 
     def backward(ctx, grad):
         return tuple(grad.unbind(ctx.dim))

@@ -351,7 +351,7 @@ class Cross(Op):
     def forward(ctx, x, y, dim):
         ctx.dim = dim
         ctx.save_for_backward(x, y)
-        return np.cross(x, y, axisa=dim, axisb=dim, axisc=dim)
+        return np.ascontiguousarray(np.cross(x, y, axisa=dim, axisb=dim, axisc=dim))  # torch's is contiguous
 
     def backward(ctx, grad):
         x, y = ctx.saved_tensors

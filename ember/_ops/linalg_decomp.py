@@ -285,6 +285,8 @@ class LinalgCholeskyEx(Op):
 
     @staticmethod
     def forward(ctx, x, upper, check, name="linalg.cholesky"):
+        if upper:  # LAPACK's uplo="U" reads the upper triangle: factor its Hermitian lower mirror
+            x = np.conj(np.swapaxes(x, -1, -2))
         try:
             L = np.linalg.cholesky(x)
             info = np.zeros(x.shape[:-2], np.int32)
@@ -317,11 +319,13 @@ class Cholesky(LinalgCholeskyEx):
 
 
 def _potf2(a):
-    """Column-by-column Cholesky of each matrix (LAPACK potf2's semantics on failure: the
-    factored columns, the failing pivot's value on the diagonal, info = its order)."""
+    """Column-by-column Cholesky of each matrix (LAPACK potf2's semantics on failure: the factored
+    columns, the failing pivot's value on the diagonal, info = its order, the rest of the lower
+    triangle as given; torch's MKL switches to a blocked form for larger n (seen from n = 130),
+    whose failing block differs)."""
     flat = flat_batch(a)
     n = a.shape[-1]
-    L = np.zeros_like(flat)
+    L = np.tril(flat)
     info = np.zeros(flat.shape[0], np.int32)
     for b in range(flat.shape[0]):
         A = flat[b]
@@ -331,7 +335,6 @@ def _potf2(a):
             if not d > 0:
                 info[b] = j + 1
                 L[b, j, j] = d
-                L[b, j + 1:, j] = A[j + 1:, j]
                 break
             L[b, j, j] = np.sqrt(d)
             L[b, j + 1:, j] = (A[j + 1:, j] - L[b, j + 1:, :j] @ np.conj(L[b, j, :j])) / L[b, j, j]

@@ -16,8 +16,8 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import negative, scalar_array, special as S, where as _select
 from .._tensor import Tensor
-from ._registry import (COMPARE, INTEGRAL, LOGICAL, TO_FLOAT, Op, binary, fits, install, into, keeps_dtype,
-                        make_inplace, namespace, row_out, unary, write_out)
+from ._registry import (COMPARE, INTEGRAL, LOGICAL, TO_FLOAT, Op, _iter_layout, binary, fits, install, into,
+                        keeps_dtype, make_inplace, namespace, row_out, unary, write_out)
 from .complex import cj
 from .creation import ones_like, zeros_like
 
@@ -718,7 +718,8 @@ class ToCopy(Op):
         ctx.in_dtype = x.dtype
         if x.dtype.kind == "c" and dtype.kind != "c":
             x = x.real  # torch discards the imaginary part (with a warning)
-        return x.astype(dtype)
+        r = x.astype(dtype)
+        return _iter_layout(r, x) if r.ndim > 1 and not x.flags.c_contiguous else r  # (empty_like's strides)
 
     def backward(ctx, grad):
         d = D.from_numpy_dtype(ctx.in_dtype)

@@ -7,10 +7,12 @@ import numpy as np
 from .. import _dtype as D
 from .. import return_types
 from .._backend import maximum, minimum, where as _select
+from .._backend.numpy_cpu import layout_of, relayout
 from .._tensor import Tensor
 from ._registry import Op, fits, install, make_inplace, write_out
 from .complex import cj
 from .creation import zeros_like
+from .geometry import iter_strides
 
 _make = Tensor._make
 _NAMES = D.SCALAR_NAMES
@@ -134,7 +136,10 @@ class Where(Op):
     @staticmethod
     def forward(ctx, cond, x, y):
         ctx.save_for_backward(cond)
-        return _select(cond, x, y)
+        r = _select(cond, x, y)
+        if r.ndim > 1 and not (cond.flags.c_contiguous and x.flags.c_contiguous and y.flags.c_contiguous):
+            r = relayout(r, iter_strides(r.shape, [layout_of(a) for a in (cond, x, y) if a.ndim]))
+        return r
 
     def backward(ctx, grad):
         (cond,) = ctx.saved_tensors

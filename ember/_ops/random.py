@@ -18,7 +18,7 @@ from ..random import (Generator, default_generator, get_rng_state, initial_seed,
 from ..autograd import grad_mode
 from . import random_draws as R
 from ._registry import Op, assign_result, check_inplace, install, namespace, shapes_error
-from .creation import _is_dense, _limits, checked_scalar, finish, into_out, size_args, varargs_or
+from .creation import _is_dense, _like_array, _limits, checked_scalar, finish, into_out, size_args, varargs_or
 
 _state = grad_mode._state
 _make = Tensor._make
@@ -76,10 +76,13 @@ def _place(x, flat):
     return R.place(x, flat)
 
 
-def _like_layout(input):
-    """The layout of empty_like(input): input's strides when dense and non-overlapping, else C order."""
+def _like_layout(input, memory_format=None):
+    """The layout of empty_like(input, memory_format=...): a shape (C order) or an array laid out so."""
     x = input._data
-    return x if _is_dense(x) else x.shape
+    if x.flags.c_contiguous and memory_format is None:
+        return x.shape
+    template = _like_array(input, input._dtype, memory_format, None)
+    return template.shape if template.flags.c_contiguous else template
 
 
 def _check_float(d, what, cname=None):
@@ -296,13 +299,13 @@ def _like_dtype(input, dtype, fn):
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None, pin_memory=False):
     d = _like_dtype(input, dtype, "rand_like")
-    return finish(_uniform_into(_gen(generator), _like_layout(input), d), d, requires_grad, device)
+    return finish(_uniform_into(_gen(generator), _like_layout(input, memory_format), d), d, requires_grad, device)
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None, pin_memory=False):
     d = _like_dtype(input, dtype, "randn_like")
-    return finish(_normal_into(_gen(generator), _like_layout(input), d), d, requires_grad, device)
+    return finish(_normal_into(_gen(generator), _like_layout(input, memory_format), d), d, requires_grad, device)
 
 
 def randint_like(input, *args, low=None, high=None, generator=None, dtype=None, layout=None, device=None,
@@ -325,7 +328,8 @@ def randint_like(input, *args, low=None, high=None, generator=None, dtype=None, 
     low = _int_arg(low, "low", "randint_like")
     high = _int_arg(high, "high", "randint_like")
     _check_from_to(low, high, d)
-    return finish(_integers(_gen(generator), low, high, _like_layout(input), d), d, requires_grad, device)
+    return finish(_integers(_gen(generator), low, high, _like_layout(input, memory_format), d), d, requires_grad,
+                  device)
 
 
 # ---- normal, bernoulli, multinomial, poisson -------------------------------------------

@@ -31,7 +31,7 @@ def place(x, flat):
     if x.flags.c_contiguous or x.ndim < 2:
         return flat.reshape(x.shape)
     perm = _iteration_perm(x)
-    out = np.empty(x.shape, dtype=flat.dtype)
+    out = np.empty_like(x, dtype=flat.dtype)  # (x's layout when x is dense, as torch's *_like)
     view = out.transpose(perm)
     view[...] = flat.reshape(view.shape)
     return out

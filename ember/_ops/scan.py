@@ -13,6 +13,7 @@ from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor
 from ..autograd import grad_mode
+from .._backend import contiguous
 from ._registry import Op, assign_result, check_inplace, register
 from .complex import cj
 from .reduction import (_as_1d, _make, check_tensor, finish, index_grad, numpy_names, one_dim, refuse_complex,
@@ -37,7 +38,7 @@ class CumSum(Op):
     @staticmethod
     def forward(ctx, x, dim, dtype, reverse):
         ctx.args = (dim, reverse)
-        return _scan(np.add, x, dim, reverse, dtype.np)
+        return contiguous(_scan(np.add, x, dim, reverse, dtype.np))  # torch's result is contiguous
 
     def backward(ctx, grad):
         dim, reverse = ctx.args

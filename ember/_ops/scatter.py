@@ -125,7 +125,7 @@ def _check_dim_index(x, dim, index, name, src=None):
     if index.size:
         lo, hi = index.min(), index.max()
         if lo < 0 or hi >= n:  # no wrapping of negative indices here (unlike index_select)
-            bad = lo if lo < 0 else hi
+            bad = index.flat[np.argmax(((index < 0) | (index >= n)).ravel())]  # torch names the first, in C order
             raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
 
 

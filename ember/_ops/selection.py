@@ -271,7 +271,7 @@ def nonzero(input, *, out=None, as_tuple=False):
     if as_tuple:
         if x.ndim == 0:
             return (_make(np.flatnonzero(x.reshape(1)).astype(np.int64)),)
-        return tuple(_make(i.astype(np.int64, copy=False)) for i in np.nonzero(x))
+        return tuple(_make(np.ascontiguousarray(i, np.int64)) for i in np.nonzero(x))  # (NumPy's: column views)
     if x.ndim == 0:
         r = _make(np.zeros((int(x != 0), 0), dtype=np.int64))
     else:

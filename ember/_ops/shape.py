@@ -626,7 +626,7 @@ def clone(input, *, memory_format=None):
 
 
 @register(function=False)
-def contiguous(input, memory_format=None):
+def contiguous(input, *, memory_format=None):
     strides = format_strides(input._data.shape, memory_format) if memory_format is not None else None
     if strides is not None and memory_format is not contiguous_format:  # channels_last formats
         same = all(n == 1 or s == t for n, s, t in zip(input._data.shape, input.stride(), strides))

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._backend import opmath as _opmath
-from .._backend import ufunc
+from .._backend import contiguous, ufunc
 from .._tensor import _wrap_dim
 from ._registry import Op, install
 
@@ -34,7 +34,7 @@ class Softmax(Op):
             e /= np.add.reduce(e, axis=dim, keepdims=True)
         else:
             e = w.copy()
-        out = e.astype(x.dtype, copy=False).reshape(x.shape)
+        out = contiguous(e.astype(x.dtype, copy=False).reshape(x.shape))  # as torch's, contiguous
         ctx.save_for_backward(out)
         return out
 
@@ -84,7 +84,7 @@ class LogSoftmax(Op):
             shifted -= np.log(np.add.reduce(e, axis=dim, keepdims=True))
         else:
             shifted = w.copy()
-        out = shifted.astype(x.dtype, copy=False).reshape(x.shape)
+        out = contiguous(shifted.astype(x.dtype, copy=False).reshape(x.shape))
         ctx.save_for_backward(out)
         return out
 

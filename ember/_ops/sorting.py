@@ -11,7 +11,10 @@ import numpy as np
 from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor
+from .._backend import contiguous
+from .._backend.numpy_cpu import relayout
 from ._registry import Op, register
+from .geometry import dense_strides_like, strides_of
 from .reduction import (_as_1d, check_tensor, empty_dim_error, evenly_distribute, finish, gather, index_grad,
                         keep_shape, numpy_names, one_dim, refuse_complex)
 
@@ -26,6 +29,13 @@ def stable_argsort(x, dim, descending=False):
     n = x.shape[dim]
     order = np.argsort(np.flip(x, dim), axis=dim, kind="stable")
     return np.flip(n - 1 - order, dim)
+
+
+def _like_input(r, x):
+    """r laid out as torch's sort lays out its results: like the input x (preserve_format's strides)."""
+    if x.flags.c_contiguous:
+        return contiguous(r)  # (a descending order's flipped view has negative strides)
+    return relayout(r, dense_strides_like(x.shape, strides_of(x)))
 
 
 def _nan_count(x, dim):
@@ -51,7 +61,7 @@ class Sort(Op):
         idx = stable_argsort(xs, dim, descending)
         values = np.take_along_axis(xs, idx, axis=dim)
         ctx.args = (x.shape, dim, idx)
-        return values.reshape(x.shape), idx.reshape(x.shape)
+        return _like_input(values.reshape(x.shape), x), _like_input(idx.reshape(x.shape), x)
 
     def backward(ctx, grad, grad_indices=None):
         shape, dim, idx = ctx.args
@@ -75,7 +85,7 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
     refuse_complex(input, message=" Sort does not support complex dtypes on CPU")
     d = one_dim(dim, input._data.ndim)
     x = input._data
-    return _make(stable_argsort(_as_1d(x), d, descending).reshape(x.shape))
+    return _make(_like_input(stable_argsort(_as_1d(x), d, descending).reshape(x.shape), x))
 
 
 @register()

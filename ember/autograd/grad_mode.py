@@ -5,6 +5,7 @@ check costs an attribute load.
 """
 import functools
 import inspect
+import os
 import sys
 import threading
 import traceback
@@ -177,11 +178,18 @@ class inference_mode(_DecoratorContextManager):
 
 # ---- anomaly mode -----------------------------------------------------------------
 
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 def anomaly_trace():
-    """The forward call stack, recorded on each node while anomaly mode is on."""
+    """The forward call stack, recorded on each node while anomaly mode is on: up to the user's
+    call, as torch's (ember's own frames at its end are dropped, however deep the op's path)."""
     if not _anomaly.enabled:
         return None
-    return "".join(traceback.format_stack()[:-3])
+    frames = traceback.extract_stack()
+    while frames and frames[-1].filename.startswith(_EMBER_DIR):
+        frames.pop()
+    return "".join(traceback.format_list(frames))
 
 
 def is_anomaly_enabled():

@@ -12,6 +12,9 @@ from .harness import Case as C, T
 INF = math.inf
 
 
+_EARLY_FAIL = [[4, 2, 0, 1, 0], [2, 5, 1, 0, 1], [0, 1, -3, 2, 0], [1, 0, 2, 6, 1], [0, 1, 0, 1, 7]]  # pivot 3 fails
+
+
 def spd(t, x):
     """A symmetric positive definite matrix (batch) from any square x."""
     n = x.shape[-1]
@@ -56,6 +59,8 @@ CASES = [
     # ---- cdist, trapezoid ----
     C("cdist", [(3, 4), (2, 4)], lambda t, x, y: t.cdist(x, y)),  # (torch has no double backward for cdist)
     C("cdist", [(2, 3, 4), (5, 4)], lambda t, x, y: t.cdist(x, y, p=1.0), id="batched_p1"),
+    C("cdist", [(3, 4), (2, 4)], lambda t, x, y: t.cdist(x, y, compute_mode=None), error=ValueError,
+      id="mode-none"),  # torch names its three modes only
     C("cdist", [(3, 4), (2, 4)], lambda t, x, y: t.cdist(x, y, p=float("inf")), id="inf"),
     C("cdist", [(3, 4), (2, 4)], lambda t, x, y: t.cdist(x, y, p=0.0), grad=False, id="p0"),
     C("cdist", [T(values=[[1.0, 2.0], [0.5, -1.0]]), T(values=[[1.0, 2.0], [3.0, 0.0]])],
@@ -287,6 +292,18 @@ CASES = [
     C("linalg.cholesky_ex", [(4, 4)], lambda t, x: t.linalg.cholesky_ex(spd(t, x))),
     C("linalg.cholesky_ex", [T((3, 3), values=[[1, 0, 0], [0, 1, 0], [0, 0, -1]])],
       lambda t, x: t.linalg.cholesky_ex(x), grad=False, id="not-pd"),
+    # failing before the last pivot: the later columns keep the input's triangle (LAPACK potf2), issue 19
+    C("linalg.cholesky_ex", [T((5, 5), values=_EARLY_FAIL)], lambda t, x: t.linalg.cholesky_ex(x), grad=False,
+      id="not-pd-early"),
+    C("linalg.cholesky_ex", [T((5, 5), values=_EARLY_FAIL)], lambda t, x: t.linalg.cholesky_ex(x.mT, upper=True),
+      grad=False, id="not-pd-early-upper"),
+    C("linalg.cholesky_ex", [T((2, 4, 4), low=-1, high=1)], lambda t, x: t.linalg.cholesky_ex(
+        t.stack([x[0] + 3 * t.eye(4, dtype=x.dtype), x[1] - 3 * t.eye(4, dtype=x.dtype)])), grad=False,
+      dtypes=("float64", "complex128"), id="not-pd-first-batched"),
+    # upper=True reads the upper triangle only (a non-symmetric input tells which one is read)
+    C("linalg.cholesky_ex", [(3, 4, 4)], lambda t, x: t.linalg.cholesky_ex(spd(t, x) + 2 * x.triu(1), upper=True),
+      id="upper-reads-upper"),
+    C("linalg.cholesky", [(4, 4)], lambda t, x: t.linalg.cholesky(spd(t, x) + 2 * x.tril(-1)), id="lower-reads-lower"),
     C("linalg.cholesky", [T((3, 3), values=[[1, 0, 0], [0, 1, 0], [0, 0, -1]])], lambda t, x: t.linalg.cholesky(x),
       error=RuntimeError, id="err-not-pd"),
     C("linalg.cholesky", [T((2, 2), values=[[1, 0], [0, -1]])],

@@ -153,6 +153,8 @@ CASES = [
     C("add", [(3,), T((3,), dtype="int64")], lambda t, x, y: t.add(x, y, alpha=2), id="mixed-alpha"),
     C("add", [T((3,), dtype="int64"), T((3,), dtype="int64")], lambda t, x, y: t.add(x, y, alpha=0.5),
       dtypes=INT, error=RuntimeError, id="int-float-alpha"),
+    C("add", [T((3,), dtype="int64"), T((3,), dtype="int64")], lambda t, x, y: t.add(x, y, alpha=1.0),
+      dtypes=INT, error=RuntimeError, id="int-float-alpha-one"),  # a float 1.0 is checked too
     C("add", [(2, 3), (4, 3)], lambda t, x, y: x + y, error=RuntimeError, id="bad-shapes"),
     C("add", [(3, 4), (4,)], lambda t, x, y: x.clone().add_(y, alpha=-1), gradgrad=True, id="inplace"),
     C("add", [(4,), (3, 4)], lambda t, x, y: x.clone().add_(y), error=RuntimeError, id="inplace-broadcast"),

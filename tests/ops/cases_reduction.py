@@ -131,6 +131,8 @@ CASES = [
 
     # ---- norm / dist --------------------------------------------------------------------------------
     C("norm", [(3, 4)], lambda t, x: x.norm(), gradgrad=True),
+    C("norm", [T((2, 3), values=[[0, 1, 2], [3, 0, -1]])], lambda t, x: x.norm(dim=1), dtypes=("float64",),
+      gradgrad=True, id="zero-entry-gradgrad"),
     C("norm", [(3, 4)], lambda t, x: t.norm(x, p=1, dim=1), id="p1"),
     C("norm", [(3, 4)], lambda t, x: t.norm(x, p=3, dim=0, keepdim=True), gradgrad=True, id="p3"),
     C("norm", [(3, 4)], lambda t, x: x.norm(0.5, dim=1), id="p0.5"),

@@ -71,6 +71,9 @@ CASES = [
     # ---- median / nanmedian ------------------------------------------------------------------------
     C("median", [(3, 5)], lambda t, x: t.median(x)),
     C("median", [(3, 4)], lambda t, x: x.median(), id="even-lower"),
+    C("median", [(3, 4)], lambda t, x: (x.median().grad_fn.name(), x.nanmedian().grad_fn.name(),
+                                        x.median(0).values.grad_fn.name(), x.nanmedian(0).values.grad_fn.name()),
+      id="grad-fn-names"),
     C("median", [(3, 4)], lambda t, x: x.median(1), id="dim"),
     C("median", [(4, 3)], lambda t, x: t.median(x, 0, keepdim=True), id="dim0-keepdim"),
     C("median", [T(values=[1.0, 2.0, 2.0, 2.0, 5.0, 5.0])], lambda t, x: x.median(), id="ties-grad-split"),
@@ -114,6 +117,7 @@ CASES = [
     C("quantile", [(0,)], lambda t, x: x.quantile(0.5), error=RuntimeError, id="empty"),
     C("quantile", [T((5,), dtype="int64")], lambda t, x: x.quantile(0.5), dtypes=INT, error=RuntimeError, id="int"),
     C("nanquantile", [WITH_NAN, Q], lambda t, x, q: t.nanquantile(x, q, dim=1)),
+    C("nanquantile", [WITH_NAN], lambda t, x: t.nanquantile(x, 0.3), id="all-dims"),
     C("nanquantile", [T(values=[[NAN, NAN], [1.0, 2.0]])], lambda t, x: x.nanquantile(0.4, 1), id="all-nan-row"),
 
     # ---- unique / unique_consecutive -----------------------------------------------------------------

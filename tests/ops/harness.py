@@ -2,11 +2,14 @@
 
 A Case's lambda takes the library module first (`torch` or `ember`) and then the
 input tensors, so the very same code runs on both. Inputs are built in NumPy from a
-fixed seed. Compared: output types, shapes, dtypes, values (dtype-aware tolerance),
+fixed seed. Compared: output types, shapes, dtypes, values (dtype-aware tolerance), output layouts (strides of the
+dims of size > 1 and contiguity, unless the row or LAYOUT_DIFFERS says why ember's differs; gradients'
+layouts are not compared: torch's are whatever its backward formulas happen to build),
 requires_grad, gradients of every float input under a random upstream gradient, the
 exception type for error rows, and second-order gradients for rows marked gradgrad.
 """
 import dataclasses
+import os
 import zlib
 from typing import Any, Callable, Optional, Sequence
 
@@ -45,6 +48,7 @@ class Case:
     grad_atol: Optional[float] = None
     grad_rtol: Optional[float] = None
     check_values: bool = True       # False for ops whose values are random (compare shape/dtype only)
+    layout: str = ""                # why ember's result strides deliberately differ from torch's (else compared)
     id: str = ""
 
     def param_id(self, dtype):
@@ -156,6 +160,60 @@ def dtype_name(d):
     return str(d).replace("torch.", "")
 
 
+# Ops whose result layout ember deliberately does not follow, with the reason (a row can say so with layout=).
+_LAPACK = ("torch's LAPACK results are column-major (Fortran) buffers it transposes into views; ember's come "
+           "from NumPy's row-major linalg: the values are the same, the strides an artefact of the library")
+LAYOUT_DIFFERS = {
+    "cholesky": _LAPACK,
+    "cholesky_inverse": _LAPACK,
+    "cholesky_solve": _LAPACK,
+    "geqrf": _LAPACK,
+    "inverse": _LAPACK,
+    "linalg.cholesky": _LAPACK,
+    "linalg.cholesky_ex": _LAPACK,
+    "linalg.eig": _LAPACK,
+    "linalg.eigh": _LAPACK,
+    "linalg.householder_product": _LAPACK,
+    "linalg.inv": _LAPACK,
+    "linalg.inv_ex": _LAPACK,
+    "linalg.ldl_factor": _LAPACK,
+    "linalg.ldl_factor_ex": _LAPACK,
+    "linalg.ldl_solve": _LAPACK,
+    "linalg.lstsq": _LAPACK,
+    "linalg.lu_factor": _LAPACK,
+    "linalg.lu_factor_ex": _LAPACK,
+    "linalg.lu_solve": _LAPACK,
+    "linalg.qr": _LAPACK,
+    "linalg.solve": _LAPACK,
+    "linalg.solve_ex": _LAPACK,
+    "linalg.solve_triangular": _LAPACK,
+    "linalg.svd": _LAPACK,
+    "linalg.tensorinv": _LAPACK,
+    "lu": _LAPACK,
+    "lu_solve": _LAPACK,
+    "orgqr": _LAPACK,
+    "ormqr": _LAPACK,
+    "qr": _LAPACK,
+    "svd": _LAPACK,
+    "triangular_solve": _LAPACK,
+    "einsum": "torch's einsum returns a permuted view of its bmm result, its strides set by the contraction order "
+              "it picks; ember's contraction (NumPy's einsum) returns its own order",
+}
+_FFT = ("torch's FFT (MKL) returns the transformed dims in the stride order of its plan; ember's (NumPy's pocketfft) "
+        "returns C order: the same values")
+LAYOUT_DIFFERS.update({f"fft.{n}": _FFT for n in (
+    "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2",
+    "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn")})
+LAYOUT_DIFFERS.update(stft=_FFT, istft=_FFT)
+
+
+def layout(t):
+    """The strides of a tensor's dims of size > 1 (the others are free), and its contiguity."""
+    if str(t.layout) != "torch.strided" or t.numel() == 0:
+        return None
+    return tuple(s for n, s in zip(t.shape, t.stride()) if n > 1), t.is_contiguous()
+
+
 def compare(tv, ev, case, where="output"):
     """Recursively compare a torch result with an ember result."""
     if isinstance(tv, torch.Tensor):
@@ -167,6 +225,13 @@ def compare(tv, ev, case, where="output"):
             f"{where}: dtype torch {tv.dtype} vs ember {ev.dtype}"
         assert tv.requires_grad == ev.requires_grad, \
             f"{where}: requires_grad torch {tv.requires_grad} vs ember {ev.requires_grad}"
+        if getattr(case, "layout", None) == "" and not LAYOUT_DIFFERS.get(case.name) and where.startswith("output"):
+            tl, el = layout(tv), layout(ev)
+            if os.environ.get("LAYOUT_SURVEY") and tl != el:  # (a file listing every difference at once)
+                with open(os.environ["LAYOUT_SURVEY"], "a") as fh:
+                    fh.write(f"{case.name}|{case.id}|{where}|{tuple(tv.shape)}|{tl}|{el}\n")
+            else:
+                assert tl == el, f"{where}: layout (strides of dims > 1, contiguous) torch {tl} vs ember {el}"
         if case.check_values:
             a, b = to_numpy(tv), to_numpy(ev)
             if a.dtype.kind in "fc":
