@@ -33,16 +33,22 @@ class DualTensor(Tensor):
     __slots__ = ("_tangent", "_generation")
 
 
-def _dual(primal, tangent):
-    """A DualTensor over `primal` (its storage, history and counter) carrying `tangent`."""
-    d = object.__new__(DualTensor)
+def _share(cls, x):
+    """A new `cls` object holding x's Tensor slots: the same storage, history and version counter."""
+    t = object.__new__(cls)
     for s in Tensor.__slots__:
         if s in ("__dict__", "__weakref__"):
             continue
         try:
-            object.__setattr__(d, s, object.__getattribute__(primal, s))
+            object.__setattr__(t, s, object.__getattribute__(x, s))
         except AttributeError:
             pass
+    return t
+
+
+def _dual(primal, tangent):
+    """A DualTensor over `primal` (its storage, history and counter) carrying `tangent`."""
+    d = _share(DualTensor, primal)
     object.__setattr__(d, "_tangent", tangent)
     object.__setattr__(d, "_generation", _state["generation"])
     return d
@@ -56,15 +62,7 @@ def _tangent_of(x):
 
 def _plain(x):
     """x as a plain Tensor object over the same storage and history (no dispatch, no tangent)."""
-    t = object.__new__(Tensor)
-    for s in Tensor.__slots__:
-        if s in ("__dict__", "__weakref__"):
-            continue
-        try:
-            object.__setattr__(t, s, object.__getattribute__(x, s))
-        except AttributeError:
-            pass
-    return t
+    return _share(Tensor, x)
 
 
 # ---- the op of dual tensors ------------------------------------------------------------------
