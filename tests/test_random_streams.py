@@ -70,9 +70,11 @@ def test_big_size(case):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
-def test_threaded_normal_fill(dtype, threads):
-    """Big enough for the fill to be split: the draws come in pieces while other threads fill
+def test_threaded_normal_fill(dtype, threads, monkeypatch):
+    """The fill split at any size (threshold 0): the draws come in pieces while other threads fill
     them (ember/_backend/parallel.py pipeline), with a partial last block and mean/std."""
+    from ember._backend import parallel
+    monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
     n = (1 << 19) + 7
     before = ember.get_num_threads()
     ember.set_num_threads(threads)
