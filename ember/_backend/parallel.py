@@ -45,7 +45,8 @@ def _forget_pool():
 # Note [Split threshold]: a ResNet-8 training step at batch 32 makes ~36 splits, nearly all of
 # 2.0-2.3 MB (batch-norm channel ranges, padding, im2col, contiguous copies). With 2 threads and
 # NumPy's OpenBLAS at 2, those splits cost ~10%: 378 images/s with the 2 MB threshold, 420 with 4 MB
-# or with no split at all, 355 on one thread (medians of 12-14 quiet 0.25 s windows, 2 cores, 2026-11).
+# or with no split at all, 355 on one thread (medians of 12-14 quiet 0.25 s windows, 2 cores, 2026-11;
+# 5 of 6 such alternating runs favoured 4 MB or no split by 4-11%, one favoured 2 MB by 2.5%).
 # Splits of 4.5-18 MB in that step neither gained nor lost; the im2col gathers of 5-75 MB above gain.
 
 
