@@ -20,9 +20,9 @@ from .._tensor import Size, Tensor
 # get one frame more). Rows (add, mul, exp ... and the operator dunders) check their own arguments and
 # are not wrapped. A call goes straight to the op unless the cheap type test fails: a keyword given to
 # a bool, dtype, layout, device or memory_format parameter is of the wrong class, or a keyword value
-# (or a positional argument after the second) is of none of the PLAIN classes; then the arguments are
-# checked against the declaration first (`sum(x, 1, dtype='float32')` is refused before any kernel
-# runs). When the op raises (an internal AttributeError or KeyError, or a value check that torch would
+# (or a positional argument after the second, or from a flag's position on: hann_window(5, 'x')) is
+# of none of the PLAIN classes; then the arguments are checked against the declaration first
+# (`sum(x, 1, dtype='float32')` is refused before any kernel runs). When the op raises (an internal AttributeError or KeyError, or a value check that torch would
 # only reach after its type checks) the arguments are checked then, and torch's TypeError replaces
 # that error when they do not match; NumPy's AxisError and broadcasting ValueError become torch's
 # IndexError and RuntimeError. A valid call pays the frame (where it is new), `if kwargs`, one len()
@@ -89,7 +89,7 @@ KINDS_BY_NAME = {
     "mask": TENSOR,
     "other": TENSOR_OR_NUMBER, "weight": OPTIONAL, "bias": OPTIONAL_TENSOR, "target": TENSOR, "index": INDEX,
     "tensors": TENSORS, "dim": INTS, "dims": INTS, "dim0": INT, "dim1": INT, "dim2": INT, "start_dim": INT,
-    "end_dim": INT, "diagonal": INT, "offset": INT, "k": INT,
+    "end_dim": INT, "diagonal": INT, "offset": INT, "k": INT, "chunks": INT, "sections": INT,
     "dtype": DTYPE, "device": DEVICE, "layout": LAYOUT, "memory_format": MEMORY_FORMAT, "out": OUT,
     "requires_grad": OPTIONAL_BOOL, "pin_memory": OPTIONAL_BOOL, "keepdim": BOOL, "stable": OPTIONAL_BOOL,
     "descending": BOOL, "train": BOOL, "training": BOOL, "unbiased": BOOL, "some": BOOL,
@@ -285,8 +285,8 @@ _FLAG_KINDS = (BOOL, OPTIONAL_BOOL, DTYPE, LAYOUT, DEVICE, MEMORY_FORMAT)
 
 
 def _flags(flags, fn, opname):
-    """[{keyword: test}, (test or None per position)] for fn's parameters of a flag kind (None passes where
-    it is the default), kept in `flags`."""
+    """[{keyword: test}, (test or None per position), first] for fn's parameters of a flag kind (None passes
+    where it is the default; first: the position of the first one), kept in `flags`."""
     strict = {}
     positions = []
     for name, kind, default, positional in _spec(fn, opname)[1]:
@@ -298,16 +298,18 @@ def _flags(flags, fn, opname):
             strict[name] = test
         if positional:
             positions.append(test)
-    flags += [strict, tuple(positions)]
+    first = next((i for i, t in enumerate(positions) if t is not None), len(positions))
+    flags += [strict, tuple(positions), max(min(first, 2), 1)]
     return flags
 
 
-def guard_namespace(names, prefix=""):
-    """Guard the public functions of a namespace dict (torch.nn.functional, torch.linalg ...) in place,
-    checked only when they raise (their Python-level torch forms take what they are given)."""
+def guard_namespace(names, prefix="", precheck=False):
+    """Guard the public functions of a namespace dict (torch.nn.functional, torch.linalg ...) in place;
+    precheck=False: checked only when they raise (their Python-level torch forms take what they are given),
+    True: flags checked first too, as for torch's C-level functions (torch.linalg)."""
     for n, f in list(names.items()):
         if not n.startswith("_") and inspect.isfunction(f) and not getattr(f, "guarded", False):
-            names[n] = guard(f, prefix + n, precheck=False)
+            names[n] = guard(f, prefix + n, precheck=precheck)
 
 
 def guard(fn, opname, method=False, numpy_names=False, precheck=True):
@@ -336,8 +338,8 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True):
                         if err is not None:
                             raise err
                         break
-        if precheck and len(args) > 2:
-            for v, test in zip(args[2:], (flags or _flags(flags, fn, opname))[1][2:]):
+        if precheck and len(args) > (flags or _flags(flags, fn, opname))[2]:  # from the first flag position
+            for v, test in zip(args[flags[2]:], flags[1][flags[2]:]):
                 if (test is not None and not test(v)) or (v.__class__ not in PLAIN and not isinstance(v, Tensor)):
                     err = argument_error(fn, opname, args, kwargs, method)
                     if err is not None:
