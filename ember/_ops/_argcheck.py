@@ -324,6 +324,8 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True):
     @functools.wraps(fn)
     def call(*args, **kwargs):
         if kwargs:
+            if method and "out" in kwargs:  # torch's Tensor methods take no out=
+                raise TypeError(f"{opname}() got an unexpected keyword argument 'out'")
             if numpy_names:
                 if "axis" in kwargs and "dim" not in kwargs:
                     kwargs["dim"] = kwargs.pop("axis")
