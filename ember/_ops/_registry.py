@@ -441,16 +441,25 @@ def binary(name, kernel, kind=SAME, dx=None, dy=None, node_name=None, check=None
         if out is None:
             return binary_call(row, input, other)
         return row_out(row, out, name, input, other)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"torch.{name}: see https://pytorch.org/docs/stable/generated/torch.{name}.html"
-    fn.row = row
+
+    def as_method(input, other):  # torch's Tensor methods take no out=
+        if need_input and not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        if need_other and not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+        return binary_call(row, input, other)
+    for f in (fn, as_method):
+        f.__name__ = f.__qualname__ = name
+        f.__code__ = f.__code__.replace(co_name=name, co_qualname=name)  # TypeError's words: eq() got ...
+        f.__doc__ = f"torch.{name}: see https://pytorch.org/docs/stable/generated/torch.{name}.html"
+        f.row = row
     rfn = None
     if rdunder:
         def rfn(self, other):
             return fn(other, self)
         rfn.__name__ = f"__r{dunder}__"
     install(fn, name, method=method, inplace=make_inplace(fn, name, row) if inplace else None,
-            aliases=aliases, dunder=dunder, rdunder=rfn, decl=row)
+            aliases=aliases, dunder=dunder, rdunder=rfn, decl=row, method_form=as_method)
     return fn
 
 
