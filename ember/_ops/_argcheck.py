@@ -121,6 +121,8 @@ OVERRIDES = {
     "index_add": {"source": TENSOR}, "index_copy": {"source": TENSOR}, "index_reduce": {"source": TENSOR},
     "can_cast": {"from_": DTYPE, "to": DTYPE}, "lu": {"get_infos": None}, "pca_lowrank": {"center": None},
     "normalize": {"p": None},
+    "dropout": {"inplace": None}, "alpha_dropout": {"inplace": None}, "feature_alpha_dropout": {"inplace": None},
+    "dropout1d": {"inplace": None}, "dropout2d": {"inplace": None}, "dropout3d": {"inplace": None},  # `if inplace:`
     "diff": {"dim": INT}, "fft": {"dim": INT}, "to": {"device": None, "dtype": None},
 }
 
@@ -306,10 +308,11 @@ def _flags(flags, fn, opname):
 def guard_namespace(names, prefix="", precheck=False):
     """Guard the public functions of a namespace dict (torch.nn.functional, torch.linalg ...) in place;
     precheck=False: checked only when they raise (their Python-level torch forms take what they are given),
-    True: flags checked first too, as for torch's C-level functions (torch.linalg)."""
+    True (or the set of names it holds for): flags checked first too, as for torch's C-level functions
+    (torch.linalg) and the Python ones that hand their flags to C (F.dropout's training=)."""
     for n, f in list(names.items()):
         if not n.startswith("_") and inspect.isfunction(f) and not getattr(f, "guarded", False):
-            names[n] = guard(f, prefix + n, precheck=precheck)
+            names[n] = guard(f, prefix + n, precheck=precheck if precheck in (True, False) else n in precheck)
 
 
 def guard(fn, opname, method=False, numpy_names=False, precheck=True):
