@@ -123,6 +123,7 @@ OVERRIDES = {
     "normalize": {"p": None},
     "dropout": {"inplace": None}, "alpha_dropout": {"inplace": None}, "feature_alpha_dropout": {"inplace": None},
     "dropout1d": {"inplace": None}, "dropout2d": {"inplace": None}, "dropout3d": {"inplace": None},  # `if inplace:`
+    "sparse_coo_tensor": {"check_invariants": OPTIONAL_BOOL, "is_coalesced": OPTIONAL_BOOL},
     "linalg_solve_triangular": {"upper": BOOL},  # keyword-only, no default (rrelu's upper is a float)
     "diff": {"dim": INT}, "fft": {"dim": INT}, "to": {"device": None, "dtype": None},
 }
