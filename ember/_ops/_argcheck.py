@@ -68,6 +68,7 @@ TENSORS = ("tuple of Tensors", lambda v: isinstance(v, (tuple, list)) and all(is
 BOOL = ("bool", lambda v: v.__class__ is bool)
 OPTIONAL_BOOL = ("bool", lambda v: v.__class__ is bool or v is None)  # torch's `bool?`
 INT = ("int", _is_int)
+OFFSET = ("int", _is_int)  # an int the kernel would take as a float (triu(x, 1.5)): checked first, as the flags
 INTS = ("tuple of ints", lambda v: _ints_error(v) is None)
 NUMBER = ("Number", _is_number)
 FLOAT = ("float", lambda v: _is_real(v) or isinstance(v, Tensor))  # a float default: bernoulli_(p) takes a Tensor
@@ -89,7 +90,7 @@ KINDS_BY_NAME = {
     "mask": TENSOR,
     "other": TENSOR_OR_NUMBER, "weight": OPTIONAL, "bias": OPTIONAL_TENSOR, "target": TENSOR, "index": INDEX,
     "tensors": TENSORS, "dim": INTS, "dims": INTS, "dim0": INT, "dim1": INT, "dim2": INT, "start_dim": INT,
-    "end_dim": INT, "diagonal": INT, "offset": INT, "k": INT, "chunks": INT, "sections": INT,
+    "end_dim": INT, "diagonal": OFFSET, "offset": OFFSET, "k": INT, "chunks": INT, "sections": INT,
     "dtype": DTYPE, "device": DEVICE, "layout": LAYOUT, "memory_format": MEMORY_FORMAT, "out": OUT,
     "requires_grad": OPTIONAL_BOOL, "pin_memory": OPTIONAL_BOOL, "keepdim": BOOL, "stable": OPTIONAL_BOOL,
     "descending": BOOL, "train": BOOL, "training": BOOL, "unbiased": BOOL, "some": BOOL,
@@ -285,7 +286,7 @@ def _broadcast_words(msg):
 PLAIN = {Tensor, int, float, bool, type(None), tuple, list, Size, D.dtype}
 
 
-_FLAG_KINDS = (BOOL, OPTIONAL_BOOL, DTYPE, LAYOUT, DEVICE, MEMORY_FORMAT)
+_FLAG_KINDS = (BOOL, OPTIONAL_BOOL, DTYPE, LAYOUT, DEVICE, MEMORY_FORMAT, OFFSET)
 
 
 def _flags(flags, fn, opname):
@@ -295,7 +296,7 @@ def _flags(flags, fn, opname):
     positions = []
     for name, kind, default, positional in _spec(fn, opname)[1]:
         test = None
-        if kind in _FLAG_KINDS:
+        if any(kind is k for k in _FLAG_KINDS):  # by identity: INT and OFFSET are equal tuples
             test = kind[1]
             if default is None:
                 test = (lambda v, test=test: v is None or test(v))
