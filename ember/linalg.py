@@ -46,4 +46,4 @@ _wrap_namespace(globals(), "linalg_")  # autocast policies (Note [Autocast dispa
 
 from ._ops._argcheck import guard_namespace as _guard_namespace  # noqa: E402
 
-_guard_namespace(globals(), "linalg_")  # Note [Checked at the boundary] in ember/_ops/_argcheck.py
+_guard_namespace(globals(), "linalg_", precheck=True)  # C-level in torch: Note [Checked at the boundary] in ember/_ops/_argcheck.py

@@ -85,6 +85,28 @@ VALUE_CHECKS = {
     "svdvals-driver": lambda t: t.linalg.svdvals(_x(t), driver="gesvd"),
 }
 
+# torch's exception type, where its words are its overload parser's (ember names the op and the argument)
+TYPE_CHECKS = {
+    "flip-float-dim": lambda t: t.flip(_x(t), [1.5]),
+    "isnan-out": lambda t: t.isnan(_x(t), out=t.empty(3, 4, dtype=t.bool)),
+    "signbit-int-out": lambda t: t.signbit(_x(t), out=t.empty(3, 4, dtype=t.int8)),
+    "exp-method-out": lambda t: _x(t).exp(out=t.empty(3, 4)),
+    "eq-method-out": lambda t: _x(t).eq(_x(t), out=t.empty(3, 4, dtype=t.bool)),
+    "sum-method-out": lambda t: _x(t).sum(0, out=t.empty(4)),
+    "argmax-int8-out": lambda t: t.argmax(_x(t), 1, out=t.empty(3, dtype=t.int8)),
+    "any-int8-out": lambda t: t.any(_x(t), 1, out=t.empty(3, dtype=t.int8)),
+    "nonzero-int8-out": lambda t: t.nonzero(_x(t), out=t.empty(0, dtype=t.int8)),
+    "triu-float-diagonal": lambda t: t.triu(_x(t), 1.5),
+    "hann_window-periodic-str": lambda t: t.hann_window(5, "yes"),
+    "dropout-training-str": lambda t: t.nn.functional.dropout(_x(t), 0.5, "yes"),
+    "cholesky_ex-upper-str": lambda t: t.linalg.cholesky_ex(t.eye(3), upper="yes"),
+    "fftfreq-layout-str": lambda t: t.fft.fftfreq(4, layout="x"),
+    "resolve_conj-str": lambda t: t.resolve_conj("x"),
+    "resize_as_-None": lambda t: _x(t).resize_as_(None),
+    "chunk-float": lambda t: t.chunk(_x(t), 1.5),
+    "sparse_coo_tensor-pin_memory-str": lambda t: t.sparse_coo_tensor(t.tensor([[0]]), t.ones(1), (2,), pin_memory="x"),
+}
+
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name", sorted(VALUE_CHECKS))
@@ -94,6 +116,17 @@ def test_value_checks_raise_like_torch(name):
     got = _outcome(lambda t: fn(t), ember)
     assert want[0] != "no exception"
     assert got == want
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", sorted(TYPE_CHECKS))
+def test_type_checks_raise_like_torch(name):
+    fn = TYPE_CHECKS[name]
+    want = _outcome(lambda t: fn(t), torch)
+    got = _outcome(lambda t: fn(t), ember)
+    assert want[0] != "no exception"
+    assert got[0] == want[0], (got, want)
+    assert got[1].split("(")[0].split(" ")[0] in want[1], (got, want)  # the same op named first
 
 
 @pytest.mark.parametrize("call", ["margin_ranking", "hinge-sum", "l1-sum", "hardtanh_-min-above-max"])

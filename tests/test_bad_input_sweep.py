@@ -13,11 +13,7 @@ from tests import _bad_input_sweep as sweep
 from tests.ops.harness import key_words
 
 # Known remaining mismatches, by (namespace, function, parameter):
-KNOWN_INTERNAL = {
-    ("torch", "chunk", "chunks"), ("Tensor", "chunk", "chunks"),  # a float chunks: AttributeError on a derived float
-    ("torch", "unsafe_chunk", "chunks"), ("Tensor", "unsafe_chunk", "chunks"),
-    ("Tensor", "resize_as_", "the_template"),  # Tensor.resize_as_ is set outside install(): not guarded
-}
+KNOWN_INTERNAL = set()
 KNOWN_REFUSED_OR_DIFFERENT = {
     # rows (add, mul ...) check out= themselves and refuse a float; torch's parser then picks another overload
     ("torch", n, "out") for n in ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
@@ -29,16 +25,16 @@ KNOWN_REFUSED_OR_DIFFERENT = {
     ("linalg", "lstsq", "rcond"),  # rcond=1.5 cuts every singular value: torch's gelsy answer differs
     ("F", "normalize", "p"),  # torch takes p=None (the vector norm's default); ember's vector_norm fails on it
 }
-# Torch refuses, ember answers (`silent`, 480) or raises another type (`type`, 737): what remains, mostly
-# (1) out= rules: an int8 out= that torch refuses for argmax/all/any (silent) or with a TypeError (type, 164 calls);
-#     Tensor methods taking out= where torch's methods have none;
+# Torch refuses, ember answers (`silent`, 161) or raises another type (`type`, 585): what remains, mostly
+# (1) out= rules: an int8 out= that torch refuses for searchsorted/histogramdd (silent) or with a TypeError (type, 164 calls);
+#     composite methods (add, sub ...) taking out= where torch's methods have none;
 # (2) a wrong value in a parameter whose name the declaration does not type ('padding', 'size' of interpolate,
 #     'win_length', 'value', 'mode' ...) given None, a float or a list, which the cheap type test lets through and
 #     ember's own value check then answers with a RuntimeError/ValueError (type) or accepts (silent);
-# (3) positional None for an int parameter (torch.sum(x, None) style overload errors), linalg's and fft's
-#     Python-level parameters (hermitian/driver/norm given a float or list).
+# (3) positional None for an int parameter (torch.sum(x, None) style overload errors),
+#     torch.fft's dim=None and d=None (a non-flag parameter given a PLAIN value of the wrong kind).
 # The counts may only go down.
-CEILING = {"silent": 480, "type": 737}
+CEILING = {"silent": 161, "type": 585}
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,9 @@ from .._tensor import Size, Tensor
 # get one frame more). Rows (add, mul, exp ... and the operator dunders) check their own arguments and
 # are not wrapped. A call goes straight to the op unless the cheap type test fails: a keyword given to
 # a bool, dtype, layout, device or memory_format parameter is of the wrong class, or a keyword value
-# (or a positional argument after the second) is of none of the PLAIN classes; then the arguments are
-# checked against the declaration first (`sum(x, 1, dtype='float32')` is refused before any kernel
-# runs). When the op raises (an internal AttributeError or KeyError, or a value check that torch would
+# (or a positional argument after the second, or from a flag's position on: hann_window(5, 'x')) is
+# of none of the PLAIN classes; then the arguments are checked against the declaration first
+# (`sum(x, 1, dtype='float32')` is refused before any kernel runs). When the op raises (an internal AttributeError or KeyError, or a value check that torch would
 # only reach after its type checks) the arguments are checked then, and torch's TypeError replaces
 # that error when they do not match; NumPy's AxisError and broadcasting ValueError become torch's
 # IndexError and RuntimeError. A valid call pays the frame (where it is new), `if kwargs`, one len()
@@ -68,6 +68,7 @@ TENSORS = ("tuple of Tensors", lambda v: isinstance(v, (tuple, list)) and all(is
 BOOL = ("bool", lambda v: v.__class__ is bool)
 OPTIONAL_BOOL = ("bool", lambda v: v.__class__ is bool or v is None)  # torch's `bool?`
 INT = ("int", _is_int)
+OFFSET = ("int", _is_int)  # an int the kernel would take as a float (triu(x, 1.5)): checked first, as the flags
 INTS = ("tuple of ints", lambda v: _ints_error(v) is None)
 NUMBER = ("Number", _is_number)
 FLOAT = ("float", lambda v: _is_real(v) or isinstance(v, Tensor))  # a float default: bernoulli_(p) takes a Tensor
@@ -89,7 +90,7 @@ KINDS_BY_NAME = {
     "mask": TENSOR,
     "other": TENSOR_OR_NUMBER, "weight": OPTIONAL, "bias": OPTIONAL_TENSOR, "target": TENSOR, "index": INDEX,
     "tensors": TENSORS, "dim": INTS, "dims": INTS, "dim0": INT, "dim1": INT, "dim2": INT, "start_dim": INT,
-    "end_dim": INT, "diagonal": INT, "offset": INT, "k": INT,
+    "end_dim": INT, "diagonal": OFFSET, "offset": OFFSET, "k": INT, "chunks": INT, "sections": INT,
     "dtype": DTYPE, "device": DEVICE, "layout": LAYOUT, "memory_format": MEMORY_FORMAT, "out": OUT,
     "requires_grad": OPTIONAL_BOOL, "pin_memory": OPTIONAL_BOOL, "keepdim": BOOL, "stable": OPTIONAL_BOOL,
     "descending": BOOL, "train": BOOL, "training": BOOL, "unbiased": BOOL, "some": BOOL,
@@ -121,6 +122,10 @@ OVERRIDES = {
     "index_add": {"source": TENSOR}, "index_copy": {"source": TENSOR}, "index_reduce": {"source": TENSOR},
     "can_cast": {"from_": DTYPE, "to": DTYPE}, "lu": {"get_infos": None}, "pca_lowrank": {"center": None},
     "normalize": {"p": None},
+    "dropout": {"inplace": None}, "alpha_dropout": {"inplace": None}, "feature_alpha_dropout": {"inplace": None},
+    "dropout1d": {"inplace": None}, "dropout2d": {"inplace": None}, "dropout3d": {"inplace": None},  # `if inplace:`
+    "sparse_coo_tensor": {"check_invariants": OPTIONAL_BOOL, "is_coalesced": OPTIONAL_BOOL},
+    "linalg_solve_triangular": {"upper": BOOL},  # keyword-only, no default (rrelu's upper is a float)
     "diff": {"dim": INT}, "fft": {"dim": INT}, "to": {"device": None, "dtype": None},
 }
 
@@ -281,33 +286,36 @@ def _broadcast_words(msg):
 PLAIN = {Tensor, int, float, bool, type(None), tuple, list, Size, D.dtype}
 
 
-_FLAG_KINDS = (BOOL, OPTIONAL_BOOL, DTYPE, LAYOUT, DEVICE, MEMORY_FORMAT)
+_FLAG_KINDS = (BOOL, OPTIONAL_BOOL, DTYPE, LAYOUT, DEVICE, MEMORY_FORMAT, OFFSET)
 
 
 def _flags(flags, fn, opname):
-    """[{keyword: test}, (test or None per position)] for fn's parameters of a flag kind (None passes where
-    it is the default), kept in `flags`."""
+    """[{keyword: test}, (test or None per position), first] for fn's parameters of a flag kind (None passes
+    where it is the default; first: the position of the first one), kept in `flags`."""
     strict = {}
     positions = []
     for name, kind, default, positional in _spec(fn, opname)[1]:
         test = None
-        if kind in _FLAG_KINDS:
+        if any(kind is k for k in _FLAG_KINDS):  # by identity: INT and OFFSET are equal tuples
             test = kind[1]
             if default is None:
                 test = (lambda v, test=test: v is None or test(v))
             strict[name] = test
         if positional:
             positions.append(test)
-    flags += [strict, tuple(positions)]
+    first = next((i for i, t in enumerate(positions) if t is not None), len(positions))
+    flags += [strict, tuple(positions), max(min(first, 2), 1)]
     return flags
 
 
-def guard_namespace(names, prefix=""):
-    """Guard the public functions of a namespace dict (torch.nn.functional, torch.linalg ...) in place,
-    checked only when they raise (their Python-level torch forms take what they are given)."""
+def guard_namespace(names, prefix="", precheck=False):
+    """Guard the public functions of a namespace dict (torch.nn.functional, torch.linalg ...) in place;
+    precheck=False: checked only when they raise (their Python-level torch forms take what they are given),
+    True (or the set of names it holds for): flags checked first too, as for torch's C-level functions
+    (torch.linalg) and the Python ones that hand their flags to C (F.dropout's training=)."""
     for n, f in list(names.items()):
         if not n.startswith("_") and inspect.isfunction(f) and not getattr(f, "guarded", False):
-            names[n] = guard(f, prefix + n, precheck=False)
+            names[n] = guard(f, prefix + n, precheck=precheck if precheck in (True, False) else n in precheck)
 
 
 def guard(fn, opname, method=False, numpy_names=False, precheck=True):
@@ -322,6 +330,8 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True):
     @functools.wraps(fn)
     def call(*args, **kwargs):
         if kwargs:
+            if method and "out" in kwargs:  # torch's Tensor methods take no out=
+                raise TypeError(f"{opname}() got an unexpected keyword argument 'out'")
             if numpy_names:
                 if "axis" in kwargs and "dim" not in kwargs:
                     kwargs["dim"] = kwargs.pop("axis")
@@ -336,8 +346,8 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True):
                         if err is not None:
                             raise err
                         break
-        if precheck and len(args) > 2:
-            for v, test in zip(args[2:], (flags or _flags(flags, fn, opname))[1][2:]):
+        if precheck and len(args) > (flags or _flags(flags, fn, opname))[2]:  # from the first flag position
+            for v, test in zip(args[flags[2]:], flags[1][flags[2]:]):
                 if (test is not None and not test(v)) or (v.__class__ not in PLAIN and not isinstance(v, Tensor)):
                     err = argument_error(fn, opname, args, kwargs, method)
                     if err is not None:

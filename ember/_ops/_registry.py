@@ -302,19 +302,32 @@ def unary_call(row, input):
 
 
 def unary(name, kernel, kind=SAME, dx=None, node_name=None, check=None, method=True, inplace=True,
-          aliases=(), dunder=None):
-    """Declare an elementwise op of one tensor: unary("exp", np.exp, TO_FLOAT, dx=lambda g, out: g * out)."""
+          aliases=(), dunder=None, out=True):
+    """Declare an elementwise op of one tensor: unary("exp", np.exp, TO_FLOAT, dx=lambda g, out: g * out).
+    out: the function form takes out= (True), none (False: torch.isnan), or only a bool one ("bool")."""
     row = Row(name, kernel, kind, dx, None, 1, node_name or _node_name(name), check)
-
-    def fn(input, *, out=None):
-        if out is None:
+    if out is False:
+        def fn(input):
             return unary_call(row, input)
-        return row_out(row, out, name, input)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"torch.{name}: see https://pytorch.org/docs/stable/generated/torch.{name}.html"
-    fn.row = row
+    else:
+        bool_out = out == "bool"
+
+        def fn(input, *, out=None):
+            if out is None:
+                return unary_call(row, input)
+            if bool_out and isinstance(out, Tensor) and out._dtype is not D.bool:
+                raise RuntimeError(f"{name} does not support non-boolean outputs.")
+            return row_out(row, out, name, input)
+
+    def as_method(input):  # torch's Tensor methods take no out=
+        return unary_call(row, input)
+    for f in (fn, as_method):
+        f.__name__ = f.__qualname__ = name
+        f.__code__ = f.__code__.replace(co_name=name, co_qualname=name)  # TypeError's words: exp() got ...
+        f.__doc__ = f"torch.{name}: see https://pytorch.org/docs/stable/generated/torch.{name}.html"
+        f.row = row
     install(fn, name, method=method, inplace=make_inplace(fn, name, row) if inplace else None,
-            aliases=aliases, dunder=dunder, decl=row)
+            aliases=aliases, dunder=dunder, decl=row, method_form=as_method)
     return fn
 
 
@@ -428,16 +441,25 @@ def binary(name, kernel, kind=SAME, dx=None, dy=None, node_name=None, check=None
         if out is None:
             return binary_call(row, input, other)
         return row_out(row, out, name, input, other)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"torch.{name}: see https://pytorch.org/docs/stable/generated/torch.{name}.html"
-    fn.row = row
+
+    def as_method(input, other):  # torch's Tensor methods take no out=
+        if need_input and not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        if need_other and not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+        return binary_call(row, input, other)
+    for f in (fn, as_method):
+        f.__name__ = f.__qualname__ = name
+        f.__code__ = f.__code__.replace(co_name=name, co_qualname=name)  # TypeError's words: eq() got ...
+        f.__doc__ = f"torch.{name}: see https://pytorch.org/docs/stable/generated/torch.{name}.html"
+        f.row = row
     rfn = None
     if rdunder:
         def rfn(self, other):
             return fn(other, self)
         rfn.__name__ = f"__r{dunder}__"
     install(fn, name, method=method, inplace=make_inplace(fn, name, row) if inplace else None,
-            aliases=aliases, dunder=dunder, rdunder=rfn, decl=row)
+            aliases=aliases, dunder=dunder, rdunder=rfn, decl=row, method_form=as_method)
     return fn
 
 
@@ -726,10 +748,11 @@ def with_out(fn, name):
 
 
 def install(fn, name, method=True, function=True, inplace=None, aliases=(), dunder=None, rdunder=None,
-            decl=None, out=False):
+            decl=None, out=False, method_form=None):
     """Install one declaration as ember.name, Tensor.name, Tensor.name_, dunders and aliases.
     Public ops with a dim= or keepdim= parameter also take NumPy's spellings (numpy_names);
-    out=True gives the function form (not the method, as torch) an out= (with_out)."""
+    out=True gives the function form (not the method, as torch) an out= (with_out); a row's
+    method_form is its Tensor method (without the function's out=)."""
     if getattr(fn, "__code__", None) is _NUMPY_NAMES_CALL:  # declared @numpy_names: the guard takes that over
         fn = fn.__wrapped__
         dims = True
@@ -739,7 +762,8 @@ def install(fn, name, method=True, function=True, inplace=None, aliases=(), dund
     fn = _autocast_wrap(fn, name)  # ops with an autocast policy: Note [Autocast dispatch] in ember/amp/_dispatch.py
     public = with_out(fn, name) if out else fn
     if isinstance(decl, Row):  # a row checks its own arguments (and keeps the dunders' path short)
-        method_fn = numpy_names(fn) if dims else fn
+        method_fn = fn if method_form is None else _autocast_wrap(method_form, name)
+        method_fn = numpy_names(method_fn) if dims else method_fn
         public = numpy_names(public) if dims else public
     else:  # Note [Checked at the boundary] in _argcheck.py (also the axis=/keepdims= spellings)
         method_fn = guard(fn, name, method=True, numpy_names=dims)

@@ -208,10 +208,16 @@ def chalf(self, *, memory_format=None):
 
 
 def _identity(input):
+    """resolve_conj/resolve_neg: input itself (no lazy conj/neg bits); the guard words a non-Tensor's error."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"expected Tensor, not {type(input).__name__}")
     return input
 
 
 def _false(input):
+    """is_conj/is_neg: never set (no lazy conj/neg bits); the guard words a non-Tensor's error."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"expected Tensor, not {type(input).__name__}")
     return False
 
 

@@ -3,6 +3,8 @@ repeat_interleave, tril/triu, diag/diag_embed/diagflat/trace, meshgrid, broadcas
 atleast_Nd."""
 import warnings
 
+import operator
+
 import numpy as np
 
 from .. import _dtype as D
@@ -303,7 +305,11 @@ def _flip_dims(input, dims):
     nd = input._data.ndim
     if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
         dims = dims[0]
-    ds = tuple(_wrap_dim(int(d), nd) for d in dims)
+    for i, d in enumerate(dims):
+        if isinstance(d, (float, complex, str)) or d is None:  # flip(x, [1.5]): torch's TypeError
+            raise TypeError(f"flip(): argument 'dims' (position 2) must be tuple of ints, but found element of "
+                            f"type {type(d).__name__} at pos {i}")
+    ds = tuple(_wrap_dim(operator.index(d), nd) for d in dims)
     seen = set()
     for d in ds:
         if d in seen:

@@ -3,6 +3,8 @@ torch.resize_as_, constant_pad_nd (the kernel behind F.pad's constant mode), cha
 import numpy as np
 
 from .._backend import numpy_cpu as B
+from .._tensor import Tensor
+from ._argcheck import guard
 from ._registry import install
 from .creation import _is_dense, empty_strided, size_args
 from . import sampling
@@ -95,4 +97,5 @@ install(empty_permuted, "empty_permuted", method=False)
 install(new_empty_strided, "new_empty_strided", function=False)
 install(as_strided_scatter, "as_strided_scatter")
 install(resize_as_, "resize_as_", method=False)
+Tensor.resize_as_ = guard(Tensor.resize_as_, "resize_as_", method=True)  # Note [Checked at the boundary]
 install(constant_pad_nd, "constant_pad_nd", method=False)

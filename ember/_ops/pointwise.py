@@ -621,7 +621,7 @@ abs = unary("abs", np.abs, dx=lambda g, x: g * x.sgn(), aliases=("absolute",), d
             check=_nyi("abs_cpu", _is_bool))
 sign = unary("sign", _sign_kernel, dx=_zeros, check=_rejects(_is_complex, NotImplementedError, _SIGN_COMPLEX))
 sgn = unary("sgn", _sgn_kernel, dx=_sgn_dx)
-signbit = unary("signbit", np.signbit, inplace=False,
+signbit = unary("signbit", np.signbit, inplace=False, out="bool",
                 check=_rejects(_is_complex, NotImplementedError, "signbit is not implemented for complex tensors."))
 exp = unary("exp", np.exp, TO_FLOAT, dx=lambda g, out: g * cj(out))
 exp2 = unary("exp2", np.exp2, TO_FLOAT, dx=lambda g, out: g * cj(out) * math.log(2))
@@ -698,14 +698,14 @@ _round0 = unary("_round0", _int_passthrough(np.rint), dx=_zeros, method=False, i
 
 # ---- classification --------------------------------------------------------------------
 
-isnan = unary("isnan", np.isnan, inplace=False)
-isinf = unary("isinf", np.isinf, inplace=False)
-isfinite = unary("isfinite", np.isfinite, inplace=False)
-isposinf = unary("isposinf", np.isposinf, inplace=False,
+isnan = unary("isnan", np.isnan, inplace=False, out=False)
+isinf = unary("isinf", np.isinf, inplace=False, out=False)
+isfinite = unary("isfinite", np.isfinite, inplace=False, out=False)
+isposinf = unary("isposinf", np.isposinf, inplace=False, out="bool",
                  check=_rejects(_is_complex, RuntimeError, "isposinf does not support complex inputs."))
-isneginf = unary("isneginf", np.isneginf, inplace=False,
+isneginf = unary("isneginf", np.isneginf, inplace=False, out="bool",
                  check=_rejects(_is_complex, RuntimeError, "isneginf does not support complex inputs."))
-isreal = unary("isreal", np.isreal, inplace=False)
+isreal = unary("isreal", np.isreal, inplace=False, out=False)
 
 
 # ---- dtype conversion -------------------------------------------------------------------

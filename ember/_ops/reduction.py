@@ -545,13 +545,13 @@ def _arg(name, largest, input, dim, keepdim, out):
         flat = x.reshape(-1)
         r = np.argmax(flat) if largest else np.argmin(flat)
         r = np.asarray(r, dtype=np.int64).reshape((1,) * x.ndim if keepdim else ())
-        return finish(_make(r), out, name)
+        return finish(_make(r), out, name, exact_dtype=True)  # torch: out= must be int64
     d = one_dim(dim, x.ndim)
     if x.ndim == 0:
-        return finish(_make(np.zeros((), np.int64)), out, name)
+        return finish(_make(np.zeros((), np.int64)), out, name, exact_dtype=True)
     empty_dim_error(name, x, (d,))
     r = np.argmax(x, axis=d, keepdims=keepdim) if largest else np.argmin(x, axis=d, keepdims=keepdim)
-    return finish(_make(r.astype(np.int64, copy=False)), out, name)
+    return finish(_make(r.astype(np.int64, copy=False)), out, name, exact_dtype=True)
 
 
 @register()
@@ -574,6 +574,8 @@ def _logical_reduce(name, fn, input, dim, keepdim, out):
     dims = reduce_dims(dim, x.ndim)
     r = fn(x, axis=dims, keepdims=keepdim)
     r = np.asarray(r, dtype=np.uint8 if input._dtype is D.uint8 else np.bool_)
+    if isinstance(out, Tensor) and out._dtype is not D.bool and out._dtype is not D.uint8:
+        raise RuntimeError(f"{name} only supports bool tensor for result, got: {D.SCALAR_NAMES[out._dtype]}")
     return finish(_make(r), out, name)
 
 

@@ -276,6 +276,9 @@ def nonzero(input, *, out=None, as_tuple=False):
         r = _make(np.zeros((int(x != 0), 0), dtype=np.int64))
     else:
         r = _make(np.argwhere(x).astype(np.int64, copy=False))
+    if out is not None and isinstance(out, Tensor) and out._dtype is not D.int64:
+        raise RuntimeError(f"nonzero: Expected out tensor to have scalar type Long but got scalar type"
+                           f"{D.SCALAR_NAMES[out._dtype]}")
     return r if out is None else write_out(out, r, "nonzero")
 
 

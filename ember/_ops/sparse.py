@@ -550,4 +550,7 @@ install(to_sparse_coo, "to_sparse_coo", function=False)
 from . import sparse_math  # noqa: E402  (products, sums and elementwise ops; installs them on SparseTensor)
 from .sparse_math import sparse_dense_mm, sparse_matmul, spmm  # noqa: E402,F401  (used by linalg's mm/matmul)
 
+from ._argcheck import guard  # noqa: E402
+
+sparse_coo_tensor = guard(sparse_coo_tensor, "sparse_coo_tensor")  # Note [Checked at the boundary]
 namespace.update(sparse_coo_tensor=sparse_coo_tensor, spmm=spmm)

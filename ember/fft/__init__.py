@@ -14,4 +14,4 @@ _wrap_namespace(globals(), "fft_")  # autocast policies (Note [Autocast dispatch
 
 from .._ops._argcheck import guard_namespace as _guard_namespace  # noqa: E402
 
-_guard_namespace(globals(), "fft_")  # Note [Checked at the boundary] in ember/_ops/_argcheck.py
+_guard_namespace(globals(), "fft_", precheck=True)  # C-level in torch: Note [Checked at the boundary] in ember/_ops/_argcheck.py

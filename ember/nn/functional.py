@@ -263,4 +263,6 @@ _wrap_namespace(globals())
 
 from .._ops._argcheck import guard_namespace as _guard_namespace  # noqa: E402
 
-_guard_namespace(globals(), "")  # Note [Checked at the boundary] in ember/_ops/_argcheck.py
+_guard_namespace(globals(), "", precheck={  # these hand their flags to torch's C-level parser
+    "dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "poisson_nll_loss"})
+# Note [Checked at the boundary] in ember/_ops/_argcheck.py
