@@ -48,6 +48,8 @@ SELECTION = {
     "ember/_ops/dropout.py": ["tests/test_nn_layers.py"],
     "ember/_ops/embedding.py": ["tests/test_nn_layers.py"],
     "ember/_ops/sampling.py": ["tests/test_nn_sampling.py"],
+    "ember/_ops/grid_bicubic.py": ["tests/test_nn_sampling.py"],
+    "ember/_ops/grid_volumetric.py": ["tests/test_nn_sampling.py"],
     "ember/_ops/fft.py": ["tests/test_fft.py"],
     "ember/_ops/spectral.py": ["tests/test_stft.py"],
     "ember/_ops/special.py": ["tests/test_special.py", "tests/test_opinfo_fft_special.py"],
