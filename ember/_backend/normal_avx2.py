@@ -94,6 +94,19 @@ def radius(u1, scale=0):
     return np.sqrt(x, out=x)
 
 
+def _poly_times_z(Z, coef, k1, k2, out):
+    """(coef[0]*z^2 + coef[1]*z + coef[2]) * z in float64 `out`, each added coefficient rounded through its magic
+    constant as the kernel's float32 FMAs round it (the cosine and sine polynomials of sincos share this shape)."""
+    np.multiply(Z, coef[0], out=out)
+    out += coef[1] + k1
+    out -= k1
+    out *= Z
+    out += coef[2] + k2
+    out -= k2
+    out *= Z
+    return out
+
+
 def sincos(theta):
     """sincos256_ps for float32 theta in [0, 2*pi): (sin, cos). Reduction by j * pi/4 in three parts,
     the two polynomials, then the kernel's octant selection and sign flips."""
@@ -113,13 +126,7 @@ def sincos(theta):
     np.copyto(X, x)
     np.multiply(x, x, out=z)
     Z = z.astype(_f64)
-    C = np.multiply(Z, _COS[0], out=T)
-    C += _COS[1] + _KC1
-    C -= _KC1
-    C *= Z
-    C += _COS[2] + _KC2
-    C -= _KC2
-    C *= Z
+    C = _poly_times_z(Z, _COS, _KC1, _KC2, out=T)
     c = C.astype(_f32)
     np.copyto(C, c)
     C *= Z
@@ -127,13 +134,7 @@ def sincos(theta):
     C -= S  # c * z - z / 2
     np.copyto(c, C, casting=_U)
     c += _f32(1)
-    np.multiply(Z, _SIN[0], out=S)
-    S += _SIN[1] + _KS1
-    S -= _KS1
-    S *= Z
-    S += _SIN[2] + _KS2
-    S -= _KS2
-    S *= Z
+    _poly_times_z(Z, _SIN, _KS1, _KS2, out=S)
     s = S.astype(_f32)
     np.copyto(S, s)
     S *= X
