@@ -23,7 +23,6 @@ KNOWN_REFUSED_OR_DIFFERENT = {
     ("Tensor", "chalf", "memory_format"),  # ember has no complex32
     ("torch", "svd_lowrank", "q"), ("torch", "svd_lowrank", "niter"),  # random: different draws
     ("linalg", "lstsq", "rcond"),  # rcond=1.5 cuts every singular value: torch's gelsy answer differs
-    ("F", "normalize", "p"),  # torch takes p=None (the vector norm's default); ember's vector_norm fails on it
 }
 # Torch refuses, ember answers (`silent`, 161) or raises another type (`type`, 585): what remains, mostly
 # (1) out= rules: an int8 out= that torch refuses for searchsorted/histogramdd (silent) or with a TypeError (type, 164 calls);

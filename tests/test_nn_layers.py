@@ -432,7 +432,7 @@ def test_distances():
 
 def test_normalize():
     a = np.random.default_rng(9).standard_normal((3, 4))
-    for kwargs in (dict(), dict(p=1.0, dim=0), dict(p=3.0, dim=-1, eps=0.5)):
+    for kwargs in (dict(), dict(p=1.0, dim=0), dict(p=3.0, dim=-1, eps=0.5), dict(p=None, dim=0)):
         _pair_compare(lambda lib, x, y: lib.nn.functional.normalize(x * y, **kwargs), a, a[::-1].copy())
 
 
