@@ -407,7 +407,7 @@ class ScatterAdd(ScatterReduce):
 def _scatter_add_plan(input, dim, index, src):
     idx = _index_tensor(index, "scatter_add", (np.int64, np.int32))
     if src._dtype is not input._dtype:
-        raise RuntimeError("scatter_add(): Expected self.dtype to be equal to src.dtype")
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     d = _wrap_dim(dim, input._data.ndim)
     _check_dim_index(input._data, d, idx, "scatter_add", src._data)
     return ScatterAdd, (index, src), dict(dim=d, reduce="sum", include_self=True)

@@ -201,6 +201,8 @@ CASES = [
                                                                            s), grad=False, id="direct"),
     C("Tensor.scatter_add_", [(3, 4), (2, 4)], lambda t, x, s: x.clone().scatter_add_(1, idx(t, [[0, 0], [3, 0]]), s),
       grad=False, id="direct"),
+    C("scatter_add", [(3, 4), T((2, 4), dtype="int64")], lambda t, x, s: x.scatter_add(0, idx(t, [[0, 0, 2, 0], [0, 1, 2, 0]]),
+                                                                                    s), error=RuntimeError, id="src-dtype"),
     C("Tensor.scatter_reduce_", [(4,), (5,)], lambda t, x, s: x.clone().scatter_reduce_(0, idx(t, [3, 1, 2, 3, 2]), s,
                                                                                          "mean"), grad=False, id="direct"),
     C("Tensor.index_add_", [(5, 3), (4, 3)], lambda t, x, s: x.clone().index_add_(0, idx(t, [4, 0, 4, 4]), s, alpha=-2),
