@@ -60,9 +60,12 @@ def _index(d):
     return d.__index__()
 
 
-def one_dim(dim, ndim):
-    """A single wrapped dim; 0-d tensors accept 0 and -1."""
+def one_dim(dim, ndim, op=None):
+    """A single wrapped dim; 0-d tensors accept 0 and -1. `op` names the op in the error, as torch's parser does."""
     if isinstance(dim, (list, tuple)):
+        if op is not None:
+            raise TypeError(f"{op}() received an invalid combination of arguments - got dim of type "
+                            f"{type(dim).__name__}, but expected int")
         raise TypeError(f"dim must be an int, not {type(dim).__name__}")
     return _wrap_dim(_index(dim), ndim)
 
@@ -376,7 +379,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(dim, D.dtype):
         dim, dtype = None, dim
     if dim is not None:
-        dims = (one_dim(dim, input._data.ndim),) if input._data.ndim else ()
+        dims = (one_dim(dim, input._data.ndim, "prod"),) if input._data.ndim else ()
     else:
         dims = tuple(range(input._data.ndim))
     d = dtype if dtype is not None else sum_dtype(input._dtype)
