@@ -34,6 +34,8 @@ class MaskedFill(Op):
     @staticmethod
     def forward(ctx, x, mask, value, into=False):
         ctx.save_for_backward(mask)
+        if value.dtype.kind == "c" and x.dtype.kind != "c":
+            value = value.real  # the plan refused a non-zero imaginary part
         if into:
             np.copyto(x, value.astype(x.dtype), where=mask)
             return x
@@ -67,6 +69,8 @@ def _masked_fill_plan(input, mask, value):
     else:
         op = MaskedFill
         from .._backend import scalar_array
+        if isinstance(value, complex) and input._data.dtype.kind != "c":
+            value = value.real  # 0j into a real tensor (a non-zero imaginary part was refused above)
         v = _make(scalar_array(value, input._data.dtype), input._dtype)
     _broadcast_shape("masked_fill", input._data, mask._data)
     return op, (mask, v), {}
