@@ -58,8 +58,8 @@ _NONE_AHEAD = np.empty(0, dtype=np.uint64)
 
 class Generator:
     """torch.Generator: torch's CPU mt19937 generator (see Note [Random streams])."""
-    __slots__ = ("_engine", "_seed", "_next624", "_normal_double", "_normal_float", "_device", "_ahead", "_at",
-                 "_mark", "_smalls", "__weakref__")
+    __slots__ = ("_engine", "_seed", "_next624", "_normal_double", "_normal_float", "_device", "_ahead", "_ahead_list",
+                 "_at", "_mark", "_smalls", "_memo", "_memo_next", "__weakref__")
 
     def __init__(self, device="cpu"):
         try:
@@ -79,6 +79,9 @@ class Generator:
     def _set_engine(self, engine):
         self._engine = engine
         self._ahead = _NONE_AHEAD  # outputs drawn ahead for small draws, used from _at on
+        self._ahead_list = []  # the same as Python ints (small draws slice it: cheaper than NumPy per call)
+        self._memo = {}  # kind of draw -> (start, values): a transform of the block drawn ahead (see _memo_take)
+        self._memo_next = {}  # kind of draw -> where the last such draw ended
         self._at = 0
         self._mark = None  # the engine's state where _ahead starts
         self._smalls = 0  # small draws since the engine was last set
@@ -106,7 +109,7 @@ class Generator:
             return self._raw_list_refill(n)
         self._at = at + n
         self._next624 = MT.N
-        return self._ahead[at:at + n].tolist()
+        return self._ahead_list[at:at + n]
 
     def _raw_list_refill(self, n):
         """_raw_list past the block drawn ahead: the rest of it, then a new block (from the 16th
@@ -117,10 +120,36 @@ class Generator:
         head = self._ahead[self._at:].tolist()
         self._mark = MT.engine_state(self._engine)  # where the new block starts (costs ~40 us)
         self._ahead = self._engine.random_raw(_AHEAD)
+        self._ahead_list = self._ahead.tolist()
+        self._memo = {}
+        self._memo_next = {}
         n -= len(head)
         self._at = n
         self._next624 = MT.N
-        return head + self._ahead[:n].tolist() if head else self._ahead[:n].tolist()
+        return head + self._ahead_list[:n] if head else self._ahead_list[:n]
+
+    def _memo_take(self, kind, n, group, per, build):
+        """The values of the next n outputs (whole groups of `group`) through a transform memoized over the
+        block drawn ahead, or None (the caller draws them itself): build(outputs) gives `per` values for each
+        group, in order. A loop of small draws pays NumPy's per-call cost once per block instead of once per
+        draw: the memo is built when a draw of this kind starts where the last one ended, and serves while the
+        draws keep to its grouping."""
+        at = self._at
+        end = at + n
+        if end > self._ahead.shape[0]:
+            return None
+        memo = self._memo.get(kind)
+        if memo is None or (at - memo[0]) % group:
+            if self._memo_next.get(kind) != at:
+                self._memo_next[kind] = end
+                return None
+            rest = (self._ahead.shape[0] - at) // group * group
+            memo = self._memo[kind] = (at, build(self._ahead[at:at + rest]))
+        self._memo_next[kind] = end
+        self._at = end
+        self._next624 = MT.N
+        i = (at - memo[0]) // group * per
+        return memo[1][i:i + n // group * per]
 
     def _settle(self):
         """Rewind the engine to the stream's position: outputs drawn ahead and not used are dropped."""
@@ -142,7 +171,8 @@ class Generator:
     def _uniform24(self, n):
         """n float32 uniforms, one output each (24 bits)."""
         if n <= 32:
-            return MT.uniform24_list(self._raw_list(n))
+            u = self._memo_take("uniform24", n, 1, 1, MT.uniform24)
+            return MT.uniform24_list(self._raw_list(n)) if u is None else u.copy()
         return MT.uniform24(self._take(n))
 
     def _u64(self, n):

@@ -208,6 +208,34 @@ def test_small_draws_served_ahead_keep_the_state():
     same_stream(program, seeds=SEEDS[:2])
 
 
+def test_loops_of_small_draws_keep_the_stream():
+    """Loops of one small draw (Generator._memo_take: their values computed once per block drawn ahead)
+    across refills: odd sizes (the cached normal), sizes that shift the Box-Muller grouping of the block,
+    dtypes, runs broken by other draws, the state read or restored mid-run, a second generator."""
+    def program(t):
+        out = []
+        runs = [(lambda: t.randn(8), 700), (lambda: t.randn(5), 300), (lambda: t.rand(7), 400),
+                (lambda: t.randn(3), 200), (lambda: t.rand(1), 50), (lambda: t.randn(8), 300),
+                (lambda: t.rand(8, dtype=t.float16), 100), (lambda: t.randn(2, dtype=t.float64), 500),
+                (lambda: t.rand(32), 300), (lambda: t.randn(15), 200), (lambda: t.randn(1), 9)]
+        for r, (draw, times) in enumerate(runs):
+            for i in range(times):
+                out.append(draw())
+                if i == 150 and r % 3 == 0:
+                    out.append(t.rand(1))  # breaks the run mid-block
+                if i == 250 and r == 0:
+                    out.append(t.get_rng_state())
+                if i == 100 and r == 1:
+                    saved = t.get_rng_state()
+                    out.append(t.randn(6))
+                    t.set_rng_state(saved)
+        g = t.Generator().manual_seed(3)
+        out += [t.randn(4, generator=g) for _ in range(40)] + [t.rand(3, generator=g) for _ in range(40)]
+        out += [g.get_state(), t.randn(100)]
+        return out
+    same_stream(program, seeds=SEEDS[:2])
+
+
 # ---- generators and state ---------------------------------------------------------------------
 
 def test_state_bytes_move_between_torch_and_ember():
