@@ -59,7 +59,7 @@ _NONE_AHEAD = np.empty(0, dtype=np.uint64)
 class Generator:
     """torch.Generator: torch's CPU mt19937 generator (see Note [Random streams])."""
     __slots__ = ("_engine", "_seed", "_next624", "_normal_double", "_normal_float", "_device", "_ahead", "_ahead_list",
-                 "_at", "_mark", "_smalls", "_memo", "_memo_next", "__weakref__")
+                 "_at", "_mark", "_smalls", "_memo", "_memo_next", "_masked", "__weakref__")
 
     def __init__(self, device="cpu"):
         try:
@@ -78,6 +78,7 @@ class Generator:
 
     def _set_engine(self, engine):
         self._engine = engine
+        self._masked = None  # a legacy RandomState on the engine (its masked draws: the low bits of outputs)
         self._ahead = _NONE_AHEAD  # outputs drawn ahead for small draws, used from _at on
         self._ahead_list = []  # the same as Python ints (small draws slice it: cheaper than NumPy per call)
         self._memo = {}  # kind of draw -> (start, values): a transform of the block drawn ahead (see _memo_take)
@@ -161,6 +162,17 @@ class Generator:
         elif self._ahead.shape[0]:
             self._set_engine(self._engine)
 
+    def _low24(self, n):
+        """The low 24 bits of the next n outputs as uint32 (torch's float32 uniform numerators): drawn so
+        by the legacy RandomState's masked integers (mask 2**24 - 1 never rejects), half the memory of
+        _take's uint64."""
+        if self._at < self._ahead.shape[0]:
+            return (self._take(n) & np.uint64(0xFFFFFF)).astype(np.uint32)
+        if self._masked is None:
+            self._masked = np.random.RandomState(self._engine)
+        self._next624 = MT.N
+        return self._masked.randint(0, 1 << 24, n, dtype=np.uint32)
+
     def _u32(self, n):
         return self._take(n).astype(np.uint32)
 
@@ -173,7 +185,7 @@ class Generator:
         if n <= 32:
             u = self._memo_take("uniform24", n, 1, 1, MT.uniform24)
             return MT.uniform24_list(self._raw_list(n)) if u is None else u.copy()
-        return MT.uniform24(self._take(n))
+        return MT.uniform24(self._low24(n))
 
     def _u64(self, n):
         return MT.u64(self._take(2 * n))

@@ -134,9 +134,9 @@ def normal(g, n, d, contiguous, mean=0.0, std=1.0):
                            lambda u, o: np.copyto(o, MT.normal_fill_f64(u, mean, std)), np.float64)
         # float32, and the half types through the same float kernel, whose first pass draws only
         # the whole blocks (float32 draws all n, then the last block again); the kernel takes the
-        # 32-bit draws themselves
+        # low 24 bits of the draws
         first = n if d is D.float32 else n // 16 * 16
-        out = _blocks(g, n, first, g._raw, lambda w, o: normal_avx2.normal_fill(w, mean, std, o), np.float32)
+        out = _blocks(g, n, first, g._low24, lambda k, o: normal_avx2.normal_fill(k, mean, std, o), np.float32)
         return out if d is D.float32 else out.astype(d.np)
     if mean == 0 and std == 1:
         return scalar_normals(g, n, d.np)
