@@ -77,8 +77,7 @@ def radius(u1, scale=0):
     Y *= X  # y * x: exact in float64, then rounded
     np.copyto(y, Y, casting=_U)
     np.copyto(Y, y)
-    np.multiply(X, X, out=t)  # z = x * x, rounded
-    z = t.astype(_f32)
+    z = np.multiply(x, x)  # z = x * x, rounded
     np.copyto(t, z)
     Y *= t  # y * z + e * q1 (e * q1 rounded first)
     np.multiply(e, _f32(_LOG_Q1), out=y)
