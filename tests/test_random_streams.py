@@ -85,6 +85,32 @@ def test_threaded_normal_fill(dtype, threads, monkeypatch):
         ember.set_num_threads(before)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_float32_fill_at_piece_boundaries(threads, monkeypatch):
+    """The float32 fill and rand take the low 24 bits of the draws (Generator._low24) in pieces of
+    random_draws._CHUNK: sizes around one and two pieces, non-multiples of 16, with and without part
+    of a block drawn ahead for small draws still unused (the piece then starts with it)."""
+    from ember._backend import parallel
+    from ember._ops import random_draws
+    monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
+    c = random_draws._CHUNK
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+
+    def program(t):
+        out = []
+        for n in (c - 16, c - 1, c, c + 1, c + 17, 2 * c + 5):
+            out += [t.randn(n), t.rand(n)]
+            for _ in range(20):  # from the 16th small draw on, outputs are drawn ahead
+                out.append(t.randn(3))
+            out += [t.randn(n, dtype=t.float16), t.empty(n).normal_(-1.5, 0.25), t.rand(n + 3)]
+        return out
+    try:
+        same_stream(program, seeds=SEEDS[3:4])
+    finally:
+        ember.set_num_threads(before)
+
+
 # ---- every other sampler at sizes around the switches ------------------------------------------
 
 SAMPLERS = {
