@@ -33,6 +33,7 @@ _SIN = _c(-1.9515295891E-4, 8.3321608736E-3, -1.6666654611E-1)
 _COS = _c(2.443315711809948E-005, -1.388731625493765E-003, 4.166664568298827E-002)
 _FOPI = _f32(1.27323954473516)
 _TWO_PI_F = _f32(2.0 * np.pi)
+_SIGN = np.int32(-1 << 31)  # the float32 sign bit
 
 
 def _magic(q):
@@ -125,34 +126,31 @@ def sincos(theta):
     C = _poly_times_z(Z, _COS, _KC1, _KC2, out=T)
     c = C.astype(_f32)
     np.copyto(C, c)
-    C *= Z
-    S = np.multiply(Z, 0.5)
-    C -= S  # c * z - z / 2
+    C -= 0.5
+    C *= Z  # c * z - z / 2 as (c - 1/2) * z: two float64 roundings, checked to agree on every input
     np.copyto(c, C, casting=_U)
     c += _f32(1)
-    _poly_times_z(Z, _SIN, _KS1, _KS2, out=S)
+    S = _poly_times_z(Z, _SIN, _KS1, _KS2, out=np.empty_like(Z))
     s = S.astype(_f32)
     np.copyto(S, s)
     S *= X
     S += X  # s * x + x
     np.copyto(s, S, casting=_U)
-    # octant selection on the bits: where j & 2, sin takes the cosine polynomial and cos the sine's
+    # octant selection on the bits: where j & 2, sin takes the cosine polynomial and cos the sine's; sin's
+    # sign flips where j & 4, cos's where (j + 2) & 4, that is where exactly one of j & 4 and j & 2 is set
     d = s.view(np.int32) ^ c.view(np.int32)
-    m = j & 2
-    m <<= 30
+    j <<= 29  # bit 31: j & 4, bit 30: j & 2
+    m = j << 1
     m >>= 31  # all ones where j & 2
     d &= m
-    sign = j & 4  # sin's sign flips where j & 4, cos's where (j + 2) & 4
-    sign <<= 29
+    j &= _SIGN
+    d ^= j
     sin = s.view(np.int32)
-    sin ^= d
-    sin ^= sign
+    sin ^= d  # the swap and sin's sign
+    m &= _SIGN
+    d ^= m
     cos = c.view(np.int32)
-    cos ^= d
-    j += 2
-    j &= 4
-    j <<= 29
-    cos ^= j
+    cos ^= d  # the swap and cos's sign
     return s, c
 
 
