@@ -15,7 +15,8 @@ the half types is torch's AVX2 kernel, its polynomial log/sincos and FMAs emulat
 integer ranges of 2**28 or more take 64-bit draws; elements are visited in memory order.
 Whole blocks are drawn with one NumPy call; runs of small draws are served from a block of
 outputs drawn ahead, the engine's state kept where the block starts, so reading the state
-rewinds the engine to the stream's position first (Generator._settle). What depends on the
+rewinds the engine to the stream's position first (Generator._settle); a loop of one kind of small
+draw takes its values from that block transformed once (Generator._memo_take). What depends on the
 machine, as in torch: the AVX2 normal kernel and the fused multiply-add of bounded uniform_ are
 what torch runs on AVX2 and AVX-512 CPUs (with ATEN_CPU_CAPABILITY=default torch gives other
 float32 normals and bounded uniforms); torch's bernoulli_(float p) (so dropout) uses MKL's own stream on Intel CPUs, ember

@@ -1,8 +1,9 @@
 """torch's CPU random streams in NumPy: the mt19937 engine (NumPy's MT19937 bit generator, which
 is the same engine) and the transforms torch's CPU kernels apply to its 32-bit outputs.
 
-See Note [Random streams] in ember/random.py. Every function here draws a whole block with one
-`random_raw` call and transforms it with array arithmetic, in the order torch draws.
+See Note [Random streams] in ember/random.py. The generator draws a whole block with one NumPy call
+(`random_raw`, or the legacy RandomState's masked integers where only the low 24 bits are used) and
+the functions here transform it with array arithmetic, in the order torch draws.
 """
 import sys
 
