@@ -53,6 +53,8 @@ _STATE_BYTES = _HEAD.size + MT.N * 8 + _TAIL.size
 _AHEAD = 8192  # outputs drawn ahead at a time for small draws
 _SMALLS_BEFORE_AHEAD = 16  # ... once this many small draws came since the state was last read or set
 _NONE_AHEAD = np.empty(0, dtype=np.uint64)
+_RUN_BEFORE_MEMO = 32  # small draws of one kind in a row before their values are memoized (Generator._memo_take)
+_MEMO_MIN = 256  # outputs a memo covers at least
 
 
 # ---- Generator ------------------------------------------------------------------------
@@ -83,7 +85,7 @@ class Generator:
         self._ahead = _NONE_AHEAD  # outputs drawn ahead for small draws, used from _at on
         self._ahead_list = []  # the same as Python ints (small draws slice it: cheaper than NumPy per call)
         self._memo = {}  # kind of draw -> (start, values): a transform of the block drawn ahead (see _memo_take)
-        self._memo_next = {}  # kind of draw -> where the last such draw ended
+        self._memo_next = {}  # kind of draw -> (where the last such draw ended, how many came in a row)
         self._at = 0
         self._mark = None  # the engine's state where _ahead starts
         self._smalls = 0  # small draws since the engine was last set
@@ -120,34 +122,39 @@ class Generator:
         if n > _AHEAD or self._smalls < _SMALLS_BEFORE_AHEAD:  # drawing ahead pays off for runs of them
             return self._take(n).tolist()
         head = self._ahead[self._at:].tolist()
+        old = self._ahead.shape[0]
         self._mark = MT.engine_state(self._engine)  # where the new block starts (costs ~40 us)
         self._ahead = self._engine.random_raw(_AHEAD)
         self._ahead_list = self._ahead.tolist()
-        self._memo = {}
-        self._memo_next = {}
         n -= len(head)
         self._at = n
+        self._memo = {}
+        self._memo_next = {kind: (n, run) for kind, (end, run) in self._memo_next.items() if end == old}
         self._next624 = MT.N
         return head + self._ahead_list[:n] if head else self._ahead_list[:n]
 
     def _memo_take(self, kind, n, group, per, build):
-        """The values of the next n outputs (whole groups of `group`) through a transform memoized over the
-        block drawn ahead, or None (the caller draws them itself): build(outputs) gives `per` values for each
-        group, in order. A loop of small draws pays NumPy's per-call cost once per block instead of once per
-        draw: the memo is built when a draw of this kind starts where the last one ended, and serves while the
-        draws keep to its grouping."""
+        """The values of the next n outputs (whole groups of `group`) through a transform memoized over part
+        of the block drawn ahead, or None (the caller draws them itself): build(outputs) gives `per` values
+        for each group, in order. A loop of small draws pays NumPy's per-call cost once per memo instead of
+        once per draw: a memo is made from the _RUN_BEFORE_MEMO-th draw of this kind in a row (each starting
+        where the last ended), over outputs for twice the run so far (so its cost stays in proportion to the
+        draws that came, when the run breaks), and serves while the draws keep to its grouping."""
         at = self._at
         end = at + n
-        if end > self._ahead.shape[0]:
+        block = self._ahead.shape[0]
+        last_end, run = self._memo_next.get(kind, (-1, 0))
+        run = run + 1 if last_end == at else 1
+        if end > block:  # the draw refills the block: the run goes on in the new one (_raw_list_refill)
+            self._memo_next[kind] = (block, run)
             return None
+        self._memo_next[kind] = (end, run)
         memo = self._memo.get(kind)
-        if memo is None or (at - memo[0]) % group:
-            if self._memo_next.get(kind) != at:
-                self._memo_next[kind] = end
+        if memo is None or not (memo[0] <= at and end <= memo[2] and (at - memo[0]) % group == 0):
+            if run < _RUN_BEFORE_MEMO:
                 return None
-            rest = (self._ahead.shape[0] - at) // group * group
-            memo = self._memo[kind] = (at, build(self._ahead[at:at + rest]))
-        self._memo_next[kind] = end
+            stop = at + min(block - at, max(run * n, _MEMO_MIN)) // group * group
+            memo = self._memo[kind] = (at, build(self._ahead[at:stop]), stop)
         self._at = end
         self._next624 = MT.N
         i = (at - memo[0]) // group * per
