@@ -4,6 +4,7 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor
+from ._argcheck import _is_number, wrong_type
 from ._registry import Op, register, shapes_error, write_out
 from .reduction import refuse_complex
 from .scatter import apply_plan, inplace_variant
@@ -65,6 +66,8 @@ def _masked_fill_plan(input, mask, value):
         op = MaskedFill1
         v = value
     else:
+        if not _is_number(value):  # scalar_array(None) would fill nan
+            raise wrong_type("masked_fill", "value", value, "Tensor", 3)
         op = MaskedFill
         from .._backend import scalar_array
         v = _make(scalar_array(value, input._data.dtype), input._dtype)
