@@ -138,7 +138,7 @@ NOT_NONE = {
     "max": ("dim", "other"), "min": ("dim", "other"), "median": ("dim",), "nanmedian": ("dim",), "prod": ("dim",),
     "squeeze": ("dim",), "std": ("unbiased",), "var": ("unbiased",), "std_mean": ("unbiased",),
     "var_mean": ("unbiased",), "logsumexp": ("dim",), "special_logsumexp": ("dim",), "eye": ("m",),
-    "arange": ("end",), "normal": ("std", "size"), "sparse_coo_tensor": ("size",), "trapz": ("x", "dx"),
+    "arange": ("end",), "normal": ("std", "size"), "where": ("input", "other"), "sparse_coo_tensor": ("size",), "trapz": ("x", "dx"),
     "trapezoid": ("x", "dx"), "cumulative_trapezoid": ("x", "dx"), "pinverse": ("rcond",),
     "linalg_vecdot": ("dim",), "linalg_matrix_rank": ("tol",), "linalg_pinv": ("rcond",),
     "contiguous": ("memory_format",), "sum_to_size": ("size",), "new": ("size",), "to_sparse": ("sparse_dim",),
@@ -148,13 +148,14 @@ NOT_NONE = {
 # op -> parameters (besides NOT_NONE's and the flags) whose kind is tested before the op runs, because the op
 # would take a wrong value of a PLAIN class (hamming_window(5, True, [1])); only where the call is rarely hot
 CHECKED_FIRST = {
+    **{n: ("beta", "alpha") for n in ("addmm", "addmv", "addr", "addbmm", "baddbmm")},
     "hamming_window": ("alpha", "beta"), "kaiser_window": ("beta",), "to_sparse": ("blocksize", "dense_dim"),
     "to_dense": ("masked_grad",), "asarray": ("copy",), "cov": ("correction",), "embedding": ("padding_idx",),
     "gradient": ("dim",), "constant_pad_nd": ("pad",), "linalg_ldl_factor": ("out",),
     "linalg_ldl_factor_ex": ("out",), "unbind_copy": ("out",),
 }
 OVERRIDES.update({  # torch's `bool` (not `bool?`) and the kinds the parameter names above do not give
-    "tensor": {"requires_grad": BOOL, "pin_memory": BOOL}, "new_tensor": {"requires_grad": BOOL},
+    "tensor": {"requires_grad": BOOL, "pin_memory": BOOL}, "new_tensor": {"requires_grad": BOOL, "pin_memory": BOOL},
     "sparse_coo_tensor": {**OVERRIDES["sparse_coo_tensor"], "requires_grad": BOOL, "pin_memory": BOOL},
     "asarray": {"copy": OPTIONAL_BOOL}, "to_dense": {"masked_grad": OPTIONAL_BOOL}, "cov": {"correction": INT},
     "to_sparse": {"sparse_dim": INT, "dense_dim": INT, "blocksize": INTS}, "embedding": {"padding_idx": INT},

@@ -480,6 +480,8 @@ def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
     else:
         d = _wrap_dim(dim, input._data.ndim)
     n = input._data.shape[d] if input._data.ndim else 1
+    if repeats.__class__ is not int and not isinstance(repeats, Tensor) and not _is_int(repeats):
+        raise wrong_type("repeat_interleave", "repeats", repeats, "Tensor", 2)  # int(1.5) would take it
     if isinstance(repeats, Tensor):
         counts = repeats._data.reshape(-1)
         if repeats._data.ndim > 1:
