@@ -131,6 +131,11 @@ OVERRIDES = {
 
 # ---- issue 18, silent answers: torch's overloads refuse what ember's defaults would take ---------
 GIVEN = ("a value", lambda v: v is not None)  # a NOT_NONE parameter of no other kind
+# torch's parser lets a Python number stand for any Tensor argument of these ops, out= included: add(x, y, out=1.5)
+# writes into a new 0-d float64 tensor, resized (python_arg_parser's should_allow_numbers_as_tensors)
+NUMBERS_AS_TENSORS = {"add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide"}
+for _n in NUMBERS_AS_TENSORS:
+    OVERRIDES.setdefault(_n, {})["out"] = ("Tensor", lambda v: OUT[1](v) or isinstance(v, (bool, int, float, complex)))
 DIM_OR_OTHER = ("int", lambda v: isinstance(v, Tensor) or _is_int(v))  # max(x, 1), max(x, y)
 # op -> parameters torch declares without `?` where ember's default None only means "not given": an explicit
 # None there is torch's TypeError (max(x, None), std(x, 1, None), eye(3, None)); tested first, as the flags
@@ -138,7 +143,7 @@ NOT_NONE = {
     "max": ("dim", "other"), "min": ("dim", "other"), "median": ("dim",), "nanmedian": ("dim",), "prod": ("dim",),
     "squeeze": ("dim",), "std": ("unbiased",), "var": ("unbiased",), "std_mean": ("unbiased",),
     "var_mean": ("unbiased",), "logsumexp": ("dim",), "special_logsumexp": ("dim",), "eye": ("m",),
-    "arange": ("end",), "normal": ("std", "size"), "where": ("input", "other"), "sparse_coo_tensor": ("size",), "trapz": ("x", "dx"),
+    "arange": ("start", "end"), "normal": ("std", "size"), "where": ("input", "other"), "sparse_coo_tensor": ("size",), "trapz": ("x", "dx"),
     "trapezoid": ("x", "dx"), "cumulative_trapezoid": ("x", "dx"), "pinverse": ("rcond",),
     "linalg_vecdot": ("dim",), "linalg_matrix_rank": ("tol",), "linalg_pinv": ("rcond",),
     "contiguous": ("memory_format",), "sum_to_size": ("size",), "new": ("size",), "to_sparse": ("sparse_dim",),
@@ -162,7 +167,7 @@ OVERRIDES.update({  # torch's `bool` (not `bool?`) and the kinds the parameter n
     "gradient": {"dim": INTS}, "constant_pad_nd": {"pad": INTS}, "pad": {"pad": INTS},
     "linalg_ldl_factor": {"out": TENSORS}, "linalg_ldl_factor_ex": {"out": TENSORS}, "unbind_copy": {"out": TENSORS},
     "linalg_matrix_rank": {"tol": FLOAT}, "eye": {"m": INT},
-    "arange": {"end": NUMBER}, "normal": {"std": TENSOR_OR_NUMBER, "size": INTS}, "new": {"size": INTS},
+    "arange": {"start": NUMBER, "end": NUMBER}, "normal": {"std": TENSOR_OR_NUMBER, "size": INTS}, "new": {"size": INTS},
     "trapz": {"x": TENSOR, "dx": FLOAT}, "trapezoid": {"x": TENSOR, "dx": NUMBER}, "argsort": {"stable": BOOL},
     "cumulative_trapezoid": {"x": TENSOR, "dx": NUMBER}, "linalg_pinv": {"rcond": TOLERANCE},
     "normal_": {"mean": FLOAT}, "max": {"dim": DIM_OR_OTHER}, "min": {"dim": DIM_OR_OTHER}, "median": {"dim": INT},
@@ -363,7 +368,10 @@ def _flags(flags, fn, opname):
         if positional:
             positions.append(test)
     first = next((i for i, t in enumerate(positions) if t is not None), len(positions))
-    flags += [strict, tuple(positions), max(min(first, 2), 1)]
+    first = max(min(first, 2), 1)
+    if positions and positions[0] is not None and _spec(fn, opname)[1][0][0] in not_none:
+        first = 0  # arange(None, 5): NOT_NONE in the first position
+    flags += [strict, tuple(positions), first]
     return flags
 
 

@@ -179,7 +179,8 @@ def bilinear(input1, input2, weight, bias=None):
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(||input||_p over dim, eps). See torch.nn.functional.normalize."""
     from .. import linalg
-    denom = linalg.vector_norm(input, 2.0 if p is None else p, dim, keepdim=True)  # torch's norm(p=None): 2.clamp_min(eps).expand_as(input)
+    p = 2.0 if p is None else p  # torch's Tensor.norm(p=None) is the 2-norm
+    denom = linalg.vector_norm(input, p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     if out is None:
         return input / denom
     from .._ops.pointwise import div
