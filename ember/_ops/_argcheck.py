@@ -150,6 +150,11 @@ NOT_NONE = {
     "fft_fftfreq": ("d",), "fft_rfftfreq": ("d",), "argsort": ("stable",), "normal_": ("mean",),
     **{f"fft_{n}": ("dim",) for n in ("fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2")},
 }
+# op -> (parameters, p): NOT_NONE unless p is given: normal's factory keywords belong to its (mean, std, size)
+# overload only, so normal(mean_tensor, dtype=None) is refused and normal(0., 1., (2,), dtype=None) is not
+NONE_ONLY_WITH = {"normal": (("dtype", "layout", "device"), "size")}
+for _op, (_names, _) in NONE_ONLY_WITH.items():
+    NOT_NONE[_op] = NOT_NONE.get(_op, ()) + _names
 # op -> parameters (besides NOT_NONE's and the flags) whose kind is tested before the op runs, because the op
 # would take a wrong value of a PLAIN class (hamming_window(5, True, [1])); only where the call is rarely hot
 CHECKED_FIRST = {
@@ -173,6 +178,12 @@ OVERRIDES.update({  # torch's `bool` (not `bool?`) and the kinds the parameter n
     "normal_": {"mean": FLOAT}, "max": {"dim": DIM_OR_OTHER}, "min": {"dim": DIM_OR_OTHER}, "median": {"dim": INT},
     "nanmedian": {"dim": INT}, "prod": {"dim": INT},
 })
+
+
+def _none_allowed(opname, name, values):
+    """Does NONE_ONLY_WITH let parameter `name` of op `opname` take None in this call (bound `values`)?"""
+    names, companion = NONE_ONLY_WITH.get(opname, ((), None))
+    return name in names and values.get(companion) is not None
 
 
 def wrong_type(opname, name, v, words, pos=None):
@@ -259,7 +270,8 @@ def argument_error(fn, opname, args, kwargs, method=False):
         if name not in values or kind is None:
             continue
         v = values[name]
-        if v is None and (default is None or kind is OUT) and name not in NOT_NONE.get(opname, ()):
+        if v is None and (default is None or kind is OUT) and (name not in NOT_NONE.get(opname, ())
+                                                               or _none_allowed(opname, name, values)):
             continue
         words, test = kind
         if test(v):
