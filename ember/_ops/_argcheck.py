@@ -134,8 +134,9 @@ GIVEN = ("a value", lambda v: v is not None)  # a NOT_NONE parameter of no other
 # torch's parser lets a Python number stand for any Tensor argument of these ops, out= included: add(x, y, out=1.5)
 # writes into a new 0-d float64 tensor, resized (python_arg_parser's should_allow_numbers_as_tensors)
 NUMBERS_AS_TENSORS = {"add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide"}
+OUT_OR_NUMBER = ("Tensor", lambda v: OUT[1](v) or isinstance(v, (bool, int, float, complex)))
 for _n in NUMBERS_AS_TENSORS:
-    OVERRIDES.setdefault(_n, {})["out"] = ("Tensor", lambda v: OUT[1](v) or isinstance(v, (bool, int, float, complex)))
+    OVERRIDES.setdefault(_n, {})["out"] = OUT_OR_NUMBER
 DIM_OR_OTHER = ("int", lambda v: isinstance(v, Tensor) or _is_int(v))  # max(x, 1), max(x, y)
 # op -> parameters torch declares without `?` where ember's default None only means "not given": an explicit
 # None there is torch's TypeError (max(x, None), std(x, 1, None), eye(3, None)); tested first, as the flags
@@ -143,8 +144,8 @@ NOT_NONE = {
     "max": ("dim", "other"), "min": ("dim", "other"), "median": ("dim",), "nanmedian": ("dim",), "prod": ("dim",),
     "squeeze": ("dim",), "std": ("unbiased",), "var": ("unbiased",), "std_mean": ("unbiased",),
     "var_mean": ("unbiased",), "logsumexp": ("dim",), "special_logsumexp": ("dim",), "eye": ("m",),
-    "arange": ("start", "end"), "normal": ("std", "size"), "where": ("input", "other"), "sparse_coo_tensor": ("size",), "trapz": ("x", "dx"),
-    "trapezoid": ("x", "dx"), "cumulative_trapezoid": ("x", "dx"), "pinverse": ("rcond",),
+    "arange": ("start", "end"), "normal": ("std", "size"), "where": ("input", "other"), "sparse_coo_tensor": ("size",),
+    "trapz": ("x", "dx"), "trapezoid": ("x", "dx"), "cumulative_trapezoid": ("x", "dx"), "pinverse": ("rcond",),
     "linalg_vecdot": ("dim",), "linalg_matrix_rank": ("tol",), "linalg_pinv": ("rcond",),
     "contiguous": ("memory_format",), "sum_to_size": ("size",), "new": ("size",), "to_sparse": ("sparse_dim",),
     "fft_fftfreq": ("d",), "fft_rfftfreq": ("d",), "argsort": ("stable",), "normal_": ("mean",),
@@ -171,12 +172,14 @@ OVERRIDES.update({  # torch's `bool` (not `bool?`) and the kinds the parameter n
     "to_sparse": {"sparse_dim": INT, "dense_dim": INT, "blocksize": INTS}, "embedding": {"padding_idx": INT},
     "gradient": {"dim": INTS}, "constant_pad_nd": {"pad": INTS}, "pad": {"pad": INTS},
     "linalg_ldl_factor": {"out": TENSORS}, "linalg_ldl_factor_ex": {"out": TENSORS}, "unbind_copy": {"out": TENSORS},
-    "linalg_matrix_rank": {"tol": FLOAT}, "eye": {"m": INT},
-    "arange": {"start": NUMBER, "end": NUMBER}, "normal": {"std": TENSOR_OR_NUMBER, "size": INTS}, "new": {"size": INTS},
+    "linalg_matrix_rank": {"tol": FLOAT}, "eye": {"m": INT}, "arange": {"start": NUMBER, "end": NUMBER},
+    "normal": {"std": TENSOR_OR_NUMBER, "size": INTS}, "new": {"size": INTS},
     "trapz": {"x": TENSOR, "dx": FLOAT}, "trapezoid": {"x": TENSOR, "dx": NUMBER}, "argsort": {"stable": BOOL},
     "cumulative_trapezoid": {"x": TENSOR, "dx": NUMBER}, "linalg_pinv": {"rcond": TOLERANCE},
     "normal_": {"mean": FLOAT}, "max": {"dim": DIM_OR_OTHER}, "min": {"dim": DIM_OR_OTHER}, "median": {"dim": INT},
-    "nanmedian": {"dim": INT}, "prod": {"dim": INT},
+    "nanmedian": {"dim": INT}, "prod": {"dim": INT}, "leaky_relu": {"negative_slope": NUMBER},
+    "leaky_relu_": {"negative_slope": NUMBER},
+    **{n: {"min_val": NUMBER, "max_val": NUMBER} for n in ("hardtanh", "hardtanh_")},
 })
 
 

@@ -336,7 +336,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     if out is not None and isinstance(out, Tensor) and out._dtype is not (D.int32 if out_int32 else D.int64):
         raise RuntimeError("torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or "
                            "Long(int64) depending on whether out_int32 flag is True, but we got output tensor's "
-                           f"dtype {D.C_TYPE_NAMES[out._dtype]} and out_int32 flag is {out_int32}")
+                           f"dtype {D.SCALAR_NAMES[out._dtype]} and out_int32 flag is {out_int32}")
     refuse_complex(sorted_sequence, "searchsorted_out_cpu")
     b = sorted_sequence._data
     scalar = not isinstance(input, Tensor)
