@@ -131,13 +131,34 @@ OVERRIDES = {
 
 # ---- issue 18, silent answers: torch's overloads refuse what ember's defaults would take ---------
 GIVEN = ("a value", lambda v: v is not None)  # a NOT_NONE parameter of no other kind
+
+
+def _dim_or_other(v):
+    return v.__class__ is int or isinstance(v, Tensor) or _is_int(v)
+
+
+def _int_or_ints(v):
+    return v.__class__ is int or _ints_error(v) is None
+
+
+def _operand(v):
+    return v.__class__ is Tensor or v.__class__ is float or v.__class__ is int or TENSOR_OR_NUMBER[1](v)
+
+
+def _bound(v):
+    return v.__class__ is int or v.__class__ is float or _is_number(v)
+
+
+OPERAND = ("Tensor", _operand)  # where(c, x, y): one call for a Tensor or a number (NOT_NONE tests it first)
+BOUND = ("Number", _bound)  # arange(10): one call for an int or a float
+DIM_OR_OTHER = ("int", _dim_or_other)  # max(x, 1), max(x, y): one call for an int (NOT_NONE tests it first)
+INT_OR_INTS = ("tuple of ints", _int_or_ints)  # squeeze(x, 0), squeeze(x, (0, 1))
 # torch's parser lets a Python number stand for any Tensor argument of these ops, out= included: add(x, y, out=1.5)
 # writes into a new 0-d float64 tensor, resized (python_arg_parser's should_allow_numbers_as_tensors)
 NUMBERS_AS_TENSORS = {"add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide"}
 OUT_OR_NUMBER = ("Tensor", lambda v: OUT[1](v) or isinstance(v, (bool, int, float, complex)))
 for _n in NUMBERS_AS_TENSORS:
     OVERRIDES.setdefault(_n, {})["out"] = OUT_OR_NUMBER
-DIM_OR_OTHER = ("int", lambda v: isinstance(v, Tensor) or _is_int(v))  # max(x, 1), max(x, y)
 # op -> parameters torch declares without `?` where ember's default None only means "not given": an explicit
 # None there is torch's TypeError (max(x, None), std(x, 1, None), eye(3, None)); tested first, as the flags
 NOT_NONE = {
@@ -172,12 +193,13 @@ OVERRIDES.update({  # torch's `bool` (not `bool?`) and the kinds the parameter n
     "to_sparse": {"sparse_dim": INT, "dense_dim": INT, "blocksize": INTS}, "embedding": {"padding_idx": INT},
     "gradient": {"dim": INTS}, "constant_pad_nd": {"pad": INTS}, "pad": {"pad": INTS},
     "linalg_ldl_factor": {"out": TENSORS}, "linalg_ldl_factor_ex": {"out": TENSORS}, "unbind_copy": {"out": TENSORS},
-    "linalg_matrix_rank": {"tol": FLOAT}, "eye": {"m": INT}, "arange": {"start": NUMBER, "end": NUMBER},
+    "linalg_matrix_rank": {"tol": FLOAT}, "eye": {"m": INT}, "arange": {"start": BOUND, "end": BOUND},
+    "where": {**OVERRIDES["where"], "input": OPERAND, "other": OPERAND},
     "normal": {"std": TENSOR_OR_NUMBER, "size": INTS}, "new": {"size": INTS},
     "trapz": {"x": TENSOR, "dx": FLOAT}, "trapezoid": {"x": TENSOR, "dx": NUMBER}, "argsort": {"stable": BOOL},
     "cumulative_trapezoid": {"x": TENSOR, "dx": NUMBER}, "linalg_pinv": {"rcond": TOLERANCE},
     "normal_": {"mean": FLOAT}, "max": {"dim": DIM_OR_OTHER}, "min": {"dim": DIM_OR_OTHER}, "median": {"dim": INT},
-    "nanmedian": {"dim": INT}, "prod": {"dim": INT}, "leaky_relu": {"negative_slope": NUMBER},
+    "nanmedian": {"dim": INT}, "prod": {"dim": INT}, "squeeze": {"dim": INT_OR_INTS}, "leaky_relu": {"negative_slope": NUMBER},
     "leaky_relu_": {"negative_slope": NUMBER},
     **{n: {"min_val": NUMBER, "max_val": NUMBER} for n in ("hardtanh", "hardtanh_")},
 })
@@ -372,11 +394,11 @@ def _flags(flags, fn, opname):
     strict = {}
     positions = []
     not_none = NOT_NONE.get(opname, ())
-    first_too = not_none + CHECKED_FIRST.get(opname, ())
+    checked_first = CHECKED_FIRST.get(opname, ())
     for name, kind, default, positional in _spec(fn, opname)[1]:
         test = None
-        if any(kind is k for k in _FLAG_KINDS) or (kind is not None and name in first_too):  # INT is OFFSET: `is`
-            test = kind[1]
+        if any(kind is k for k in _FLAG_KINDS) or (kind is not None and name in checked_first + not_none):
+            test = kind[1]  # (by identity: INT is OFFSET)
             if default is None and name not in not_none:
                 test = (lambda v, test=test: v is None or test(v))
             strict[name] = test

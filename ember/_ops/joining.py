@@ -357,7 +357,7 @@ class Roll(Op):
 
 @register()
 def roll(input, shifts, dims=None):
-    err = ints_error("roll", "shifts", shifts, 2)
+    err = None if shifts.__class__ is int else ints_error("roll", "shifts", shifts, 2)
     if err is not None:  # int() would take 1.5
         raise err
     shifts = (int(shifts),) if not isinstance(shifts, (list, tuple)) else tuple(int(s) for s in shifts)

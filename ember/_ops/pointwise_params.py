@@ -209,7 +209,7 @@ def lerp(input, end, weight, *, out=None):
     if d.category < D.FLOAT:
         kernel = "lerp_kernel_tensor" if tensor_weight else "lerp_kernel_scalar"
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_NAMES[d]}'")
-    if not tensor_weight and not _is_number(weight):  # np.array(None, float32) is nan
+    if not tensor_weight and weight.__class__ is not float and not _is_number(weight):  # np.array(None) is nan
         raise wrong_type("lerp", "weight", weight, "Tensor", 3)
     w = weight if tensor_weight else _make(np.array(weight, dtype=d.np), d)
     try:

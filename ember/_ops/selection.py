@@ -66,7 +66,7 @@ def _masked_fill_plan(input, mask, value):
         op = MaskedFill1
         v = value
     else:
-        if not _is_number(value):  # scalar_array(None) would fill nan
+        if value.__class__ is not float and value.__class__ is not int and not _is_number(value):  # None: nan
             raise wrong_type("masked_fill", "value", value, "Tensor", 3)
         op = MaskedFill
         from .._backend import scalar_array

@@ -237,7 +237,7 @@ install(_norm_method, "norm", function=False)
 
 @register()
 def dist(input, other, p=2):
-    if not isinstance(other, Tensor):  # torch's dist takes two Tensors, input - 1.5 would not refuse
+    if other.__class__ is not Tensor and not isinstance(other, Tensor):  # input - 1.5 would not refuse
         raise wrong_type("dist", "other", other, "Tensor", 2)
     diff = input - other  # torch promotes the operands (an int and a float tensor give a float distance)
     if diff._dtype.category < D.FLOAT:
