@@ -199,8 +199,8 @@ OVERRIDES.update({  # torch's `bool` (not `bool?`) and the kinds the parameter n
     "trapz": {"x": TENSOR, "dx": FLOAT}, "trapezoid": {"x": TENSOR, "dx": NUMBER}, "argsort": {"stable": BOOL},
     "cumulative_trapezoid": {"x": TENSOR, "dx": NUMBER}, "linalg_pinv": {"rcond": TOLERANCE},
     "normal_": {"mean": FLOAT}, "max": {"dim": DIM_OR_OTHER}, "min": {"dim": DIM_OR_OTHER}, "median": {"dim": INT},
-    "nanmedian": {"dim": INT}, "prod": {"dim": INT}, "squeeze": {"dim": INT_OR_INTS}, "leaky_relu": {"negative_slope": NUMBER},
-    "leaky_relu_": {"negative_slope": NUMBER},
+    "nanmedian": {"dim": INT}, "prod": {"dim": INT}, "squeeze": {"dim": INT_OR_INTS},
+    "leaky_relu": {"negative_slope": NUMBER}, "leaky_relu_": {"negative_slope": NUMBER},
     **{n: {"min_val": NUMBER, "max_val": NUMBER} for n in ("hardtanh", "hardtanh_")},
 })
 

@@ -648,7 +648,7 @@ def _num_str(v):
 def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
            pin_memory=False):
     """Values start + i * step computed in torch's accumulate type (int64 / double / float); start=None: not given
-    (torch's overloads are (end) and (start, end, step), so arange() and arange(start=2) are refused)."""
+    (torch's overloads are (end) and (start, end, step): arange() is refused, an explicit None by NOT_NONE)."""
     if end is None:
         if start is None:
             raise TypeError('arange() missing 1 required positional arguments: "end"')
