@@ -83,6 +83,36 @@ VALUE_CHECKS = {
     "index_reduce-negative": lambda t: _x(t).index_reduce(0, t.tensor([-1]), t.ones(1, 4), "prod"),
     "svd-driver": lambda t: t.linalg.svd(_x(t), driver="gesvd"),
     "svdvals-driver": lambda t: t.linalg.svdvals(_x(t), driver="gesvd"),
+    # device strings and indices (torch's device parser)
+    "device-type": lambda t: t.device("cpx"),
+    "device-index-str": lambda t: t.device("cpu", "a"),
+    "device-index-negative": lambda t: t.device("cpu", -1),
+    "device-int-negative": lambda t: t.device(-1),
+    "device-string-index": lambda t: t.device("cuda:x"),
+    "device-string-leading-zero": lambda t: t.device("cpu:01"),
+    "device-string-space": lambda t: t.device(" cpu"),
+    "ones-device-type": lambda t: t.ones(2, device="cpx"),
+    "sparse_coo_tensor-device": lambda t: t.sparse_coo_tensor(t.tensor([[0]]), t.ones(1), device="a"),
+    # out= rules and input dims that torch checks
+    "searchsorted-out-int8": lambda t: t.searchsorted(_x(t)[0].sort().values, _x(t), out=t.empty(0, dtype=t.int8)),
+    "searchsorted-out-int64-out_int32": lambda t: t.searchsorted(_x(t)[0].sort().values, _x(t), out_int32=True,
+                                                                 out=t.empty(0, dtype=t.int64)),
+    "argsort-stable-out-int8": lambda t: t.argsort(_x(t), stable=True, out=t.empty(0, dtype=t.int8)),
+    "add-out-int": lambda t: t.add(_x(t), _x(t), out=1),
+    "max_unpool2d-2d-input": lambda t: t.nn.functional.max_unpool2d(_x(t), _i(t), 1),
+    "max_unpool3d-2d-input": lambda t: t.nn.functional.max_unpool3d(_x(t), _i(t), 1),
+    "max_unpool1d-4d-input": lambda t: t.nn.functional.max_unpool1d(_x(t)[None, None], _i(t)[None, None], 1),
+    "rot90-k-float": lambda t: t.rot90(_x(t), 1.5),
+    "dist-other-float": lambda t: t.dist(_x(t), 1.5),
+    "tril_indices-col-float": lambda t: t.tril_indices(3, 2.5),
+    "F.pad-dict": lambda t: t.nn.functional.pad(_x(t), {}),
+    "F.leaky_relu-None": lambda t: t.nn.functional.leaky_relu(_x(t), None),
+    "F.hardtanh_-None": lambda t: t.nn.functional.hardtanh_(_x(t), None),
+    "tensor-requires_grad-None": lambda t: t.tensor([1.0], requires_grad=None),
+    "fft2-dim-None": lambda t: t.fft.fft2(_x(t), None, None),
+    "fftfreq-d-None": lambda t: t.fft.fftfreq(4, None),
+    "contiguous-memory_format-None": lambda t: _x(t).contiguous(memory_format=None),
+    "asarray-copy-str": lambda t: t.asarray([1.0], copy="a"),
 }
 
 # torch's exception type, where its words are its overload parser's (ember names the op and the argument)
@@ -105,6 +135,68 @@ TYPE_CHECKS = {
     "resize_as_-None": lambda t: _x(t).resize_as_(None),
     "chunk-float": lambda t: t.chunk(_x(t), 1.5),
     "sparse_coo_tensor-pin_memory-str": lambda t: t.sparse_coo_tensor(t.tensor([[0]]), t.ones(1), (2,), pin_memory="x"),
+    # None given where torch's overloads take none (ember's default None only means "not given")
+    "max-dim-None": lambda t: t.max(_x(t), None),
+    "logsumexp-dim-None": lambda t: t.logsumexp(_x(t), None),
+    "max-method-dim-None": lambda t: _x(t).max(None),
+    "min-dim-None-keyword": lambda t: t.min(_x(t), dim=None),
+    "max-other-None": lambda t: t.max(_x(t), other=None),
+    "median-dim-None": lambda t: t.median(_x(t), None),
+    "prod-dim-None": lambda t: t.prod(_x(t), None),
+    "squeeze-dim-None": lambda t: t.squeeze(_x(t), None),
+    "std-unbiased-None": lambda t: t.std(_x(t), 1, None),
+    "var-dim-unbiased-None": lambda t: t.var(_x(t), None, None),
+    "var-unbiased-None-keyword": lambda t: t.var(_x(t), unbiased=None),
+    "eye-m-None": lambda t: t.eye(3, None),
+    "where-other-None": lambda t: t.where(_x(t) > 0, _x(t), None),
+    "where-input-None": lambda t: t.where(_x(t) > 0, None),
+    "where-condition-out": lambda t: t.where(_x(t) > 0, out=t.empty(0)),
+    "lerp-weight-None": lambda t: t.lerp(_x(t), _x(t), None),
+    "masked_fill-None": lambda t: t.masked_fill(_x(t), _x(t) > 0, None),
+    "trapz-x-None": lambda t: t.trapz(_x(t), None),
+    "trapezoid-dx-None": lambda t: t.trapezoid(_x(t), dx=None),
+    "pinverse-rcond-None": lambda t: t.pinverse(_x(t), None),
+    "vecdot-dim-None": lambda t: t.linalg.vecdot(_x(t), _x(t), dim=None),
+    "normal_-mean-None": lambda t: _x(t).normal_(None),
+    "sum_to_size-None": lambda t: _x(t).sum_to_size(None),
+    "addmm-beta-None": lambda t: t.addmm(_x(t), _x(t).t(), _x(t), beta=None),
+    "hamming_window-alpha-None": lambda t: t.hamming_window(5, True, None),
+    "kaiser_window-beta-list": lambda t: t.kaiser_window(5, True, ["a"]),
+    "argsort-stable-None": lambda t: t.argsort(_x(t), stable=None),
+    # arange's and normal's overloads
+    "arange-no-end": lambda t: t.arange(),
+    "arange-keywords-only": lambda t: t.arange(dtype=t.float32),
+    "arange-start-None": lambda t: t.arange(None, 2),
+    "normal-std-None": lambda t: t.normal(_x(t), None),
+    "normal-size-None": lambda t: t.normal(_x(t), 1.0, None),
+    "normal-tensor-dtype-None": lambda t: t.normal(_x(t), dtype=None),
+    "normal-tensor-requires_grad-None": lambda t: t.normal(_x(t), requires_grad=None),
+    "normal-tensor-device": lambda t: t.normal(_x(t), device="cpu"),
+    "sparse_coo_tensor-requires_grad-None": lambda t: t.sparse_coo_tensor(t.tensor([[0]]), t.ones(1), (2,),
+                                                                          requires_grad=None),
+    "sparse_coo_tensor-size-None": lambda t: t.sparse_coo_tensor(t.tensor([[0]]), t.ones(1), None),
+    # out= that torch's overloads do not take
+    "histogramdd-out": lambda t: t.histogramdd(_x(t), 2, out=t.empty(0)),
+    "argsort-out-without-stable": lambda t: t.argsort(_x(t), out=t.empty(0, dtype=t.int64)),
+    "unbind_copy-out-tensor": lambda t: t.unbind_copy(_x(t), out=t.empty(0)),
+    "ldl_factor-out-float": lambda t: t.linalg.ldl_factor(_x(t), out=1.5),
+    "lu-method-out": lambda t: _x(t).lu(True, False, None),
+    "neg_-method-out": lambda t: _x(t).neg_(out=t.empty(3, 4)),
+    "sigmoid_-method-out": lambda t: _x(t).sigmoid_(out=t.empty(3, 4)),
+    "atan2-out-float": lambda t: t.atan2(_x(t), _x(t), out=1.5),
+    # a value of a PLAIN class where torch takes another kind (the op would have taken it)
+    "addcdiv-tensor2-float": lambda t: t.addcdiv(_x(t), _x(t), 1.5),
+    "addcmul-tensor2-float": lambda t: _x(t).addcmul(_x(t), 1.5),
+    "roll-shifts-float": lambda t: t.roll(_x(t), 1.5),
+    "histogram-bins-float": lambda t: t.histogram(_x(t), 2.0),
+    "repeat_interleave-float": lambda t: _x(t).repeat_interleave(2.0),
+    "embedding-padding_idx-float": lambda t: t.embedding(_x(t), _i(t), 1.5),
+    "cov-correction-float": lambda t: t.cov(_x(t), correction=1.5),
+    "to_dense-masked_grad-str": lambda t: _x(t).to_dense(masked_grad="a"),
+    "constant_pad_nd-dict": lambda t: t.constant_pad_nd(_x(t), {}),
+    "bce_with_logits-weight-float": lambda t: t.nn.functional.binary_cross_entropy_with_logits(_x(t), _x(t), 1.5),
+    "soft_margin_loss-target-float": lambda t: t.nn.functional.soft_margin_loss(_x(t), 1.5),
+    "poisson_nll_loss-target-float": lambda t: t.nn.functional.poisson_nll_loss(_x(t), 1.5),
 }
 
 
@@ -127,6 +219,38 @@ def test_type_checks_raise_like_torch(name):
     assert want[0] != "no exception"
     assert got[0] == want[0], (got, want)
     assert got[1].split("(")[0].split(" ")[0] in want[1], (got, want)  # the same op named first
+
+
+# valid calls next to the refused ones above: torch computes, ember gives the same dtype, shape and values
+ACCEPTED = {
+    "add-out-float": lambda t: t.add(_x(t), _x(t), out=1.5),  # torch's numbers-as-tensors: a new float64 out
+    "div-rounding-out-float": lambda t: t.div(_x(t), 2, rounding_mode="floor", out=2.5),
+    "mul-out-complex": lambda t: t.mul(_x(t), _x(t), out=1j),
+    "cumsum-out-int8": lambda t: t.cumsum(_x(t) * 3, 0, out=t.empty(0, dtype=t.int8)),  # sums in out's dtype
+    "cumprod-out-int8": lambda t: t.cumprod(_x(t) + 2, 1, out=t.empty(0, dtype=t.int8)),
+    "randperm-out-int8-dtype": lambda t: t.randperm(5, out=t.empty(0, dtype=t.int8)).sort().values,
+    "normalize-p-None": lambda t: t.nn.functional.normalize(_x(t), None),
+    "normal-size-dtype-None": lambda t: t.normal(0.0, 0.0, (2,), dtype=None, device=None, layout=None),
+    "argsort-stable-out": lambda t: t.argsort(_x(t), stable=True, out=t.empty(0, dtype=t.int64)),
+    "arange-end-keyword": lambda t: t.arange(end=3),
+    "std-dim-None-unbiased": lambda t: t.std(_x(t), None, True),
+    "fft2-s-None": lambda t: t.fft.fft2(_x(t), None),
+    "max-other-tensor": lambda t: t.max(_x(t), _x(t).flip(0)),
+    "where-method": lambda t: _x(t).where(_x(t) > 0, 0.5),
+    "device-index-str": lambda t: t.ones(2, device=t.device("cpu:0")),
+    "sparse_coo_tensor-dtype-None": lambda t: t.sparse_coo_tensor(t.tensor([[0]]), t.ones(1), dtype=None).to_dense(),
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", sorted(ACCEPTED))
+def test_valid_calls_beside_the_refused_ones_compute_like_torch(name):
+    fn = ACCEPTED[name]
+    want = fn(torch)
+    got = fn(ember)
+    assert isinstance(got, ember.Tensor), got
+    assert (str(got.dtype), tuple(got.shape)) == (str(want.dtype), tuple(want.shape))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("call", ["margin_ranking", "hinge-sum", "l1-sum", "hardtanh_-min-above-max"])

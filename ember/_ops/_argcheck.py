@@ -129,6 +129,102 @@ OVERRIDES = {
     "diff": {"dim": INT}, "fft": {"dim": INT}, "to": {"device": None, "dtype": None},
 }
 
+# ---- issue 18, silent answers: torch's overloads refuse what ember's defaults would take ---------
+GIVEN = ("a value", lambda v: v is not None)  # a NOT_NONE parameter of no other kind
+
+
+def _dim_or_other(v):
+    return v.__class__ is int or isinstance(v, Tensor) or _is_int(v)
+
+
+def _int_or_ints(v):
+    return v.__class__ is int or _ints_error(v) is None
+
+
+def _operand(v):
+    return v.__class__ is Tensor or v.__class__ is float or v.__class__ is int or TENSOR_OR_NUMBER[1](v)
+
+
+def _bound(v):
+    return v.__class__ is int or v.__class__ is float or _is_number(v)
+
+
+OPERAND = ("Tensor", _operand)  # where(c, x, y): one call for a Tensor or a number (NOT_NONE tests it first)
+BOUND = ("Number", _bound)  # arange(10): one call for an int or a float
+DIM_OR_OTHER = ("int", _dim_or_other)  # max(x, 1), max(x, y): one call for an int (NOT_NONE tests it first)
+INT_OR_INTS = ("tuple of ints", _int_or_ints)  # squeeze(x, 0), squeeze(x, (0, 1))
+# torch's parser lets a Python number stand for any Tensor argument of these ops, out= included: add(x, y, out=1.5)
+# writes into a new 0-d float64 tensor, resized (python_arg_parser's should_allow_numbers_as_tensors)
+NUMBERS_AS_TENSORS = {"add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide"}
+OUT_OR_NUMBER = ("Tensor", lambda v: OUT[1](v) or isinstance(v, (bool, int, float, complex)))
+for _n in NUMBERS_AS_TENSORS:
+    OVERRIDES.setdefault(_n, {})["out"] = OUT_OR_NUMBER
+# op -> parameters torch declares without `?` where ember's default None only means "not given": an explicit
+# None there is torch's TypeError (max(x, None), std(x, 1, None), eye(3, None)); tested first, as the flags
+NOT_NONE = {
+    "max": ("dim", "other"), "min": ("dim", "other"), "median": ("dim",), "nanmedian": ("dim",), "prod": ("dim",),
+    "squeeze": ("dim",), "std": ("unbiased",), "var": ("unbiased",), "std_mean": ("unbiased",),
+    "var_mean": ("unbiased",), "logsumexp": ("dim",), "special_logsumexp": ("dim",), "eye": ("m",),
+    "arange": ("start", "end"), "normal": ("std", "size"), "where": ("input", "other"), "sparse_coo_tensor": ("size",),
+    "trapz": ("x", "dx"), "trapezoid": ("x", "dx"), "cumulative_trapezoid": ("x", "dx"), "pinverse": ("rcond",),
+    "linalg_vecdot": ("dim",), "linalg_matrix_rank": ("tol",), "linalg_pinv": ("rcond",),
+    "contiguous": ("memory_format",), "sum_to_size": ("size",), "new": ("size",), "to_sparse": ("sparse_dim",),
+    "fft_fftfreq": ("d",), "fft_rfftfreq": ("d",), "argsort": ("stable",), "normal_": ("mean",),
+    **{f"fft_{n}": ("dim",) for n in ("fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2")},
+}
+# op -> (parameters, p): NOT_NONE unless p is given: normal's factory keywords belong to its (mean, std, size)
+# overload only, so normal(mean_tensor, dtype=None) is refused and normal(0., 1., (2,), dtype=None) is not
+NONE_ONLY_WITH = {"normal": (("dtype", "layout", "device"), "size")}
+for _op, (_names, _) in NONE_ONLY_WITH.items():
+    NOT_NONE[_op] = NOT_NONE.get(_op, ()) + _names
+# op -> parameters (besides NOT_NONE's and the flags) whose kind is tested before the op runs, because the op
+# would take a wrong value of a PLAIN class (hamming_window(5, True, [1])); only where the call is rarely hot
+CHECKED_FIRST = {
+    **{n: ("beta", "alpha") for n in ("addmm", "addmv", "addr", "addbmm", "baddbmm")},
+    "hamming_window": ("alpha", "beta"), "kaiser_window": ("beta",), "to_sparse": ("blocksize", "dense_dim"),
+    "to_dense": ("masked_grad",), "asarray": ("copy",), "cov": ("correction",), "embedding": ("padding_idx",),
+    "gradient": ("dim",), "constant_pad_nd": ("pad",), "linalg_ldl_factor": ("out",),
+    "linalg_ldl_factor_ex": ("out",), "unbind_copy": ("out",),
+}
+OVERRIDES.update({  # torch's `bool` (not `bool?`) and the kinds the parameter names above do not give
+    "tensor": {"requires_grad": BOOL, "pin_memory": BOOL}, "new_tensor": {"requires_grad": BOOL, "pin_memory": BOOL},
+    "sparse_coo_tensor": {**OVERRIDES["sparse_coo_tensor"], "requires_grad": BOOL, "pin_memory": BOOL},
+    "asarray": {"copy": OPTIONAL_BOOL}, "to_dense": {"masked_grad": OPTIONAL_BOOL}, "cov": {"correction": INT},
+    "to_sparse": {"sparse_dim": INT, "dense_dim": INT, "blocksize": INTS}, "embedding": {"padding_idx": INT},
+    "gradient": {"dim": INTS}, "constant_pad_nd": {"pad": INTS}, "pad": {"pad": INTS},
+    "linalg_ldl_factor": {"out": TENSORS}, "linalg_ldl_factor_ex": {"out": TENSORS}, "unbind_copy": {"out": TENSORS},
+    "linalg_matrix_rank": {"tol": FLOAT}, "eye": {"m": INT}, "arange": {"start": BOUND, "end": BOUND},
+    "where": {**OVERRIDES["where"], "input": OPERAND, "other": OPERAND},
+    "normal": {"std": TENSOR_OR_NUMBER, "size": INTS}, "new": {"size": INTS},
+    "trapz": {"x": TENSOR, "dx": FLOAT}, "trapezoid": {"x": TENSOR, "dx": NUMBER}, "argsort": {"stable": BOOL},
+    "cumulative_trapezoid": {"x": TENSOR, "dx": NUMBER}, "linalg_pinv": {"rcond": TOLERANCE},
+    "normal_": {"mean": FLOAT}, "max": {"dim": DIM_OR_OTHER}, "min": {"dim": DIM_OR_OTHER}, "median": {"dim": INT},
+    "nanmedian": {"dim": INT}, "prod": {"dim": INT}, "squeeze": {"dim": INT_OR_INTS},
+    "leaky_relu": {"negative_slope": NUMBER}, "leaky_relu_": {"negative_slope": NUMBER},
+    **{n: {"min_val": NUMBER, "max_val": NUMBER} for n in ("hardtanh", "hardtanh_")},
+})
+
+
+def _none_allowed(opname, name, values):
+    """Does NONE_ONLY_WITH let parameter `name` of op `opname` take None in this call (bound `values`)?"""
+    names, companion = NONE_ONLY_WITH.get(opname, ((), None))
+    return name in names and values.get(companion) is not None
+
+
+def wrong_type(opname, name, v, words, pos=None):
+    """torch's TypeError for a value check beside an op: argument `name` given v where torch takes `words`."""
+    where = f" (position {pos})" if pos else ""
+    return TypeError(f"{opname}(): argument '{name}'{where} must be {words}, not {_type_name(v)}")
+
+
+def ints_error(opname, name, v, pos=None):
+    """torch's TypeError when v is neither an int nor a sequence of ints (roll's shifts=1.5), else None."""
+    words = _ints_error(v)
+    if words is None:
+        return None
+    where = f" (position {pos})" if pos else ""
+    return TypeError(f"{opname}(): argument '{name}'{where} must be tuple of ints{words}")
+
 
 def _type_name(v):
     c = type(v)
@@ -152,6 +248,8 @@ def kind_of(opname, name, default):
             kind = BOOL
         elif default.__class__ is float:
             kind = FLOAT
+    if kind is None and name in NOT_NONE.get(opname, ()):
+        kind = GIVEN
     return kind
 
 
@@ -197,7 +295,8 @@ def argument_error(fn, opname, args, kwargs, method=False):
         if name not in values or kind is None:
             continue
         v = values[name]
-        if v is None and (default is None or kind is OUT):
+        if v is None and (default is None or kind is OUT) and (name not in NOT_NONE.get(opname, ())
+                                                               or _none_allowed(opname, name, values)):
             continue
         words, test = kind
         if test(v):
@@ -294,17 +393,22 @@ def _flags(flags, fn, opname):
     where it is the default; first: the position of the first one), kept in `flags`."""
     strict = {}
     positions = []
+    not_none = NOT_NONE.get(opname, ())
+    checked_first = CHECKED_FIRST.get(opname, ())
     for name, kind, default, positional in _spec(fn, opname)[1]:
         test = None
-        if any(kind is k for k in _FLAG_KINDS):  # by identity: INT and OFFSET are equal tuples
-            test = kind[1]
-            if default is None:
+        if any(kind is k for k in _FLAG_KINDS) or (kind is not None and name in checked_first + not_none):
+            test = kind[1]  # (by identity: INT is OFFSET)
+            if default is None and name not in not_none:
                 test = (lambda v, test=test: v is None or test(v))
             strict[name] = test
         if positional:
             positions.append(test)
     first = next((i for i, t in enumerate(positions) if t is not None), len(positions))
-    flags += [strict, tuple(positions), max(min(first, 2), 1)]
+    first = max(min(first, 2), 1)
+    if positions and positions[0] is not None and _spec(fn, opname)[1][0][0] in not_none:
+        first = 0  # arange(None, 5): NOT_NONE in the first position
+    flags += [strict, tuple(positions), first]
     return flags
 
 

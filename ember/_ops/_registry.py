@@ -23,7 +23,7 @@ from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, init_node
 from ..amp._dispatch import wrap as _autocast_wrap
-from ._argcheck import guard
+from ._argcheck import NUMBERS_AS_TENSORS, guard
 
 _state = grad_mode._state
 _new = object.__new__
@@ -469,7 +469,7 @@ def write_out(out, r, opname, inputs=(), exact_dtype=False):
     """Copy result r into the user's out= tensor (resizing it if needed, like torch). inputs: tensors out may not
     share memory with (torch's assert_no_overlap); exact_dtype: out must have r's dtype (structured kernels)."""
     if not isinstance(out, Tensor):
-        raise TypeError(f"{opname}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        out = number_out(out, opname)
     for t in inputs:
         if t is out or isinstance(t, Tensor) and out._data.size and np.may_share_memory(out._data, t._data):
             raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
@@ -589,11 +589,19 @@ def _needs_graph(self, args, kwargs):
     return False
 
 
+def number_out(out, opname):
+    """out= given a non-Tensor: torch's TypeError, or for NUMBERS_AS_TENSORS ops (add, div ...) and a Python
+    number the 0-d bool/int64/float64/complex128 tensor torch's parser makes of it (then resized)."""
+    if opname not in NUMBERS_AS_TENSORS or not isinstance(out, (bool, int, float, complex)):
+        raise TypeError(f"{opname}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    return Tensor._make(np.array(out))
+
+
 def row_out(row, out, opname, a, b=None):
     """out= of a row (or of a composite whose last step is the row): straight into out's array
     when possible, else compute and copy with torch's resizing and casting (write_out)."""
     if not isinstance(out, Tensor):
-        raise TypeError(f"{opname}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        out = number_out(out, opname)
     operands = (a,) if row.arity == 1 else (a, b)
     if not _needs_graph(out, operands, None):
         check_overlap(out, operands)
@@ -616,6 +624,8 @@ def make_inplace(fn, name, row=None, fast=None):
     if fast is None:
         def inplace(input, *args, **kwargs):
             check_inplace(input)
+            if kwargs and "out" in kwargs:  # fn would write out= too: torch's in-place forms take none
+                raise TypeError(f"{opname}() got an unexpected keyword argument 'out'")
             return assign_result(input, fn(input, *args, **kwargs), opname)
     else:
         def inplace(input, *args, **kwargs):

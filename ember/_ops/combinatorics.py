@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from ._argcheck import _is_int, wrong_type
 from ._registry import install, write_out
 from .creation import finish
 
@@ -68,6 +69,9 @@ def combinations(input, r=2, with_replacement=False):
 
 
 def _tri_indices(name, lower, row, col, offset, dtype, device, requires_grad):
+    for pos, (arg, v) in enumerate((("row", row), ("col", col), ("offset", offset)), 1):
+        if v.__class__ is not int and not _is_int(v):  # np.tri would take 2.5
+            raise wrong_type(name, arg, v, "int", pos)
     if row < 0:
         raise RuntimeError(f"row must be non-negative, got{row}")
     if col < 0:

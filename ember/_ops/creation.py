@@ -566,7 +566,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
 
 
 # new_* methods: self's dtype unless given
-def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than tensor.new_tensor("
@@ -645,11 +645,16 @@ def _num_str(v):
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
-def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
            pin_memory=False):
-    """Values start + i * step computed in torch's accumulate type (int64 / double / float)."""
+    """Values start + i * step computed in torch's accumulate type (int64 / double / float); start=None: not given
+    (torch's overloads are (end) and (start, end, step): arange() is refused, an explicit None by NOT_NONE)."""
     if end is None:
+        if start is None:
+            raise TypeError('arange() missing 1 required positional arguments: "end"')
         start, end = 0, start
+    elif start is None:  # arange(end=5)
+        start = 0
     start, end, step = _number(start, "arange"), _number(end, "arange"), _number(step, "arange")
     d = _range_dtype(dtype if dtype is not None else (None if out is None else out._dtype),
                      (start, end, step), "arange")

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Size, Tensor, _wrap_dim
+from ._argcheck import _is_int, ints_error, wrong_type
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
 from .geometry import diagonal_geometry, strides_of
 from .shape import dims_arg, require_args, shape_args, varargs_or
@@ -356,6 +357,9 @@ class Roll(Op):
 
 @register()
 def roll(input, shifts, dims=None):
+    err = None if shifts.__class__ is int else ints_error("roll", "shifts", shifts, 2)
+    if err is not None:  # int() would take 1.5
+        raise err
     shifts = (int(shifts),) if not isinstance(shifts, (list, tuple)) else tuple(int(s) for s in shifts)
     if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
         if len(shifts) != 1:
@@ -401,6 +405,8 @@ def rot90(input, k=1, dims=(0, 1)):
     d1 = _wrap_dim(dims[1], nd)
     if d0 == d1:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+    if k.__class__ is not int and not _is_int(k):  # int() would take 1.5
+        raise wrong_type("rot90", "k", k, "int", 2)
     return Rot90.apply(input, k=int(k) % 4, dims=(d0, d1))
 
 
@@ -474,6 +480,8 @@ def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
     else:
         d = _wrap_dim(dim, input._data.ndim)
     n = input._data.shape[d] if input._data.ndim else 1
+    if repeats.__class__ is not int and not isinstance(repeats, Tensor) and not _is_int(repeats):
+        raise wrong_type("repeat_interleave", "repeats", repeats, "Tensor", 2)  # int(1.5) would take it
     if isinstance(repeats, Tensor):
         counts = repeats._data.reshape(-1)
         if repeats._data.ndim > 1:

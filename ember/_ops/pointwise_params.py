@@ -9,6 +9,7 @@ from .. import return_types
 from .._backend import maximum, minimum, where as _select
 from .._backend.numpy_cpu import layout_of, relayout
 from .._tensor import Tensor
+from ._argcheck import _is_number, wrong_type
 from ._registry import Op, fits, install, make_inplace, write_out
 from .complex import cj
 from .creation import zeros_like
@@ -151,7 +152,10 @@ class Where(Op):
 
 
 def where(condition, input=None, other=None, *, out=None):
-    if input is None and other is None:
+    if input is None or other is None:  # torch's where(condition) overload, which has no out=
+        if input is not None or other is not None or out is not None:
+            raise TypeError(f"where() received an invalid combination of arguments - got input="
+                            f"{type(input).__name__}, other={type(other).__name__}, out={type(out).__name__}")
         return condition.nonzero(as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError(f"where(): argument 'condition' (position 1) must be Tensor, not {type(condition).__name__}")
@@ -205,6 +209,8 @@ def lerp(input, end, weight, *, out=None):
     if d.category < D.FLOAT:
         kernel = "lerp_kernel_tensor" if tensor_weight else "lerp_kernel_scalar"
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_NAMES[d]}'")
+    if not tensor_weight and weight.__class__ is not float and not _is_number(weight):  # np.array(None) is nan
+        raise wrong_type("lerp", "weight", weight, "Tensor", 3)
     w = weight if tensor_weight else _make(np.array(weight, dtype=d.np), d)
     try:
         r = Lerp.apply(input, end, w)
@@ -244,7 +250,16 @@ def _value_in(value, tensors):
     return value
 
 
+def _addc_args(name, tensor1, tensor2):
+    """addcmul/addcdiv take two Tensors (the composite would broadcast a number)."""
+    for pos, arg, v in ((2, "tensor1", tensor1), (3, "tensor2", tensor2)):
+        if not isinstance(v, Tensor):
+            raise wrong_type(name, arg, v, "Tensor", pos)
+
+
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    if tensor2.__class__ is not Tensor or tensor1.__class__ is not Tensor:
+        _addc_args("addcmul", tensor1, tensor2)
     v = _value_in(value, (input, tensor1, tensor2))
     r = input + (v * tensor1) * tensor2 if v != 1 else input + tensor1 * tensor2
     if r._dtype is D.bool:  # torch has no bool kernel (the composite would compute one)
@@ -283,6 +298,8 @@ def _addcdiv_(self, tensor1, tensor2, *, value=1):
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    if tensor2.__class__ is not Tensor or tensor1.__class__ is not Tensor:
+        _addc_args("addcdiv", tensor1, tensor2)
     if tensor1._dtype.category < D.FLOAT and tensor2._dtype.category < D.FLOAT:
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
                            "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "

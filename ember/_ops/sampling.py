@@ -172,6 +172,8 @@ def pad(input, pad, mode="constant", value=None):
     """See https://pytorch.org/docs/stable/generated/torch.nn.functional.pad.html"""
     if not isinstance(input, Tensor):
         raise TypeError(f"pad(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if pad.__class__ is not tuple and not isinstance(pad, (tuple, list)):  # tuple() would take a dict or a Tensor
+        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not {type(pad).__name__}")
     pads = tuple(pad)
     for i, p in enumerate(pads):
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)):

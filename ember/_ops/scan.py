@@ -55,6 +55,8 @@ def cumsum_dir(t, dim, reverse, dtype=None):
 @numpy_names
 def cumsum(input, dim, *, dtype=None, out=None):
     check_tensor(input, "cumsum")
+    if dtype is None and out is not None and isinstance(out, Tensor):  # torch sums in out's dtype
+        dtype = out._dtype
     if dtype is D.bool:
         raise NotImplementedError('"cumsum_out_cpu" not implemented for \'Bool\'')
     d = one_dim(dim, input._data.ndim)
@@ -128,6 +130,8 @@ def cumprod_dir(t, dim, reverse, dtype=None):
 @numpy_names
 def cumprod(input, dim, *, dtype=None, out=None):
     check_tensor(input, "cumprod")
+    if dtype is None and out is not None and isinstance(out, Tensor):  # torch multiplies in out's dtype
+        dtype = out._dtype
     if dtype is D.bool:
         raise NotImplementedError('"cumprod_out_cpu" not implemented for \'Bool\'')
     d = one_dim(dim, input._data.ndim)

@@ -4,6 +4,7 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor
+from ._argcheck import _is_number, wrong_type
 from ._registry import Op, register, shapes_error, write_out
 from .reduction import refuse_complex
 from .scatter import apply_plan, inplace_variant
@@ -67,6 +68,8 @@ def _masked_fill_plan(input, mask, value):
         op = MaskedFill1
         v = value
     else:
+        if value.__class__ is not float and value.__class__ is not int and not _is_number(value):  # None: nan
+            raise wrong_type("masked_fill", "value", value, "Tensor", 3)
         op = MaskedFill
         from .._backend import scalar_array
         if isinstance(value, complex) and input._data.dtype.kind != "c":
@@ -334,6 +337,10 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
                                "while right was True")
         right = side == "right"
+    if out is not None and isinstance(out, Tensor) and out._dtype is not (D.int32 if out_int32 else D.int64):
+        raise RuntimeError("torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or "
+                           "Long(int64) depending on whether out_int32 flag is True, but we got output tensor's "
+                           f"dtype {D.SCALAR_NAMES[out._dtype]} and out_int32 flag is {out_int32}")
     refuse_complex(sorted_sequence, "searchsorted_out_cpu")
     b = sorted_sequence._data
     scalar = not isinstance(input, Tensor)

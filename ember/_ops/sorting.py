@@ -78,14 +78,18 @@ def sort(input, dim=-1, descending=False, *, stable=False, out=None):
     return finish(return_types.sort((values, indices)), out, "sort")
 
 
-@register(out=True)
+@register()
 @numpy_names
-def argsort(input, dim=-1, descending=False, *, stable=False):
+def argsort(input, dim=-1, descending=False, *, stable=None, out=None):
+    """Always a stable sort; stable=None: not given (torch takes out= only in its overload with stable=)."""
+    if out is not None and stable is None:
+        raise TypeError("argsort() received an invalid combination of arguments - got out= without stable=")
     check_tensor(input, "argsort")
     refuse_complex(input, message=" Sort does not support complex dtypes on CPU")
     d = one_dim(dim, input._data.ndim)
     x = input._data
-    return _make(_like_input(stable_argsort(_as_1d(x), d, descending).reshape(x.shape), x))
+    r = _make(_like_input(stable_argsort(_as_1d(x), d, descending).reshape(x.shape), x))
+    return finish(r, out, "argsort", exact_dtype=True)  # torch: out= must be int64
 
 
 @register()
