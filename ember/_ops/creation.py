@@ -618,7 +618,7 @@ def _number(v, name):
 def _range_dtype(dtype, values, opname):
     if dtype is None:
         return D.get_default_dtype() if any(isinstance(v, float) for v in values) else D.int64
-    if dtype is D.bool or dtype.category == D.COMPLEX:
+    if dtype is D.bool or dtype.category == D.COMPLEX or dtype.limited:
         raise NotImplementedError(f'"{opname}_cpu" not implemented for \'{D.SCALAR_NAMES[dtype]}\'')
     return dtype
 
@@ -745,8 +745,8 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     s, e = _space_endpoints(start, end, "linspace")
     steps = _steps_arg(steps, "linspace")
     d = _space_dtype(dtype, out, s, e)
-    if d is D.bool:
-        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
+    if d is D.bool or d.limited:
+        raise NotImplementedError(f"\"linspace_cpu\" not implemented for '{D.SCALAR_NAMES[d]}'")
     arr = _linspace_values(s, e, steps, d) if steps else np.empty(0, d.np)
     if out is not None:
         return into_out(out, arr, d)
@@ -759,8 +759,8 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     s, e = _space_endpoints(start, end, "logspace")
     steps = _steps_arg(steps, "logspace")
     d = _space_dtype(dtype, out, s, e)
-    if d is D.bool:
-        raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
+    if d is D.bool or d.limited:
+        raise NotImplementedError(f"\"logspace_cpu\" not implemented for '{D.SCALAR_NAMES[d]}'")
     if steps == 0:
         arr = np.empty(0, d.np)
     else:
@@ -800,6 +800,8 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     if m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     d = _out_dtype(dtype, out)
+    if d.limited:
+        raise NotImplementedError(f"\"eye\" not implemented for '{D.SCALAR_NAMES[d]}'")
     arr = np.eye(n, m, dtype=d.np)
     if out is not None:
         return into_out(out, arr, d)

@@ -277,7 +277,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     d = dtype if dtype is not None else D.int64
-    if d is D.bool:
+    if d is D.bool or d.limited:
         raise _not_impl("randperm", d)
     if d is D.float16 and n > 2049:
         raise RuntimeError("n cannot be greater than 2049 for Half type.")

@@ -14,6 +14,7 @@ from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor, _wrap_dim
 from ._registry import Op, numpy_names, register, write_out
+from ._limited import refuse
 from .complex import cj
 
 _make = Tensor._make
@@ -538,6 +539,7 @@ def _arg(name, largest, input, dim, keepdim, out):
     refuse_complex(input, message=f"{name}(): does not support complex input")
     if input._dtype is D.bool:
         raise RuntimeError(f"{name}(): does not support bool input")
+    refuse(input, f"{name}_cpu")
     x = input._data
     if dim is None:
         if x.size == 0:
@@ -595,6 +597,7 @@ def any(input, dim=None, keepdim=False, *, out=None):
 @numpy_names
 def count_nonzero(input, dim=None):
     check_tensor(input, "count_nonzero")
+    refuse(input, "nonzero_count_cpu")
     x = input._data
     dims = reduce_dims(dim, x.ndim)
     r = np.count_nonzero(x, axis=dims) if dims else (x != 0)

@@ -5,6 +5,7 @@ from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor
 from ._registry import Op, register, shapes_error, write_out
+from ._limited import refuse
 from .reduction import refuse_complex
 from .scatter import apply_plan, inplace_variant
 
@@ -267,6 +268,7 @@ inplace_variant(put, "put_", _put_plan)
 
 @register()
 def nonzero(input, *, out=None, as_tuple=False):
+    refuse(input, "nonzero_count_cpu")
     x = input._data
     if as_tuple:
         if x.ndim == 0:
