@@ -220,7 +220,7 @@ OPS = {
     "lshift": lambda t, d: a(t, d) << 1,
     "rshift": lambda t, d: a(t, d) >> b(t, d),
     "sqrt": lambda t, d: a(t, d).sqrt(),
-    "sin": lambda t, d: t.sin(a(t, d)),
+    "log": lambda t, d: t.log(a(t, d)),
     "sigmoid": lambda t, d: a(t, d).sigmoid(),
     "floor_ceil_trunc_round": lambda t, d: (a(t, d).floor(), a(t, d).ceil(), a(t, d).trunc(), a(t, d).round()),
     "isnan_isinf_isfinite": lambda t, d: (a(t, d).isnan(), a(t, d).isinf(), a(t, d).isfinite()),

@@ -13,7 +13,7 @@ ROWS = frozenset({
 # (view ops, which only reinterpret the storage, take every dtype)
 CLASS_OPS = frozenset({
     "ToCopy", "Clone", "UnsafeView", "NarrowCopy", "Cat", "Stack", "Repeat", "ConstantPad", "DiagEmbed", "Index",
-    "Sum", "NanSum", "Prod", "CumSum", "CumProd", "Sort", "Unique", "NanToNum",
+    "Sum", "NanSum", "Prod", "CumSum", "CumProd", "Sort", "Unique", "NanToNum", "Roll",
 })
 
 # torch's kernel names where they are not "<op>_cpu"

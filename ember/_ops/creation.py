@@ -99,6 +99,8 @@ def checked_scalar(value, d):
                 raise _overflow(d)
             return int(value)
         value = int(value)
+        if d is D.uint64:
+            return _uint64_int(value)
         if lo == 0:
             if not -hi <= value <= hi:
                 raise _overflow(d)
@@ -246,8 +248,30 @@ def _flatten(obj):
         yield obj
 
 
+def _uint64_int(v):
+    """A Python int as torch reads it into uint64 (a C unsigned long long, or a long long that wraps)."""
+    if v > 2 ** 64 - 1:
+        raise OverflowError("int too big to convert")
+    if v < -2 ** 63:
+        raise OverflowError("can't convert negative int to unsigned")
+    return v & (2 ** 64 - 1)
+
+
+def _to_uint64(raw):
+    """tensor(data, dtype=uint64): torch reads each element as a C unsigned long long: ints in [0, 2**64) and
+    bools only (TypeError for floats, OverflowError for negatives, unlike full()/fill_(), which wrap them)."""
+    values = raw.ravel().tolist()
+    if any(isinstance(v, (float, complex)) for v in values):
+        raise TypeError("an integer is required")
+    if any(v < 0 for v in values):
+        raise OverflowError("can't convert negative int to unsigned")
+    return np.array([_uint64_int(int(v)) for v in values], dtype=np.uint64).reshape(raw.shape)
+
+
 def _convert(raw, d):
     """raw (parsed Python numbers) as dtype d, with torch's overflow checks for integers."""
+    if d is D.uint64:
+        return _to_uint64(raw)
     k = raw.dtype.kind
     if k == "O" or k == "u":
         if d.category == D.INT:
@@ -298,7 +322,7 @@ def _array_from_data(data, dtype=None):
         # mixed ints and floats into an integer dtype: torch checks each by its own type
         return np.array([checked_scalar(v, d) for v in _flatten(data)], dtype=d.np).reshape(shape), d
     try:
-        raw = np.array(data)
+        raw = np.array(data, dtype=object if d is D.uint64 else None)  # (NumPy would take 2**64-1 to float64)
     except OverflowError:
         raise ValueError("Overflow when unpacking long long") from None
     if not shape:
