@@ -93,7 +93,11 @@ def from_numpy_dtype(np_dtype):
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
-            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool.")
+            f"{NUMPY_TYPES}.")
+
+
+NUMPY_TYPES = ("float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, uint16, "
+               "uint8, and bool")  # the NumPy types torch.from_numpy takes, as its TypeError lists them
 
 
 # ---- default dtype ----------------------------------------------------------------

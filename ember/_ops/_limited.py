@@ -12,7 +12,7 @@ ROWS = frozenset({
 # class ops (Op subclasses, by class name) torch runs on them: copies, views, joins, sorting, sums
 # (view ops, which only reinterpret the storage, take every dtype)
 CLASS_OPS = frozenset({
-    "ToCopy", "Clone", "UnsafeView", "NarrowCopy", "Cat", "Stack", "Repeat", "ConstantPad", "DiagEmbed", "Index",
+    "ToCopy", "Clone", "UnsafeView", "NarrowCopy", "Cat", "Stack", "Repeat", "ConstantPad", "DiagEmbed", "Index", "IndexSelect",
     "Sum", "NanSum", "Prod", "CumSum", "CumProd", "Sort", "Unique", "NanToNum", "Roll",
 })
 

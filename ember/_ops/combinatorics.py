@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from ._limited import refusal
 from ._registry import install, write_out
 from .creation import finish
 
@@ -133,6 +134,8 @@ def isin(elements=None, test_elements=None, *, assume_unique=False, invert=False
                         f"{type(elements).__name__}, test_elements={type(test_elements).__name__}), expected at "
                         "least one Tensor")
     common = D.result_type_of((elements, test_elements))
+    if common.limited:
+        raise refusal("isin_default", common)
     for v in (elements, test_elements):
         d = v._dtype if isinstance(v, Tensor) else D.scalar_dtype(v)
         if d is D.bool or d.is_complex:

@@ -166,8 +166,7 @@ def _np_dtype(np_dtype):
         return D.from_numpy_dtype(np_dtype)
     except TypeError:
         raise TypeError(f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).type.__name__}. The only "
-                        "supported types are: float64, float32, float16, complex64, complex128, int64, int32, "
-                        "int16, int8, uint8, and bool.") from None
+                        f"supported types are: {D.NUMPY_TYPES}.") from None
 
 
 def _leaf_dtype(v):

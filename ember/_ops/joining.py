@@ -492,7 +492,10 @@ def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
         raise RuntimeError("allocated size does not match required size")
     if input._data.ndim == 0:
         input = input.reshape(1)
-    return input.index_select(d, _make(idx))
+    if isinstance(repeats, Tensor):  # torch: index_select (whose 1-D kernel refuses uint16/32/64)
+        return input.index_select(d, _make(idx))
+    from .index_ops import IndexSelect  # torch: expand + flatten, which takes every dtype
+    return IndexSelect.apply(input, _make(idx), dim=d)
 
 
 # ---- tril / triu -------------------------------------------------------------------------------

@@ -333,6 +333,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                                "while right was True")
         right = side == "right"
     refuse_complex(sorted_sequence, "searchsorted_out_cpu")
+    refuse(sorted_sequence, "searchsorted_out_cpu")
     b = sorted_sequence._data
     scalar = not isinstance(input, Tensor)
     values = np.asarray(input) if scalar else input._data
