@@ -11,7 +11,7 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor
 from ._registry import register, write_out
-from .reduction import check_tensor, reduce_dims
+from .reduction import check_tensor, keep_shape, reduce_dims
 
 _make = Tensor._make
 
@@ -39,9 +39,12 @@ def hash_tensor(input, dim=(), *, keepdim=False, mode=0, out=None):
             raise IndexError(f"hash_tensor: Expected reduction dim {i} to have non-zero size.")
     d = input._dtype
     kept = tuple(n for i, n in enumerate(x.shape) if i not in dims)
-    if (d.category == D.COMPLEX or d.limited) and 0 not in kept:  # an empty result runs no kernel
+    if 0 in kept:  # an empty result: torch runs no kernel, so takes every dtype
+        r = np.zeros(keep_shape(x.shape, dims) if keepdim else kept, dtype=np.uint64)
+    elif d.category == D.COMPLEX or d.limited:
         raise NotImplementedError(f"\"xor_sum_cpu\" not implemented for '{D.SCALAR_NAMES[d]}'")
-    r = np.bitwise_xor.reduce(_bits(x, d), axis=dims, keepdims=keepdim)
+    else:
+        r = np.bitwise_xor.reduce(_bits(x, d), axis=dims, keepdims=keepdim)
     result = _make(np.asarray(r), D.uint64)
     if out is None:
         return result
