@@ -66,7 +66,8 @@ def _overflow(d):
 
 _C_TYPE = {D.uint8: "uint8_t", D.int8: "int8_t", D.int16: "int16_t", D.int32: "int32_t", D.int64: "int64_t",
            D.float16: "c10::Half", D.bfloat16: "c10::BFloat16", D.float32: "float", D.float64: "double",
-           D.complex64: "c10::complex<float>", D.complex128: "c10::complex<double>", D.bool: "bool"}
+           D.complex64: "c10::complex<float>", D.complex128: "c10::complex<double>", D.bool: "bool",
+           D.uint16: "uint16_t", D.uint32: "uint32_t", D.uint64: "uint64_t"}
 
 
 def checked_scalar(value, d):
@@ -257,10 +258,11 @@ def _uint64_int(v):
 
 
 def _to_uint64(raw):
-    """tensor(data, dtype=uint64): torch reads each element as a C unsigned long long: ints in [0, 2**64) and
-    bools only (TypeError for floats, OverflowError for negatives, unlike full()/fill_(), which wrap them)."""
+    """tensor(data, dtype=uint64): torch reads each element as a C unsigned long long: Python ints in [0, 2**64)
+    and bools only (TypeError for floats, NumPy scalars and tensors, OverflowError for negatives, unlike
+    full()/fill_(), which wrap them)."""
     values = raw.ravel().tolist()
-    if any(isinstance(v, (float, complex)) for v in values):
+    if any(type(v) is not int and type(v) is not bool for v in values):
         raise TypeError("an integer is required")
     if any(v < 0 for v in values):
         raise OverflowError("can't convert negative int to unsigned")
@@ -308,6 +310,8 @@ def _array_from_data(data, dtype=None):
         return np.array(data, dtype=d.np, order="C"), d
     if isinstance(data, np.generic):
         d = dtype or _np_dtype(data.dtype)
+        if d is D.uint64:
+            raise TypeError("an integer is required")  # see _to_uint64
         return np.array(data, dtype=d.np), d
     if isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
@@ -316,6 +320,8 @@ def _array_from_data(data, dtype=None):
     _scan(data, 0, shape, found)
     d = dtype or _found_dtype(found)
     if any(not isinstance(f, type) for f in found):
+        if d is D.uint64:
+            return _to_uint64(np.array(list(_flatten(data)), dtype=object).reshape(shape)), d
         return np.array(_to_plain(data), dtype=d.np).reshape(shape), d
     if d.category == D.INT and float in found and len(found) > 1:
         # mixed ints and floats into an integer dtype: torch checks each by its own type

@@ -176,7 +176,8 @@ def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, 
 
 _C_NAMES = {D.uint8: "unsigned char", D.int8: "signed char", D.int16: "short", D.int32: "int",
             D.int64: "long int", D.bool: "bool", D.float16: "c10::Half", D.bfloat16: "c10::BFloat16",
-            D.float32: "float", D.float64: "double"}
+            D.float32: "float", D.float64: "double", D.uint16: "short unsigned int", D.uint32: "unsigned int",
+            D.uint64: "long unsigned int"}
 
 
 def _int_range(d):

@@ -97,6 +97,16 @@ def sum_dtype(d):
     return D.int64 if d.category <= D.INT else d
 
 
+def accumulate_dtype(dtype, d, kernel):
+    """The dtype sum/prod/cumsum/cumprod accumulate in: dtype= when given (torch has no such kernel for
+    uint16/32/64: NotImplementedError), else sum_dtype of the input's dtype d."""
+    if dtype is None:
+        return sum_dtype(d)
+    if dtype.limited:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{D.SCALAR_NAMES[dtype]}'")
+    return dtype
+
+
 def require_float(input, msg):
     if input._dtype.category < D.FLOAT:
         raise RuntimeError(msg.format(D.SCALAR_NAMES[input._dtype]))
@@ -237,7 +247,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(dim, D.dtype):
         dim, dtype = None, dim
     dims = reduce_dims(dim, input._data.ndim)
-    d = dtype if dtype is not None else sum_dtype(input._dtype)
+    d = accumulate_dtype(dtype, input._dtype, "sum_cpu")
     r = Sum.apply(input, dims=dims, keepdim=keepdim, dtype=d)
     if dim is None and not keepdim and r._grad_fn is not None:
         r._grad_fn._name = "SumBackward0"
@@ -265,7 +275,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "nansum")
     refuse_complex(input, message="nansum on CPU does not support complex inputs")
     dims = reduce_dims(dim, input._data.ndim)
-    d = dtype if dtype is not None else sum_dtype(input._dtype)
+    d = accumulate_dtype(dtype, input._dtype, "sum_cpu")
     return finish(NanSum.apply(input, dims=dims, keepdim=keepdim, dtype=d), out, "nansum")
 
 
@@ -380,7 +390,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
         dims = (one_dim(dim, input._data.ndim),) if input._data.ndim else ()
     else:
         dims = tuple(range(input._data.ndim))
-    d = dtype if dtype is not None else sum_dtype(input._dtype)
+    d = accumulate_dtype(dtype, input._dtype, "prod_out_cpu")
     r = Prod.apply(input, dims=dims, keepdim=keepdim, dtype=d)
     if dim is None and r._grad_fn is not None:
         r._grad_fn._name = "ProdBackward0"
