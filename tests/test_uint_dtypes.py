@@ -47,6 +47,10 @@ def b(t, d):
     return t.tensor([2, 2, 7], dtype=d)
 
 
+def m(t, d):
+    return t.tensor([[1, 2, 3], [4, 5, 6]], dtype=d)
+
+
 # ---- the dtype objects ------------------------------------------------------------------------
 
 ATTRS = {
@@ -312,6 +316,28 @@ SHAPE_OPS = {
     "take": lambda t, d: a(t, d).take(t.tensor([0])),
     "searchsorted": lambda t, d: t.searchsorted(a(t, d, (1, 3, 5)), b(t, d)),
     "isin": lambda t, d: t.isin(a(t, d), b(t, d)),
+    "flip_last_dim": lambda t, d: (a(t, d).flip(0), m(t, d).flip(1), m(t, d).fliplr(), m(t, d).flip(0, 1)),
+    "flip_other_dims": lambda t, d: (m(t, d).flip(0), m(t, d).flipud(), m(t, d).reshape(1, 2, 3).flip(0, 1)),
+    "rot90": lambda t, d: (m(t, d).rot90(), m(t, d).rot90(2), m(t, d).rot90(4)),
+    "rot90_leading_dims": lambda t, d: (m(t, d).rot90(3), m(t, d).reshape(1, 2, 3).rot90(3, (1, 2))),
+    "rot90_size_one_inner": lambda t, d: m(t, d).reshape(2, 3, 1).rot90(),
+    "flip_size_one_inner": lambda t, d: m(t, d).reshape(2, 3, 1).flip(1),
+    "flip_transposed": lambda t, d: (m(t, d).t().flip(1), m(t, d).t().contiguous().flip(0)),
+    "flip_transposed_inner": lambda t, d: m(t, d).t().flip(0),
+    "flip_empty_or_single": lambda t, d: (t.ones(0, dtype=d).flip(0), t.ones(1, 1, dtype=d).flip(0)),
+    "pad_circular": lambda t, d: t.nn.functional.pad(m(t, d).reshape(1, 2, 3), (1, 2), mode="circular"),
+    "pad_reflect": lambda t, d: t.nn.functional.pad(m(t, d).reshape(1, 2, 3), (1, 1), mode="reflect"),
+    "unsafe_split": lambda t, d: a(t, d).unsafe_split(1),
+    "as_strided_scatter": lambda t, d: t.as_strided_scatter(a(t, d), b(t, d)[:2], (2,), (1,)),
+    "pixel_shuffle": lambda t, d: t.nn.functional.pixel_shuffle(t.ones(1, 4, 2, 2, dtype=d), 2),
+    "channel_shuffle": lambda t, d: t.nn.functional.channel_shuffle(t.ones(1, 4, 2, dtype=d), 2),
+    "trapezoid": lambda t, d: t.trapezoid(a(t, d)),
+    "gradient": lambda t, d: t.gradient(a(t, d)),
+    "combinations": lambda t, d: t.combinations(a(t, d)),
+    "bmm": lambda t, d: t.bmm(t.ones(1, 2, 2, dtype=d), t.ones(1, 2, 2, dtype=d)),
+    "cross": lambda t, d: t.linalg.cross(a(t, d), b(t, d)),
+    "equal_promotes": lambda t, d: (t.equal(a(t, d), t.tensor([1, 2])), t.equal(a(t, d), t.tensor([1, 5, 3]))),
+    "equal_float": lambda t, d: t.equal(a(t, d), t.tensor([1.0, 5.0, 3.0])),
     "fill_zero_copy": lambda t, d: (a(t, d).fill_(4), a(t, d).zero_(), a(t, d).copy_(t.tensor([7, 8, 9]))),
     "copy_from_float": lambda t, d: a(t, d).copy_(t.tensor([1.5, 2.0, 3.0])),
     "fill_minus_one": lambda t, d: a(t, d).fill_(-1),

@@ -13,7 +13,9 @@ ROWS = frozenset({
 # (view ops, which only reinterpret the storage, take every dtype)
 CLASS_OPS = frozenset({
     "ToCopy", "Clone", "UnsafeView", "NarrowCopy", "Cat", "Stack", "Repeat", "ConstantPad", "DiagEmbed", "Index", "IndexSelect",
-    "Sum", "NanSum", "Prod", "CumSum", "CumProd", "Sort", "Unique", "NanToNum", "Roll",
+    "Sum", "NanSum", "Prod", "CumSum", "CumProd", "Sort", "Unique", "NanToNum", "Roll", "UnsafeSplit",
+    "UnsafeSplitWithSizes", "AsStridedScatter", "CircularPad1D_0", "CircularPad2D_0", "CircularPad3D_0",
+    "Flip", "Rot90",  # (torch's flip kernel refuses them when the innermost dim is flipped: refuse_flip)
 })
 
 # torch's kernel names where they are not "<op>_cpu"
@@ -43,6 +45,17 @@ def check_class_op(cls, d):
     name = cls.__name__
     if not cls.view and name not in CLASS_OPS:
         raise refusal(name, d)
+
+
+def refuse_flip(t, flipped):
+    """torch flips whole rows by bytes, without its typed kernel, unless the innermost dim in memory (of size > 1)
+    is among those flipped."""
+    x = t._data
+    if not t._dtype.limited or x.size == 0:
+        return
+    dims = [i for i in range(x.ndim) if x.shape[i] > 1]
+    if dims and min(dims, key=lambda i: abs(x.strides[i])) in flipped:
+        raise refusal("flip", t._dtype)
 
 
 def refuse(t, kernel):

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Size, Tensor, _wrap_dim
+from ._limited import refuse_flip
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
 from .geometry import diagonal_geometry, strides_of
 from .shape import dims_arg, require_args, shape_args, varargs_or
@@ -324,13 +325,16 @@ def flip(input, *dims_, dims=None):
         dims_ = varargs_or(dims_, dims, "dims", "flip")
     dims = dims_
     require_args(dims, "flip")
-    return Flip.apply(input, dims=_flip_dims(input, dims))
+    dims = _flip_dims(input, dims)
+    refuse_flip(input, dims)
+    return Flip.apply(input, dims=dims)
 
 
 @register()
 def fliplr(input):
     if input._data.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
+    refuse_flip(input, (1,))
     return Flip.apply(input, dims=(1,))
 
 
@@ -338,6 +342,7 @@ def fliplr(input):
 def flipud(input):
     if input._data.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
+    refuse_flip(input, (0,))
     return Flip.apply(input, dims=(0,))
 
 
@@ -401,7 +406,9 @@ def rot90(input, k=1, dims=(0, 1)):
     d1 = _wrap_dim(dims[1], nd)
     if d0 == d1:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
-    return Rot90.apply(input, k=int(k) % 4, dims=(d0, d1))
+    k = int(k) % 4
+    refuse_flip(input, {0: (), 1: (d1,), 2: (d0, d1), 3: (d0,)}[k])  # the dims torch's rotation flips
+    return Rot90.apply(input, k=k, dims=(d0, d1))
 
 
 # ---- repeat / tile / repeat_interleave -----------------------------------------------------------
