@@ -58,8 +58,9 @@ def refuse_flip(t, flipped):
         raise refusal("flip", t._dtype)
 
 
-def refuse(t, kernel):
-    """For ops that reach no row or class op (composites on arrays): torch's refusal of t's limited dtype."""
+def refuse(t, kernel, empty_ok=False):
+    """For ops that reach no row or class op (composites on arrays): torch's refusal of t's limited dtype
+    (empty_ok: torch returns an empty tensor without running the kernel)."""
     d = t._dtype
-    if d.limited:
+    if d.limited and not (empty_ok and t._data.size == 0):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{D.SCALAR_NAMES[d]}'")

@@ -63,9 +63,10 @@ def combinations(input, r=2, with_replacement=False):
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
         return input.new_empty(0)
-    refuse(input, "masked_select")  # torch selects the combinations with a mask
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     idx = np.array(list(pick(range(input.shape[0]), r)), dtype=np.int64).reshape(-1, r)
+    if idx.size:
+        refuse(input, "masked_select")  # torch selects the combinations with a mask
     return stack([input[Tensor._make(np.ascontiguousarray(idx[:, k]))] for k in range(r)], 1)
 
 

@@ -89,7 +89,7 @@ def channel_shuffle(input, groups):
     n, c = input.shape[0], input.shape[1]
     if c % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
-    refuse(input, "channel_shuffle")
+    refuse(input, "channel_shuffle", empty_ok=True)
     rest = tuple(input.shape[2:])
     return input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape((n, c) + rest)
 

@@ -607,7 +607,8 @@ def any(input, dim=None, keepdim=False, *, out=None):
 @numpy_names
 def count_nonzero(input, dim=None):
     check_tensor(input, "count_nonzero")
-    refuse(input, "nonzero_count_cpu")
+    if dim is None:  # (with a dim torch counts with ne and sum, which take uint16/32/64)
+        refuse(input, "nonzero_count_cpu")
     x = input._data
     dims = reduce_dims(dim, x.ndim)
     r = np.count_nonzero(x, axis=dims) if dims else (x != 0)

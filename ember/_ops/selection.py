@@ -333,10 +333,11 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                                "while right was True")
         right = side == "right"
     refuse_complex(sorted_sequence, "searchsorted_out_cpu")
-    refuse(sorted_sequence, "searchsorted_out_cpu")
     b = sorted_sequence._data
     scalar = not isinstance(input, Tensor)
     values = np.asarray(input) if scalar else input._data
+    if values.size:  # (no values: torch returns without running its kernel)
+        refuse(sorted_sequence, "searchsorted_out_cpu")
     if b.ndim == 0:
         raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
                            "dimension")
