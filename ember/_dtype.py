@@ -74,7 +74,6 @@ uint64 = dtype("uint64", np.uint64, INT, 4, limited=True)
 
 ALL = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
        complex64, complex128, uint16, uint32, uint64)
-LIMITED = (uint16, uint32, uint64)
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NP = {d.np: d for d in ALL}
 
@@ -139,7 +138,7 @@ def _promote(a, b):
     if a is b:
         return a
     if a.limited or b.limited:  # Note [Limited unsigned types]: only a floating partner promotes
-        hi, lo = (a, b) if a.category > b.category else (b, a)
+        hi = a if a.category > b.category else b
         return hi if hi.category == FLOAT else None
     if a.category != b.category:
         hi, lo = (a, b) if a.category > b.category else (b, a)

@@ -114,7 +114,8 @@ class _Pickler(pickle._Pickler):
         args = (ref, offset, Size(arr.shape), stride, t._requires_grad, collections.OrderedDict())
         rebuild = (_TorchGlobal("torch._utils", "_rebuild_tensor_v2"), args)
         if t._dtype.limited:  # as torch: v3 names the dtype of an untyped storage
-            rebuild = (_TorchGlobal("torch._utils", "_rebuild_tensor_v3"), args + (_TorchGlobal("torch", t._dtype.name),))
+            dtype = _TorchGlobal("torch", t._dtype.name)
+            rebuild = (_TorchGlobal("torch._utils", "_rebuild_tensor_v3"), args + (dtype,))
         param_mod = sys.modules.get("ember.nn.parameter")  # no Parameter can exist before it is imported
         if param_mod is not None and isinstance(t, param_mod.Parameter):
             plain = Tensor._make(t._data, t._dtype)

@@ -1,6 +1,7 @@
 """Which ops take torch's limited unsigned dtypes (uint16/uint32/uint64): Note [Limited unsigned types] in
-ember/_dtype.py. One table, read by the row registry (compute_dtype_of) and by Op.apply; every op not named
-here refuses them with torch's NotImplementedError, as torch 2.13's kernels do."""
+ember/_dtype.py. One table, read by the row registry (compute_dtype_of) and by Op.apply (on the first input):
+a row or class op not named here refuses them with torch's NotImplementedError, as torch 2.13's kernels do.
+Composites that compute on arrays without a row or class op call refuse() (or refuse_flip()) themselves."""
 from .. import _dtype as D
 
 # elementwise rows torch runs on them (beyond the TO_FLOAT rows, which compute in a floating dtype)
@@ -12,20 +13,23 @@ ROWS = frozenset({
 # class ops (Op subclasses, by class name) torch runs on them: copies, views, joins, sorting, sums
 # (view ops, which only reinterpret the storage, take every dtype)
 CLASS_OPS = frozenset({
-    "ToCopy", "Clone", "UnsafeView", "NarrowCopy", "Cat", "Stack", "Repeat", "ConstantPad", "DiagEmbed", "Index", "IndexSelect",
+    "ToCopy", "Clone", "UnsafeView", "NarrowCopy", "Cat", "Stack", "Repeat", "ConstantPad", "DiagEmbed", "Index",
+    "IndexSelect",  # (torch's 1-D index_select refuses them: index_select)
     "Sum", "NanSum", "Prod", "CumSum", "CumProd", "Sort", "Unique", "NanToNum", "Roll", "UnsafeSplit",
     "UnsafeSplitWithSizes", "AsStridedScatter", "CircularPad1D_0", "CircularPad2D_0", "CircularPad3D_0",
     "Flip", "Rot90",  # (torch's flip kernel refuses them when the innermost dim is flipped: refuse_flip)
 })
 
 # torch's kernel names where they are not "<op>_cpu"
-KERNELS = {"_add": "add_stub", "_sub": "add_stub", "fmax": "maximum_cpu", "fmin": "minimum_cpu",
-           "floor_divide": "div_floor_cpu", "_div_floor": "div_floor_cpu", "_div_trunc": "div_trunc_cpu",
-           "sgn": "sign_cpu", "bitwise_left_shift": "lshift_cpu", "bitwise_right_shift": "rshift_cpu",
-           "pow": "pow", "float_power": "pow", "Amax": "max_values_cpu", "MaxAll": "max_all", "MaxDim": "max_cpu",
-           "TopK": "topk_cpu", "Flip": "flip_cpu", "Gather": "scatter_gather_tensor_cpu", "IndexSelect": "index_select",
-           "Mm": "addmm_impl_cpu_", "Dot": "dot", "Einsum": "bmm", "Tri": "tril", "Clamp": "clamp_scalar_cpu",
-           "MaskedFill": "masked_fill", "MaskedSelect": "masked_select", "Take": "take_cpu", "Relu": "clamp_min_scalar_cpu"}
+KERNELS = {
+    "_add": "add_stub", "_sub": "add_stub", "fmax": "maximum_cpu", "fmin": "minimum_cpu",
+    "floor_divide": "div_floor_cpu", "_div_floor": "div_floor_cpu", "_div_trunc": "div_trunc_cpu", "sgn": "sign_cpu",
+    "bitwise_left_shift": "lshift_cpu", "bitwise_right_shift": "rshift_cpu", "pow": "pow", "float_power": "pow",
+    "Amax": "max_values_cpu", "MaxAll": "max_all", "MaxDim": "max_cpu", "MedianAll": "median_cpu", "TopK": "topk_cpu",
+    "Flip": "flip_cpu", "Gather": "scatter_gather_tensor_cpu", "IndexSelect": "index_select", "Mm": "addmm_impl_cpu_",
+    "Dot": "dot", "Einsum": "bmm", "Tri": "tril", "Trace": "trace", "Clamp": "clamp_scalar_cpu",
+    "MaskedFill": "masked_fill", "MaskedSelect": "masked_select", "Take": "take_cpu", "Relu": "clamp_min_scalar_cpu",
+}
 
 
 def refusal(name, d):
