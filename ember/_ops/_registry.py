@@ -24,6 +24,7 @@ from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, init_node
 from ..amp._dispatch import wrap as _autocast_wrap
 from ._argcheck import NUMBERS_AS_TENSORS, guard
+from ._limited import check_class_op, check_row
 
 _state = grad_mode._state
 _new = object.__new__
@@ -63,6 +64,9 @@ class Op(Node):
 
 def apply(cls, inputs, params):
     """Run cls.forward on the inputs' arrays, wrap the results, record the node."""
+    t0 = inputs[0] if inputs else None
+    if t0 is not None and t0._dtype.limited:  # Note [Limited unsigned types]
+        check_class_op(cls, t0._dtype)
     ctx = _new(cls)
     ctx._saved = ()
     arrays = [None if t is None else t._data for t in inputs]
@@ -252,6 +256,8 @@ class Row:
         raise torch's errors). Cached per dtype, except where it depends on the default dtype."""
         cd = self.computes_in.get(d)
         if cd is None:
+            if d.limited:  # torch runs few kernels on uint16/32/64: Note [Limited unsigned types]
+                check_row(self.name, self.kind == TO_FLOAT, d)
             if self.check is not None:
                 self.check(d)
             cd = compute_dtype(self.kind, d, self.name)
@@ -280,7 +286,7 @@ def unary_call(row, input):
         raise TypeError(f"{row.name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     d = input._dtype
-    cd = d if row.plain else row.compute_dtype_of(d)
+    cd = d if row.plain and not d.limited else row.compute_dtype_of(d)
     x = input._data if cd is d else input._data.astype(cd.np)
     if row.ufunc and x.nbytes >= _pool.threshold:  # a large result: into a pooled buffer
         r = ufunc(row.kernel, x)
@@ -362,7 +368,7 @@ def binary_operands(row, a, b):
             d = D.result_type_of((a, b))
     else:
         raise TypeError(f"{row.name}(): expected at least one Tensor argument")
-    cd = d if row.plain else row.compute_dtype_of(d)
+    cd = d if row.plain and not d.limited else row.compute_dtype_of(d)
     x = to_compute(a, cd) if ta else scalar_array(a, cd.np)
     y = to_compute(b, cd) if tb else scalar_array(b, cd.np)
     return x, y, cd

@@ -66,7 +66,8 @@ def _overflow(d):
 
 _C_TYPE = {D.uint8: "uint8_t", D.int8: "int8_t", D.int16: "int16_t", D.int32: "int32_t", D.int64: "int64_t",
            D.float16: "c10::Half", D.bfloat16: "c10::BFloat16", D.float32: "float", D.float64: "double",
-           D.complex64: "c10::complex<float>", D.complex128: "c10::complex<double>", D.bool: "bool"}
+           D.complex64: "c10::complex<float>", D.complex128: "c10::complex<double>", D.bool: "bool",
+           D.uint16: "uint16_t", D.uint32: "uint32_t", D.uint64: "uint64_t"}
 
 
 def checked_scalar(value, d):
@@ -99,6 +100,8 @@ def checked_scalar(value, d):
                 raise _overflow(d)
             return int(value)
         value = int(value)
+        if d is D.uint64:
+            return _uint64_int(value)
         if lo == 0:
             if not -hi <= value <= hi:
                 raise _overflow(d)
@@ -164,8 +167,7 @@ def _np_dtype(np_dtype):
         return D.from_numpy_dtype(np_dtype)
     except TypeError:
         raise TypeError(f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).type.__name__}. The only "
-                        "supported types are: float64, float32, float16, complex64, complex128, int64, int32, "
-                        "int16, int8, uint8, and bool.") from None
+                        f"supported types are: {D.NUMPY_TYPES}.") from None
 
 
 def _leaf_dtype(v):
@@ -246,8 +248,31 @@ def _flatten(obj):
         yield obj
 
 
+def _uint64_int(v):
+    """A Python int as torch reads it into uint64 (a C unsigned long long, or a long long that wraps)."""
+    if v > 2 ** 64 - 1:
+        raise OverflowError("int too big to convert")
+    if v < -2 ** 63:
+        raise OverflowError("can't convert negative int to unsigned")
+    return v & (2 ** 64 - 1)
+
+
+def _to_uint64(raw):
+    """tensor(data, dtype=uint64): torch reads each element as a C unsigned long long: Python ints in [0, 2**64)
+    and bools only (TypeError for floats, NumPy scalars and tensors, OverflowError for negatives, unlike
+    full()/fill_(), which wrap them)."""
+    values = raw.ravel().tolist()
+    if any(type(v) is not int and type(v) is not bool for v in values):
+        raise TypeError("an integer is required")
+    if any(v < 0 for v in values):
+        raise OverflowError("can't convert negative int to unsigned")
+    return np.array([_uint64_int(int(v)) for v in values], dtype=np.uint64).reshape(raw.shape)
+
+
 def _convert(raw, d):
     """raw (parsed Python numbers) as dtype d, with torch's overflow checks for integers."""
+    if d is D.uint64:
+        return _to_uint64(raw)
     k = raw.dtype.kind
     if k == "O" or k == "u":
         if d.category == D.INT:
@@ -285,6 +310,8 @@ def _array_from_data(data, dtype=None):
         return np.array(data, dtype=d.np, order="C"), d
     if isinstance(data, np.generic):
         d = dtype or _np_dtype(data.dtype)
+        if d is D.uint64:
+            raise TypeError("an integer is required")  # see _to_uint64
         return np.array(data, dtype=d.np), d
     if isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
@@ -293,12 +320,14 @@ def _array_from_data(data, dtype=None):
     _scan(data, 0, shape, found)
     d = dtype or _found_dtype(found)
     if any(not isinstance(f, type) for f in found):
+        if d is D.uint64:
+            return _to_uint64(np.array(list(_flatten(data)), dtype=object).reshape(shape)), d
         return np.array(_to_plain(data), dtype=d.np).reshape(shape), d
     if d.category == D.INT and float in found and len(found) > 1:
         # mixed ints and floats into an integer dtype: torch checks each by its own type
         return np.array([checked_scalar(v, d) for v in _flatten(data)], dtype=d.np).reshape(shape), d
     try:
-        raw = np.array(data)
+        raw = np.array(data, dtype=object if d is D.uint64 else None)  # (NumPy would take 2**64-1 to float64)
     except OverflowError:
         raise ValueError("Overflow when unpacking long long") from None
     if not shape:
@@ -618,7 +647,7 @@ def _number(v, name):
 def _range_dtype(dtype, values, opname):
     if dtype is None:
         return D.get_default_dtype() if any(isinstance(v, float) for v in values) else D.int64
-    if dtype is D.bool or dtype.category == D.COMPLEX:
+    if dtype is D.bool or dtype.category == D.COMPLEX or dtype.limited:
         raise NotImplementedError(f'"{opname}_cpu" not implemented for \'{D.SCALAR_NAMES[dtype]}\'')
     return dtype
 
@@ -750,8 +779,8 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     s, e = _space_endpoints(start, end, "linspace")
     steps = _steps_arg(steps, "linspace")
     d = _space_dtype(dtype, out, s, e)
-    if d is D.bool:
-        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
+    if d is D.bool or d.limited:
+        raise NotImplementedError(f"\"linspace_cpu\" not implemented for '{D.SCALAR_NAMES[d]}'")
     arr = _linspace_values(s, e, steps, d) if steps else np.empty(0, d.np)
     if out is not None:
         return into_out(out, arr, d)
@@ -764,8 +793,8 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     s, e = _space_endpoints(start, end, "logspace")
     steps = _steps_arg(steps, "logspace")
     d = _space_dtype(dtype, out, s, e)
-    if d is D.bool:
-        raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
+    if d is D.bool or d.limited:
+        raise NotImplementedError(f"\"logspace_cpu\" not implemented for '{D.SCALAR_NAMES[d]}'")
     if steps == 0:
         arr = np.empty(0, d.np)
     else:
@@ -805,6 +834,8 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     if m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     d = _out_dtype(dtype, out)
+    if d.limited:
+        raise NotImplementedError(f"\"eye\" not implemented for '{D.SCALAR_NAMES[d]}'")
     arr = np.eye(n, m, dtype=d.np)
     if out is not None:
         return into_out(out, arr, d)

@@ -10,6 +10,7 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Size, Tensor, _wrap_dim
 from ._argcheck import _is_int, ints_error, wrong_type
+from ._limited import refuse_flip
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
 from .geometry import diagonal_geometry, strides_of
 from .shape import dims_arg, require_args, shape_args, varargs_or
@@ -325,13 +326,16 @@ def flip(input, *dims_, dims=None):
         dims_ = varargs_or(dims_, dims, "dims", "flip")
     dims = dims_
     require_args(dims, "flip")
-    return Flip.apply(input, dims=_flip_dims(input, dims))
+    dims = _flip_dims(input, dims)
+    refuse_flip(input, dims)
+    return Flip.apply(input, dims=dims)
 
 
 @register()
 def fliplr(input):
     if input._data.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
+    refuse_flip(input, (1,))
     return Flip.apply(input, dims=(1,))
 
 
@@ -339,6 +343,7 @@ def fliplr(input):
 def flipud(input):
     if input._data.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
+    refuse_flip(input, (0,))
     return Flip.apply(input, dims=(0,))
 
 
@@ -407,7 +412,9 @@ def rot90(input, k=1, dims=(0, 1)):
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
     if k.__class__ is not int and not _is_int(k):  # int() would take 1.5
         raise wrong_type("rot90", "k", k, "int", 2)
-    return Rot90.apply(input, k=int(k) % 4, dims=(d0, d1))
+    k = int(k) % 4
+    refuse_flip(input, {0: (), 1: (d1,), 2: (d0, d1), 3: (d0,)}[k])  # the dims torch's rotation flips
+    return Rot90.apply(input, k=k, dims=(d0, d1))
 
 
 # ---- repeat / tile / repeat_interleave -----------------------------------------------------------
@@ -500,7 +507,10 @@ def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
         raise RuntimeError("allocated size does not match required size")
     if input._data.ndim == 0:
         input = input.reshape(1)
-    return input.index_select(d, _make(idx))
+    if isinstance(repeats, Tensor):  # torch: index_select (whose 1-D kernel refuses uint16/32/64)
+        return input.index_select(d, _make(idx))
+    from .index_ops import IndexSelect  # torch: expand + flatten, which takes every dtype
+    return IndexSelect.apply(input, _make(idx), dim=d)
 
 
 # ---- tril / triu -------------------------------------------------------------------------------

@@ -296,7 +296,7 @@ def _bmm_check(x, y, name1="batch1", name2="batch2", kernel=None):
     if a[0] != b[0] or a[2] != b[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a[0]}, {a[2]}] but "
                            f"got: [{b[0]}, {b[1]}].")
-    if kernel is not None and x._dtype is D.bool:
+    if kernel is not None and (x._dtype is D.bool or x._dtype.limited):
         raise _not_implemented(kernel, x)
     if x._dtype is not y._dtype:
         raise RuntimeError(f"expected scalar type {_sname(x)} but found {_sname(y)}")

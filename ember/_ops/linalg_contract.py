@@ -369,8 +369,8 @@ def _cross(x, y, dim):
 
 def _cross_checked(input, other, dim, name):
     check_tensor(other, name, "other", 2)
-    if input._dtype is D.bool:
-        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
+    if input._dtype is D.bool or input._dtype.limited:
+        raise NotImplementedError(f"\"cross\" not implemented for '{D.SCALAR_NAMES[input._dtype]}'")
     if input._dtype is not other._dtype:
         raise RuntimeError(f"expected scalar type {_sname(input)} but found {_sname(other)}")
     a = input._data.shape

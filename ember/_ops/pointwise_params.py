@@ -468,6 +468,8 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 def equal(input, other):
     if input._data.shape != other._data.shape:
         return False
+    if input._dtype is not other._dtype:
+        D.promote_types(input._dtype, other._dtype)  # torch's promotion errors (uint16/32/64)
     return bool(np.array_equal(input._data, other._data))
 
 

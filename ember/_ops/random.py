@@ -176,7 +176,8 @@ def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, 
 
 _C_NAMES = {D.uint8: "unsigned char", D.int8: "signed char", D.int16: "short", D.int32: "int",
             D.int64: "long int", D.bool: "bool", D.float16: "c10::Half", D.bfloat16: "c10::BFloat16",
-            D.float32: "float", D.float64: "double"}
+            D.float32: "float", D.float64: "double", D.uint16: "short unsigned int", D.uint32: "unsigned int",
+            D.uint64: "long unsigned int"}
 
 
 def _int_range(d):
@@ -277,7 +278,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     d = dtype if dtype is not None else (out._dtype if isinstance(out, Tensor) else D.int64)  # as torch: out's
-    if d is D.bool:
+    if d is D.bool or d.limited:
         raise _not_impl("randperm", d)
     if d is D.float16 and n > 2049:
         raise RuntimeError("n cannot be greater than 2049 for Half type.")

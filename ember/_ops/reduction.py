@@ -14,6 +14,7 @@ from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor, _wrap_dim
 from ._registry import Op, numpy_names, register, write_out
+from ._limited import refuse
 from .complex import cj
 
 _make = Tensor._make
@@ -97,6 +98,16 @@ def numel_of(shape, dims):
 def sum_dtype(d):
     """sum/prod/cumsum of bool and integers accumulate in int64, as torch."""
     return D.int64 if d.category <= D.INT else d
+
+
+def accumulate_dtype(dtype, d, kernel):
+    """The dtype sum/prod/cumsum/cumprod accumulate in: dtype= when given (torch has no such kernel for
+    uint16/32/64: NotImplementedError), else sum_dtype of the input's dtype d."""
+    if dtype is None:
+        return sum_dtype(d)
+    if dtype.limited:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{D.SCALAR_NAMES[dtype]}'")
+    return dtype
 
 
 def require_float(input, msg):
@@ -239,7 +250,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(dim, D.dtype):
         dim, dtype = None, dim
     dims = reduce_dims(dim, input._data.ndim)
-    d = dtype if dtype is not None else sum_dtype(input._dtype)
+    d = accumulate_dtype(dtype, input._dtype, "sum_cpu")
     r = Sum.apply(input, dims=dims, keepdim=keepdim, dtype=d)
     if dim is None and not keepdim and r._grad_fn is not None:
         r._grad_fn._name = "SumBackward0"
@@ -267,7 +278,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "nansum")
     refuse_complex(input, message="nansum on CPU does not support complex inputs")
     dims = reduce_dims(dim, input._data.ndim)
-    d = dtype if dtype is not None else sum_dtype(input._dtype)
+    d = accumulate_dtype(dtype, input._dtype, "sum_cpu")
     return finish(NanSum.apply(input, dims=dims, keepdim=keepdim, dtype=d), out, "nansum")
 
 
@@ -382,7 +393,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
         dims = (one_dim(dim, input._data.ndim, "prod"),) if input._data.ndim else ()
     else:
         dims = tuple(range(input._data.ndim))
-    d = dtype if dtype is not None else sum_dtype(input._dtype)
+    d = accumulate_dtype(dtype, input._dtype, "prod_out_cpu")
     r = Prod.apply(input, dims=dims, keepdim=keepdim, dtype=d)
     if dim is None and r._grad_fn is not None:
         r._grad_fn._name = "ProdBackward0"
@@ -541,6 +552,7 @@ def _arg(name, largest, input, dim, keepdim, out):
     refuse_complex(input, message=f"{name}(): does not support complex input")
     if input._dtype is D.bool:
         raise RuntimeError(f"{name}(): does not support bool input")
+    refuse(input, f"{name}_cpu")
     x = input._data
     if dim is None:
         if x.size == 0:
@@ -598,6 +610,8 @@ def any(input, dim=None, keepdim=False, *, out=None):
 @numpy_names
 def count_nonzero(input, dim=None):
     check_tensor(input, "count_nonzero")
+    if dim is None:  # (with a dim torch counts with ne and sum, which take uint16/32/64)
+        refuse(input, "nonzero_count_cpu")
     x = input._data
     dims = reduce_dims(dim, x.ndim)
     r = np.count_nonzero(x, axis=dims) if dims else (x != 0)

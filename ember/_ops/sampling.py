@@ -16,6 +16,7 @@ from .. import _dtype as D
 from .._backend import conv_numpy as K
 from .._tensor import Tensor
 from ..autograd import grad_mode
+from ._limited import refuse
 from ._registry import Op, install
 from .joining import stack
 
@@ -447,6 +448,7 @@ def pixel_shuffle(input, upscale_factor):
     if c % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
                            f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    refuse(input, "pixel_shuffle", empty_ok=True)
     lead = tuple(input.shape[:-3])
     n = len(lead)
     x = input.reshape(lead + (c // (r * r), r, r, h, w))
@@ -469,6 +471,7 @@ def pixel_unshuffle(input, downscale_factor):
     if w % r:
         raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)={w} "
                            f"is not divisible by {r}")
+    refuse(input, "pixel_unshuffle", empty_ok=True)
     lead = tuple(input.shape[:-3])
     n = len(lead)
     x = input.reshape(lead + (c, h // r, r, w // r, r))

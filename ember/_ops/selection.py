@@ -6,6 +6,7 @@ from .._backend import numpy_cpu as B
 from .._tensor import Tensor
 from ._argcheck import _is_number, wrong_type
 from ._registry import Op, register, shapes_error, write_out
+from ._limited import refuse
 from .reduction import refuse_complex
 from .scatter import apply_plan, inplace_variant
 
@@ -274,6 +275,7 @@ inplace_variant(put, "put_", _put_plan)
 
 @register()
 def nonzero(input, *, out=None, as_tuple=False):
+    refuse(input, "nonzero_count_cpu")
     x = input._data
     if as_tuple:
         if x.ndim == 0:
@@ -345,6 +347,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     b = sorted_sequence._data
     scalar = not isinstance(input, Tensor)
     values = np.asarray(input) if scalar else input._data
+    if values.size:  # (no values: torch returns without running its kernel)
+        refuse(sorted_sequence, "searchsorted_out_cpu")
     if b.ndim == 0:
         raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
                            "dimension")

@@ -70,7 +70,8 @@ class _LinearNoBias(_Linear):
 
 _SHORT = {"float32": "float", "float64": "double", "float16": "half", "bfloat16": "bfloat16", "int64": "long",
           "int32": "int", "int16": "short", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
-          "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+          "complex64": "c10::complex<float>", "complex128": "c10::complex<double>", "uint16": "short unsigned int",
+          "uint32": "unsigned int", "uint64": "long unsigned int"}
 
 
 def linear(input, weight, bias=None):
