@@ -7,6 +7,7 @@ a parameter's type follows from its name and default (KINDS_BY_NAME, a bool defa
 the exceptions per op in OVERRIDES. Note [Checked at the boundary] says why this costs a valid call nothing.
 """
 import inspect
+import os
 
 import numpy as np
 
@@ -104,6 +105,35 @@ KINDS_BY_NAME = {
     "min": TENSOR_OR_NUMBER, "max": TENSOR_OR_NUMBER, "exponent": TENSOR_OR_NUMBER,
 }
 
+# The parameters whose wrong type ember's kernels would only meet in a value check (a RuntimeError or
+# ValueError where torch's parser raises TypeError first): declared, so the re-check names them.
+STR = ("str", lambda v: isinstance(v, str))
+INT_OR_TENSOR = ("Tensor", lambda v: isinstance(v, Tensor) or _is_int(v))  # repeat_interleave's repeats
+INTS_OR_TENSOR = ("tuple of ints", lambda v: isinstance(v, Tensor) or _ints_error(v) is None)  # ctc_loss's lengths
+PADDING = ("tuple of ints", lambda v: isinstance(v, str) or _ints_error(v) is None)  # conv's 'same'/'valid'
+FLOATS = ("tuple of floats", lambda v: isinstance(v, (tuple, list)) and all(_is_real(e) for e in v))
+ORD = ("float", lambda v: isinstance(v, str) or _is_real(v))  # linalg.norm/matrix_norm: a number, 'fro', 'nuc'
+
+
+def _is_generator(v):
+    from ..random import Generator
+    return isinstance(v, Generator)
+
+
+KINDS_BY_NAME.update({
+    "interpolation": STR, "rounding_mode": STR, "side": STR, "indexing": STR, "approximate": STR, "UPLO": STR,
+    "driver": STR, "upscale_factor": INT, "downscale_factor": INT, "minlength": INT, "r": INT,
+    "num_classes": INT, "edge_order": INT, "steps": INT, "num_groups": INT, "padding_idx": INT, "n_fft": INT,
+    "hop_length": INT, "win_length": INT, "sparse_dim": INT, "dense_dim": INT, "axis0": INT, "axis1": INT,
+    "dimension": INT, "repeats": INT_OR_TENSOR, "split_sizes": INTS, "shifts": INTS, "pad": INTS,
+    "normalized_shape": INTS, "padding": INTS, "nan": FLOAT, "posinf": FLOAT, "neginf": FLOAT, "margin": FLOAT,
+    "max_norm": FLOAT, "norm_type": FLOAT, "median": FLOAT, "mean": FLOAT, "rcond": TOLERANCE, "tol": TOLERANCE,
+    "p": FLOAT, "ord": ORD, "weights": OPTIONAL_TENSOR, "w_ih": TENSOR, "w_hh": TENSOR, "b_ih": OPTIONAL_TENSOR,
+    "b_hh": OPTIONAL_TENSOR, "running_mean": OPTIONAL_TENSOR, "running_var": OPTIONAL_TENSOR, "B": TENSOR,
+    "value": TENSOR_OR_NUMBER, "range": FLOATS, "generator": ("torch.Generator", _is_generator),
+    "input_lengths": INTS_OR_TENSOR, "target_lengths": INTS_OR_TENSOR,
+})
+
 SIZES_OR_NONE = ("tuple of ints", lambda v: v is None or _ints_error(v) is None)  # None: torch's F calls len() on it
 
 # op -> {parameter: kind or None (unchecked)} where the name's usual kind is not this op's
@@ -128,6 +158,13 @@ OVERRIDES = {
     "linalg_solve_triangular": {"upper": BOOL},  # keyword-only, no default (rrelu's upper is a float)
     "diff": {"dim": INT}, "fft": {"dim": INT}, "to": {"device": None, "dtype": None},
 }
+OVERRIDES.update({  # the names of KINDS_BY_NAME.update above that mean another type in these ops
+    "norm": {"dim": None, "p": None}, "linalg_cond": {"p": ORD}, "linalg_qr": {"mode": STR},
+    "take_along_dim": {"indices": TENSOR}, "dsplit": {"indices": INTS}, "hsplit": {"indices": INTS},
+    "vsplit": {"indices": INTS}, "unfold": {"step": INT}, "histc": {"bins": INT},
+    "histogram": {"bins": INT_OR_TENSOR}, "conv1d": {"padding": PADDING}, "conv2d": {"padding": PADDING},
+    "conv3d": {"padding": PADDING},
+})
 
 
 def _type_name(v):
@@ -308,19 +345,22 @@ def _flags(flags, fn, opname):
     return flags
 
 
-def guard_namespace(names, prefix="", precheck=False):
+def guard_namespace(names, prefix="", precheck=False, c_level=None):
     """Guard the public functions of a namespace dict (torch.nn.functional, torch.linalg ...) in place;
     precheck=False: checked only when they raise (their Python-level torch forms take what they are given),
     True (or the set of names it holds for): flags checked first too, as for torch's C-level functions
-    (torch.linalg) and the Python ones that hand their flags to C (F.dropout's training=)."""
+    (torch.linalg) and the Python ones that hand their flags to C (F.dropout's training=). c_level: where
+    given, the names that are C-level in torch; the others are Python-level (Note [Python-level checks])."""
     for n, f in list(names.items()):
         if not n.startswith("_") and inspect.isfunction(f) and not getattr(f, "guarded", False):
-            names[n] = guard(f, prefix + n, precheck=precheck if precheck in (True, False) else n in precheck)
+            names[n] = guard(f, prefix + n, precheck=precheck if precheck in (True, False) else n in precheck,
+                             python_level=c_level is not None and n not in c_level)
 
 
-def guard(fn, opname, method=False, numpy_names=False, precheck=True):
+def guard(fn, opname, method=False, numpy_names=False, precheck=True, python_level=False):
     """fn checked at its boundary (Note [Checked at the boundary]); numpy_names: it also takes axis= and
-    keepdims= for dim= and keepdim=, as torch's C-level parser does (the registry's numpy_names)."""
+    keepdims= for dim= and keepdim=, as torch's C-level parser does (the registry's numpy_names);
+    python_level: torch's form is Python code, whose own checks come first (Note [Python-level checks])."""
     if getattr(fn, "guarded", False):
         return fn
     import functools
@@ -356,6 +396,8 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True):
         try:
             return fn(*args, **kwargs)
         except Exception as e:  # torch checks the types before anything else: so does the re-check
+            if python_level and _python_level_error(e):
+                raise
             err = translate(e, fn, opname, args, kwargs, method)
             if err is None:
                 raise
@@ -363,3 +405,27 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True):
     call.guarded = True
     call.numpy_names = numpy_names or getattr(fn, "numpy_names", False)
     return call
+
+
+# Note [Python-level checks]: torch's Python-level functions (most of torch.nn.functional) run their own
+# checks (input dims, output_size, p) before their C-level call checks the argument types, so a bad call
+# gets that check's ValueError or NotImplementedError, not the parser's TypeError. Those two types are the
+# Python-level ones (torch's C-level checks raise RuntimeError, IndexError or TypeError, which ember's
+# F functions raise for checks torch makes after parsing). So in such a function a ValueError or
+# NotImplementedError that ember raised itself (a `raise` statement in ember's code) stands; every other
+# error, and one from inside Python or NumPy, is re-checked as above.
+
+_RAISE = __import__("dis").opmap["RAISE_VARARGS"]
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _python_level_error(e):
+    """Whether e is a ValueError or NotImplementedError raised by a `raise` statement in ember's own code (not
+    by Python, NumPy or a library): a Python-level check (Note [Python-level checks])."""
+    tb = e.__traceback__
+    if tb is None or not isinstance(e, (ValueError, NotImplementedError)):
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return code.co_filename.startswith(_EMBER_DIR) and code.co_code[tb.tb_lasti] == _RAISE
