@@ -113,6 +113,7 @@ INTS_OR_TENSOR = ("tuple of ints", lambda v: isinstance(v, Tensor) or _ints_erro
 PADDING = ("tuple of ints", lambda v: isinstance(v, str) or _ints_error(v) is None)  # conv's 'same'/'valid'
 FLOATS = ("tuple of floats", lambda v: isinstance(v, (tuple, list)) and all(_is_real(e) for e in v))
 ORD = ("float", lambda v: isinstance(v, str) or _is_real(v))  # linalg.norm/matrix_norm: a number, 'fro', 'nuc'
+PAIR = ("tuple of ints", lambda v: _is_int(v) or (hasattr(v, "__iter__") and all(_is_int(e) for e in v)))  # F's _pair
 
 
 def _is_generator(v):
@@ -164,6 +165,8 @@ OVERRIDES.update({  # the names of KINDS_BY_NAME.update above that mean another 
     "vsplit": {"indices": INTS}, "unfold": {"step": INT}, "histc": {"bins": INT},
     "histogram": {"bins": INT_OR_TENSOR}, "conv1d": {"padding": PADDING}, "conv2d": {"padding": PADDING},
     "conv3d": {"padding": PADDING},
+    "unfold": {"step": INT, "kernel_size": PAIR, "dilation": PAIR, "padding": PAIR, "stride": PAIR},  # and F.unfold
+    "fold": {"output_size": PAIR, "kernel_size": PAIR, "dilation": PAIR, "padding": PAIR, "stride": PAIR},
 })
 
 
@@ -176,6 +179,14 @@ def _type_name(v):
     if c.__module__ == "numpy":
         return f"numpy.{c.__name__}"
     return c.__name__
+
+
+def invalid_combination(opname, args, kwargs, overloads):
+    """torch's TypeError for a call that matches none of an op's overloads (given as their signatures' text)."""
+    got = [_type_name(a) for a in args] + [f"{k}={_type_name(v)}" for k, v in kwargs.items()]
+    expected = "".join(f"\n * ({o})" for o in overloads)
+    return TypeError(f"{opname}() received an invalid combination of arguments - got ({', '.join(got)}), but "
+                     f"expected one of:{expected}")
 
 
 def kind_of(opname, name, default):

@@ -9,6 +9,7 @@ from .. import return_types
 from .._backend import maximum, minimum, where as _select
 from .._backend.numpy_cpu import layout_of, relayout
 from .._tensor import Tensor
+from ._argcheck import invalid_combination
 from ._registry import Op, fits, install, make_inplace, write_out
 from .complex import cj
 from .creation import zeros_like
@@ -150,9 +151,17 @@ class Where(Op):
         return None, gx, gy
 
 
+_WHERE_OVERLOADS = ("Tensor condition", "Tensor condition, Tensor input, Tensor other, *, Tensor out = None",
+                    "Tensor condition, Number self, Tensor other", "Tensor condition, Tensor input, Number other",
+                    "Tensor condition, Number self, Number other")
+
+
 def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
+    if input is None or other is None:  # no overload takes one of the two
+        given = {k: v for k, v in (("input", input), ("other", other)) if v is not None}
+        raise invalid_combination("where", (condition,), given, _WHERE_OVERLOADS)
     if not isinstance(condition, Tensor):
         raise TypeError(f"where(): argument 'condition' (position 1) must be Tensor, not {type(condition).__name__}")
     if condition._dtype is not D.bool and condition._dtype is not D.uint8:

@@ -13,6 +13,7 @@ import numpy as np
 from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor, _wrap_dim
+from ._argcheck import invalid_combination
 from ._registry import Op, numpy_names, register, write_out
 from .complex import cj
 
@@ -263,9 +264,16 @@ class NanSum(Op):
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "nansum")
     refuse_complex(input, message="nansum on CPU does not support complex inputs")
+    _nansum_out_kernel(input, out)
     dims = reduce_dims(dim, input._data.ndim)
     d = dtype if dtype is not None else sum_dtype(input._dtype)
     return finish(NanSum.apply(input, dims=dims, keepdim=keepdim, dtype=d), out, "nansum")
+
+
+def _nansum_out_kernel(input, out):
+    """torch's nansum/nanmean run the kernel of out='s dtype: an integer out= for a floating input has none."""
+    if isinstance(out, Tensor) and out._dtype.category < D.FLOAT <= input._dtype.category:
+        raise NotImplementedError(f"\"nansum_cpu\" not implemented for '{D.SCALAR_NAMES[out._dtype]}'")
 
 
 @register()
@@ -328,6 +336,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "nanmean")
     refuse_complex(input, message="nansum on CPU does not support complex inputs")
     require_float(input, "nanmean(): expected input to have floating point or complex dtype but got {}")
+    _nansum_out_kernel(input, out)
     count = input.isnan().logical_not().sum(dim, keepdim)
     return finish(nansum(input, dim, keepdim, dtype=dtype) / count, out, "nanmean")
 
@@ -375,6 +384,10 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "prod")
     if isinstance(dim, D.dtype):
         dim, dtype = None, dim
+    if out is not None and dim is None:  # torch's out= overload is prod(input, int dim, keepdim, *, dtype, out)
+        raise invalid_combination("prod", (input,), {"out": out}, (
+            "Tensor input, *, torch.dtype dtype = None",
+            "Tensor input, int dim, bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None"))
     if dim is not None:
         dims = (one_dim(dim, input._data.ndim),) if input._data.ndim else ()
     else:
