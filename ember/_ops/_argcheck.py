@@ -113,6 +113,13 @@ INTS_OR_TENSOR = ("tuple of ints", lambda v: isinstance(v, Tensor) or _ints_erro
 PADDING = ("tuple of ints", lambda v: isinstance(v, str) or _ints_error(v) is None)  # conv's 'same'/'valid'
 FLOATS = ("tuple of floats", lambda v: isinstance(v, (tuple, list)) and all(_is_real(e) for e in v))
 ORD = ("float", lambda v: isinstance(v, str) or _is_real(v))  # linalg.norm/matrix_norm: a number, 'fro', 'nuc'
+# torch's overloads without the parameter, where ember's one signature defaults it to None: given, not None
+P_GIVEN = ("float", lambda v: _is_real(v) or isinstance(v, Tensor))  # bernoulli(input) / bernoulli(input, p)
+REPEATS_GIVEN = ("Tensor", INT_OR_TENSOR[1])  # repeat_interleave(repeats) / (input, repeats, dim)
+GIVEN_NOT_NONE = (P_GIVEN, REPEATS_GIVEN)
+REAL = ("float", _is_real)  # a float, or a 0-d Tensor (not a Tensor of more elements)
+HIST_BINS = ("tuple of ints", lambda v: _ints_error(v) is None or isinstance(v, Tensor)
+             or (isinstance(v, (tuple, list)) and all(isinstance(t, Tensor) for t in v)))  # histogramdd's int[]/Tensor[]
 PAIR = ("tuple of ints", lambda v: _is_int(v) or (hasattr(v, "__iter__") and all(_is_int(e) for e in v)))  # F's _pair
 
 
@@ -127,8 +134,8 @@ KINDS_BY_NAME.update({
     "num_classes": INT, "edge_order": INT, "steps": INT, "num_groups": INT, "padding_idx": INT, "n_fft": INT,
     "hop_length": INT, "win_length": INT, "sparse_dim": INT, "dense_dim": INT, "axis0": INT, "axis1": INT,
     "dimension": INT, "repeats": INT_OR_TENSOR, "split_sizes": INTS, "shifts": INTS, "pad": INTS,
-    "normalized_shape": INTS, "padding": INTS, "nan": FLOAT, "posinf": FLOAT, "neginf": FLOAT, "margin": FLOAT,
-    "max_norm": FLOAT, "norm_type": FLOAT, "median": FLOAT, "mean": FLOAT, "rcond": TOLERANCE, "tol": TOLERANCE,
+    "normalized_shape": INTS, "padding": INTS, "nan": REAL, "posinf": REAL, "neginf": REAL, "margin": REAL,
+    "max_norm": REAL, "norm_type": REAL, "median": REAL, "mean": FLOAT, "rcond": TOLERANCE, "tol": TOLERANCE,
     "p": FLOAT, "ord": ORD, "weights": OPTIONAL_TENSOR, "w_ih": TENSOR, "w_hh": TENSOR, "b_ih": OPTIONAL_TENSOR,
     "b_hh": OPTIONAL_TENSOR, "running_mean": OPTIONAL_TENSOR, "running_var": OPTIONAL_TENSOR, "B": TENSOR,
     "value": TENSOR_OR_NUMBER, "range": FLOATS, "generator": ("torch.Generator", _is_generator),
@@ -167,6 +174,12 @@ OVERRIDES.update({  # the names of KINDS_BY_NAME.update above that mean another 
     "conv3d": {"padding": PADDING},
     "unfold": {"step": INT, "kernel_size": PAIR, "dilation": PAIR, "padding": PAIR, "stride": PAIR},  # and F.unfold
     "fold": {"output_size": PAIR, "kernel_size": PAIR, "dilation": PAIR, "padding": PAIR, "stride": PAIR},
+    "rot90": {"dims": INTS}, "histogramdd": {"bins": HIST_BINS}, "embedding_renorm_": {"max_norm": REAL},
+    "nll_loss": {"weight": OPTIONAL_TENSOR}, "cross_entropy": {"weight": OPTIONAL_TENSOR},
+    "binary_cross_entropy": {"weight": OPTIONAL_TENSOR}, "binary_cross_entropy_with_logits": {"weight": OPTIONAL_TENSOR},
+    "multi_margin_loss": {"weight": OPTIONAL_TENSOR}, "multilabel_soft_margin_loss": {"weight": OPTIONAL_TENSOR},
+    "bernoulli": {"p": P_GIVEN}, "repeat_interleave": {"repeats": REPEATS_GIVEN},
+    "lp_pool1d": {"norm_type": FLOAT}, "lp_pool2d": {"norm_type": FLOAT}, "lp_pool3d": {"norm_type": FLOAT},  # Python
 })
 
 
@@ -245,7 +258,7 @@ def argument_error(fn, opname, args, kwargs, method=False):
         if name not in values or kind is None:
             continue
         v = values[name]
-        if v is None and (default is None or kind is OUT):
+        if v is None and (default is None or kind is OUT) and not any(kind is k for k in GIVEN_NOT_NONE):
             continue
         words, test = kind
         if test(v):

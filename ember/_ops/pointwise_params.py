@@ -165,6 +165,9 @@ def where(condition, input=None, other=None, *, out=None):
     if not isinstance(condition, Tensor):
         raise TypeError(f"where(): argument 'condition' (position 1) must be Tensor, not {type(condition).__name__}")
     if condition._dtype is not D.bool and condition._dtype is not D.uint8:
+        for v in (input, other):  # torch's parser refuses a non-number first
+            if not isinstance(v, (Tensor, int, float, complex, bool)):
+                raise invalid_combination("where", (condition, input, other), {}, _WHERE_OVERLOADS)
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{_NAMES[condition._dtype]}")
     d = D.result_type_of((input, other))
@@ -486,6 +489,8 @@ def frexp(input, *, out=None):
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     r = return_types.frexp(Frexp.apply(input))
     if out is not None:
+        if not isinstance(out, (tuple, list)):
+            raise TypeError(f"frexp(): argument 'out' must be tuple of Tensors, not {type(out).__name__}")
         write_out(out[0], r[0], "frexp")
         write_out(out[1], r[1], "frexp")
         return return_types.frexp(tuple(out))
