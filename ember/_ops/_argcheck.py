@@ -138,7 +138,7 @@ KINDS_BY_NAME.update({
     "max_norm": REAL, "norm_type": REAL, "median": REAL, "mean": FLOAT, "rcond": TOLERANCE, "tol": TOLERANCE,
     "p": FLOAT, "ord": ORD, "weights": OPTIONAL_TENSOR, "w_ih": TENSOR, "w_hh": TENSOR, "b_ih": OPTIONAL_TENSOR,
     "b_hh": OPTIONAL_TENSOR, "running_mean": OPTIONAL_TENSOR, "running_var": OPTIONAL_TENSOR, "B": TENSOR,
-    "value": TENSOR_OR_NUMBER, "range": FLOATS, "generator": ("torch.Generator", _is_generator),
+    "value": ("Number", TENSOR_OR_NUMBER[1]), "range": FLOATS, "generator": ("torch.Generator", _is_generator),
     "input_lengths": INTS_OR_TENSOR, "target_lengths": INTS_OR_TENSOR,
 })
 
@@ -194,12 +194,14 @@ def _type_name(v):
     return c.__name__
 
 
-def invalid_combination(opname, args, kwargs, overloads):
-    """torch's TypeError for a call that matches none of an op's overloads (given as their signatures' text)."""
+def invalid_combination(opname, args, kwargs, overloads, because=None):
+    """torch's TypeError for a call that matches none of an op's overloads (given as their signatures' text;
+    because: why the last one did not match)."""
     got = [_type_name(a) for a in args] + [f"{k}={_type_name(v)}" for k, v in kwargs.items()]
     expected = "".join(f"\n * ({o})" for o in overloads)
+    why = f"\n      didn't match because {because}" if because else ""
     return TypeError(f"{opname}() received an invalid combination of arguments - got ({', '.join(got)}), but "
-                     f"expected one of:{expected}")
+                     f"expected one of:{expected}{why}")
 
 
 def kind_of(opname, name, default):
@@ -244,7 +246,41 @@ def _spec(fn, opname):
 
 
 def argument_error(fn, opname, args, kwargs, method=False):
-    """torch's TypeError for a call of fn that does not match its declaration, or None if it matches."""
+    """torch's TypeError for a call of fn that does not match its declaration, or None if it matches; for an
+    op torch declares several overloads of, in the words of torch's overload error (OVERLOADED)."""
+    err = _mismatch(fn, opname, args, kwargs, method)
+    if err is None or opname not in OVERLOADED or not str(err).startswith(opname + "(): "):
+        return err
+    got = args[1:] if method else args
+    return invalid_combination(opname, got, kwargs, (str(_spec(fn, opname)[0])[1:-1],), str(err)[len(opname) + 4:])
+
+
+# the ops whose torch forms have several overloads (torch's parser then words a mismatch as "received an invalid
+# combination of arguments - got (...)"), by the name the guard gives them
+OVERLOADED = frozenset((
+    "add", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addmv_", "addr", "all", "any", "arange", "argsort",
+    "baddbmm", "bartlett_window", "bernoulli", "bernoulli_", "bitwise_and", "bitwise_left_shift", "bitwise_or",
+    "bitwise_right_shift", "bitwise_xor", "blackman_window", "bmm", "bucketize", "clamp", "clamp_", "clamp_max",
+    "clamp_max_", "clamp_min", "clamp_min_", "clip", "clip_", "conv1d", "conv2d", "conv3d", "copysign",
+    "count_nonzero", "ctc_loss", "cumulative_trapezoid", "div", "divide", "dsplit", "eq", "eye", "fill", "fill_",
+    "float_power", "floor_divide", "fmod", "ge", "gradient", "greater", "greater_equal", "gt", "hamming_window",
+    "hann_window", "histogram", "histogramdd", "hsplit", "index_fill", "isin", "kaiser_window", "le", "lerp", "less",
+    "less_equal", "linalg_cond", "linalg_matrix_norm", "linalg_matrix_rank", "linalg_norm", "linalg_pinv",
+    "linspace", "logspace", "lt", "masked_fill", "max", "mean", "min", "mm", "moveaxis", "movedim", "multiply",
+    "nanquantile", "narrow", "ne", "new", "normal", "not_equal", "pow", "prod", "quantile", "rand_like", "randint",
+    "randint_like", "randn_like", "random_", "randperm", "remainder", "repeat_interleave", "result_type", "round",
+    "rsub", "scatter", "searchsorted", "sort", "sparse_coo_tensor", "special_chebyshev_polynomial_t",
+    "special_chebyshev_polynomial_u", "special_chebyshev_polynomial_v", "special_chebyshev_polynomial_w",
+    "special_hermite_polynomial_h", "special_hermite_polynomial_he", "special_laguerre_polynomial_l",
+    "special_legendre_polynomial_p", "special_shifted_chebyshev_polynomial_t", "special_shifted_chebyshev_polynomial_u",
+    "special_shifted_chebyshev_polynomial_v", "special_shifted_chebyshev_polynomial_w", "special_xlog1py",
+    "special_xlogy", "special_zeta", "split", "squeeze", "squeeze_copy", "std", "std_mean", "stft", "sub", "subtract",
+    "sum", "tensor_split", "to_sparse", "trapezoid", "trapz", "true_divide", "var", "var_mean", "view", "view_copy",
+    "vsplit", "where", "xlogy", "xlogy_"))
+
+
+def _mismatch(fn, opname, args, kwargs, method=False):
+    """argument_error's check: the first argument that does not match fn's declaration, in torch's words."""
     sig, params = _spec(fn, opname)
     if sig is None:
         return None

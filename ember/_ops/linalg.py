@@ -549,8 +549,11 @@ def _result_sizes_read(batch1, batch2):
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     check_tensor(batch1, "baddbmm", "batch1", 2)
     check_tensor(batch2, "baddbmm", "batch2", 3)
-    _result_sizes_read(batch1, batch2)
-    _bmm_check(batch1, batch2)
+    try:
+        _bmm_check(batch1, batch2)
+    except RuntimeError:
+        _result_sizes_read(batch1, batch2)
+        raise
     a = batch1._data.shape
     return _add_product(Baddbmm, "baddbmm", input, batch1, batch2, beta, alpha, out,
                         (a[0], a[1], batch2._data.shape[2]))
@@ -560,8 +563,11 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     check_tensor(batch1, "addbmm", "batch1", 2)
     check_tensor(batch2, "addbmm", "batch2", 3)
-    _result_sizes_read(batch1, batch2)
-    _bmm_check(batch1, batch2)
+    try:
+        _bmm_check(batch1, batch2)
+    except RuntimeError:
+        _result_sizes_read(batch1, batch2)
+        raise
     return _add_product(Addbmm, "addbmm", input, batch1, batch2, beta, alpha, out,
                         (batch1._data.shape[1], batch2._data.shape[2]))
 

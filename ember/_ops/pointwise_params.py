@@ -159,9 +159,6 @@ _WHERE_OVERLOADS = ("Tensor condition", "Tensor condition, Tensor input, Tensor 
 def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
-    if input is None or other is None:  # no overload takes one of the two
-        given = {k: v for k, v in (("input", input), ("other", other)) if v is not None}
-        raise invalid_combination("where", (condition,), given, _WHERE_OVERLOADS)
     if not isinstance(condition, Tensor):
         raise TypeError(f"where(): argument 'condition' (position 1) must be Tensor, not {type(condition).__name__}")
     if condition._dtype is not D.bool and condition._dtype is not D.uint8:
@@ -170,7 +167,10 @@ def where(condition, input=None, other=None, *, out=None):
                 raise invalid_combination("where", (condition, input, other), {}, _WHERE_OVERLOADS)
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{_NAMES[condition._dtype]}")
-    d = D.result_type_of((input, other))
+    try:
+        d = D.result_type_of((input, other))
+    except TypeError:  # one of them None (no overload takes one of the two) or not a number
+        raise invalid_combination("where", (condition, input, other), {}, _WHERE_OVERLOADS) from None
     a = _as_tensor(input, d)
     b = _as_tensor(other, d)
     try:

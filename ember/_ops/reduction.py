@@ -264,10 +264,13 @@ class NanSum(Op):
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "nansum")
     refuse_complex(input, message="nansum on CPU does not support complex inputs")
-    _nansum_out_kernel(input, out)
     dims = reduce_dims(dim, input._data.ndim)
     d = dtype if dtype is not None else sum_dtype(input._dtype)
-    return finish(NanSum.apply(input, dims=dims, keepdim=keepdim, dtype=d), out, "nansum")
+    try:
+        return finish(NanSum.apply(input, dims=dims, keepdim=keepdim, dtype=d), out, "nansum")
+    except RuntimeError:
+        _nansum_out_kernel(input, out)
+        raise
 
 
 def _nansum_out_kernel(input, out):
@@ -336,9 +339,12 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "nanmean")
     refuse_complex(input, message="nansum on CPU does not support complex inputs")
     require_float(input, "nanmean(): expected input to have floating point or complex dtype but got {}")
-    _nansum_out_kernel(input, out)
     count = input.isnan().logical_not().sum(dim, keepdim)
-    return finish(nansum(input, dim, keepdim, dtype=dtype) / count, out, "nanmean")
+    try:
+        return finish(nansum(input, dim, keepdim, dtype=dtype) / count, out, "nanmean")
+    except RuntimeError:
+        _nansum_out_kernel(input, out)
+        raise
 
 
 class Prod(Op):
@@ -384,13 +390,13 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "prod")
     if isinstance(dim, D.dtype):
         dim, dtype = None, dim
-    if out is not None and dim is None:  # torch's out= overload is prod(input, int dim, keepdim, *, dtype, out)
-        raise invalid_combination("prod", (input,), {"out": out}, (
-            "Tensor input, *, torch.dtype dtype = None",
-            "Tensor input, int dim, bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None"))
     if dim is not None:
         dims = (one_dim(dim, input._data.ndim),) if input._data.ndim else ()
     else:
+        if out is not None:  # torch's out= overload is prod(input, int dim, keepdim, *, dtype, out)
+            raise invalid_combination("prod", (input,), {"out": out}, (
+                "Tensor input, *, torch.dtype dtype = None",
+                "Tensor input, int dim, bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None"))
         dims = tuple(range(input._data.ndim))
     d = dtype if dtype is not None else sum_dtype(input._dtype)
     r = Prod.apply(input, dims=dims, keepdim=keepdim, dtype=d)

@@ -336,7 +336,12 @@ def _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode):
                                  "...,oK) format.")
             sizes = [int(s) for s in size]
         else:
-            sizes = [int(size) for _ in range(dim)]  # as torch: nothing read when there is no spatial dim
+            try:
+                sizes = [int(size)] * dim
+            except (TypeError, ValueError):
+                if dim > 0:
+                    raise
+                sizes = []  # as torch: nothing is read when there is no spatial dim
         scales = None
     elif scale_factor is not None:
         if isinstance(scale_factor, (list, tuple)):
@@ -347,7 +352,12 @@ def _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode):
                                  "scale_factor in (s1, s2, ...,sK) format.")
             scales = [float(s) for s in scale_factor]
         else:
-            scales = [float(scale_factor) for _ in range(dim)]
+            try:
+                scales = [float(scale_factor)] * dim
+            except (TypeError, ValueError):
+                if dim > 0:
+                    raise
+                scales = []
         sizes = None
     else:
         raise ValueError("either size or scale_factor should be defined")
@@ -376,16 +386,16 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     elif align_corners is None:
         align_corners = False
     sizes, scales = _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode)  # torch's order
-    if antialias and not (mode in ("bilinear", "bicubic") and input.dim() == 4):
-        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a "
-                         "4-D tensor as input")
+    if antialias:
+        if not (mode in ("bilinear", "bicubic") and input.dim() == 4):
+            raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a "
+                             "4-D tensor as input")
+        raise NotImplementedError("ember: interpolate(antialias=True) is not implemented")
     if input.dim() not in (3, 4, 5) or (mode not in _NEED_DIM and mode not in ("nearest", "nearest-exact", "area")):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
                                   "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
                                   "nearest-exact "
                                   f"(got {mode})")
-    if antialias:
-        raise NotImplementedError("ember: interpolate(antialias=True) is not implemented")
     if mode in _NEED_DIM and input.dim() != _NEED_DIM[mode]:
         want = _NEED_DIM[mode]
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {want}D input")
