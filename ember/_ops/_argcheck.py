@@ -6,6 +6,7 @@ The declaration is the op's own signature (torch's names, order and defaults; te
 a parameter's type follows from its name and default (KINDS_BY_NAME, a bool default is a bool ...), with
 the exceptions per op in OVERRIDES. Note [Checked at the boundary] says why this costs a valid call nothing.
 """
+import dis
 import inspect
 import os
 
@@ -169,17 +170,18 @@ OVERRIDES = {
 OVERRIDES.update({  # the names of KINDS_BY_NAME.update above that mean another type in these ops
     "norm": {"dim": None, "p": None}, "linalg_cond": {"p": ORD}, "linalg_qr": {"mode": STR},
     "take_along_dim": {"indices": TENSOR}, "dsplit": {"indices": INTS}, "hsplit": {"indices": INTS},
-    "vsplit": {"indices": INTS}, "unfold": {"step": INT}, "histc": {"bins": INT},
+    "vsplit": {"indices": INTS}, "histc": {"bins": INT},
     "histogram": {"bins": INT_OR_TENSOR}, "conv1d": {"padding": PADDING}, "conv2d": {"padding": PADDING},
     "conv3d": {"padding": PADDING},
-    "unfold": {"step": INT, "kernel_size": PAIR, "dilation": PAIR, "padding": PAIR, "stride": PAIR},  # and F.unfold
+    "unfold": {"step": INT, "kernel_size": PAIR, "dilation": PAIR, "padding": PAIR, "stride": PAIR},  # Tensor's, F's
     "fold": {"output_size": PAIR, "kernel_size": PAIR, "dilation": PAIR, "padding": PAIR, "stride": PAIR},
     "rot90": {"dims": INTS}, "histogramdd": {"bins": HIST_BINS}, "embedding_renorm_": {"max_norm": REAL},
     "nll_loss": {"weight": OPTIONAL_TENSOR}, "cross_entropy": {"weight": OPTIONAL_TENSOR},
     "binary_cross_entropy": {"weight": OPTIONAL_TENSOR}, "binary_cross_entropy_with_logits": {"weight": OPTIONAL_TENSOR},
     "multi_margin_loss": {"weight": OPTIONAL_TENSOR}, "multilabel_soft_margin_loss": {"weight": OPTIONAL_TENSOR},
     "bernoulli": {"p": P_GIVEN}, "repeat_interleave": {"repeats": REPEATS_GIVEN},
-    "lp_pool1d": {"norm_type": FLOAT}, "lp_pool2d": {"norm_type": FLOAT}, "lp_pool3d": {"norm_type": FLOAT},  # Python
+    # torch's Python lp_pool computes with norm_type (a Tensor works there)
+    "lp_pool1d": {"norm_type": FLOAT}, "lp_pool2d": {"norm_type": FLOAT}, "lp_pool3d": {"norm_type": FLOAT},
 })
 
 
@@ -475,7 +477,7 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True, python_lev
 # NotImplementedError that ember raised itself (a `raise` statement in ember's code) stands; every other
 # error, and one from inside Python or NumPy, is re-checked as above.
 
-_RAISE = __import__("dis").opmap["RAISE_VARARGS"]
+_RAISE = dis.opmap["RAISE_VARARGS"]
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
