@@ -105,6 +105,10 @@ TYPE_CHECKS = {
     "resize_as_-None": lambda t: _x(t).resize_as_(None),
     "chunk-float": lambda t: t.chunk(_x(t), 1.5),
     "sparse_coo_tensor-pin_memory-str": lambda t: t.sparse_coo_tensor(t.tensor([[0]]), t.ones(1), (2,), pin_memory="x"),
+    # torch's boolean_dispatch reads return_indices for its truth value; its _list_with_default takes any iterable
+    "adaptive_max_pool2d-return_indices-str": lambda t: t.nn.functional.adaptive_max_pool2d(_x(t), 2, "a"),
+    "adaptive_max_pool3d-output_size-dict": lambda t: t.nn.functional.adaptive_max_pool3d(_x(t), {}),
+    "adaptive_avg_pool3d-output_size-dict": lambda t: t.nn.functional.adaptive_avg_pool3d(_x(t), {}),
 }
 
 
@@ -216,7 +220,8 @@ def test_torchs_check_order_and_message(name):
 
 
 def test_valid_forms_beside_the_declared_types():
-    """The declarations refuse only what torch refuses: conv's padding='same', a 0-d Tensor for a float, 2 x ints."""
+    """The declarations refuse only what torch refuses: conv's padding='same', a 0-d Tensor for a float, a Tensor
+    of sizes, where's two numbers, a truthy return_indices, None in an adaptive output_size."""
     out = []
     for t in (torch, ember):
         F = t.nn.functional
@@ -224,7 +229,8 @@ def test_valid_forms_beside_the_declared_types():
         w = t.tensor(np.random.RandomState(5).rand(3, 2, 3).astype(np.float32))
         out.append([F.conv1d(x, w, padding="same").tolist(), t.nan_to_num(x / 0, posinf=t.tensor(7.0)).tolist(),
                     F.unfold(x[None], t.tensor([1, 2])).tolist(), t.tensordot(x[0], x[0], ([0, 1], [0, 1])).item(),
-                    t.where(x > 0.5, 1.0, 2.0).tolist(), t.histc(x, bins=3).tolist()])
+                    t.where(x > 0.5, 1.0, 2.0).tolist(), t.histc(x, bins=3).tolist(),
+                    F.adaptive_max_pool2d(x, 2, 1)[1].tolist(), F.adaptive_avg_pool2d(x, (None, 2)).tolist()])
     np.testing.assert_allclose(np.array(out[1][0]), np.array(out[0][0]), rtol=1e-5)
     for a, b in zip(out[0][1:], out[1][1:]):
         np.testing.assert_allclose(np.array(b), np.array(a), rtol=1e-5)

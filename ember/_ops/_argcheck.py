@@ -121,6 +121,8 @@ GIVEN_NOT_NONE = (P_GIVEN, REPEATS_GIVEN)
 REAL = ("float", _is_real)  # a float, or a 0-d Tensor (not a Tensor of more elements)
 HIST_BINS = ("tuple of ints", lambda v: _ints_error(v) is None or isinstance(v, Tensor)
              or (isinstance(v, (tuple, list)) and all(isinstance(t, Tensor) for t in v)))  # histogramdd's int[]/Tensor[]
+ADAPTIVE_SIZE = ("tuple of ints", lambda v: v is None or _is_int(v) or (hasattr(v, "__iter__")
+                                                                       and all(e is None or _is_int(e) for e in v)))
 PAIR = ("tuple of ints", lambda v: _is_int(v) or (hasattr(v, "__iter__") and all(_is_int(e) for e in v)))  # F's _pair
 
 
@@ -182,6 +184,14 @@ OVERRIDES.update({  # the names of KINDS_BY_NAME.update above that mean another 
     "bernoulli": {"p": P_GIVEN}, "repeat_interleave": {"repeats": REPEATS_GIVEN},
     # torch's Python lp_pool computes with norm_type (a Tensor works there)
     "lp_pool1d": {"norm_type": FLOAT}, "lp_pool2d": {"norm_type": FLOAT}, "lp_pool3d": {"norm_type": FLOAT},
+    # torch's _list_with_default: an int, or any iterable of ints and Nones (a bare None: ember raises len()'s error);
+    # return_indices is read for its truth value by torch's boolean_dispatch (replaces the entries above)
+    "adaptive_avg_pool2d": {"output_size": ADAPTIVE_SIZE}, "adaptive_avg_pool3d": {"output_size": ADAPTIVE_SIZE},
+    "adaptive_max_pool2d": {"output_size": ADAPTIVE_SIZE, "return_indices": None},
+    "adaptive_max_pool3d": {"output_size": ADAPTIVE_SIZE, "return_indices": None},
+    "adaptive_max_pool1d": {"return_indices": None}, "max_pool1d": {"return_indices": None},
+    "max_pool2d": {"return_indices": None}, "max_pool3d": {"return_indices": None},
+    "fractional_max_pool2d": {"return_indices": None}, "fractional_max_pool3d": {"return_indices": None},
 })
 
 
