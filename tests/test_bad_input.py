@@ -197,7 +197,135 @@ TYPE_CHECKS = {
     "bce_with_logits-weight-float": lambda t: t.nn.functional.binary_cross_entropy_with_logits(_x(t), _x(t), 1.5),
     "soft_margin_loss-target-float": lambda t: t.nn.functional.soft_margin_loss(_x(t), 1.5),
     "poisson_nll_loss-target-float": lambda t: t.nn.functional.poisson_nll_loss(_x(t), 1.5),
+    # torch's boolean_dispatch reads return_indices for its truth value; its _list_with_default takes any iterable
+    "adaptive_max_pool2d-return_indices-str": lambda t: t.nn.functional.adaptive_max_pool2d(_x(t), 2, "a"),
+    "adaptive_max_pool3d-output_size-dict": lambda t: t.nn.functional.adaptive_max_pool3d(_x(t), {}),
+    "adaptive_avg_pool3d-output_size-dict": lambda t: t.nn.functional.adaptive_avg_pool3d(_x(t), {}),
 }
+
+
+# parameters declared by type (ember/_ops/_argcheck.py's KINDS_BY_NAME and OVERRIDES): a wrong type is torch's
+# TypeError naming the argument (or, for an op with several overloads, torch's "invalid combination" words),
+# where ember's kernels used to meet it only in a value check (RuntimeError, ValueError, NotImplementedError)
+DECLARED_TYPES = {
+    "div-rounding_mode-float": lambda t: t.div(_x(t), _x(t), rounding_mode=1.5),
+    "quantile-interpolation-None": lambda t: t.quantile(_x(t), 0.5, interpolation=None),
+    "searchsorted-side-list": lambda t: t.searchsorted(t.arange(4.0), _x(t), side=["a"]),
+    "meshgrid-indexing-float": lambda t: t.meshgrid(t.ones(2), t.ones(3), indexing=1.5),
+    "gelu-approximate-None": lambda t: t.nn.functional.gelu(_x(t), approximate=None),
+    "eigh-UPLO-None": lambda t: t.linalg.eigh(t.eye(3), None),
+    "svd-driver-list": lambda t: t.linalg.svd(t.eye(3), driver=["a"]),
+    "qr-mode-None": lambda t: t.linalg.qr(t.eye(3), None),
+    "pixel_shuffle-float": lambda t: t.pixel_shuffle(t.ones(1, 4, 2, 2), 2.0),
+    "pixel_unshuffle-str": lambda t: t.nn.functional.pixel_unshuffle(t.ones(1, 1, 4, 4), "2"),
+    "bincount-minlength-float": lambda t: t.bincount(t.tensor([1, 2]), minlength=2.5),
+    "bincount-weights-list": lambda t: t.bincount(t.tensor([1, 2]), [1.0, 2.0]),
+    "combinations-r-float": lambda t: t.combinations(t.arange(4), 1.5),
+    "one_hot-num_classes-float": lambda t: t.nn.functional.one_hot(t.tensor([0, 1]), 3.0),
+    "linspace-steps-float": lambda t: t.linspace(0, 1, 2.5),
+    "gradient-edge_order-float": lambda t: t.gradient(_x(t), edge_order=1.5),
+    "group_norm-num_groups-float": lambda t: t.group_norm(t.ones(2, 4, 3), 2.0),
+    "roll-shifts-str": lambda t: t.roll(_x(t), "a"),
+    "rot90-dims-str": lambda t: t.rot90(_x(t), 1, "ab"),
+    "split_with_sizes-dict": lambda t: t.split_with_sizes(_x(t), {}),
+    "layer_norm-shape-str": lambda t: t.nn.functional.layer_norm(_x(t), ["a"]),
+    "max_pool2d-padding-str": lambda t: t.nn.functional.max_pool2d(t.ones(1, 1, 4, 4), 2, 2, "a"),
+    "nan_to_num-nan-str": lambda t: t.nan_to_num(_x(t), nan="a"),
+    "nan_to_num-posinf-tensor": lambda t: t.nan_to_num(_x(t), posinf=t.ones(2)),
+    "margin_ranking-margin-str": lambda t: t.nn.functional.margin_ranking_loss(_x(t), _x(t), _x(t), margin="a"),
+    "take_along_dim-None": lambda t: t.take_along_dim(_x(t), None),
+    "gru_cell-w_hh-None": lambda t: t.gru_cell(t.ones(2, 3), t.ones(2, 4), t.ones(12, 3), None),
+    "batch_norm-running_var-str": lambda t: t.nn.functional.batch_norm(t.ones(2, 3), t.zeros(3), "a"),
+    "nll_loss-weight-float": lambda t: t.nn.functional.nll_loss(_x(t), t.tensor([0, 1, 2]), weight=2.0),
+    "embedding-max_norm-str": lambda t: t.nn.functional.embedding(t.tensor([0, 1]), _x(t), max_norm="a"),
+    "lu_solve-B-None": lambda t: t.linalg.lu_solve(t.eye(3), t.tensor([1, 2, 3], dtype=t.int32), None),
+    "lstsq-rcond-str": lambda t: t.linalg.lstsq(t.eye(3), t.ones(3, 1), "a"),
+    "matrix_norm-ord-list": lambda t: t.linalg.matrix_norm(t.eye(3), ord=["a"]),
+    "histc-bins-float": lambda t: t.histc(_x(t), 4.5),
+    "histogram-range-str": lambda t: t.histogram(_x(t), 4, range="ab"),
+    "histogramdd-bins-str": lambda t: t.histogramdd(_x(t)[:, :2], "a"),
+    "istft-win_length-float": lambda t: t.istft(t.ones(5, 3, dtype=t.complex64), 8, win_length=1.5),
+    "normal_-mean-str": lambda t: _x(t).normal_(mean="a"),
+    "geometric_-generator-str": lambda t: _x(t).geometric_(0.5, generator="a"),
+    "repeat_interleave-None": lambda t: _x(t).repeat_interleave(None),
+    "masked_fill-value-str": lambda t: t.masked_fill(_x(t), _x(t) > 0, "a"),
+    "index_fill-value-list": lambda t: t.index_fill(_x(t), 0, t.tensor([0]), ["a"]),
+    "threshold-value-str": lambda t: t.threshold(_x(t), 0.5, "a"),
+    "tensordot-dims-ints": lambda t: t.tensordot(_x(t), _x(t).T, dims=(0, 0)),
+    "where-one-of-two": lambda t: t.where(_x(t) > 0, _x(t)),
+    "where-float-condition-str": lambda t: t.where(_x(t), _x(t), "a"),
+    "prod-out-without-dim": lambda t: t.prod(_x(t), out=t.empty(0)),
+    "unfold-padding-float": lambda t: t.nn.functional.unfold(t.ones(1, 1, 4, 4), 2, padding=1.5),
+    "matrix_exp-out": lambda t: t.linalg.matrix_exp(t.eye(3), out=t.empty(0)),
+}
+
+# torch's own check comes first (its Python-level functions, its kernels' order), with torch's exception and message
+TORCH_ORDER = {
+    "tensordot-dims-None": lambda t: t.tensordot(_x(t), _x(t).T, dims=None),
+    "cat-out-int8": lambda t: t.cat([_x(t), _x(t)], out=t.empty(0, dtype=t.int8)),
+    "stack-out-bool": lambda t: t.stack([_x(t), _x(t)], out=t.empty(0, dtype=t.bool)),
+    "hstack-out-int8": lambda t: t.hstack([_x(t), _x(t)], out=t.empty(0, dtype=t.int8)),
+    "median-out-without-dim": lambda t: t.median(_x(t), out=t.empty(0)),
+    "nanmedian-out-without-dim": lambda t: t.nanmedian(_x(t), out=t.empty(0)),
+    "nansum-out-int8": lambda t: t.nansum(_x(t), out=t.empty(0, dtype=t.int8)),
+    "nanmean-out-int8": lambda t: t.nanmean(_x(t), out=t.empty(0, dtype=t.int8)),
+    "addbmm-2d-batches": lambda t: t.addbmm(t.ones(4, 4), t.ones(4, 4), t.ones(4, 4)),
+    "baddbmm-1d-batch1": lambda t: t.baddbmm(t.ones(4, 4), t.ones(4), t.ones(2, 4, 4)),
+    "baddbmm-2d-batch1": lambda t: t.baddbmm(t.ones(4, 4), t.ones(4, 4), t.ones(2, 4, 4)),
+    "index_fill-2d-index": lambda t: _x(t).index_fill(0, t.zeros(2, 2, dtype=t.long), 1.0),
+    "frexp-out-tensor": lambda t: t.frexp(_x(t), out=t.empty(0)),
+    "interpolate-no-size": lambda t: t.nn.functional.interpolate(_x(t), mode="a"),
+    "interpolate-2d-size-str": lambda t: t.nn.functional.interpolate(_x(t), size="a"),
+    "interpolate-2d-scale-dict": lambda t: t.nn.functional.interpolate(_x(t), scale_factor={}),
+    "interpolate-antialias-3d": lambda t: t.nn.functional.interpolate(_x(t)[None], 2, mode="a", antialias=True),
+    "unfold-kernel-dict": lambda t: t.nn.functional.unfold(t.ones(1, 1, 4, 4), {}),
+    "fold-dilation-dict": lambda t: t.nn.functional.fold(t.ones(1, 4, 9), 4, 2, {}),
+    "instance_norm-weight-str": lambda t: t.nn.functional.instance_norm(_x(t), weight="a"),
+    "multi_margin-p-str": lambda t: t.nn.functional.multi_margin_loss(_x(t), t.tensor([0, 1, 2]), p="a"),
+    "local_response_norm-size-str": lambda t: t.nn.functional.local_response_norm(_x(t), "a"),
+    "fractional_max_pool2d-no-size": lambda t: t.nn.functional.fractional_max_pool2d(t.ones(1, 1, 4, 4), "a"),
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", sorted(DECLARED_TYPES))
+def test_declared_types_raise_torchs_type_error(name):
+    fn = DECLARED_TYPES[name]
+    want = _outcome(lambda t: fn(t), torch)
+    got = _outcome(lambda t: fn(t), ember)
+    assert want[0] == "TypeError" and got[0] == "TypeError", (got, want)
+    if "invalid combination of arguments" in want[1]:
+        assert want[1].split(" - got")[0] in got[1], (got, want)  # "<op>() received an invalid combination ..."
+    else:
+        argument = want[1].split("argument ")[1].split(" ")[0] if "argument '" in want[1] else ""
+        assert argument in got[1], (got, want)  # the argument torch names
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", sorted(TORCH_ORDER))
+def test_torchs_check_order_and_message(name):
+    fn = TORCH_ORDER[name]
+    want = _outcome(lambda t: fn(t), torch)
+    got = _outcome(lambda t: fn(t), ember)
+    assert want[0] != "no exception"
+    assert got == want
+
+
+def test_valid_forms_beside_the_declared_types():
+    """The declarations refuse only what torch refuses: conv's padding='same', a 0-d Tensor for a float, a Tensor
+    of sizes, where's two numbers, a truthy return_indices, None in an adaptive output_size."""
+    out = []
+    for t in (torch, ember):
+        F = t.nn.functional
+        x = t.tensor(np.random.RandomState(4).rand(1, 2, 5).astype(np.float32))
+        w = t.tensor(np.random.RandomState(5).rand(3, 2, 3).astype(np.float32))
+        out.append([F.conv1d(x, w, padding="same").tolist(), t.nan_to_num(x / 0, posinf=t.tensor(7.0)).tolist(),
+                    F.unfold(x[None], t.tensor([1, 2])).tolist(), t.tensordot(x[0], x[0], ([0, 1], [0, 1])).item(),
+                    t.where(x > 0.5, 1.0, 2.0).tolist(), t.histc(x, bins=3).tolist(),
+                    F.adaptive_max_pool2d(x, 2, 1)[1].tolist(), F.adaptive_avg_pool2d(x, (None, 2)).tolist()])
+    np.testing.assert_allclose(np.array(out[1][0]), np.array(out[0][0]), rtol=1e-5)
+    for a, b in zip(out[0][1:], out[1][1:]):
+        np.testing.assert_allclose(np.array(b), np.array(a), rtol=1e-5)
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")

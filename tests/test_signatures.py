@@ -57,6 +57,7 @@ DELIBERATE = {
     ("torch", "asarray"): "torch's stub says requires_grad=None, its parser False (as ember); both take None",
     ("Tensor", "mul"): "torch's stub gives Tensor.mul an out=, its method refuses it (as ember's)",
     ("Tensor", "floor_divide"): "torch's stub gives Tensor.floor_divide an out=, its method refuses it (as ember's)",
+    ("torch.linalg", "matrix_exp"): "torch's stub gives linalg.matrix_exp an out=, its binding refuses it (as ember's)",
     ("torch", "mm"): _OUT_DTYPE,
     ("torch", "bmm"): _OUT_DTYPE,
     ("torch", "addmm"): _OUT_DTYPE,

@@ -6,7 +6,9 @@ The declaration is the op's own signature (torch's names, order and defaults; te
 a parameter's type follows from its name and default (KINDS_BY_NAME, a bool default is a bool ...), with
 the exceptions per op in OVERRIDES. Note [Checked at the boundary] says why this costs a valid call nothing.
 """
+import dis
 import inspect
+import os
 
 import numpy as np
 
@@ -104,6 +106,45 @@ KINDS_BY_NAME = {
     "min": TENSOR_OR_NUMBER, "max": TENSOR_OR_NUMBER, "exponent": TENSOR_OR_NUMBER,
 }
 
+# The parameters whose wrong type ember's kernels would only meet in a value check (a RuntimeError or
+# ValueError where torch's parser raises TypeError first): declared, so the re-check names them.
+STR = ("str", lambda v: isinstance(v, str))
+INT_OR_TENSOR = ("Tensor", lambda v: isinstance(v, Tensor) or _is_int(v))  # repeat_interleave's repeats
+INTS_OR_TENSOR = ("tuple of ints", lambda v: isinstance(v, Tensor) or _ints_error(v) is None)  # ctc_loss's lengths
+PADDING = ("tuple of ints", lambda v: isinstance(v, str) or _ints_error(v) is None)  # conv's 'same'/'valid'
+FLOATS = ("tuple of floats", lambda v: isinstance(v, (tuple, list)) and all(_is_real(e) for e in v))
+ORD = ("float", lambda v: isinstance(v, str) or _is_real(v))  # linalg.norm/matrix_norm: a number, 'fro', 'nuc'
+# torch's overloads without the parameter, where ember's one signature defaults it to None: given, not None
+P_GIVEN = ("float", lambda v: _is_real(v) or isinstance(v, Tensor))  # bernoulli(input) / bernoulli(input, p)
+REPEATS_GIVEN = ("Tensor", INT_OR_TENSOR[1])  # repeat_interleave(repeats) / (input, repeats, dim)
+GIVEN_NOT_NONE = (P_GIVEN, REPEATS_GIVEN)
+REAL = ("float", _is_real)  # a float, or a 0-d Tensor (not a Tensor of more elements)
+HIST_BINS = ("tuple of ints", lambda v: _ints_error(v) is None or isinstance(v, Tensor)
+             or (isinstance(v, (tuple, list)) and all(isinstance(t, Tensor) for t in v)))  # histogramdd's int[]/Tensor[]
+ADAPTIVE_SIZE = ("tuple of ints", lambda v: v is None or _is_int(v) or (hasattr(v, "__iter__")
+                                                                       and all(e is None or _is_int(e) for e in v)))
+PAIR = ("tuple of ints", lambda v: _is_int(v) or (hasattr(v, "__iter__") and all(_is_int(e) for e in v)))  # F's _pair
+
+
+def _is_generator(v):
+    from ..random import Generator
+    return isinstance(v, Generator)
+
+
+KINDS_BY_NAME.update({
+    "interpolation": STR, "rounding_mode": STR, "side": STR, "indexing": STR, "approximate": STR, "UPLO": STR,
+    "driver": STR, "upscale_factor": INT, "downscale_factor": INT, "minlength": INT, "r": INT,
+    "num_classes": INT, "edge_order": INT, "steps": INT, "num_groups": INT, "padding_idx": INT, "n_fft": INT,
+    "hop_length": INT, "win_length": INT, "sparse_dim": INT, "dense_dim": INT, "axis0": INT, "axis1": INT,
+    "dimension": INT, "repeats": INT_OR_TENSOR, "split_sizes": INTS, "shifts": INTS, "pad": INTS,
+    "normalized_shape": INTS, "padding": INTS, "nan": REAL, "posinf": REAL, "neginf": REAL, "margin": REAL,
+    "max_norm": REAL, "norm_type": REAL, "median": REAL, "mean": FLOAT, "rcond": TOLERANCE, "tol": TOLERANCE,
+    "p": FLOAT, "ord": ORD, "weights": OPTIONAL_TENSOR, "w_ih": TENSOR, "w_hh": TENSOR, "b_ih": OPTIONAL_TENSOR,
+    "b_hh": OPTIONAL_TENSOR, "running_mean": OPTIONAL_TENSOR, "running_var": OPTIONAL_TENSOR, "B": TENSOR,
+    "value": ("Number", TENSOR_OR_NUMBER[1]), "range": FLOATS, "generator": ("torch.Generator", _is_generator),
+    "input_lengths": INTS_OR_TENSOR, "target_lengths": INTS_OR_TENSOR,
+})
+
 SIZES_OR_NONE = ("tuple of ints", lambda v: v is None or _ints_error(v) is None)  # None: torch's F calls len() on it
 
 # op -> {parameter: kind or None (unchecked)} where the name's usual kind is not this op's
@@ -128,6 +169,30 @@ OVERRIDES = {
     "linalg_solve_triangular": {"upper": BOOL},  # keyword-only, no default (rrelu's upper is a float)
     "diff": {"dim": INT}, "fft": {"dim": INT}, "to": {"device": None, "dtype": None},
 }
+OVERRIDES.update({  # the names of KINDS_BY_NAME.update above that mean another type in these ops
+    "norm": {"dim": None, "p": None}, "linalg_cond": {"p": ORD}, "linalg_qr": {"mode": STR},
+    "take_along_dim": {"indices": TENSOR}, "dsplit": {"indices": INTS}, "hsplit": {"indices": INTS},
+    "vsplit": {"indices": INTS}, "histc": {"bins": INT},
+    "histogram": {"bins": INT_OR_TENSOR}, "conv1d": {"padding": PADDING}, "conv2d": {"padding": PADDING},
+    "conv3d": {"padding": PADDING},
+    "unfold": {"step": INT, "kernel_size": PAIR, "dilation": PAIR, "padding": PAIR, "stride": PAIR},  # Tensor's, F's
+    "fold": {"output_size": PAIR, "kernel_size": PAIR, "dilation": PAIR, "padding": PAIR, "stride": PAIR},
+    "rot90": {"dims": INTS}, "histogramdd": {"bins": HIST_BINS}, "embedding_renorm_": {"max_norm": REAL},
+    "nll_loss": {"weight": OPTIONAL_TENSOR}, "cross_entropy": {"weight": OPTIONAL_TENSOR},
+    "binary_cross_entropy": {"weight": OPTIONAL_TENSOR}, "binary_cross_entropy_with_logits": {"weight": OPTIONAL_TENSOR},
+    "multi_margin_loss": {"weight": OPTIONAL_TENSOR}, "multilabel_soft_margin_loss": {"weight": OPTIONAL_TENSOR},
+    "bernoulli": {"p": P_GIVEN}, "repeat_interleave": {"repeats": REPEATS_GIVEN},
+    # torch's Python lp_pool computes with norm_type (a Tensor works there)
+    "lp_pool1d": {"norm_type": FLOAT}, "lp_pool2d": {"norm_type": FLOAT}, "lp_pool3d": {"norm_type": FLOAT},
+    # torch's _list_with_default: an int, or any iterable of ints and Nones (a bare None: ember raises len()'s error);
+    # return_indices is read for its truth value by torch's boolean_dispatch (replaces the entries above)
+    "adaptive_avg_pool2d": {"output_size": ADAPTIVE_SIZE}, "adaptive_avg_pool3d": {"output_size": ADAPTIVE_SIZE},
+    "adaptive_max_pool2d": {"output_size": ADAPTIVE_SIZE, "return_indices": None},
+    "adaptive_max_pool3d": {"output_size": ADAPTIVE_SIZE, "return_indices": None},
+    "adaptive_max_pool1d": {"return_indices": None}, "max_pool1d": {"return_indices": None},
+    "max_pool2d": {"return_indices": None}, "max_pool3d": {"return_indices": None},
+    "fractional_max_pool2d": {"return_indices": None}, "fractional_max_pool3d": {"return_indices": None},
+})
 
 # ---- issue 18, silent answers: torch's overloads refuse what ember's defaults would take ---------
 GIVEN = ("a value", lambda v: v is not None)  # a NOT_NONE parameter of no other kind
@@ -237,6 +302,16 @@ def _type_name(v):
     return c.__name__
 
 
+def invalid_combination(opname, args, kwargs, overloads, because=None):
+    """torch's TypeError for a call that matches none of an op's overloads (given as their signatures' text;
+    because: why the last one did not match)."""
+    got = [_type_name(a) for a in args] + [f"{k}={_type_name(v)}" for k, v in kwargs.items()]
+    expected = "".join(f"\n * ({o})" for o in overloads)
+    why = f"\n      didn't match because {because}" if because else ""
+    return TypeError(f"{opname}() received an invalid combination of arguments - got ({', '.join(got)}), but "
+                     f"expected one of:{expected}{why}")
+
+
 def kind_of(opname, name, default):
     """The kind torch declares for parameter `name` of op `opname` (None: not checked)."""
     over = OVERRIDES.get(opname)
@@ -281,7 +356,41 @@ def _spec(fn, opname):
 
 
 def argument_error(fn, opname, args, kwargs, method=False):
-    """torch's TypeError for a call of fn that does not match its declaration, or None if it matches."""
+    """torch's TypeError for a call of fn that does not match its declaration, or None if it matches; for an
+    op torch declares several overloads of, in the words of torch's overload error (OVERLOADED)."""
+    err = _mismatch(fn, opname, args, kwargs, method)
+    if err is None or opname not in OVERLOADED or not str(err).startswith(opname + "(): "):
+        return err
+    got = args[1:] if method else args
+    return invalid_combination(opname, got, kwargs, (str(_spec(fn, opname)[0])[1:-1],), str(err)[len(opname) + 4:])
+
+
+# the ops whose torch forms have several overloads (torch's parser then words a mismatch as "received an invalid
+# combination of arguments - got (...)"), by the name the guard gives them
+OVERLOADED = frozenset((
+    "add", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addmv_", "addr", "all", "any", "arange", "argsort",
+    "baddbmm", "bartlett_window", "bernoulli", "bernoulli_", "bitwise_and", "bitwise_left_shift", "bitwise_or",
+    "bitwise_right_shift", "bitwise_xor", "blackman_window", "bmm", "bucketize", "clamp", "clamp_", "clamp_max",
+    "clamp_max_", "clamp_min", "clamp_min_", "clip", "clip_", "conv1d", "conv2d", "conv3d", "copysign",
+    "count_nonzero", "ctc_loss", "cumulative_trapezoid", "div", "divide", "dsplit", "eq", "eye", "fill", "fill_",
+    "float_power", "floor_divide", "fmod", "ge", "gradient", "greater", "greater_equal", "gt", "hamming_window",
+    "hann_window", "histogram", "histogramdd", "hsplit", "index_fill", "isin", "kaiser_window", "le", "lerp", "less",
+    "less_equal", "linalg_cond", "linalg_matrix_norm", "linalg_matrix_rank", "linalg_norm", "linalg_pinv",
+    "linspace", "logspace", "lt", "masked_fill", "max", "mean", "min", "mm", "moveaxis", "movedim", "multiply",
+    "nanquantile", "narrow", "ne", "new", "normal", "not_equal", "pow", "prod", "quantile", "rand_like", "randint",
+    "randint_like", "randn_like", "random_", "randperm", "remainder", "repeat_interleave", "result_type", "round",
+    "rsub", "scatter", "searchsorted", "sort", "sparse_coo_tensor", "special_chebyshev_polynomial_t",
+    "special_chebyshev_polynomial_u", "special_chebyshev_polynomial_v", "special_chebyshev_polynomial_w",
+    "special_hermite_polynomial_h", "special_hermite_polynomial_he", "special_laguerre_polynomial_l",
+    "special_legendre_polynomial_p", "special_shifted_chebyshev_polynomial_t", "special_shifted_chebyshev_polynomial_u",
+    "special_shifted_chebyshev_polynomial_v", "special_shifted_chebyshev_polynomial_w", "special_xlog1py",
+    "special_xlogy", "special_zeta", "split", "squeeze", "squeeze_copy", "std", "std_mean", "stft", "sub", "subtract",
+    "sum", "tensor_split", "to_sparse", "trapezoid", "trapz", "true_divide", "var", "var_mean", "view", "view_copy",
+    "vsplit", "where", "xlogy", "xlogy_"))
+
+
+def _mismatch(fn, opname, args, kwargs, method=False):
+    """argument_error's check: the first argument that does not match fn's declaration, in torch's words."""
     sig, params = _spec(fn, opname)
     if sig is None:
         return None
@@ -295,8 +404,8 @@ def argument_error(fn, opname, args, kwargs, method=False):
         if name not in values or kind is None:
             continue
         v = values[name]
-        if v is None and (default is None or kind is OUT) and (name not in NOT_NONE.get(opname, ())
-                                                               or _none_allowed(opname, name, values)):
+        if v is None and (default is None or kind is OUT) and not any(kind is k for k in GIVEN_NOT_NONE) and (
+                name not in NOT_NONE.get(opname, ()) or _none_allowed(opname, name, values)):
             continue
         words, test = kind
         if test(v):
@@ -412,19 +521,22 @@ def _flags(flags, fn, opname):
     return flags
 
 
-def guard_namespace(names, prefix="", precheck=False):
+def guard_namespace(names, prefix="", precheck=False, c_level=None):
     """Guard the public functions of a namespace dict (torch.nn.functional, torch.linalg ...) in place;
     precheck=False: checked only when they raise (their Python-level torch forms take what they are given),
     True (or the set of names it holds for): flags checked first too, as for torch's C-level functions
-    (torch.linalg) and the Python ones that hand their flags to C (F.dropout's training=)."""
+    (torch.linalg) and the Python ones that hand their flags to C (F.dropout's training=). c_level: where
+    given, the names that are C-level in torch; the others are Python-level (Note [Python-level checks])."""
     for n, f in list(names.items()):
         if not n.startswith("_") and inspect.isfunction(f) and not getattr(f, "guarded", False):
-            names[n] = guard(f, prefix + n, precheck=precheck if precheck in (True, False) else n in precheck)
+            names[n] = guard(f, prefix + n, precheck=precheck if precheck in (True, False) else n in precheck,
+                             python_level=c_level is not None and n not in c_level)
 
 
-def guard(fn, opname, method=False, numpy_names=False, precheck=True):
+def guard(fn, opname, method=False, numpy_names=False, precheck=True, python_level=False):
     """fn checked at its boundary (Note [Checked at the boundary]); numpy_names: it also takes axis= and
-    keepdims= for dim= and keepdim=, as torch's C-level parser does (the registry's numpy_names)."""
+    keepdims= for dim= and keepdim=, as torch's C-level parser does (the registry's numpy_names);
+    python_level: torch's form is Python code, whose own checks come first (Note [Python-level checks])."""
     if getattr(fn, "guarded", False):
         return fn
     import functools
@@ -460,6 +572,8 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True):
         try:
             return fn(*args, **kwargs)
         except Exception as e:  # torch checks the types before anything else: so does the re-check
+            if python_level and _python_level_error(e):
+                raise
             err = translate(e, fn, opname, args, kwargs, method)
             if err is None:
                 raise
@@ -467,3 +581,27 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True):
     call.guarded = True
     call.numpy_names = numpy_names or getattr(fn, "numpy_names", False)
     return call
+
+
+# Note [Python-level checks]: torch's Python-level functions (most of torch.nn.functional) run their own
+# checks (input dims, output_size, p) before their C-level call checks the argument types, so a bad call
+# gets that check's ValueError or NotImplementedError, not the parser's TypeError. Those two types are the
+# Python-level ones (torch's C-level checks raise RuntimeError, IndexError or TypeError, which ember's
+# F functions raise for checks torch makes after parsing). So in such a function a ValueError or
+# NotImplementedError that ember raised itself (a `raise` statement in ember's code) stands; every other
+# error, and one from inside Python or NumPy, is re-checked as above.
+
+_RAISE = dis.opmap["RAISE_VARARGS"]
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _python_level_error(e):
+    """Whether e is a ValueError or NotImplementedError raised by a `raise` statement in ember's own code (not
+    by Python, NumPy or a library): a Python-level check (Note [Python-level checks])."""
+    tb = e.__traceback__
+    if tb is None or not isinstance(e, (ValueError, NotImplementedError)):
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return code.co_filename.startswith(_EMBER_DIR) and code.co_code[tb.tb_lasti] == _RAISE

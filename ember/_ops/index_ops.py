@@ -49,6 +49,8 @@ def _vector_index(index, name, x, dim):
         raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}")
     idx = index._data
     if idx.ndim > 1:
+        if name == "index_fill":  # torch's index_fill checks it as a RuntimeError
+            raise RuntimeError("Index has to be a vector/scalar")
         raise IndexError(f"{name}(): Index is supposed to be a vector")
     if idx.dtype not in (np.int64, np.int32):
         raise IndexError(f"{name}(): Expected dtype int32/int64 for index")

@@ -80,6 +80,15 @@ class Cat(Op):
         return tuple(outs)
 
 
+def _cat_out(out, r, name, inputs=()):
+    """write_out for cat and the joins torch builds on it: an out= dtype the result cannot be cast to is
+    torch's TypeError (its cat checks it by TORCH_CHECK_TYPE)."""
+    if isinstance(out, Tensor) and not D.can_cast(r._dtype, out._dtype):
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                        f"{D.SCALAR_NAMES[out._dtype]}")
+    return write_out(out, r, name, inputs=inputs)
+
+
 @register(method=False, aliases=("concat", "concatenate"))
 def cat(tensors, dim=0, *, out=None):
     tensors = _tensor_list(tensors, "cat")
@@ -103,7 +112,7 @@ def cat(tensors, dim=0, *, out=None):
                                    f"{ref.shape[j]} but got size {a.shape[j]} for tensor number {i} in the list.")
     dtype = _promoted(tensors)
     r = Cat.apply(*tensors, dim=d, dtype=dtype.np)
-    return r if out is None else write_out(out, r, "cat", inputs=tensors)
+    return r if out is None else _cat_out(out, r, "cat", inputs=tensors)
 
 
 class Stack(Op):
@@ -130,7 +139,7 @@ def stack(tensors, dim=0, *, out=None):
                                f"and {list(t._data.shape)} at entry {i}")
     d = _wrap_dim(dim, len(shape) + 1)
     r = Stack.apply(*tensors, dim=d, dtype=_promoted(tensors).np)
-    return r if out is None else write_out(out, r, "stack")
+    return r if out is None else _cat_out(out, r, "stack")
 
 
 @register(method=False)
@@ -141,7 +150,7 @@ def hstack(tensors, *, out=None):
     ts = atleast_1d(*ts)
     ts = (ts,) if isinstance(ts, Tensor) else ts
     r = cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1)
-    return r if out is None else write_out(out, r, "hstack")
+    return r if out is None else _cat_out(out, r, "hstack")
 
 
 @register(method=False, aliases=("row_stack",))
@@ -152,7 +161,7 @@ def vstack(tensors, *, out=None):
     ts = atleast_2d(*ts)
     ts = (ts,) if isinstance(ts, Tensor) else ts
     r = cat(ts, 0)
-    return r if out is None else write_out(out, r, "vstack")
+    return r if out is None else _cat_out(out, r, "vstack")
 
 
 @register(method=False)
@@ -163,7 +172,7 @@ def dstack(tensors, *, out=None):
     ts = atleast_3d(*ts)
     ts = (ts,) if isinstance(ts, Tensor) else ts
     r = cat(ts, 2)
-    return r if out is None else write_out(out, r, "dstack")
+    return r if out is None else _cat_out(out, r, "dstack")
 
 
 @register(method=False)
@@ -173,7 +182,7 @@ def column_stack(tensors, *, out=None):
         raise RuntimeError("column_stack expects a non-empty TensorList")
     cols = [t.reshape(t._data.size, 1) if t._data.ndim <= 1 else t for t in ts]
     r = cat(cols, 1)
-    return r if out is None else write_out(out, r, "column_stack")
+    return r if out is None else _cat_out(out, r, "column_stack")
 
 
 # ---- atleast_Nd / broadcasting -----------------------------------------------------------------

@@ -16,7 +16,7 @@ import numpy as np
 from .. import _backend as B
 from .. import _dtype as D
 from .._backend import scalar_array
-from .._tensor import Tensor
+from .._tensor import Tensor, _wrap_dim
 from ._registry import Op, install, register, shapes_error, write_out
 from ..amp._dispatch import wrap as _autocast_wrap
 
@@ -538,11 +538,22 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     return _add_product(Addr, "addr", input, vec1, vec2, beta, alpha, out, out_shape)
 
 
+def _result_sizes_read(batch1, batch2):
+    """torch's (b)addbmm read batch2.size(2) and batch1.size(1) for the result's shape before checking the ranks:
+    a tensor with too few dims is its IndexError."""
+    _wrap_dim(2, batch2._data.ndim)
+    _wrap_dim(1, batch1._data.ndim)
+
+
 @register(inplace=True)
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     check_tensor(batch1, "baddbmm", "batch1", 2)
     check_tensor(batch2, "baddbmm", "batch2", 3)
-    _bmm_check(batch1, batch2)
+    try:
+        _bmm_check(batch1, batch2)
+    except RuntimeError:
+        _result_sizes_read(batch1, batch2)
+        raise
     a = batch1._data.shape
     return _add_product(Baddbmm, "baddbmm", input, batch1, batch2, beta, alpha, out,
                         (a[0], a[1], batch2._data.shape[2]))
@@ -552,7 +563,11 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     check_tensor(batch1, "addbmm", "batch1", 2)
     check_tensor(batch2, "addbmm", "batch2", 3)
-    _bmm_check(batch1, batch2)
+    try:
+        _bmm_check(batch1, batch2)
+    except RuntimeError:
+        _result_sizes_read(batch1, batch2)
+        raise
     return _add_product(Addbmm, "addbmm", input, batch1, batch2, beta, alpha, out,
                         (batch1._data.shape[1], batch2._data.shape[2]))
 

@@ -9,7 +9,7 @@ from .. import return_types
 from .._backend import maximum, minimum, where as _select
 from .._backend.numpy_cpu import layout_of, relayout
 from .._tensor import Tensor
-from ._argcheck import _is_number, wrong_type
+from ._argcheck import _is_number, invalid_combination, wrong_type
 from ._registry import Op, fits, install, make_inplace, write_out
 from .complex import cj
 from .creation import zeros_like
@@ -151,18 +151,29 @@ class Where(Op):
         return None, gx, gy
 
 
+_WHERE_OVERLOADS = ("Tensor condition", "Tensor condition, Tensor input, Tensor other, *, Tensor out = None",
+                    "Tensor condition, Number self, Tensor other", "Tensor condition, Tensor input, Number other",
+                    "Tensor condition, Number self, Number other")
+
+
 def where(condition, input=None, other=None, *, out=None):
     if input is None or other is None:  # torch's where(condition) overload, which has no out=
         if input is not None or other is not None or out is not None:
-            raise TypeError(f"where() received an invalid combination of arguments - got input="
-                            f"{type(input).__name__}, other={type(other).__name__}, out={type(out).__name__}")
+            raise invalid_combination("where", (condition, input, other), {} if out is None else {"out": out},
+                                      _WHERE_OVERLOADS)
         return condition.nonzero(as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError(f"where(): argument 'condition' (position 1) must be Tensor, not {type(condition).__name__}")
     if condition._dtype is not D.bool and condition._dtype is not D.uint8:
+        for v in (input, other):  # torch's parser refuses a non-number first
+            if not isinstance(v, (Tensor, int, float, complex, bool)):
+                raise invalid_combination("where", (condition, input, other), {}, _WHERE_OVERLOADS)
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{_NAMES[condition._dtype]}")
-    d = D.result_type_of((input, other))
+    try:
+        d = D.result_type_of((input, other))
+    except TypeError:  # one of them None (no overload takes one of the two) or not a number
+        raise invalid_combination("where", (condition, input, other), {}, _WHERE_OVERLOADS) from None
     a = _as_tensor(input, d)
     b = _as_tensor(other, d)
     try:
@@ -496,6 +507,8 @@ def frexp(input, *, out=None):
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     r = return_types.frexp(Frexp.apply(input))
     if out is not None:
+        if not isinstance(out, (tuple, list)):
+            raise TypeError(f"frexp(): argument 'out' must be tuple of Tensors, not {type(out).__name__}")
         write_out(out[0], r[0], "frexp")
         write_out(out[1], r[1], "frexp")
         return return_types.frexp(tuple(out))

@@ -485,8 +485,12 @@ def _output_size_rank(input, output_size, nd):
 def _adaptive_avg_pool(input, output_size, fname):
     nd = int(fname[-2])
     _output_size_rank(input, output_size, nd)
-    x = _adaptive_input(input, nd, fname)
-    sizes = _adaptive_sizes(x, nd, output_size, fname)
+    if nd == 1:
+        x = _adaptive_input(input, nd, fname)
+        sizes = _adaptive_sizes(x, nd, output_size, fname)
+    else:  # torch's Python form reads output_size (_list_with_default, its length) before the input's dims
+        sizes = _adaptive_sizes(input, nd, output_size, fname)
+        x = _adaptive_input(input, nd, fname)
     if x.dtype.category < D.FLOAT or x.dtype.category == D.COMPLEX:
         raise NotImplementedError(f"\"{fname}\" not implemented for '{_scalar(x.dtype)}'")
     spatial = tuple(x.shape[2:])

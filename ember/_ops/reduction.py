@@ -13,6 +13,7 @@ import numpy as np
 from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor, _wrap_dim
+from ._argcheck import invalid_combination
 from ._registry import Op, numpy_names, register, write_out
 from ._limited import refuse
 from .complex import cj
@@ -279,7 +280,17 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     refuse_complex(input, message="nansum on CPU does not support complex inputs")
     dims = reduce_dims(dim, input._data.ndim)
     d = accumulate_dtype(dtype, input._dtype, "sum_cpu")
-    return finish(NanSum.apply(input, dims=dims, keepdim=keepdim, dtype=d), out, "nansum")
+    try:
+        return finish(NanSum.apply(input, dims=dims, keepdim=keepdim, dtype=d), out, "nansum")
+    except RuntimeError:
+        _nansum_out_kernel(input, out)
+        raise
+
+
+def _nansum_out_kernel(input, out):
+    """torch's nansum/nanmean run the kernel of out='s dtype: an integer out= for a floating input has none."""
+    if isinstance(out, Tensor) and out._dtype.category < D.FLOAT <= input._dtype.category:
+        raise NotImplementedError(f"\"nansum_cpu\" not implemented for '{D.SCALAR_NAMES[out._dtype]}'")
 
 
 @register()
@@ -343,7 +354,11 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     refuse_complex(input, message="nansum on CPU does not support complex inputs")
     require_float(input, "nanmean(): expected input to have floating point or complex dtype but got {}")
     count = input.isnan().logical_not().sum(dim, keepdim)
-    return finish(nansum(input, dim, keepdim, dtype=dtype) / count, out, "nanmean")
+    try:
+        return finish(nansum(input, dim, keepdim, dtype=dtype) / count, out, "nanmean")
+    except RuntimeError:
+        _nansum_out_kernel(input, out)
+        raise
 
 
 class Prod(Op):
@@ -392,6 +407,10 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if dim is not None:
         dims = (one_dim(dim, input._data.ndim, "prod"),) if input._data.ndim else ()
     else:
+        if out is not None:  # torch's out= overload is prod(input, int dim, keepdim, *, dtype, out)
+            raise invalid_combination("prod", (input,), {"out": out}, (
+                "Tensor input, *, torch.dtype dtype = None",
+                "Tensor input, int dim, bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None"))
         dims = tuple(range(input._data.ndim))
     d = accumulate_dtype(dtype, input._dtype, "prod_out_cpu")
     r = Prod.apply(input, dims=dims, keepdim=keepdim, dtype=d)

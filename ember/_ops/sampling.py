@@ -9,6 +9,8 @@ gradient works. Indices and weights are computed the way torch's CPU kernels com
 (float32 index arithmetic for float32 and half inputs).
 """
 import math
+import operator
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -337,7 +339,12 @@ def _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode):
                                  "...,oK) format.")
             sizes = [int(s) for s in size]
         else:
-            sizes = [int(size)] * dim
+            try:
+                sizes = [int(size)] * dim
+            except (TypeError, ValueError):
+                if dim > 0:
+                    raise
+                sizes = []  # as torch: nothing is read when there is no spatial dim
         scales = None
     elif scale_factor is not None:
         if isinstance(scale_factor, (list, tuple)):
@@ -348,7 +355,12 @@ def _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode):
                                  "scale_factor in (s1, s2, ...,sK) format.")
             scales = [float(s) for s in scale_factor]
         else:
-            scales = [float(scale_factor)] * dim
+            try:
+                scales = [float(scale_factor)] * dim
+            except (TypeError, ValueError):
+                if dim > 0:
+                    raise
+                scales = []
         sizes = None
     else:
         raise ValueError("either size or scale_factor should be defined")
@@ -376,17 +388,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              "bicubic | trilinear")
     elif align_corners is None:
         align_corners = False
-    if input.dim() not in (3, 4, 5) or (mode not in _NEED_DIM and mode not in ("nearest", "nearest-exact", "area")):
-        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
-                                  "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
-                                  "nearest-exact "
-                                  f"(got {mode})")
-    sizes, scales = _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode)
+    sizes, scales = _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode)  # torch's order
     if antialias:
         if not (mode in ("bilinear", "bicubic") and input.dim() == 4):
             raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a "
                              "4-D tensor as input")
         raise NotImplementedError("ember: interpolate(antialias=True) is not implemented")
+    if input.dim() not in (3, 4, 5) or (mode not in _NEED_DIM and mode not in ("nearest", "nearest-exact", "area")):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
+                                  "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+                                  "nearest-exact "
+                                  f"(got {mode})")
     if mode in _NEED_DIM and input.dim() != _NEED_DIM[mode]:
         want = _NEED_DIM[mode]
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {want}D input")
@@ -524,11 +536,12 @@ class Col2Im(Op):
 
 
 def _pair_arg(value, name):
-    if isinstance(value, (tuple, list)):
+    if isinstance(value, Iterable):  # torch's _pair: any iterable is a tuple of its items (a dict, a str ...)
+        value = tuple(value)
         if len(value) != 2:
             raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(value)}")
-        return tuple(int(v) for v in value)
-    return (int(value),) * 2
+        return tuple(operator.index(v) for v in value)
+    return (operator.index(value),) * 2
 
 
 def _check_block_args(kernel, dilation, padding, stride):

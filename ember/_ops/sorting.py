@@ -260,6 +260,8 @@ class MedianAll(Op):
 
 def _median(which, input, dim, keepdim, out):
     check_tensor(input, which)
+    if out is not None and dim is None:  # torch's out= overload is median(input, dim, keepdim, *, out)
+        raise TypeError(f'{which}() missing 1 required positional arguments: "dim"')
     refuse_complex(input, "median_cpu" if dim is None else "median_out")
     _no_bool(which, input)
     if dim is None:

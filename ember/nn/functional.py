@@ -266,5 +266,11 @@ _wrap_namespace(globals())
 from .._ops._argcheck import guard_namespace as _guard_namespace  # noqa: E402
 
 _guard_namespace(globals(), "", precheck={  # these hand their flags to torch's C-level parser
-    "dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "poisson_nll_loss"})
+    "dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "poisson_nll_loss"},
+    c_level={  # torch's C-level functions here; the others are Python code in torch (Note [Python-level checks])
+    "adaptive_avg_pool1d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "bilinear", "celu_", "channel_shuffle",
+    "conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "cosine_similarity", "elu_", "gelu", "hardshrink", "hardtanh_", "leaky_relu_", "linear", "logsigmoid",
+    "native_channel_shuffle", "one_hot", "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle", "prelu",
+    "relu_", "rrelu_", "scaled_dot_product_attention", "selu_", "softplus", "softshrink", "threshold_"})
 # Note [Checked at the boundary] in ember/_ops/_argcheck.py
