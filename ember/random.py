@@ -64,7 +64,9 @@ class Generator:
     __slots__ = ("_engine", "_seed", "_next624", "_normal_double", "_normal_float", "_device", "_ahead", "_ahead_list",
                  "_at", "_mark", "_smalls", "_memo", "_memo_next", "_masked", "__weakref__")
 
-    def __init__(self, device="cpu"):
+    def __init__(self, device=None):
+        if device is None:
+            device = "cpu"
         try:
             self._device = as_device(device)
         except AssertionError:
@@ -237,7 +239,7 @@ class Generator:
         raw = head + key.astype("<u8").tobytes() + tail
         return _make(np.frombuffer(raw, dtype=np.uint8).copy())
 
-    def set_state(self, new_state):
+    def set_state(self, new_state, /):
         if not isinstance(new_state, Tensor):
             raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
         if new_state._dtype is not D.uint8:

@@ -357,6 +357,16 @@ def as_tensor(data, *, dtype=None, device=None):
     return _make(arr, d)
 
 
+def _buffer(obj):
+    """A memoryview of obj when it exports the buffer protocol (bytes, bytearray, array.array ...), else None."""
+    if isinstance(obj, (str, int, float, complex, bool, list, tuple)) or obj is None:
+        return None
+    try:
+        return memoryview(obj)
+    except TypeError:
+        return None
+
+
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """torch.asarray: aliases tensors, NumPy arrays and buffers unless a copy is asked for or needed."""
     as_device(device)
@@ -369,8 +379,12 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
             t = obj.to(dtype)
         elif copy:
             t = obj.clone()
-    elif isinstance(obj, np.ndarray) or (hasattr(obj, "__array_interface__") or isinstance(obj, memoryview)):
-        arr = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
+    elif isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__") or _buffer(obj) is not None:
+        if isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__"):
+            arr = np.asarray(obj)
+        else:  # torch reads a buffer's bytes as dtype (default: the default dtype), whatever its format says
+            dtype = dtype if dtype is not None else D.get_default_dtype()
+            arr = np.frombuffer(_buffer(obj), dtype=dtype.np)
         t = from_numpy(arr)
         if dtype is not None and dtype is not t._dtype:
             if copy is False:
@@ -385,8 +399,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
         arr, d = _array_from_data(obj, dtype)
         t = _make(arr, d)
     if requires_grad and not t._requires_grad:
-        t = t.detach() if t is obj else t
-        t.requires_grad_(True)
+        t.requires_grad_(True)  # on obj itself when it is returned (torch's)
     return t
 
 
