@@ -299,9 +299,9 @@ class dual_level:
         exit_dual_level()
         return False
 
-    def __call__(self, func):
-        @functools.wraps(func)
+    def __call__(self, orig_func):
+        @functools.wraps(orig_func)
         def wrapper(*args, **kwargs):
             with dual_level():
-                return func(*args, **kwargs)
+                return orig_func(*args, **kwargs)
         return wrapper

@@ -8,11 +8,13 @@ from ..profiler import EventList, FunctionEvent, FunctionEventAvg, record_functi
 
 class profile:
     """torch.autograd.profiler.profile: records while enabled; use_cpu=False records nothing (ember profiles
-    the CPU only); use_cuda / use_device / use_kineto are accepted."""
+    the CPU only); use_cuda / use_device / use_kineto / post_processing_timeout_s / activity_filters are accepted
+    and have no effect (they tune torch's device tracing and kineto's post-processing)."""
 
     def __init__(self, enabled=True, *, use_cuda=False, use_device=None, record_shapes=False, with_flops=False,
                  profile_memory=False, with_stack=False, with_modules=False, use_kineto=False, use_cpu=True,
-                 experimental_config=None, acc_events=False, custom_trace_id_callback=None):
+                 experimental_config=None, acc_events=False, custom_trace_id_callback=None,
+                 post_processing_timeout_s=None, activity_filters=None):
         self.enabled = enabled and use_cpu
         self._prof = _profiler.profile(record_shapes=record_shapes, with_stack=with_stack,
                                        profile_memory=profile_memory, with_flops=with_flops)

@@ -122,16 +122,17 @@ class EventList(list):
         super().__init__(events)
         self.profile_memory = profile_memory
 
-    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False):
-        """One FunctionEventAvg per name (and input shapes / top stack frames when asked), in first-seen order."""
+    def key_averages(self, group_by_input_shapes=False, group_by_stack_n=0, group_by_overload_name=False):
+        """One FunctionEventAvg per name (and input shapes / top stack frames when asked), in first-seen order.
+        (torch spells this parameter group_by_input_shapes here, group_by_input_shape on the profilers.)"""
         groups = {}
         for evt in self:
-            shapes = str(evt.input_shapes) if group_by_input_shape else ""
+            shapes = str(evt.input_shapes) if group_by_input_shapes else ""
             stack = tuple(evt.stack[:group_by_stack_n]) if group_by_stack_n and evt.stack else ()
             key = (evt.key, shapes, stack)
             avg = groups.get(key)
             if avg is None:
-                avg = groups[key] = FunctionEventAvg(evt.key, evt.input_shapes if group_by_input_shape else None,
+                avg = groups[key] = FunctionEventAvg(evt.key, evt.input_shapes if group_by_input_shapes else None,
                                                      list(stack))
             avg.add(evt)
         return EventList(groups.values(), self.profile_memory)
