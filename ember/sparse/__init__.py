@@ -1,16 +1,18 @@
-"""torch.sparse: products and sums of sparse COO tensors (https://pytorch.org/docs/stable/sparse.html).
+"""torch.sparse: products and sums of sparse COO and CSR tensors (https://pytorch.org/docs/stable/sparse.html).
 
-The tensor lives in ember/_ops/sparse.py (see Note [Sparse COO storage] there), its math in
-ember/_ops/sparse_math.py.
+The COO tensor lives in ember/_ops/sparse.py (see Note [Sparse COO storage] there), its math in
+ember/_ops/sparse_math.py; the CSR tensor in ember/_ops/sparse_csr.py, its products in sparse_csr_math.py.
 """
 import warnings
 
 from .. import _dtype as D
 from .._ops.sparse import SparseTensor, sparse_coo_tensor
+from .._ops.sparse_csr import SparseCsrTensor
+from .._ops.sparse_csr_math import csr_mm, sampled_addmm
 from .._ops.sparse_math import SparseAddmm, sparse_dense_mm, sparse_sum
 from .._tensor import Tensor
 
-__all__ = ["addmm", "mm", "sum", "FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor"]
+__all__ = ["addmm", "mm", "sampled_addmm", "sum", "FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor"]
 
 
 def mm(mat1, mat2, reduce="sum"):
@@ -19,6 +21,8 @@ def mm(mat1, mat2, reduce="sum"):
         raise NotImplementedError(f"ember: torch.sparse.mm(reduce={reduce!r}) is not implemented; only 'sum'")
     if isinstance(mat1, SparseTensor):
         return sparse_dense_mm(mat1, mat2, SparseAddmm, "mm")
+    if isinstance(mat1, SparseCsrTensor):
+        return csr_mm(mat1, mat2)
     return mat1.mm(mat2)
 
 
