@@ -46,12 +46,16 @@ class SampledAddmm(CsrOp):
         return Csr(crow, col, values.astype(s.values.dtype, copy=False), batch_shape + (m, n))
 
     def backward(ctx, grad):
-        _, mat1, mat2 = ctx.saved_tensors
+        inp, mat1, mat2 = ctx.saved_tensors
         b, rows, cols, beta, alpha, nbatch = ctx.args
         need = ctx.needs_input_grad
         g_self = g_mat1 = g_mat2 = None
         if need[0]:
             g_self = grad * cj(beta)  # torch's formula: the incoming gradient, in its own layout
+            if grad.dim() > inp.dim():  # one pattern broadcast over the batch: sum the batch
+                summed = _dense(g_self).sum(tuple(range(grad.dim() - inp.dim())))
+                g_self = summed if grad.layout is strided else sparse_mask(summed, inp._csr_crow, inp._csr_col,
+                                                                           inp._csr_size)
         if need[1] or need[2]:
             m, k = mat1.shape[-2:]
             n = mat2.shape[-1]
