@@ -56,7 +56,8 @@ class Converter:
             return self.memo[key][1]
         if t.layout == torch.sparse_csr:
             return self.csr_tensor(t)
-        if t._base is not None and t.is_leaf and t._base.is_contiguous() and not t.is_conj() and not t.is_neg():
+        if t._base is not None and t.is_leaf and t._base.is_contiguous() and not t.is_conj() and not t.is_neg() \
+                and t.dtype == t._base.dtype:  # (a real view of a complex base, as .real, is copied instead)
             # a leaf view (base[5:15] ...): the same view of an ember copy of the base, so ops that read
             # the storage around it (as_strided with a storage_offset) see the same memory (the copy of a
             # contiguous base has its layout)
