@@ -14,6 +14,7 @@ gradients of any layout, Note [Sparse gradients]).
 Unlike torch, which checks the CSR invariants only when asked (check_invariants=True), ember always
 checks them: a NumPy kernel given bad indices would return a silently wrong answer.
 """
+import inspect
 from collections import namedtuple
 
 import numpy as np
@@ -503,21 +504,51 @@ def check_invariants(crow, col, nnz_values, size, dense_dim):
                                "nrows are sorted and distinct along the last dimension values` is not satisfied.")
 
 
-def _index_array(t):
+def _index_array(t, size):
     if t._data.dtype not in _INDEX_NAMES:
-        raise RuntimeError(f"crow_indices and col_indices must be an int32 or int64 type, but got: "
+        if size is None:  # torch fails estimating the size first
+            raise NotImplementedError(f"\"estimate_sparse_compressed_tensor_size\" not implemented for "
+                                      f"'{D.SCALAR_NAMES[t._dtype]}'")
+        raise RuntimeError(f"crow_indices and col_indices dtype must be Int or Long, but got "
                            f"{D.SCALAR_NAMES[t._dtype]}")
     return np.ascontiguousarray(t._data)
 
 
-def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+def _type_error(fname, name, expected, value, position=None):
+    where = "" if position is None else f" (position {position})"
+    return TypeError(f"{fname}(): argument '{name}'{where} must be {expected}, not {type(value).__name__}")
+
+
+class _NoSize:
+    """size left out (torch refuses an explicit size=None: its overloads take a size or none)."""
+
+    def __repr__(self):
+        return "None"
+
+
+_NO_SIZE = _NoSize()
+
+
+def sparse_csr_tensor(crow_indices, col_indices, values, size=_NO_SIZE, *, dtype=None, device=None, pin_memory=False,
                       requires_grad=False, check_invariants=None):
     """torch.sparse_csr_tensor (the invariants are always checked, see Note [Sparse CSR storage])."""
+    if size is None:
+        raise TypeError("sparse_csr_tensor() received an invalid combination of arguments - got an explicit "
+                        "size=None; leave size out to infer it")
+    if size is _NO_SIZE:
+        size = None
+    for name, flag in (("requires_grad", requires_grad), ("pin_memory", pin_memory)):
+        if flag.__class__ is not bool:
+            raise _type_error("sparse_csr_tensor", name, "bool", flag)
     crow_t = _as_tensor(crow_indices)
     col_t = _as_tensor(col_indices)
     vals = _as_tensor(values, dtype)
-    crow = _index_array(crow_t)
-    col = _index_array(col_t)
+    if check_invariants is not None and check_invariants.__class__ is not bool:
+        raise _type_error("sparse_csr_tensor", "check_invariants", "bool", check_invariants)
+    if size is not None and not (isinstance(size, (tuple, list)) and all(isinstance(n, int) for n in size)):
+        raise _type_error("sparse_csr_tensor", "size", "tuple of ints", size, 4)
+    crow = _index_array(crow_t, size)
+    col = _index_array(col_t, size)
     nb = max(crow.ndim - 1, 0)
     if vals._data.ndim <= nb:
         raise RuntimeError(f"values must have dimensionality > sum of batch and block dimensionalities (={nb} + 0) "
@@ -546,6 +577,8 @@ _check = check_invariants
 
 def to_sparse_csr(self, dense_dim=None):
     """Tensor.to_sparse_csr of a dense tensor: its non-zeros, batched over the leading dims."""
+    if dense_dim is not None and not isinstance(dense_dim, int) or isinstance(dense_dim, bool):
+        raise _type_error("to_sparse_csr", "dense_dim", "int", dense_dim, 1)
     if isinstance(self, SparseCsrTensor):
         return self.to_sparse_csr(dense_dim)
     if self.is_sparse:
@@ -626,5 +659,8 @@ SparseTensor.to_sparse_csr = lambda self, dense_dim=None: coo_to_csr(self)
 
 from ._argcheck import guard  # noqa: E402
 
+sparse_csr_tensor.__signature__ = inspect.signature(sparse_csr_tensor).replace(parameters=[
+    p.replace(default=None) if p.name == "size" else p
+    for p in inspect.signature(sparse_csr_tensor).parameters.values()])  # torch's stub: size=None
 sparse_csr_tensor = guard(sparse_csr_tensor, "sparse_csr_tensor")  # Note [Checked at the boundary]
 namespace.update(sparse_csr_tensor=sparse_csr_tensor)
