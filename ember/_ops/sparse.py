@@ -456,7 +456,7 @@ def to_sparse(self, *args, layout=None, blocksize=None, dense_dim=None, sparse_d
     if isinstance(self, SparseTensor):
         return self
     if layout is sparse_csr:
-        from .sparse_csr import to_sparse_csr
+        from .sparse_csr_build import to_sparse_csr
         return to_sparse_csr(self, dense_dim)
     if layout not in (None, sparse_coo):
         raise RuntimeError(f"ember stores sparse tensors as COO or CSR only, not layout {layout}")
