@@ -306,3 +306,13 @@ def test_sampled_addmm_double_backward():
         res.append(lib.autograd.grad((ga * ga).sum() + (gb ** 3).sum(), [a, b]))
     for i, (t, e) in enumerate(zip(*res)):
         same(t, e, f"grad {i}")
+
+
+def test_assert_close_on_csr():
+    for lib in LIBS:
+        a = lib.tensor(DENSE).to_sparse_csr()
+        lib.testing.assert_close(a, a.clone())
+        with pytest.raises(AssertionError):
+            lib.testing.assert_close(a, (a * 1.5))
+        with pytest.raises(AssertionError):
+            lib.testing.assert_close(a, lib.tensor(DENSE[::-1].copy()).to_sparse_csr())
