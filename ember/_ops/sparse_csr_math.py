@@ -4,10 +4,11 @@ backward in ember ops (index_select / index_add over the entries), as torch's fo
 import numpy as np
 
 from .. import _dtype as D
+from .._backend.numpy_cpu import index_add_rows
 from .._layout import strided
 from .._tensor import Tensor
 from .complex import cj
-from .sparse_csr import Csr, CsrOp, SparseCsrTensor, _dense, _row_of_entry, _make, sparse_mask
+from .sparse_csr import Csr, CsrOp, FromValues, SparseCsrTensor, _dense, _make, _row_of_entry, sparse_mask
 
 
 def _entry_rows_cols(crow, col, nbatch):
@@ -182,8 +183,73 @@ class CsrMm(CsrOp):
         return g_s, g_dense
 
 
-def csr_mm(s, dense, fname="mm"):
-    """s @ dense for a 2-d CSR s and a 2-d dense matrix, torch.mm's checks."""
+class CsrMmReduce(CsrOp):
+    """torch.sparse.mm(csr, dense, reduce): per row, the sum, mean, amax or amin of v * dense[c] over the
+    row's stored entries (0 for an empty row); the CSR operand's gradient stays on its pattern."""
+    _name = "SparseMmReduceImplBackward0"
+
+    @staticmethod
+    def forward(ctx, s, dense, reduce):
+        rows = _row_of_entry(s.crow)
+        cols = s.col.astype(np.int64)
+        m = s.size[0]
+        counts = np.diff(s.crow).astype(np.int64)
+        terms = s.values[:, None] * dense[cols]
+        winner = None
+        if reduce in ("sum", "mean"):
+            out = np.zeros((m, dense.shape[1]), dtype=dense.dtype)
+            index_add_rows(out, rows, terms)
+            if reduce == "mean":
+                out /= np.maximum(counts, 1)[:, None].astype(out.dtype)
+        else:
+            fill = -np.inf if reduce == "amax" else np.inf
+            out = np.full((m, dense.shape[1]), fill, dtype=dense.dtype)
+            (np.maximum if reduce == "amax" else np.minimum).at(out, rows, terms)
+            out[counts == 0] = 0
+            winner = _first_winners(terms, rows, out)
+        ctx.args = (rows, cols, counts, reduce, winner, s.crow, s.col, s.size)
+        return out
+
+    def backward(ctx, grad):
+        s, dense = ctx.saved_tensors
+        rows, cols, counts, reduce, winner, crow, col, size = ctx.args
+        need = ctx.needs_input_grad
+        weight = grad.index_select(0, _make(rows))  # (nnz, p): the gradient each entry's term gets
+        if reduce == "mean":
+            weight = weight / _make(np.maximum(counts, 1)[rows][:, None].astype(weight._data.dtype))
+        elif winner is not None:
+            weight = weight * _make(winner)
+        g_s = g_dense = None
+        if need[0]:
+            g_vals = (weight * cj(dense).index_select(0, _make(cols))).sum(-1)
+            g_s = FromValues.apply(g_vals, crow=crow, col=col, size=size)
+        if need[1]:
+            contrib = weight * cj(s.values()).unsqueeze(-1)
+            g_dense = contrib.new_zeros(tuple(dense.shape)).index_add(0, _make(cols), contrib)
+        return g_s, g_dense
+
+
+def _first_winners(terms, rows, out):
+    """(nnz, p) mask of the entry that gives each row's amax/amin (the first of equal ones)."""
+    hit = terms == out[rows]
+    mask = np.zeros(terms.shape, dtype=terms.dtype)
+    for j in range(terms.shape[1]):
+        at = np.flatnonzero(hit[:, j])
+        _, first = np.unique(rows[at], return_index=True)
+        mask[at[first], j] = 1
+    return mask
+
+
+def csr_mm_reduce(s, dense, reduce):
+    """torch.sparse.mm with a CSR operand: sparse_mm_reduce's checks, then CsrMmReduce."""
+    if reduce not in ("sum", "mean", "amax", "amin"):
+        raise RuntimeError(f"sparse_mm_reduce: reduce type of {reduce} has not been enabled.")
+    _mm_checks(s, dense, "mm")
+    return CsrMmReduce.apply(s, dense, reduce=reduce)
+
+
+def _mm_checks(s, dense, fname):
+    """torch.mm's checks of a 2-d CSR s times a 2-d dense matrix."""
     if not isinstance(dense, Tensor):
         raise TypeError(f"{fname}(): argument 'mat2' (position 2) must be Tensor, not {type(dense).__name__}")
     if dense.layout is not strided:
@@ -197,6 +263,11 @@ def csr_mm(s, dense, fname="mm"):
     if s._csr_size[1] != dense.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({s._csr_size[0]}x{s._csr_size[1]} and "
                            f"{dense.shape[0]}x{dense.shape[1]})")
+
+
+def csr_mm(s, dense, fname="mm"):
+    """s @ dense for a 2-d CSR s and a 2-d dense matrix, torch.mm's checks."""
+    _mm_checks(s, dense, fname)
     return CsrMm.apply(s, dense)
 
 
