@@ -316,3 +316,20 @@ def test_assert_close_on_csr():
             lib.testing.assert_close(a, (a * 1.5))
         with pytest.raises(AssertionError):
             lib.testing.assert_close(a, lib.tensor(DENSE[::-1].copy()).to_sparse_csr())
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin"])
+def test_sparse_mm_reduce(reduce):
+    """Rows of two entries, one and none: which entry wins amax/amin decides the gradients."""
+    rng = np.random.default_rng(7)
+    dense, up = rng.standard_normal((4, 3)), rng.standard_normal((3, 3))
+    res = []
+    for lib in LIBS:
+        s = lib.tensor(DENSE).to_sparse_csr().requires_grad_()
+        d = lib.tensor(dense, requires_grad=True)
+        out = lib.sparse.mm(s, d, reduce)
+        res.append((out, *lib.autograd.grad(out, [s, d], lib.tensor(up))))
+    for i, (t, e) in enumerate(zip(*res)):
+        same(t, e, f"item {i}")
+    with pytest.raises(RuntimeError):
+        ember.sparse.mm(ember.tensor(DENSE).to_sparse_csr(), ember.ones(4, 2, dtype=ember.float64), "prod")
