@@ -339,9 +339,8 @@ class SparseCsrTensor(Tensor):
         return self.detach()
 
     def clone(self, *, memory_format=None):
-        values = FromValues.apply(self.values().clone(), crow=self._csr_crow.copy(), col=self._csr_col.copy(),
-                                  size=self._csr_size)
-        return values
+        return FromValues.apply(self.values().clone(), crow=self._csr_crow.copy(), col=self._csr_col.copy(),
+                                size=self._csr_size)
 
     def to(self, *args, **kwargs):
         from .creation import parse_to_args
@@ -364,8 +363,7 @@ class SparseCsrTensor(Tensor):
 
     def type(self, dtype=None, non_blocking=False):
         if dtype is None:
-            from ..autograd.graph import _type_name
-            return "torch.sparse_csr." + _type_name(self)  # ember's own name: torch raises here
+            raise RuntimeError("Unimplemented backend SparseCsrCPU")
         return self.to(dtype)
 
     def __reduce_ex__(self, proto):
@@ -402,7 +400,8 @@ class SparseCsrTensor(Tensor):
     neg = __neg__
 
     def __add__(self, other):
-        """csr + dense (a dense result, as torch's) or csr + csr (through dense, the union pattern)."""
+        """csr + dense: a dense result, as torch's; csr + csr through dense (unlike torch's union of the
+        patterns, entries that cancel to zero leave the result's pattern)."""
         if isinstance(other, Tensor) and other.layout is strided:
             return self.to_dense() + other
         if isinstance(other, SparseCsrTensor):
