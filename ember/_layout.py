@@ -7,7 +7,7 @@ __all__ = ["layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "spars
 
 
 class layout:
-    """torch.layout: how a tensor's elements are stored (ember has strided and sparse_coo)."""
+    """torch.layout: how a tensor's elements are stored (ember has strided, sparse_coo and sparse_csr)."""
     __slots__ = ("_name",)
 
     def __init__(self, name):
@@ -36,8 +36,8 @@ class memory_format:
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
-# other sparse layouts exist as names (torch code compares against them); ember stores none of them
 sparse_csr = layout("sparse_csr")
+# the other sparse layouts exist as names (torch code compares against them); ember stores none of them
 sparse_csc = layout("sparse_csc")
 sparse_bsr = layout("sparse_bsr")
 sparse_bsc = layout("sparse_bsc")

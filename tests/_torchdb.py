@@ -54,7 +54,10 @@ class Converter:
         key = id(t)
         if key in self.memo:
             return self.memo[key][1]
-        if t._base is not None and t.is_leaf and t._base.is_contiguous() and not t.is_conj() and not t.is_neg():
+        if t.layout == torch.sparse_csr:
+            return self.csr_tensor(t)
+        if t._base is not None and t.is_leaf and t._base.is_contiguous() and not t.is_conj() and not t.is_neg() \
+                and t.dtype == t._base.dtype:  # (a real view of a complex base, as .real, is copied instead)
             # a leaf view (base[5:15] ...): the same view of an ember copy of the base, so ops that read
             # the storage around it (as_strided with a storage_offset) see the same memory (the copy of a
             # contiguous base has its layout)
@@ -74,6 +77,13 @@ class Converter:
         self.memo[key] = (t, e)  # keep t alive so its id stays unique
         return e
 
+    def csr_tensor(self, t):
+        """An ember sparse CSR copy of a torch one (same index dtype, pattern and values)."""
+        parts = [ember.from_numpy(p.detach().resolve_conj().numpy().copy())
+                 for p in (t.crow_indices(), t.col_indices(), t.values())]
+        e = ember.sparse_csr_tensor(*parts, tuple(t.shape), requires_grad=t.requires_grad)
+        self.memo[id(t)] = (t, e)
+        return e
 
     def stateless_module(self, module):
         """ember's module of the same class with the same settings (a distance_function argument ...)."""
@@ -153,6 +163,9 @@ def compare(expected, actual, where="output", values=True, grad_tol=False, tols=
     tols: {torch dtype: (rtol, atol)} widening the defaults for one op (torch's own overrides for it)."""
     if isinstance(expected, torch.Tensor) and expected.layout != torch.strided:  # to_sparse: compare dense
         assert actual.layout == getattr(ember, str(expected.layout)[6:]), f"{where}: layout torch {expected.layout}"
+        if expected.layout == torch.sparse_csr:  # the same pattern, index dtypes included
+            for name in ("crow_indices", "col_indices"):
+                compare(getattr(expected, name)(), getattr(actual, name)(), f"{where}.{name}()")
         expected, actual = expected.to_dense(), actual.to_dense()
     if isinstance(expected, torch.Tensor):
         assert isinstance(actual, ember.Tensor), f"{where}: torch gave a Tensor, ember a {type(actual).__name__}"

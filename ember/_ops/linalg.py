@@ -16,6 +16,7 @@ import numpy as np
 from .. import _backend as B
 from .. import _dtype as D
 from .._backend import scalar_array
+from .._layout import strided as _strided
 from .._tensor import Tensor, _wrap_dim
 from ._registry import Op, install, register, shapes_error, write_out
 from ..amp._dispatch import wrap as _autocast_wrap
@@ -233,9 +234,10 @@ def matmul(input, other, *, out=None):
     if not (isinstance(other, Tensor) and isinstance(input, Tensor)):
         check_tensor(input, "matmul", "input", 1)
         check_tensor(other, "matmul", "other", 2)
-    if input.is_sparse:  # a sparse COO left operand (ember/_ops/sparse.py)
+    if input.layout is not _strided:  # a sparse COO or CSR left operand (ember/_ops/sparse*.py)
         from .sparse import sparse_matmul
-        return _finish(sparse_matmul(input, other), out, "matmul")
+        from .sparse_csr_math import csr_matmul
+        return _finish((sparse_matmul if input.is_sparse else csr_matmul)(input, other), out, "matmul")
     x = input._data
     y = other._data
     xd = x.ndim
@@ -266,9 +268,10 @@ def _matmul_dunder(self, other):
 
 @register()
 def mm(input, mat2, *, out=None):
-    if input.is_sparse:  # a sparse COO left operand (ember/_ops/sparse.py)
+    if input.layout is not _strided:  # a sparse COO or CSR left operand (ember/_ops/sparse*.py)
         from .sparse import sparse_dense_mm
-        return _finish(sparse_dense_mm(input, mat2), out, "mm")
+        from .sparse_csr_math import csr_mm
+        return _finish((sparse_dense_mm if input.is_sparse else csr_mm)(input, mat2), out, "mm")
     check_tensor(mat2, "mm", "mat2", 2)
     x = input._data
     y = mat2._data
@@ -500,6 +503,9 @@ def _broadcastable(shape, target):
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     check_tensor(mat1, "addmm", "mat1", 2)
     check_tensor(mat2, "addmm", "mat2", 3)
+    if mat1.layout is not _strided and not mat1.is_sparse:  # a sparse CSR mat1 (ember/_ops/sparse_csr_math.py)
+        from .sparse_csr_math import csr_addmm
+        return _finish(csr_addmm(input, mat1, mat2, beta, alpha), out, "addmm")
     a = mat1._data
     b = mat2._data
     if a.ndim != 2:

@@ -587,9 +587,15 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
 
 
 def _linspace_edges(lo, hi, bins, dtype):
-    """bins + 1 evenly spaced edges, computed from both ends as torch's linspace does."""
-    i = np.arange(bins + 1, dtype=np.float64)
-    step = (hi - lo) / bins
-    half = (bins + 1) // 2
-    edges = np.where(i < half, lo + step * i, hi - step * (bins - i))
-    return edges.astype(dtype)
+    """bins + 1 evenly spaced edges, bit for bit as torch's linspace kernel: ends and step in `dtype`,
+    the first half from lo, the rest from hi, each `end +- step * k` rounded once (the kernel's fused
+    multiply-add; a long double holds step * k exactly for k < 2**11, float32's for any k)."""
+    dt = np.dtype(dtype)
+    lo = dt.type(lo)
+    hi = dt.type(hi)
+    step = (hi - lo) / dt.type(bins)
+    i = np.arange(bins + 1)
+    wide = np.longdouble
+    from_lo = wide(lo) + wide(step) * i.astype(wide)
+    from_hi = wide(hi) - wide(step) * (bins - i).astype(wide)
+    return np.where(i < (bins + 1) // 2, from_lo, from_hi).astype(dt)

@@ -19,7 +19,7 @@ import numpy as np
 from .. import _dtype as D
 from .._backend.numpy_cpu import index_add_rows
 from .._device import as_device
-from .._layout import sparse_coo
+from .._layout import sparse_coo, sparse_csr
 from .._tensor import Size, Tensor, _wrap_dim
 from ..autograd import grad_mode
 from ._registry import Op, install, namespace
@@ -457,8 +457,11 @@ def to_sparse(self, *args, layout=None, blocksize=None, dense_dim=None, sparse_d
         sparse_dim = args[0]
     if isinstance(self, SparseTensor):
         return self
+    if layout is sparse_csr:
+        from .sparse_csr_build import to_sparse_csr
+        return to_sparse_csr(self, dense_dim)
     if layout not in (None, sparse_coo):
-        raise RuntimeError(f"ember stores only sparse COO tensors, not layout {layout}")
+        raise RuntimeError(f"ember stores sparse tensors as COO or CSR only, not layout {layout}")
     x = self._data
     nd = x.ndim
     k = nd if sparse_dim is None else int(sparse_dim)

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from .._backend import owns_memory
+from .._layout import strided as _strided
 from . import grad_mode
 from .graph import AccumulateGrad, FREED_SLOT, gradient_edge
 
@@ -161,7 +162,7 @@ def _root_gradients(tensors, grads):
         if g is None:
             if not t._requires_grad:
                 raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-            if t._data.size != 1:
+            if t.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             if t._dtype.category != 2:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {t._dtype}")
@@ -171,7 +172,7 @@ def _root_gradients(tensors, grads):
         else:
             if not isinstance(g, Tensor):
                 raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
-            if g._data.shape != t._data.shape:
+            if tuple(g.shape) != tuple(t.shape):
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
                                    f"output[{i}] has a shape of {t.shape}.")
             if (g._dtype.category == 3) != (t._dtype.category == 3):
@@ -180,7 +181,8 @@ def _root_gradients(tensors, grads):
                                    f"output[{i}] has a dtype of {t._dtype}.")
             if not t._requires_grad:
                 raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-            user_arrays.add(id(g._data))
+            if g.layout is _strided:
+                user_arrays.add(id(g._data))
             if g._dtype is not t._dtype:
                 g = g.to(t._dtype)
         roots.append((gradient_edge(t), g))
@@ -430,7 +432,7 @@ def _validate(g, node, i):
         raise TypeError(f"function {node.name()} returned a gradient different than None at position {i + 1}, "
                         f"but the corresponding forward input was not a Variable")
     shape, dtype = node._input_meta[i]
-    if g.is_sparse:  # a sparse gradient (embedding(sparse=True)) passes as it is, its size checked
+    if g.layout is not _strided:  # a sparse gradient (Note [Sparse gradients]) passes as it is, its size checked
         if tuple(g.shape) != tuple(shape):
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
                                f"{list(g.shape)} but expected shape compatible with {list(shape)}")
@@ -536,7 +538,7 @@ class _LeafSink:
         """t.grad += g the way torch's AccumulateGrad does: steal g's buffer when nobody
         else can see it, add in place when grad mode is off, else build a new tensor."""
         old = t._grad
-        if g.is_sparse or (old is not None and old.is_sparse):
+        if g.layout is not _strided or (old is not None and old.layout is not _strided):
             t._grad = g if old is None else _sum_grads(old, g)  # Note [Sparse gradients]
             return
         if old is None:
@@ -563,14 +565,15 @@ class _LeafSink:
                 and arr.flags.c_contiguous and arr.flags.writeable)
 
 
-# Note [Sparse gradients]: embedding(sparse=True) returns a sparse COO gradient for the table. It passes
-# through the engine unchanged (its size checked), sums with other gradients as torch's do (sparse + sparse
-# stays sparse, a dense term makes the sum dense) and lands in .grad as it is; the optimizers that take
-# sparse gradients (SGD, SparseAdam) read it there.
+# Note [Sparse gradients]: embedding(sparse=True) returns a sparse COO gradient for the table, and the
+# CSR ops (Note [Sparse CSR storage]) sparse CSR ones. They pass through the engine unchanged (their
+# size checked), sum with other gradients as torch's do (sparse + sparse stays sparse, a dense term makes
+# the sum dense) and land in .grad as they are; the optimizers that take sparse gradients (SGD,
+# SparseAdam) read them there.
 
 def _sum_grads(a, b):
     """a + b for two gradients of one tensor, either possibly sparse (dense + sparse is dense)."""
-    if a.is_sparse and not b.is_sparse:
+    if a.layout is not _strided and b.layout is _strided:
         return b + a
     return a + b
 

@@ -232,7 +232,7 @@ class AccumulateGrad(Node):
         self._trace = None
         self.variable = variable
         self._saved = ()
-        self._out_meta = ((variable._data.shape, variable._dtype),)
+        self._out_meta = ((tuple(variable.shape), variable._dtype),)  # .shape: sparse leaves have no _data
 
 
 def grad_accumulator(t):

@@ -1,22 +1,31 @@
-"""torch.sparse: products and sums of sparse COO tensors (https://pytorch.org/docs/stable/sparse.html).
+"""torch.sparse: products and sums of sparse COO and CSR tensors (https://pytorch.org/docs/stable/sparse.html).
 
-The tensor lives in ember/_ops/sparse.py (see Note [Sparse COO storage] there), its math in
-ember/_ops/sparse_math.py.
+The COO tensor lives in ember/_ops/sparse.py (see Note [Sparse COO storage] there), its math in
+ember/_ops/sparse_math.py; the CSR tensor in ember/_ops/sparse_csr.py, its products in sparse_csr_math.py.
 """
 import warnings
 
 from .. import _dtype as D
 from .._ops.sparse import SparseTensor, sparse_coo_tensor
+from .._ops.sparse_csr import SparseCsrTensor
+from .._ops.sparse_csr_math import csr_mm_reduce, sampled_addmm
 from .._ops.sparse_math import SparseAddmm, sparse_dense_mm, sparse_sum
 from .._tensor import Tensor
 
-__all__ = ["addmm", "mm", "sum", "FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor"]
+__all__ = ["addmm", "mm", "sampled_addmm", "sum", "FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor"]
 
 
 def mm(mat1, mat2, reduce="sum"):
-    """sparse @ dense (or dense @ dense); gradients reach mat1's values and mat2."""
+    """sparse @ dense (or dense @ dense); gradients reach mat1's values (on its pattern) and mat2.
+    reduce= ("sum", "mean", "amax", "amin") combines each row's terms of a sparse CSR mat1."""
+    if isinstance(mat1, SparseCsrTensor):
+        r = csr_mm_reduce(mat1, mat2, reduce)
+        if r._grad_fn is not None and reduce == "sum":
+            r._grad_fn._name = "SparseAddmmBackward0"
+        return r
     if reduce != "sum":
-        raise NotImplementedError(f"ember: torch.sparse.mm(reduce={reduce!r}) is not implemented; only 'sum'")
+        raise NotImplementedError(f"ember: torch.sparse.mm(reduce={reduce!r}) is implemented for sparse CSR "
+                                  f"tensors only")
     if isinstance(mat1, SparseTensor):
         return sparse_dense_mm(mat1, mat2, SparseAddmm, "mm")
     return mat1.mm(mat2)

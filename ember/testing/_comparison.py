@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from .. import _dtype as D
+from .._layout import strided as _strided
 from .._tensor import Tensor
 
 __all__ = ["assert_close"]
@@ -196,7 +197,7 @@ def _compare_tensors(actual, expected, item, options):
     for name, a, e in checks:
         if a != e:
             raise _Mismatch(f"The values for attribute '{name}' do not match: {a} != {e}.", item)
-    if options["check_stride"] and not actual.is_sparse and actual.stride() != expected.stride():
+    if options["check_stride"] and actual.layout is _strided and actual.stride() != expected.stride():
         raise _Mismatch(f"The values for attribute 'stride()' do not match: {actual.stride()} != "
                         f"{expected.stride()}.", item)
     rtol, atol = _tolerances(actual.dtype, expected.dtype, options)
@@ -206,6 +207,9 @@ def _compare_tensors(actual, expected, item, options):
         expected = expected.to(common)
     if actual.is_sparse:
         _compare_sparse(actual, expected, item, rtol, atol, options["equal_nan"])
+        return
+    if actual.is_sparse_csr:
+        _compare_sparse_csr(actual, expected, item, rtol, atol, options["equal_nan"])
         return
     _compare_values(actual, expected, item, rtol, atol, options["equal_nan"], "Tensor-likes")
 
@@ -218,6 +222,16 @@ def _compare_sparse(actual, expected, item, rtol, atol, equal_nan):
                         f"{e._nnz()}", item)
     _compare_values(a._indices(), e._indices(), item, 0.0, 0.0, False, "Sparse COO indices")
     _compare_values(a._values(), e._values(), item, rtol, atol, equal_nan, "Sparse COO values")
+
+
+def _compare_sparse_csr(actual, expected, item, rtol, atol, equal_nan):
+    if actual._nnz() != expected._nnz():
+        raise _Mismatch(f"The number of specified values in sparse CSR tensors does not match: {actual._nnz()} != "
+                        f"{expected._nnz()}", item)
+    _compare_values(actual.crow_indices(), expected.crow_indices(), item, 0.0, 0.0, False,
+                    "Sparse CSR crow_indices")
+    _compare_values(actual.col_indices(), expected.col_indices(), item, 0.0, 0.0, False, "Sparse CSR col_indices")
+    _compare_values(actual.values(), expected.values(), item, rtol, atol, equal_nan, "Sparse CSR values")
 
 
 def _close_mask(x, y, rtol, atol, equal_nan):

@@ -61,6 +61,12 @@ CASES = [
       id="weight"),
     C("histogram", [T((3,), values=[1.0, 1, 1])], lambda t, x: tuple(t.histogram(x, 3)), grad=False, id="flat"),
     C("histogram", [(0,)], lambda t, x: tuple(t.histogram(x, 3)), grad=False, id="empty"),
+    # edges bit for bit as torch's linspace (one rounding per edge): this value sits one float32 ulp below
+    # the middle edge torch computes, and equal to the one a float64 linspace rounds to
+    C("histogram", [T((1,), values=[-1.8442665338516235])], lambda t, x: tuple(t.histogram(x, 2)), grad=False,
+      dtypes=("float32",), id="edge-ulp"),
+    C("histogram", [T((40,), values=[i / 7 - 2.5 for i in range(40)])],
+      lambda t, x: tuple(t.histogram(x, 37, range=(-2.5, 3.0))), grad=False, id="many-edges"),
     C("histogram", [(4,)], lambda t, x: t.histogram(x, 3)[0].requires_grad, id="requires-grad"),
     C("histogram", [PTS], lambda t, x: t.histogram(x, 0), grad=False, error=RuntimeError, id="zero-bins"),
     C("histogram", [PTS], lambda t, x: t.histogram(x, 3, range=(5.0, 2.0)), grad=False, error=RuntimeError,
