@@ -224,6 +224,9 @@ CASES = [
       id="err-shape"),
     C("linalg.multi_dot", [(3,)], lambda t, a: t.linalg.multi_dot([a]), error=RuntimeError, id="err-one"),
     C("chain_matmul", [(2, 3), (3, 4), (4, 5)], lambda t, a, b, c: t.chain_matmul(a, b, c)),
+    C("chain_matmul", [(2, 3)], lambda t, a: t.chain_matmul(a), id="one"),
+    C("chain_matmul", [], lambda t: t.chain_matmul(), dtypes=("float32",), error=RuntimeError, id="err-none"),
+    C("linalg.multi_dot", [(2, 3), (3, 4), (4,)], lambda t, a, b, c: t.linalg.multi_dot([a, b, c]), id="last-1d"),
     # ---- inverses, determinants, solvers ----
     C("linalg.inv", [(4, 4)], lambda t, x: t.linalg.inv(well(t, x)), gradgrad=True),
     C("linalg.inv", [(2, 3, 3)], lambda t, x: t.linalg.inv(well(t, x)), id="batched"),
