@@ -308,3 +308,14 @@ def test_unary_out_off_the_fast_path_matches_torch(case):
     if got:
         assert got[0].dtype == got[1].dtype and got[0].shape == got[1].shape
         np.testing.assert_allclose(got[0], got[1], rtol=1e-6, equal_nan=True)
+
+
+def test_leaf_inplace_messages_match_torch():
+    """In-place on a leaf that requires grad, and on a view of one: torch's RuntimeError texts."""
+    for fn in [lambda x: x.add_(1), lambda x: x[0:1].add_(1), lambda x: x.view(2).mul_(2)]:
+        msgs = []
+        for lib in (torch, ember):
+            with pytest.raises(RuntimeError) as err:
+                fn(lib.ones(2, requires_grad=True))
+            msgs.append(str(err.value))
+        assert msgs[1] == msgs[0]

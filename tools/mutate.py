@@ -63,6 +63,7 @@ SELECTION = {
     "ember/_ops/reduction.py": ["tests/test_reduction_fuzz.py"],
     "ember/_ops/statistics.py": ["tests/test_reduction_fuzz.py"],
     "ember/_ops/products.py": ["tests/test_matmul_fuzz.py"],
+    "ember/_ops/linalg_common.py": [["tests/test_matmul_fuzz.py"], ["tests/ops", "-k", "linalg"]],  # shared helpers
     "ember/_ops/linalg": ["tests/test_matmul_fuzz.py"],
     "ember/_ops/shape.py": ["tests/test_views.py", "tests/test_shape_fuzz.py"],
     "ember/_ops/strided.py": ["tests/test_views.py", "tests/test_shape_fuzz.py"],
@@ -96,6 +97,7 @@ SELECTION = {
     "ember/autograd/gradcheck.py": ["tests/test_autograd.py", "tests/test_complex_autograd.py"],
     "ember/autograd/": ["tests/test_autograd.py", "tests/test_autograd_memory.py", "tests/test_autograd_function.py"],
     "ember/nn/init.py": ["tests/test_nn_init.py"],
+    "ember/nn/utils/rnn.py": [["tests/test_nn_utils.py"], ["tests/test_nn_rnn.py"]],
     "ember/nn/utils": ["tests/test_nn_utils.py"],
     "ember/nn/parallel": ["tests/test_ddp_engine.py"],
     "ember/nn/modules/conv.py": ["tests/test_nn_conv.py"],
