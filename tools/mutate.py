@@ -117,6 +117,7 @@ SELECTION = {
     "ember/nn/functional.py": ["tests/test_nn_layers.py", "tests/test_nn_loss.py", "tests/test_nn_sampling.py"],
     "ember/nn/": ["tests/test_nn_layers.py", "tests/test_nn_module.py"],
     "ember/optim/lr_scheduler.py": ["tests/test_lr_scheduler.py"],
+    "ember/optim/sparse_adam.py": ["tests/test_sparse_embedding.py"],
     "ember/optim": ["tests/test_optim.py", "tests/test_optim_fuzz.py"],
     "ember/utils/data/distributed.py": ["tests/test_distributed_sampler.py"],
     "ember/utils/data/_worker.py": ["tests/test_dataloader_workers.py"],
