@@ -329,3 +329,13 @@ def test_save_emits_no_warning(tmp_path):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             lib.save({"w": lib.ones(2)}, tmp_path / "w.pt")
+
+
+def test_zip64_checkpoint_reads_in_torch(tmp_path, monkeypatch):
+    """A checkpoint past the plain zip limits (65535 records, 2 GiB) is written with zip64 records, which torch
+    reads: the record limit is lowered here so that a few tensors cross it (zipfile reads it at run time)."""
+    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 4)
+    values = [np.full(3, i, dtype=np.float32) for i in range(6)]
+    ember.save([ember.tensor(v) for v in values], tmp_path / "many.pt")
+    loaded = torch.load(tmp_path / "many.pt")
+    assert len(loaded) == 6 and all(np.array_equal(t.numpy(), v) for t, v in zip(loaded, values))
