@@ -99,7 +99,7 @@ SELECTION = {
     "ember/nn/init.py": ["tests/test_nn_init.py"],
     "ember/nn/utils/rnn.py": [["tests/test_nn_utils.py"], ["tests/test_nn_rnn.py"]],
     "ember/nn/utils": ["tests/test_nn_utils.py"],
-    "ember/nn/parallel": ["tests/test_ddp_engine.py"],
+    "ember/nn/parallel": [["tests/test_ddp_engine.py"], ["tests/test_ddp.py"]],
     "ember/nn/modules/conv.py": ["tests/test_nn_conv.py"],
     "ember/nn/modules/pooling.py": ["tests/test_nn_pool.py"],
     "ember/nn/modules/rnn.py": ["tests/test_nn_rnn.py"],
