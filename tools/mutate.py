@@ -490,7 +490,7 @@ def write_report(mutants, args, seconds, quiet=False):
             f"{round(seconds / 60)} min. Counts: {counts}. Score killed / (killed + survived; equivalent, unviable "
             f"and timed-out mutants not scored): "
             f"{killed}/{scored} = {score:.1f}%.\n"]
-    for status in ("survived", "equivalent"):
+    for status in ("survived", "timeout", "equivalent"):
         rows.append(f"\n## {status}\n")
         for m in mutants:
             if m["status"] == status:
