@@ -371,6 +371,9 @@ CASES = [
     C("linalg.qr", [(5, 3)], lambda t, x: t.linalg.qr(x, mode="x"), error=RuntimeError, id="err-mode"),
     C("linalg.svd", [(5, 3)], lambda t, x: svd_invariants(t.linalg.svd(x, full_matrices=False))),
     C("linalg.svd", [(2, 3, 5)], lambda t, x: svd_invariants(t.linalg.svd(x, full_matrices=False)), id="wide"),
+    # a loss of Vh alone (its row-space projector: sign-invariant), so the backward gets gVh without gU and gS
+    C("linalg.svd", [(3, 5)], lambda t, x: (lambda r: r.Vh.mT @ r.Vh)(t.linalg.svd(x, full_matrices=False)),
+      id="vh-only"),
     C("linalg.svd", [(4, 3)], lambda t, x: (lambda r: (r.S, r.U @ r.Vh, r.U.abs()))(t.linalg.svd(x, full_matrices=False)),
       dtypes=CPLX, id="complex"),
     C("linalg.svd", [(4, 3)], lambda t, x: (lambda r: (r.S, r.U[:, :3] @ r.Vh))(t.linalg.svd(x)),
