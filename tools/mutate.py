@@ -366,8 +366,8 @@ def main():
         src, ss = parsed[path]
         node, desc, new = ss[i]
         line = src.splitlines()[node.lineno - 1].strip()
-        return dict(path=path, line=node.lineno, mutation=desc, code=line, src=apply(src, node, new),
-                    cmds=selection(path, src, node.lineno))
+        return dict(path=path, line=node.lineno, col=node.col_offset, mutation=desc, code=line,
+                    src=apply(src, node, new), cmds=selection(path, src, node.lineno))
 
     kept = []
     if args.rerun or args.resume:  # the earlier verdicts stand except for those to run again, found again by
@@ -387,7 +387,9 @@ def main():
                 m["status"] = "gone"  # the code changed under it
                 kept.append(m)
                 continue
-            again = make(m["path"], min(found, key=lambda i: abs(ss[i][0].lineno - m["line"])))
+            # (two sites of one mutation on one line, `x is None ... y is None`: the column tells them apart)
+            again = make(m["path"], min(found, key=lambda i: (abs(ss[i][0].lineno - m["line"]),
+                                                              abs(ss[i][0].col_offset - m.get("col", 0)))))
             again.update({k: m[k] for k in ("status", "seconds", "reason") if k in m})  # if --only leaves it
             mutants.append(again)
     else:
