@@ -106,12 +106,11 @@ class _Pickler(pickle._Pickler):
         return NotImplemented
 
     def _reduce_tensor(self, t):
-        if t._grad_fn is not None:
-            raise RuntimeError("Cannot save a tensor that requires grad and is not a leaf; call .detach() first")
+        """A non-leaf is saved as torch saves it: its values, loading as a leaf that requires grad."""
         ref, offset, arr = _tensor_storage(t, self.storages)
         isz = arr.itemsize
         stride = tuple(s // isz for s in arr.strides)
-        args = (ref, offset, Size(arr.shape), stride, t._requires_grad, collections.OrderedDict())
+        args = (ref, offset, Size(arr.shape), stride, t.requires_grad, collections.OrderedDict())
         rebuild = (_TorchGlobal("torch._utils", "_rebuild_tensor_v2"), args)
         if t._dtype.limited:  # as torch: v3 names the dtype of an untyped storage
             dtype = _TorchGlobal("torch", t._dtype.name)
@@ -599,11 +598,10 @@ def _check_map_location(m):
 # ---- plain pickling of tensors (deepcopy of modules, multiprocessing) ------------------------
 
 def _rebuild_tensor_pickle(t):
-    """__reduce_ex__ of Tensor: the array (NumPy pickles it), dtype, requires_grad, subclass, dict."""
-    if t._grad_fn is not None:
-        raise RuntimeError("Cannot pickle a tensor that requires grad and is not a leaf; call .detach() first")
+    """__reduce_ex__ of Tensor: the array (NumPy pickles it), dtype, requires_grad, subclass, dict (a non-leaf
+    unpickles, as torch's, as a leaf that requires grad)."""
     state = dict(t.__dict__) if t.__dict__ else None
-    return (_rebuild_from_array, (type(t), np.ascontiguousarray(t._data), t._dtype.name, t._requires_grad, state))
+    return (_rebuild_from_array, (type(t), np.ascontiguousarray(t._data), t._dtype.name, t.requires_grad, state))
 
 
 def _rebuild_from_array(cls, arr, dtype_name, requires_grad, state):

@@ -661,3 +661,25 @@ def test_branch_given_none_still_releases_shared_inputs(order):
         loss.backward()
         grads.append(x.grad.numpy())
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+
+
+def test_save_for_backward_keeps_none():
+    """ctx.save_for_backward(None, x): saved_tensors gives None back in its place, as torch's."""
+    seen = {}
+    for lib in (torch, ember):
+        class Scale(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(None, x)
+                return x * 3
+
+            @staticmethod
+            def backward(ctx, g):
+                nothing, x = ctx.saved_tensors
+                seen[lib] = (nothing is None, type(x).__name__)
+                return g * 3
+
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        Scale.apply(x).sum().backward()
+        assert x.grad.tolist() == [3.0, 3.0]
+    assert seen[ember] == seen[torch] == (True, "Tensor")

@@ -525,3 +525,18 @@ def test_training_loop_end_to_end():
             opt.step()
         losses.append(loss.item())
     assert losses[-1] < 1e-3 < losses[0]
+
+
+def test_generic_type_parameters_match_torch():
+    """The data classes are generic as torch's (DataLoader[Tensor], Sampler[int] in annotations): the same
+    type parameters, by name and variance."""
+    import torch.utils.data as tdata
+    import ember.utils.data as edata
+    names = [n for n in tdata.__all__ if isinstance(getattr(tdata, n), type) and hasattr(edata, n)]
+    assert {"DataLoader", "Dataset", "Sampler", "Subset", "StackDataset", "DistributedSampler"} <= set(names)
+
+    def params(cls):
+        return [(p.__name__, p.__covariant__, p.__contravariant__) for p in getattr(cls, "__parameters__", ())]
+    for n in names:
+        assert params(getattr(edata, n)) == params(getattr(tdata, n)), n
+    assert edata.DataLoader[int].__origin__ is edata.DataLoader

@@ -128,3 +128,19 @@ def test_gather_scatter_out_of_bounds_message_names_torchs_index(idx):
             out.append(str(err.value).split(" (")[0])
         return out
     assert messages(ember) == messages(torch)
+
+
+@pytest.mark.parametrize("idx", [[0, 3], [-4, 1], [2, 7, -1]])
+def test_accumulate_out_of_bounds_message(idx):
+    """index_put_(accumulate=True) and x[idx] += v with an index out of range: torch's IndexError text."""
+    msgs = {}
+    for lib in (torch, ember):
+        out = []
+        for f in [lambda x, i: x.index_put_((i,), lib.ones(2), accumulate=True),
+                  lambda x, i: x.__setitem__(i, x[i.clamp(-3, 2)] + 1),
+                  lambda x, i: x.index_add_(0, i, lib.ones(len(idx), 2))]:
+            with pytest.raises((IndexError, RuntimeError)) as err:
+                f(lib.zeros(3, 2), lib.tensor(idx))
+            out.append((err.type, str(err.value).split(" (")[0]))
+        msgs[lib] = out
+    assert msgs[ember] == msgs[torch]

@@ -331,3 +331,14 @@ def test_fast_path_matches_torch(case, dtype):
     atol = 2 * float(np.finfo(dtype).eps) * 4
     np.testing.assert_allclose(e[0].numpy().astype(np.float64), t[0].numpy().astype(np.float64), rtol=rtol,
                                atol=atol)
+
+
+def test_leaf_inplace_messages_match_torch():
+    """In-place on a leaf that requires grad, and on a view of one: torch's RuntimeError texts."""
+    for fn in [lambda x: x.add_(1), lambda x: x[0:1].add_(1), lambda x: x.view(2).mul_(2)]:
+        msgs = []
+        for lib in (torch, ember):
+            with pytest.raises(RuntimeError) as err:
+                fn(lib.ones(2, requires_grad=True))
+            msgs.append(str(err.value))
+        assert msgs[1] == msgs[0]

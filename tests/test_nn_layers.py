@@ -311,6 +311,26 @@ def test_embedding_bag(mode, padding_idx, layout):
         include_last_offset=last))
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_zero_bags(mode):
+    """include_last_offset with the one offset [0] is no bag: compared with torch's other spelling of no bag, a
+    (0, k) index (torch 2.13 itself crashes on zero bags given by offsets); with no offset at all it is torch's
+    RuntimeError."""
+    def zero_bags(lib, w, by_offsets):
+        if by_offsets:
+            return lib.nn.functional.embedding_bag(lib.tensor(FLAT[:3]), w, lib.tensor([0]), mode=mode,
+                                                   include_last_offset=True)
+        return lib.nn.functional.embedding_bag(lib.tensor(FLAT[:0].reshape(0, 3)), w, mode=mode)
+    tw, ew = torch.tensor(WEIGHT, requires_grad=True), ember.tensor(WEIGHT, requires_grad=True)
+    to, eo = zero_bags(torch, tw, False), zero_bags(ember, ew, True)
+    assert tuple(eo.shape) == tuple(to.shape) == (0, WEIGHT.shape[1])
+    (tg,), (eg,) = torch.autograd.grad(to, tw, torch.zeros(0, 4)), ember.autograd.grad(eo, ew, ember.zeros(0, 4))
+    np.testing.assert_array_equal(eg.numpy(), tg.numpy())
+    from .test_nn_conv import raises_like
+    raises_like(lambda lib: lib.nn.functional.embedding_bag(lib.tensor(FLAT[:3]), lib.ones(8, 2),
+                                                            lib.tensor(FLAT[:0]), mode=mode, include_last_offset=True))
+
+
 def _bags_by_lookup(lib, w, offsets, mode, **kwargs):
     """embedding_bag spelled as F.embedding + per-bag sums: the oracle for scale_grad_by_freq (torch's own
     embedding_bag divides by the count of the wrong index there, e.g. for indices [1, 2, 2, 3])."""

@@ -483,3 +483,15 @@ def test_torch_level_loss_functions():
         a, b = getattr(torch, name)(*args(torch)), getattr(ember, name)(*args(ember))
         assert tuple(a.shape) == tuple(b.shape), name
         close(b, a, "float64", what=name)
+
+
+@pytest.mark.parametrize("target", [[0, 3], [1, 4], [-1, 0], [2, -1]])
+def test_target_out_of_bounds_message(target):
+    """A class index outside [0, C) (C itself included) is torch's IndexError naming it, for nll and cross entropy."""
+    for name in ["nll_loss", "cross_entropy"]:
+        msgs = []
+        for lib in (torch, ember):
+            with pytest.raises(IndexError) as err:
+                getattr(lib.nn.functional, name)(lib.zeros(2, 3), lib.tensor(target))
+            msgs.append(str(err.value))
+        assert msgs[1] == msgs[0], name

@@ -518,3 +518,19 @@ def test_norm_edge_inputs_like_torch(case):
             got = type(e).__name__ if type(e).__name__ != "LinAlgError" else "RuntimeError"
         results.append(got)
     assert results[0] == results[1] or (isinstance(results[0], str) and results[1] == results[0]), results
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: f(lib).instance_norm(lib.randn(2, 3, 1)),
+    lambda lib: lib.nn.InstanceNorm2d(3)(lib.randn(2, 3, 1, 1)),
+    lambda lib: lib.nn.BatchNorm1d(3)(lib.randn(1, 3)),
+], ids=["instance-1d", "instance-2d-module", "batch-one-value"])
+def test_norm_error_messages(call):
+    """One spatial element (instance norm) and one value per channel (batch norm) when training: torch's
+    ValueError texts, which tell the two apart."""
+    msgs = []
+    for lib in (torch, ember):
+        with pytest.raises(ValueError) as info:
+            call(lib)
+        msgs.append(str(info.value).replace("ember.", "torch."))
+    assert msgs[1] == msgs[0]

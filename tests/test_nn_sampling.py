@@ -28,6 +28,7 @@ INTERP = [
     ((1, 2, 3, 3, 4), dict(scale_factor=2, mode="nearest")),
     ((2, 3, 7, 9), dict(size=(4, 3), mode="area")),
     ((2, 3, 8, 6), dict(scale_factor=0.5, mode="area")),
+    ((1, 2, 3, 300), dict(size=(2, 257), mode="bicubic")),  # in * out > 2**16: per-tap gathers, no dense map
 ]
 
 
@@ -262,3 +263,21 @@ def test_affine_grid(size, align):
 ])
 def test_sampling_errors(fn):
     raises_like(fn)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_grid_sample_hook_sees_none_for_input_without_grad(mode):
+    """grid_sample's grad_fn post hook gets None for the input (or grid) that needs no gradient, as torch's.
+    (bicubic is not here: ember builds it from other ops, so its grad_fn is not GridSampler2DBackward0.)"""
+    rng = np.random.default_rng(3)
+    xa, ga = rng.standard_normal((1, 2, 3, 4)), rng.uniform(-1, 1, (1, 2, 2, 2))
+    seen = {}
+    for lib in (torch, ember):
+        out = []
+        for need in [(False, True), (True, False)]:
+            x, g = lib.tensor(xa, requires_grad=need[0]), lib.tensor(ga, requires_grad=need[1])
+            y = lib.nn.functional.grid_sample(x, g, mode=mode, align_corners=False)
+            y.grad_fn.register_hook(lambda gi, go: out.append(tuple(v is None for v in gi)))
+            y.sum().backward()
+        seen[lib] = out
+    assert seen[ember] == seen[torch] == [(True, False), (False, True)]

@@ -307,3 +307,35 @@ def test_tensor_python_attributes_load_from_torch(tmp_path):
     for lib, rebuild in [(torch, torch_rebuild), (ember, ember_rebuild)]:
         r = rebuild(lambda: lib.ones(2), lib.nn.Parameter, (), {"tag": 1})
         assert type(r) is lib.nn.Parameter and r.tag == 1, lib.__name__
+
+
+def test_non_leaf_saves_and_pickles_as_torch(tmp_path):
+    """torch.save and pickle of a tensor computed with grad keep its values and load as a leaf that requires
+    grad (torch refuses only deepcopy); both libraries read each other's file."""
+    for lib in (torch, ember):
+        y = lib.tensor([1.0, -2.0], requires_grad=True) * 3
+        lib.save({"y": y}, tmp_path / f"{lib.__name__}.pt")
+        back = pickle.loads(pickle.dumps(y))
+        assert back.requires_grad and back.is_leaf and back.tolist() == [3.0, -6.0]
+    for saved, loader in [(torch, ember), (ember, torch)]:
+        y = loader.load(tmp_path / f"{saved.__name__}.pt")["y"]
+        assert y.requires_grad and y.is_leaf and y.tolist() == [3.0, -6.0]
+
+
+def test_save_emits_no_warning(tmp_path):
+    """A plain save warns in neither library (ember warns only when asked for the legacy format)."""
+    import warnings
+    for lib in (torch, ember):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            lib.save({"w": lib.ones(2)}, tmp_path / "w.pt")
+
+
+def test_zip64_checkpoint_reads_in_torch(tmp_path, monkeypatch):
+    """A checkpoint past the plain zip limits (65535 records, 2 GiB) is written with zip64 records, which torch
+    reads: the record limit is lowered here so that a few tensors cross it (zipfile reads it at run time)."""
+    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 4)
+    values = [np.full(3, i, dtype=np.float32) for i in range(6)]
+    ember.save([ember.tensor(v) for v in values], tmp_path / "many.pt")
+    loaded = torch.load(tmp_path / "many.pt")
+    assert len(loaded) == 6 and all(np.array_equal(t.numpy(), v) for t, v in zip(loaded, values))

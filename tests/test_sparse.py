@@ -486,3 +486,12 @@ def test_to_without_a_new_dtype_returns_self():
         assert c is not s and c.is_sparse and np.array_equal(c.to_dense().numpy(), s.to_dense().numpy())
         d = s.to(lib.float64)
         assert d.is_sparse and d.dtype == lib.float64
+
+
+def test_sparse_methods_are_not_namespace_functions():
+    """The sparse accessors ember installs on Tensor (to_dense, sparse_dim, values ...) are methods only:
+    like torch, the ember namespace has no function of those names."""
+    names = ["sparse_dim", "dense_dim", "to_dense", "is_coalesced", "coalesce", "indices", "values", "_nnz",
+             "_values", "_indices"]
+    assert [n for n in names if hasattr(ember, n)] == [n for n in names if hasattr(torch, n)]
+    assert all(hasattr(ember.Tensor, n) for n in names)

@@ -81,7 +81,8 @@ def test_scale_grad_by_freq_refused_with_sparse():
     lambda lib, ps: lib.optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.1),
     lambda lib, ps: lib.optim.SparseAdam(ps, lr=0.05),
     lambda lib, ps: lib.optim.SparseAdam(ps, lr=0.05, betas=(0.8, 0.9), maximize=True),
-], ids=["sgd", "sgd-momentum", "sparse-adam", "sparse-adam-maximize"])
+    lambda lib, ps: lib.optim.SparseAdam(ps, lr=0.05, eps=0.5),  # eps the size of sqrt(v): its sign shows
+], ids=["sgd", "sgd-momentum", "sparse-adam", "sparse-adam-maximize", "sparse-adam-eps"])
 def test_optimizers_step_on_sparse_grads(make_opt):
     results = []
     for lib in (torch, ember):

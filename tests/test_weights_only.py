@@ -68,3 +68,17 @@ def test_get_unsafe_globals_in_checkpoint(tmp_path):
     clean = tmp_path / "clean.pt"
     torch.save({"w": torch.ones(2), "n": 3}, clean)
     assert ember.serialization.get_unsafe_globals_in_checkpoint(str(clean)) == []
+
+
+def test_parameter_class_is_an_allowed_global(tmp_path):
+    """A checkpoint naming the class torch.nn.parameter.Parameter itself loads with weights_only in both, and
+    get_unsafe_globals_in_checkpoint lists nothing; a file that is not a zip checkpoint is a ValueError there."""
+    path = tmp_path / "cls.pt"
+    torch.save({"cls": torch.nn.Parameter}, path)
+    assert torch.load(path, weights_only=True)["cls"] is torch.nn.Parameter
+    assert ember.load(path, weights_only=True)["cls"] is ember.nn.Parameter
+    assert ember.serialization.get_unsafe_globals_in_checkpoint(path) == []
+    (tmp_path / "junk.pt").write_bytes(b"not a zip")
+    for lib in (torch, ember):
+        with pytest.raises(ValueError, match="Expected input to be a checkpoint returned by torch.save"):
+            lib.serialization.get_unsafe_globals_in_checkpoint(tmp_path / "junk.pt")

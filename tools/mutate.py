@@ -19,6 +19,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,8 +32,10 @@ PACKAGES = ["ember/_ops", "ember/autograd", "ember/nn", "ember/optim", "ember/_b
             "ember/serialization.py"]
 EQUIVALENT = os.path.join(ROOT, "tools", "mutation_equivalent.txt")
 
-# Module (path prefix, most specific wins) -> test files that exercise it. The op table (tests/ops) is added,
-# filtered with -k by the enclosing op's name, for everything under ember/_ops and ember/_backend.
+# Module (path prefix, most specific wins) -> test files that exercise it (one pytest command, or a list of
+# them). The op table (tests/ops) is added, filtered with -k by the enclosing op's name, for everything under
+# ember/_ops and ember/_backend; a module whose functions are reached only through another module's op names
+# its rows here (grid_bicubic: the grid_sample rows).
 SELECTION = {
     "ember/_ops/_registry.py": ["tests/test_inplace.py", "tests/test_variants.py", "tests/test_promotion.py",
                                 "tests/test_autograd.py::test_node_hook_sees_none_for_inputs_without_grad"],
@@ -48,8 +51,8 @@ SELECTION = {
     "ember/_ops/dropout.py": ["tests/test_nn_layers.py"],
     "ember/_ops/embedding.py": ["tests/test_nn_layers.py"],
     "ember/_ops/sampling.py": ["tests/test_nn_sampling.py"],
-    "ember/_ops/grid_bicubic.py": ["tests/test_nn_sampling.py"],
-    "ember/_ops/grid_volumetric.py": ["tests/test_nn_sampling.py"],
+    "ember/_ops/grid_bicubic.py": [["tests/ops", "-k", "grid_sample"], ["tests/test_nn_sampling.py"]],
+    "ember/_ops/grid_volumetric.py": [["tests/ops", "-k", "grid_sample"], ["tests/test_nn_sampling.py"]],
     "ember/_ops/fft.py": ["tests/test_fft.py"],
     "ember/_ops/spectral.py": ["tests/test_stft.py"],
     "ember/_ops/special.py": ["tests/test_special.py", "tests/test_opinfo_fft_special.py"],
@@ -60,6 +63,7 @@ SELECTION = {
     "ember/_ops/reduction.py": ["tests/test_reduction_fuzz.py"],
     "ember/_ops/statistics.py": ["tests/test_reduction_fuzz.py"],
     "ember/_ops/products.py": ["tests/test_matmul_fuzz.py"],
+    "ember/_ops/linalg_common.py": [["tests/test_matmul_fuzz.py"], ["tests/ops", "-k", "linalg"]],  # shared helpers
     "ember/_ops/linalg": ["tests/test_matmul_fuzz.py"],
     "ember/_ops/shape.py": ["tests/test_views.py", "tests/test_shape_fuzz.py"],
     "ember/_ops/strided.py": ["tests/test_views.py", "tests/test_shape_fuzz.py"],
@@ -78,8 +82,12 @@ SELECTION = {
     "ember/_backend/mt19937.py": ["tests/test_random.py", "tests/test_random_streams.py"],
     "ember/_backend/fft_numpy.py": ["tests/test_fft.py"],
     "ember/_backend/special": ["tests/test_special.py", "tests/test_special32.py", "tests/test_function_domains.py"],
-    "ember/_backend/conv_numpy.py": ["tests/test_nn_conv.py", "tests/test_nn_conv_fuzz.py"],
-    "ember/_backend/depthwise_numpy.py": ["tests/test_nn_conv.py", "tests/test_nn_conv_fuzz.py"],
+    "ember/_backend/conv_numpy.py": [["tests/test_nn_conv.py", "tests/test_nn_conv_fuzz.py"],
+                                     ["tests/test_nn_sampling.py", "tests/test_nn_pool.py"],
+                                     ["tests/ops", "-k", "grid_sample or interpolate or pool or conv"]],
+    "ember/_backend/polynomials.py": ["tests/test_special.py"],
+    "ember/_backend/depthwise_numpy.py": [["tests/test_nn_conv.py", "tests/test_nn_conv_fuzz.py"],
+                                          ["tests/test_nn_pool.py"]],
     "ember/_backend/blas.py": ["tests/test_matmul_fuzz.py"],
     "ember/_backend/numpy_cpu.py": ["tests/test_allocator.py"],
     "ember/_backend": ["tests/test_numpy_workarounds.py", "tests/test_views.py"],
@@ -90,8 +98,9 @@ SELECTION = {
     "ember/autograd/gradcheck.py": ["tests/test_autograd.py", "tests/test_complex_autograd.py"],
     "ember/autograd/": ["tests/test_autograd.py", "tests/test_autograd_memory.py", "tests/test_autograd_function.py"],
     "ember/nn/init.py": ["tests/test_nn_init.py"],
+    "ember/nn/utils/rnn.py": [["tests/test_nn_utils.py"], ["tests/test_nn_rnn.py"]],
     "ember/nn/utils": ["tests/test_nn_utils.py"],
-    "ember/nn/parallel": ["tests/test_ddp_engine.py"],
+    "ember/nn/parallel": [["tests/test_ddp_engine.py"], ["tests/test_ddp.py"]],
     "ember/nn/modules/conv.py": ["tests/test_nn_conv.py"],
     "ember/nn/modules/pooling.py": ["tests/test_nn_pool.py"],
     "ember/nn/modules/rnn.py": ["tests/test_nn_rnn.py"],
@@ -109,6 +118,7 @@ SELECTION = {
     "ember/nn/functional.py": ["tests/test_nn_layers.py", "tests/test_nn_loss.py", "tests/test_nn_sampling.py"],
     "ember/nn/": ["tests/test_nn_layers.py", "tests/test_nn_module.py"],
     "ember/optim/lr_scheduler.py": ["tests/test_lr_scheduler.py"],
+    "ember/optim/sparse_adam.py": ["tests/test_sparse_embedding.py"],
     "ember/optim": ["tests/test_optim.py", "tests/test_optim_fuzz.py"],
     "ember/utils/data/distributed.py": ["tests/test_distributed_sampler.py"],
     "ember/utils/data/_worker.py": ["tests/test_dataloader_workers.py"],
@@ -248,6 +258,7 @@ def enclosing_names(src, lineno):
                         if depth + public < 2:
                             todo.append((f.name, depth + public))
             names += sorted(u for u in users if not u.startswith("_"))
+    names += [re.sub(r"^(linalg|special|fft)_", r"\1.", n) for n in names]  # linalg_cholesky: the linalg.cholesky rows
     return [n for n in dict.fromkeys(names) if len(n) > 1]
 
 
@@ -260,7 +271,8 @@ def selection(path, src, lineno):
             cmds.append(["tests/ops", "-k", " or ".join(names)])
     for prefix in sorted(SELECTION, key=len, reverse=True):  # the module's row, then its package's
         if path.startswith(prefix):
-            cmds.append(SELECTION[prefix])
+            row = SELECTION[prefix]
+            cmds += row if isinstance(row[0], list) else [row]
     if any(isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.lineno <= lineno < f.body[0].lineno
            for f in ast.walk(ast.parse(src))):  # in a signature (a default value): the signature test pins them
         cmds.append(["tests/test_signatures.py"])
@@ -271,15 +283,19 @@ def pytest(root, args, timeout):
     """Run pytest in root; (status, failing node ids, seconds) with status passed/failed/timeout/none."""
     env = dict(os.environ, PYTHONPATH=root, PYTHONDONTWRITEBYTECODE="1")
     t = time.time()
+    # its own session, so that a timeout kills the whole group (DataLoader workers, mpiexec ranks), not only pytest
+    p = subprocess.Popen([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *args], cwd=root,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        p = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *args], cwd=root,
-                           env=env, capture_output=True, text=True, timeout=timeout)
+        out, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         return "timeout", [], time.time() - t
-    failed = re.findall(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", p.stdout, re.M)  # ids may hold spaces
+    failed = re.findall(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", out, re.M)  # ids may hold spaces
     status = {0: "passed", 5: "none"}.get(p.returncode, "failed")
     if status == "failed" and not failed:
-        failed = ["<collection: " + p.stdout.strip().splitlines()[-1] + ">"] if p.stdout.strip() else ["<crash>"]
+        failed = ["<collection: " + out.strip().splitlines()[-1] + ">"] if out.strip() else ["<crash>"]
     return status, failed, time.time() - t
 
 
@@ -351,8 +367,8 @@ def main():
         src, ss = parsed[path]
         node, desc, new = ss[i]
         line = src.splitlines()[node.lineno - 1].strip()
-        return dict(path=path, line=node.lineno, mutation=desc, code=line, src=apply(src, node, new),
-                    cmds=selection(path, src, node.lineno))
+        return dict(path=path, line=node.lineno, col=node.col_offset, mutation=desc, code=line,
+                    src=apply(src, node, new), cmds=selection(path, src, node.lineno))
 
     kept = []
     if args.rerun or args.resume:  # the earlier verdicts stand except for those to run again, found again by
@@ -372,7 +388,9 @@ def main():
                 m["status"] = "gone"  # the code changed under it
                 kept.append(m)
                 continue
-            again = make(m["path"], min(found, key=lambda i: abs(ss[i][0].lineno - m["line"])))
+            # (two sites of one mutation on one line, `x is None ... y is None`: the column tells them apart)
+            again = make(m["path"], min(found, key=lambda i: (abs(ss[i][0].lineno - m["line"]),
+                                                              abs(ss[i][0].col_offset - m.get("col", 0)))))
             again.update({k: m[k] for k in ("status", "seconds", "reason") if k in m})  # if --only leaves it
             mutants.append(again)
     else:
@@ -411,17 +429,26 @@ def main():
                 fh.write(m["src"])
             m["status"] = "survived"
             for cmd in m["cmds"]:
-                status, failed, _ = pytest(worker.root, cmd, args.timeout)
-                if status == "timeout":
-                    m["status"] = "timeout"
-                    break
-                if status == "failed":
+                deselect = []  # tests that fail unmutated too: run the command again without them (-x stopped it)
+                while m["status"] == "survived":
+                    status, failed, _ = pytest(worker.root, cmd + deselect, args.timeout)
+                    if status == "timeout":
+                        m["status"] = "timeout"
+                    if status != "failed":
+                        break
                     node = failed[0]
                     if node not in clean_cache:  # a kill counts only if the test passes unmutated
                         clean_cache[node] = pytest(clean.root, [node] if "::" in node else cmd, args.timeout)[0]
                     if clean_cache[node] in ("passed", "none"):
                         m["status"], m["killed_by"] = "killed", node
+                    elif clean_cache[node] == "timeout":
+                        m["status"] = "timeout"  # not known whether it kills
+                    elif "::" not in node or len(deselect) >= 10:
                         break
+                    else:
+                        deselect += ["--deselect", node]
+                if m["status"] != "survived":
+                    break
         finally:
             with open(target, "w") as fh:
                 fh.write(original)
@@ -466,7 +493,7 @@ def write_report(mutants, args, seconds, quiet=False):
             f"{round(seconds / 60)} min. Counts: {counts}. Score killed / (killed + survived; equivalent, unviable "
             f"and timed-out mutants not scored): "
             f"{killed}/{scored} = {score:.1f}%.\n"]
-    for status in ("survived", "equivalent"):
+    for status in ("survived", "timeout", "equivalent"):
         rows.append(f"\n## {status}\n")
         for m in mutants:
             if m["status"] == status:

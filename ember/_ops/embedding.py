@@ -275,6 +275,8 @@ def _bag_max(out, rows, indices, bags, keep):
 
 def _check_offsets(offsets, n, include_last_offset):
     off = offsets._data.astype(np.int64)
+    if include_last_offset and off.size == 0:
+        raise RuntimeError("include_last_offset: number of offset should be at least 1")
     if off.size == 0:
         return off
     if off[0] != 0:

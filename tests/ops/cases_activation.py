@@ -70,6 +70,7 @@ CASES = [
       id="int"),
     C("F.hardtanh", [T((3,), dtype="uint8")], lambda t, x: F(t).hardtanh(x, -1.0), dtypes=INT,
       error=RuntimeError, id="uint8-negative"),
+    C("F.hardtanh", [T((3,), dtype="uint8")], lambda t, x: F(t).hardtanh(x, 0.0, 4.0), dtypes=INT, id="uint8-zero"),
     C("F.hardtanh_", [WIDE], lambda t, x: F(t).hardtanh_(x.clone(), -1.5, 1.5)),
     _inplace("hardtanh"),
     _fn("leaky_relu", gradgrad=True),

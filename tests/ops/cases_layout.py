@@ -53,6 +53,11 @@ CASES = [
       lambda t, x, s: t.as_strided_scatter(x, s, (2, 2), (2, 1), 3), dtypes=INT, id="int"),
     C("as_strided_scatter", [(3, 4), (2, 3)], lambda t, x, s: t.as_strided_scatter(x, s, (2, 2), (1, 2)),
       error=RuntimeError, id="bad-src"),
+    # the window ends one element past the input's storage of 10 (offset 2 + 1 * 4 + 2 * 2 = 10), then at its last
+    C("as_strided_scatter", [(2, 5), (2, 3)], lambda t, x, s: t.as_strided_scatter(x, s, (2, 3), (4, 2), 2),
+      error=RuntimeError, id="err-one-past-storage"),
+    C("as_strided_scatter", [(2, 5), (2, 3)], lambda t, x, s: t.as_strided_scatter(x, s, (2, 3), (4, 2), 1), grad=False,
+      id="last-element-of-storage"),
     C("resize_as_", [(2,), (3, 4)], lambda t, x, y: t.resize_as_(x.detach().clone(), y).shape, grad=False),
     C("constant_pad_nd", [(3, 4)], lambda t, x: t.constant_pad_nd(x, (1, 2), 3.0), gradgrad=True),
     C("constant_pad_nd", [(3, 4)], lambda t, x: t.constant_pad_nd(x, [1, 2, 0, -1]), id="crop"),

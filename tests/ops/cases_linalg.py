@@ -224,6 +224,9 @@ CASES = [
       id="err-shape"),
     C("linalg.multi_dot", [(3,)], lambda t, a: t.linalg.multi_dot([a]), error=RuntimeError, id="err-one"),
     C("chain_matmul", [(2, 3), (3, 4), (4, 5)], lambda t, a, b, c: t.chain_matmul(a, b, c)),
+    C("chain_matmul", [(2, 3)], lambda t, a: t.chain_matmul(a), id="one"),
+    C("chain_matmul", [], lambda t: t.chain_matmul(), dtypes=("float32",), error=RuntimeError, id="err-none"),
+    C("linalg.multi_dot", [(2, 3), (3, 4), (4,)], lambda t, a, b, c: t.linalg.multi_dot([a, b, c]), id="last-1d"),
     # ---- inverses, determinants, solvers ----
     C("linalg.inv", [(4, 4)], lambda t, x: t.linalg.inv(well(t, x)), gradgrad=True),
     C("linalg.inv", [(2, 3, 3)], lambda t, x: t.linalg.inv(well(t, x)), id="batched"),
@@ -368,6 +371,9 @@ CASES = [
     C("linalg.qr", [(5, 3)], lambda t, x: t.linalg.qr(x, mode="x"), error=RuntimeError, id="err-mode"),
     C("linalg.svd", [(5, 3)], lambda t, x: svd_invariants(t.linalg.svd(x, full_matrices=False))),
     C("linalg.svd", [(2, 3, 5)], lambda t, x: svd_invariants(t.linalg.svd(x, full_matrices=False)), id="wide"),
+    # a loss of Vh alone (its row-space projector: sign-invariant), so the backward gets gVh without gU and gS
+    C("linalg.svd", [(3, 5)], lambda t, x: (lambda r: r.Vh.mT @ r.Vh)(t.linalg.svd(x, full_matrices=False)),
+      id="vh-only"),
     C("linalg.svd", [(4, 3)], lambda t, x: (lambda r: (r.S, r.U @ r.Vh, r.U.abs()))(t.linalg.svd(x, full_matrices=False)),
       dtypes=CPLX, id="complex"),
     C("linalg.svd", [(4, 3)], lambda t, x: (lambda r: (r.S, r.U[:, :3] @ r.Vh))(t.linalg.svd(x)),

@@ -16,6 +16,11 @@ def _detached(outs):
 
 
 CASES = [
+    # one spatial element per instance: no variance to normalise by when training (torch's ValueError)
+    C("F.instance_norm", [(2, 3, 1)], lambda t, x: t.nn.functional.instance_norm(x), error=ValueError,
+      id="err-one-spatial"),
+    C("F.instance_norm", [(2, 3, 1, 1)], lambda t, x: t.nn.functional.instance_norm(x), error=ValueError,
+      id="err-one-spatial-2d"),
     C("native_batch_norm", [(4, 3, 5), (3,), (3,)] + RUNNING, lambda t, *a: _bn(t, *a, True)),
     C("native_batch_norm", [(4, 3, 5), (3,), (3,)] + RUNNING, lambda t, *a: _bn(t, *a, False), id="eval"),
     C("native_batch_norm", [(4, 3)], lambda t, x: t.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5),

@@ -86,6 +86,7 @@ CASES = [
     C("polygamma", [T(values=[-2.5, -0.3, 0.7, 4.0])], lambda t, x: t.polygamma(3, x), id="n3-negative"),
     C("mvlgamma", [T((3, 4), low=2.0, high=5.0)], lambda t, x: (t.mvlgamma(x, 3), x.mvlgamma(1))),
     C("positive", [(3,)], lambda t, x: t.positive(x) is x, grad=False),
+    C("positive", [(3,)], lambda t, x: t.positive(x), dtypes=("bool",), error=RuntimeError, id="err-bool"),
     C("frexp", [T(values=[0.0, 1.0, -3.5, 1024.0, 1e-3])], lambda t, x: t.frexp(x), grad=False),
     C("frexp", [T(values=[0.75, 1.0, -3.5, 1024.0, 1e-3])], lambda t, x: t.frexp(x)[0], gradgrad=True, id="grad"),
 

@@ -197,6 +197,8 @@ CASES = [
       id="int-error"),
     C("diff", [(3, 5)], lambda t, x: t.diff(x)),
     C("diff", [(3, 5)], lambda t, x: x.diff(n=2, dim=0), id="n2-dim0"),
+    C("diff", [(3, 5), (3, 1)], lambda t, x, p: t.diff(x, n=0, prepend=p), id="n0-copy"),
+    C("diff", [(3, 5)], lambda t, x: t.diff(x, n=-1), error=RuntimeError, id="err-negative-n"),
     C("diff", [(3, 5), (3, 1), (3, 2)], lambda t, x, p, a: t.diff(x, prepend=p, append=a), id="prepend-append"),
     C("diff", [T((6,))], lambda t, x: x.diff(), dtypes=BOOL, id="bool"),
     C("diff", [(4,)], lambda t, x: x.diff(n=5), id="n-too-large"),

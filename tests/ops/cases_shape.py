@@ -157,6 +157,8 @@ CASES = [
     C("tile", [(2, 3)], lambda t, x: t.tile(x, (2,))),
     C("tile", [I32], lambda t, x: x.tile((2, 1, 1)), dtypes=INT, id="int"),
     C("repeat_interleave", [(2, 3)], lambda t, x: t.repeat_interleave(x, 2), gradgrad=True),
+    C("repeat_interleave", [], lambda t: t.repeat_interleave(repeats=t.tensor([1, 0, 2])), dtypes=("int64",),
+      id="repeats-keyword-only"),
     C("repeat_interleave", [(2, 3)], lambda t, x: x.repeat_interleave(t.tensor([1, 0, 2]), dim=1), id="tensor"),
     C("repeat_interleave", [(2, 3)], lambda t, x: x.repeat_interleave(t.tensor([2]), dim=0, output_size=4),
       id="output_size"),

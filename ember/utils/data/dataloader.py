@@ -20,6 +20,7 @@ import threading
 import time
 import warnings
 import weakref
+from typing import Generic
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from ..._tensor import Tensor
 from . import _collate, _worker
 from ._worker import ExceptionWrapper, get_worker_info
 from .dataset import IterableDataset, TensorDataset
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _T_co
 
 __all__ = ["DataLoader", "get_worker_info", "default_collate", "default_convert"]
 
@@ -128,7 +129,7 @@ class _Fetcher:
         return data
 
 
-class DataLoader:
+class DataLoader(Generic[_T_co]):
     """https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader
 
     pin_memory is accepted and has no effect (ember has no accelerator to pin for).

@@ -13,11 +13,11 @@ from ...random import default_generator
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset", "Subset",
            "random_split"]
 
-T_co = TypeVar("T_co", covariant=True)
-T = TypeVar("T")
+_T_co = TypeVar("_T_co", covariant=True)  # the type parameters of torch's classes
+_T_stack = TypeVar("_T_stack", tuple, dict)
 
 
-class Dataset(Generic[T_co]):
+class Dataset(Generic[_T_co]):
     """A map from keys (usually 0..len-1) to samples. `a + b` concatenates."""
 
     def __getitem__(self, index):
@@ -27,7 +27,7 @@ class Dataset(Generic[T_co]):
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset[T_co], Iterable[T_co]):
+class IterableDataset(Dataset[_T_co], Iterable[_T_co]):
     """A stream of samples (__iter__). `a + b` chains."""
 
     def __add__(self, other):
@@ -49,7 +49,7 @@ class TensorDataset(Dataset):
         return self.tensors[0].size(0)
 
 
-class StackDataset(Dataset):
+class StackDataset(Dataset[_T_stack]):
     """Zip datasets of equal length: positional ones give tuple samples, keyword ones dict samples."""
 
     def __init__(self, *args, **kwargs):
@@ -96,7 +96,7 @@ def _fetch_many(dataset, indices):
     return [dataset[i] for i in indices]
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[_T_co]):
     """Map-style datasets one after another."""
 
     @staticmethod
@@ -148,7 +148,7 @@ class ChainDataset(IterableDataset):
         return total
 
 
-class Subset(Dataset):
+class Subset(Dataset[_T_co]):
     """The samples of dataset at the given indices."""
 
     def __init__(self, dataset, indices):

@@ -7,12 +7,12 @@ every num_replicas-th index starting at r.
 """
 import math
 
-from .sampler import Sampler
+from .sampler import Sampler, _T_co
 
 __all__ = ["DistributedSampler"]
 
 
-class DistributedSampler(Sampler):
+class DistributedSampler(Sampler[_T_co]):
     """The rank-th of num_replicas disjoint (up to padding) parts of range(len(dataset))."""
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):

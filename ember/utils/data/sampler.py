@@ -12,10 +12,10 @@ from ... import _dtype as D
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler"]
 
-T_co = TypeVar("T_co", covariant=True)
+_T_co = TypeVar("_T_co", covariant=True)  # (torch's name: Sampler[int] reads the same)
 
 
-class Sampler(Generic[T_co]):
+class Sampler(Generic[_T_co]):
     """Base class: subclasses define __iter__ (and usually __len__)."""
 
     def __iter__(self):
