@@ -123,3 +123,30 @@ def test_hook_that_keeps_the_gradient_sees_it_unchanged():
         (w * 2).sum().backward()  # accumulates into .grad in place
         out.append((kept[0].tolist(), kept[1].tolist(), w.grad.tolist()))
     assert out[1] == out[0]
+
+
+@pytest.mark.parametrize("shape,dims,keepdim", [((1,), None, False), ((3, 4), (1,), False), ((2, 3, 4), (0, 2), True),
+                                                ((5,), None, False)])
+def test_sum_first_order_gradient_is_the_expanded_view_like_torch(shape, dims, keepdim):
+    """sum's first-order gradient is a stride-0 view as torch's expand: values, strides of its dims of
+    size > 1, and what an in-place write on it does (torch's error where elements overlap)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(shape)
+    reduced = x.sum() if dims is None else x.sum(dims, keepdims=keepdim)
+    g = np.asarray(rng.standard_normal(np.shape(reduced)))
+    res = []
+    for lib in (torch, ember):
+        xt = lib.from_numpy(x.copy()).requires_grad_(True)
+        y = xt.sum() if dims is None else xt.sum(dims, keepdim=keepdim)
+        (gx,) = lib.autograd.grad(y, xt, lib.from_numpy(g.copy()))
+        before = gx.numpy().copy()
+        strides = [s for s, n in zip(gx.stride(), gx.shape) if n > 1]
+        try:
+            gx.add_(1)
+            err = None
+        except RuntimeError:
+            err = RuntimeError
+        res.append((before, gx.numpy().copy(), strides, err))
+    np.testing.assert_array_equal(res[1][0], res[0][0])
+    np.testing.assert_array_equal(res[1][1], res[0][1])
+    assert res[1][2:] == res[0][2:]
