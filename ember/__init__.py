@@ -5,7 +5,8 @@
 from . import _dtype
 from ._dtype import (bfloat16, bool, complex64, complex128, cfloat, cdouble, double, dtype, finfo, float,
                      float16, float32, float64, get_default_dtype, half, iinfo, int, int8, int16, int32,
-                     int64, long, promote_types, set_default_dtype, short, uint8, can_cast)
+                     int64, long, promote_types, set_default_dtype, short, uint8, can_cast,
+                     uint16, uint32, uint64)
 from ._device import device
 from ._tensor import Size, Tensor
 from ._tensor_str import get_printoptions, set_printoptions

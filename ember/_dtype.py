@@ -16,15 +16,16 @@ BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3
 
 class dtype:
     """A tensor element type; wraps the NumPy dtype that stores it."""
-    __slots__ = ("name", "np", "itemsize", "category", "is_signed", "_rank")
+    __slots__ = ("name", "np", "itemsize", "category", "is_signed", "_rank", "limited")
 
-    def __init__(self, name, np_dtype, category, rank):
+    def __init__(self, name, np_dtype, category, rank, limited=False):
         self.name = name
         self.np = np.dtype(np_dtype)
         self.itemsize = self.np.itemsize
         self.category = category
-        self.is_signed = name not in ("uint8", "bool")
+        self.is_signed = self.np.kind in "fcV" or self.np.kind == "i"  # V: ml_dtypes' bfloat16
         self._rank = rank
+        self.limited = limited  # Note [Limited unsigned types]
 
     @property
     def is_floating_point(self):
@@ -63,9 +64,16 @@ float32 = dtype("float32", np.float32, FLOAT, 2)
 float64 = dtype("float64", np.float64, FLOAT, 3)
 complex64 = dtype("complex64", np.complex64, COMPLEX, 2)
 complex128 = dtype("complex128", np.complex128, COMPLEX, 3)
+# Note [Limited unsigned types]: torch's uint16/uint32/uint64 ("barebones unsigned") hold data, convert,
+# compare for equality and take a few kernels (mul, bitwise and/or/xor, sum, sort ...); they promote only
+# with themselves and floating types (anything else is RuntimeError), and most kernels refuse them with
+# NotImplementedError. Their rank is unused: no pair of different limited types promotes.
+uint16 = dtype("uint16", np.uint16, INT, 2, limited=True)
+uint32 = dtype("uint32", np.uint32, INT, 3, limited=True)
+uint64 = dtype("uint64", np.uint64, INT, 4, limited=True)
 
 ALL = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-       complex64, complex128)
+       complex64, complex128, uint16, uint32, uint64)
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NP = {d.np: d for d in ALL}
 
@@ -84,7 +92,11 @@ def from_numpy_dtype(np_dtype):
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
-            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool.")
+            f"{NUMPY_TYPES}.")
+
+
+NUMPY_TYPES = ("float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, uint16, "
+               "uint8, and bool")  # the NumPy types torch.from_numpy takes, as its TypeError lists them
 
 
 # ---- default dtype ----------------------------------------------------------------
@@ -125,6 +137,9 @@ def _promote_same_category(a, b):
 def _promote(a, b):
     if a is b:
         return a
+    if a.limited or b.limited:  # Note [Limited unsigned types]: only a floating partner promotes
+        hi = a if a.category > b.category else b
+        return hi if hi.category == FLOAT else None
     if a.category != b.category:
         hi, lo = (a, b) if a.category > b.category else (b, a)
         if hi.category == COMPLEX and lo.category == FLOAT and lo._rank > hi._rank:
@@ -133,7 +148,16 @@ def _promote(a, b):
     return _promote_same_category(a, b)
 
 
-_PROMOTE = {(a, b): _promote(a, b) for a in ALL for b in ALL}
+class _PromotionTable(dict):
+    """(dtype, dtype) -> promoted dtype; a pair torch refuses is absent and raises its RuntimeError."""
+    __slots__ = ()
+
+    def __missing__(self, pair):
+        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                           f"{SCALAR_NAMES[pair[0]]} and {SCALAR_NAMES[pair[1]]}")
+
+
+_PROMOTE = _PromotionTable({(a, b): _promote(a, b) for a in ALL for b in ALL if _promote(a, b) is not None})
 
 
 def promote_types(type1, type2):
@@ -232,22 +256,23 @@ class iinfo:
             raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle '"
                             f"{type}'")
         if type is bool:
-            self.bits, self.min, self.max = 8, 0, 1
-        else:
-            info = np.iinfo(type.np)
-            self.bits, self.min, self.max = info.bits, builtins.int(info.min), builtins.int(info.max)
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        info = np.iinfo(type.np)
+        self.bits, self.min, self.max = info.bits, builtins.int(info.min), builtins.int(info.max)
         self.dtype = type.name
 
-    def __repr__(self):
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+    def __repr__(self):  # torch formats the limits as C's %g
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
 
 
 # the C++ ScalarType names torch uses in error messages ("Float", "Long", ...)
 SCALAR_NAMES = {bool: "Bool", uint8: "Byte", int8: "Char", int16: "Short", int32: "Int", int64: "Long",
                 float16: "Half", bfloat16: "BFloat16", float32: "Float", float64: "Double",
-                complex64: "ComplexFloat", complex128: "ComplexDouble"}
+                complex64: "ComplexFloat", complex128: "ComplexDouble", uint16: "UInt16", uint32: "UInt32",
+                uint64: "UInt64"}
 
 # the C++ type names other messages print ("float", "long int", "c10::Half" ...)
 C_TYPE_NAMES = {bool: "bool", uint8: "unsigned char", int8: "signed char", int16: "short int", int32: "int",
                 int64: "long int", float16: "c10::Half", bfloat16: "c10::BFloat16", float32: "float",
-                float64: "double", complex64: "c10::complex<float>", complex128: "c10::complex<double>"}
+                float64: "double", complex64: "c10::complex<float>", complex128: "c10::complex<double>",
+                uint16: "short unsigned int", uint32: "unsigned int", uint64: "long unsigned int"}

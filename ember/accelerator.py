@@ -22,13 +22,21 @@ def device_count():
     return 0
 
 
-def _no_accelerator(*args, **kwargs):
+def synchronize(device=None, /):
     raise RuntimeError(_NONE)
 
 
-synchronize = empty_cache = memory_stats = memory_allocated = max_memory_allocated = _no_accelerator
-memory_reserved = max_memory_reserved = reset_peak_memory_stats = reset_accumulated_memory_stats = _no_accelerator
-get_memory_info = _no_accelerator
+def empty_cache():
+    raise RuntimeError(_NONE)
+
+
+def memory_stats(device_index=None, /):
+    """(The memory queries below take torch's signature: (device_index=None, /).)"""
+    raise RuntimeError(_NONE)
+
+
+memory_allocated = max_memory_allocated = memory_reserved = max_memory_reserved = memory_stats
+reset_peak_memory_stats = reset_accumulated_memory_stats = get_memory_info = memory_stats
 
 
 def current_device_index():

@@ -24,9 +24,9 @@ from ._ops.linalg_spectral import (linalg_eig as eig, linalg_eigh as eigh, linal
                                    linalg_matrix_rank as matrix_rank, linalg_pinv as pinv, linalg_qr as qr,
                                    linalg_svd as svd, linalg_svdvals as svdvals)
 
-from ._ops._registry import _takes_dim, numpy_names, with_out
+from ._ops._registry import _takes_dim, numpy_names
 
-matrix_exp = with_out(matrix_exp, "linalg.matrix_exp")  # torch.linalg.matrix_exp takes out=, torch.matrix_exp not
+# torch.linalg.matrix_exp takes no out= (its out overload is not bound in Python): neither does ember's
 
 for _n, _fn in list(globals().items()):  # torch's C-level parser takes axis=/keepdims= here too
     if callable(_fn) and _takes_dim(_fn):

@@ -15,7 +15,8 @@ the half types is torch's AVX2 kernel, its polynomial log/sincos and FMAs emulat
 integer ranges of 2**28 or more take 64-bit draws; elements are visited in memory order.
 Whole blocks are drawn with one NumPy call; runs of small draws are served from a block of
 outputs drawn ahead, the engine's state kept where the block starts, so reading the state
-rewinds the engine to the stream's position first (Generator._settle). What depends on the
+rewinds the engine to the stream's position first (Generator._settle); a loop of one kind of small
+draw takes its values from that block transformed once (Generator._memo_take). What depends on the
 machine, as in torch: the AVX2 normal kernel and the fused multiply-add of bounded uniform_ are
 what torch runs on AVX2 and AVX-512 CPUs (with ATEN_CPU_CAPABILITY=default torch gives other
 float32 normals and bounded uniforms); torch's bernoulli_(float p) (so dropout) uses MKL's own stream on Intel CPUs, ember
@@ -52,16 +53,20 @@ _STATE_BYTES = _HEAD.size + MT.N * 8 + _TAIL.size
 _AHEAD = 8192  # outputs drawn ahead at a time for small draws
 _SMALLS_BEFORE_AHEAD = 16  # ... once this many small draws came since the state was last read or set
 _NONE_AHEAD = np.empty(0, dtype=np.uint64)
+_RUN_BEFORE_MEMO = 32  # small draws of one kind in a row before their values are memoized (Generator._memo_take)
+_MEMO_MIN = 256  # outputs a memo covers at least
 
 
 # ---- Generator ------------------------------------------------------------------------
 
 class Generator:
     """torch.Generator: torch's CPU mt19937 generator (see Note [Random streams])."""
-    __slots__ = ("_engine", "_seed", "_next624", "_normal_double", "_normal_float", "_device", "_ahead", "_at",
-                 "_mark", "_smalls", "__weakref__")
+    __slots__ = ("_engine", "_seed", "_next624", "_normal_double", "_normal_float", "_device", "_ahead", "_ahead_list",
+                 "_at", "_mark", "_smalls", "_memo", "_memo_next", "_masked", "__weakref__")
 
-    def __init__(self, device="cpu"):
+    def __init__(self, device=None):
+        if device is None:
+            device = "cpu"
         try:
             self._device = as_device(device)
         except AssertionError:
@@ -78,7 +83,11 @@ class Generator:
 
     def _set_engine(self, engine):
         self._engine = engine
+        self._masked = None  # a legacy RandomState on the engine (its masked draws: the low bits of outputs)
         self._ahead = _NONE_AHEAD  # outputs drawn ahead for small draws, used from _at on
+        self._ahead_list = []  # the same as Python ints (small draws slice it: cheaper than NumPy per call)
+        self._memo = {}  # kind of draw -> (start, values): a transform of the block drawn ahead (see _memo_take)
+        self._memo_next = {}  # kind of draw -> (where the last such draw ended, how many came in a row)
         self._at = 0
         self._mark = None  # the engine's state where _ahead starts
         self._smalls = 0  # small draws since the engine was last set
@@ -106,7 +115,7 @@ class Generator:
             return self._raw_list_refill(n)
         self._at = at + n
         self._next624 = MT.N
-        return self._ahead[at:at + n].tolist()
+        return self._ahead_list[at:at + n]
 
     def _raw_list_refill(self, n):
         """_raw_list past the block drawn ahead: the rest of it, then a new block (from the 16th
@@ -115,12 +124,43 @@ class Generator:
         if n > _AHEAD or self._smalls < _SMALLS_BEFORE_AHEAD:  # drawing ahead pays off for runs of them
             return self._take(n).tolist()
         head = self._ahead[self._at:].tolist()
+        old = self._ahead.shape[0]
         self._mark = MT.engine_state(self._engine)  # where the new block starts (costs ~40 us)
         self._ahead = self._engine.random_raw(_AHEAD)
+        self._ahead_list = self._ahead.tolist()
         n -= len(head)
         self._at = n
+        self._memo = {}
+        self._memo_next = {kind: (n, run) for kind, (end, run) in self._memo_next.items() if end == old}
         self._next624 = MT.N
-        return head + self._ahead[:n].tolist() if head else self._ahead[:n].tolist()
+        return head + self._ahead_list[:n] if head else self._ahead_list[:n]
+
+    def _memo_take(self, kind, n, group, per, build):
+        """The values of the next n outputs (whole groups of `group`) through a transform memoized over part
+        of the block drawn ahead, or None (the caller draws them itself): build(outputs) gives `per` values
+        for each group, in order. A loop of small draws pays NumPy's per-call cost once per memo instead of
+        once per draw: a memo is made from the _RUN_BEFORE_MEMO-th draw of this kind in a row (each starting
+        where the last ended), over outputs for twice the run so far (so its cost stays in proportion to the
+        draws that came, when the run breaks), and serves while the draws keep to its grouping."""
+        at = self._at
+        end = at + n
+        block = self._ahead.shape[0]
+        last_end, run = self._memo_next.get(kind, (-1, 0))
+        run = run + 1 if last_end == at else 1
+        if end > block:  # the draw refills the block: the run goes on in the new one (_raw_list_refill)
+            self._memo_next[kind] = (block, run)
+            return None
+        self._memo_next[kind] = (end, run)
+        memo = self._memo.get(kind)
+        if memo is None or not (memo[0] <= at and end <= memo[2] and (at - memo[0]) % group == 0):
+            if run < _RUN_BEFORE_MEMO:
+                return None
+            stop = at + min(block - at, max(run * n, _MEMO_MIN)) // group * group
+            memo = self._memo[kind] = (at, build(self._ahead[at:stop]), stop)
+        self._at = end
+        self._next624 = MT.N
+        i = (at - memo[0]) // group * per
+        return memo[1][i:i + n // group * per]
 
     def _settle(self):
         """Rewind the engine to the stream's position: outputs drawn ahead and not used are dropped."""
@@ -132,6 +172,17 @@ class Generator:
         elif self._ahead.shape[0]:
             self._set_engine(self._engine)
 
+    def _low24(self, n):
+        """The low 24 bits of the next n outputs as uint32 (torch's float32 uniform numerators): drawn so
+        by the legacy RandomState's masked integers (mask 2**24 - 1 never rejects), half the memory of
+        _take's uint64."""
+        if self._at < self._ahead.shape[0]:
+            return (self._take(n) & np.uint64(0xFFFFFF)).astype(np.uint32)
+        if self._masked is None:
+            self._masked = np.random.RandomState(self._engine)
+        self._next624 = MT.N
+        return self._masked.randint(0, 1 << 24, n, dtype=np.uint32)
+
     def _u32(self, n):
         return self._take(n).astype(np.uint32)
 
@@ -142,8 +193,9 @@ class Generator:
     def _uniform24(self, n):
         """n float32 uniforms, one output each (24 bits)."""
         if n <= 32:
-            return MT.uniform24_list(self._raw_list(n))
-        return MT.uniform24(self._take(n))
+            u = self._memo_take("uniform24", n, 1, 1, MT.uniform24)
+            return MT.uniform24_list(self._raw_list(n)) if u is None else u.copy()
+        return MT.uniform24(self._low24(n))
 
     def _u64(self, n):
         return MT.u64(self._take(2 * n))
@@ -187,7 +239,7 @@ class Generator:
         raw = head + key.astype("<u8").tobytes() + tail
         return _make(np.frombuffer(raw, dtype=np.uint8).copy())
 
-    def set_state(self, new_state):
+    def set_state(self, new_state, /):
         if not isinstance(new_state, Tensor):
             raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
         if new_state._dtype is not D.uint8:

@@ -89,6 +89,8 @@ class _Pickler(pickle._Pickler):
 
     def persistent_id(self, obj):
         if isinstance(obj, _StorageRef):
+            if obj.dtype.limited:  # torch has no typed storage for uint16/32/64: untyped, sized in bytes
+                return ("storage", _TorchGlobal("torch.storage", "UntypedStorage"), obj.key, "cpu", obj.array.nbytes)
             return ("storage", _TorchGlobal("torch", _STORAGE_NAMES[obj.dtype]), obj.key, "cpu",
                     obj.array.size)
         return None
@@ -111,6 +113,9 @@ class _Pickler(pickle._Pickler):
         stride = tuple(s // isz for s in arr.strides)
         args = (ref, offset, Size(arr.shape), stride, t._requires_grad, collections.OrderedDict())
         rebuild = (_TorchGlobal("torch._utils", "_rebuild_tensor_v2"), args)
+        if t._dtype.limited:  # as torch: v3 names the dtype of an untyped storage
+            dtype = _TorchGlobal("torch", t._dtype.name)
+            rebuild = (_TorchGlobal("torch._utils", "_rebuild_tensor_v3"), args + (dtype,))
         param_mod = sys.modules.get("ember.nn.parameter")  # no Parameter can exist before it is imported
         if param_mod is not None and isinstance(t, param_mod.Parameter):
             plain = Tensor._make(t._data, t._dtype)
@@ -269,6 +274,12 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
     return t
 
 
+def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, metadata=None):
+    """torch's rebuild for tensors over an untyped (byte) storage: offset and strides count dtype's elements."""
+    typed = _Storage(storage.array.view(dtype.np), dtype)
+    return _rebuild_tensor_v2(typed, storage_offset, size, stride, requires_grad, backward_hooks, metadata)
+
+
 def _rebuild_parameter(data, requires_grad, backward_hooks, state=None):
     from .nn.parameter import Parameter
     p = Parameter(data, requires_grad)
@@ -289,8 +300,11 @@ def _rebuild_from_type_v2(func, new_type, args, state):
 def _torch_global(module, name):
     """The ember object standing for a torch global in a checkpoint, or None."""
     if module == "torch._utils":
-        return {"_rebuild_tensor_v2": _rebuild_tensor_v2, "_rebuild_parameter": _rebuild_parameter,
+        return {"_rebuild_tensor_v2": _rebuild_tensor_v2, "_rebuild_tensor_v3": _rebuild_tensor_v3,
+                "_rebuild_parameter": _rebuild_parameter,
                 "_rebuild_parameter_with_state": _rebuild_parameter}.get(name)
+    if module == "torch.storage" and name == "UntypedStorage":
+        return _StorageType(D.uint8)  # bytes; _rebuild_tensor_v3 views them as its dtype
     if module == "torch._tensor" and name == "_rebuild_from_type_v2":
         return _rebuild_from_type_v2
     if module == "torch.serialization" and name == "_get_layout":

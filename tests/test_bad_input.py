@@ -83,6 +83,36 @@ VALUE_CHECKS = {
     "index_reduce-negative": lambda t: _x(t).index_reduce(0, t.tensor([-1]), t.ones(1, 4), "prod"),
     "svd-driver": lambda t: t.linalg.svd(_x(t), driver="gesvd"),
     "svdvals-driver": lambda t: t.linalg.svdvals(_x(t), driver="gesvd"),
+    # device strings and indices (torch's device parser)
+    "device-type": lambda t: t.device("cpx"),
+    "device-index-str": lambda t: t.device("cpu", "a"),
+    "device-index-negative": lambda t: t.device("cpu", -1),
+    "device-int-negative": lambda t: t.device(-1),
+    "device-string-index": lambda t: t.device("cuda:x"),
+    "device-string-leading-zero": lambda t: t.device("cpu:01"),
+    "device-string-space": lambda t: t.device(" cpu"),
+    "ones-device-type": lambda t: t.ones(2, device="cpx"),
+    "sparse_coo_tensor-device": lambda t: t.sparse_coo_tensor(t.tensor([[0]]), t.ones(1), device="a"),
+    # out= rules and input dims that torch checks
+    "searchsorted-out-int8": lambda t: t.searchsorted(_x(t)[0].sort().values, _x(t), out=t.empty(0, dtype=t.int8)),
+    "searchsorted-out-int64-out_int32": lambda t: t.searchsorted(_x(t)[0].sort().values, _x(t), out_int32=True,
+                                                                 out=t.empty(0, dtype=t.int64)),
+    "argsort-stable-out-int8": lambda t: t.argsort(_x(t), stable=True, out=t.empty(0, dtype=t.int8)),
+    "add-out-int": lambda t: t.add(_x(t), _x(t), out=1),
+    "max_unpool2d-2d-input": lambda t: t.nn.functional.max_unpool2d(_x(t), _i(t), 1),
+    "max_unpool3d-2d-input": lambda t: t.nn.functional.max_unpool3d(_x(t), _i(t), 1),
+    "max_unpool1d-4d-input": lambda t: t.nn.functional.max_unpool1d(_x(t)[None, None], _i(t)[None, None], 1),
+    "rot90-k-float": lambda t: t.rot90(_x(t), 1.5),
+    "dist-other-float": lambda t: t.dist(_x(t), 1.5),
+    "tril_indices-col-float": lambda t: t.tril_indices(3, 2.5),
+    "F.pad-dict": lambda t: t.nn.functional.pad(_x(t), {}),
+    "F.leaky_relu-None": lambda t: t.nn.functional.leaky_relu(_x(t), None),
+    "F.hardtanh_-None": lambda t: t.nn.functional.hardtanh_(_x(t), None),
+    "tensor-requires_grad-None": lambda t: t.tensor([1.0], requires_grad=None),
+    "fft2-dim-None": lambda t: t.fft.fft2(_x(t), None, None),
+    "fftfreq-d-None": lambda t: t.fft.fftfreq(4, None),
+    "contiguous-memory_format-None": lambda t: _x(t).contiguous(memory_format=None),
+    "asarray-copy-str": lambda t: t.asarray([1.0], copy="a"),
 }
 
 # torch's exception type, where its words are its overload parser's (ember names the op and the argument)
@@ -105,7 +135,197 @@ TYPE_CHECKS = {
     "resize_as_-None": lambda t: _x(t).resize_as_(None),
     "chunk-float": lambda t: t.chunk(_x(t), 1.5),
     "sparse_coo_tensor-pin_memory-str": lambda t: t.sparse_coo_tensor(t.tensor([[0]]), t.ones(1), (2,), pin_memory="x"),
+    # None given where torch's overloads take none (ember's default None only means "not given")
+    "max-dim-None": lambda t: t.max(_x(t), None),
+    "logsumexp-dim-None": lambda t: t.logsumexp(_x(t), None),
+    "max-method-dim-None": lambda t: _x(t).max(None),
+    "min-dim-None-keyword": lambda t: t.min(_x(t), dim=None),
+    "max-other-None": lambda t: t.max(_x(t), other=None),
+    "median-dim-None": lambda t: t.median(_x(t), None),
+    "prod-dim-None": lambda t: t.prod(_x(t), None),
+    "squeeze-dim-None": lambda t: t.squeeze(_x(t), None),
+    "std-unbiased-None": lambda t: t.std(_x(t), 1, None),
+    "var-dim-unbiased-None": lambda t: t.var(_x(t), None, None),
+    "var-unbiased-None-keyword": lambda t: t.var(_x(t), unbiased=None),
+    "eye-m-None": lambda t: t.eye(3, None),
+    "where-other-None": lambda t: t.where(_x(t) > 0, _x(t), None),
+    "where-input-None": lambda t: t.where(_x(t) > 0, None),
+    "where-condition-out": lambda t: t.where(_x(t) > 0, out=t.empty(0)),
+    "lerp-weight-None": lambda t: t.lerp(_x(t), _x(t), None),
+    "masked_fill-None": lambda t: t.masked_fill(_x(t), _x(t) > 0, None),
+    "trapz-x-None": lambda t: t.trapz(_x(t), None),
+    "trapezoid-dx-None": lambda t: t.trapezoid(_x(t), dx=None),
+    "pinverse-rcond-None": lambda t: t.pinverse(_x(t), None),
+    "vecdot-dim-None": lambda t: t.linalg.vecdot(_x(t), _x(t), dim=None),
+    "normal_-mean-None": lambda t: _x(t).normal_(None),
+    "sum_to_size-None": lambda t: _x(t).sum_to_size(None),
+    "addmm-beta-None": lambda t: t.addmm(_x(t), _x(t).t(), _x(t), beta=None),
+    "hamming_window-alpha-None": lambda t: t.hamming_window(5, True, None),
+    "kaiser_window-beta-list": lambda t: t.kaiser_window(5, True, ["a"]),
+    "argsort-stable-None": lambda t: t.argsort(_x(t), stable=None),
+    # arange's and normal's overloads
+    "arange-no-end": lambda t: t.arange(),
+    "arange-keywords-only": lambda t: t.arange(dtype=t.float32),
+    "arange-start-None": lambda t: t.arange(None, 2),
+    "normal-std-None": lambda t: t.normal(_x(t), None),
+    "normal-size-None": lambda t: t.normal(_x(t), 1.0, None),
+    "normal-tensor-dtype-None": lambda t: t.normal(_x(t), dtype=None),
+    "normal-tensor-requires_grad-None": lambda t: t.normal(_x(t), requires_grad=None),
+    "normal-tensor-device": lambda t: t.normal(_x(t), device="cpu"),
+    "sparse_coo_tensor-requires_grad-None": lambda t: t.sparse_coo_tensor(t.tensor([[0]]), t.ones(1), (2,),
+                                                                          requires_grad=None),
+    "sparse_coo_tensor-size-None": lambda t: t.sparse_coo_tensor(t.tensor([[0]]), t.ones(1), None),
+    # out= that torch's overloads do not take
+    "histogramdd-out": lambda t: t.histogramdd(_x(t), 2, out=t.empty(0)),
+    "argsort-out-without-stable": lambda t: t.argsort(_x(t), out=t.empty(0, dtype=t.int64)),
+    "unbind_copy-out-tensor": lambda t: t.unbind_copy(_x(t), out=t.empty(0)),
+    "ldl_factor-out-float": lambda t: t.linalg.ldl_factor(_x(t), out=1.5),
+    "lu-method-out": lambda t: _x(t).lu(True, False, None),
+    "neg_-method-out": lambda t: _x(t).neg_(out=t.empty(3, 4)),
+    "sigmoid_-method-out": lambda t: _x(t).sigmoid_(out=t.empty(3, 4)),
+    "atan2-out-float": lambda t: t.atan2(_x(t), _x(t), out=1.5),
+    # a value of a PLAIN class where torch takes another kind (the op would have taken it)
+    "addcdiv-tensor2-float": lambda t: t.addcdiv(_x(t), _x(t), 1.5),
+    "addcmul-tensor2-float": lambda t: _x(t).addcmul(_x(t), 1.5),
+    "roll-shifts-float": lambda t: t.roll(_x(t), 1.5),
+    "histogram-bins-float": lambda t: t.histogram(_x(t), 2.0),
+    "repeat_interleave-float": lambda t: _x(t).repeat_interleave(2.0),
+    "embedding-padding_idx-float": lambda t: t.embedding(_x(t), _i(t), 1.5),
+    "cov-correction-float": lambda t: t.cov(_x(t), correction=1.5),
+    "to_dense-masked_grad-str": lambda t: _x(t).to_dense(masked_grad="a"),
+    "constant_pad_nd-dict": lambda t: t.constant_pad_nd(_x(t), {}),
+    "bce_with_logits-weight-float": lambda t: t.nn.functional.binary_cross_entropy_with_logits(_x(t), _x(t), 1.5),
+    "soft_margin_loss-target-float": lambda t: t.nn.functional.soft_margin_loss(_x(t), 1.5),
+    "poisson_nll_loss-target-float": lambda t: t.nn.functional.poisson_nll_loss(_x(t), 1.5),
+    # torch's boolean_dispatch reads return_indices for its truth value; its _list_with_default takes any iterable
+    "adaptive_max_pool2d-return_indices-str": lambda t: t.nn.functional.adaptive_max_pool2d(_x(t), 2, "a"),
+    "adaptive_max_pool3d-output_size-dict": lambda t: t.nn.functional.adaptive_max_pool3d(_x(t), {}),
+    "adaptive_avg_pool3d-output_size-dict": lambda t: t.nn.functional.adaptive_avg_pool3d(_x(t), {}),
 }
+
+
+# parameters declared by type (ember/_ops/_argcheck.py's KINDS_BY_NAME and OVERRIDES): a wrong type is torch's
+# TypeError naming the argument (or, for an op with several overloads, torch's "invalid combination" words),
+# where ember's kernels used to meet it only in a value check (RuntimeError, ValueError, NotImplementedError)
+DECLARED_TYPES = {
+    "div-rounding_mode-float": lambda t: t.div(_x(t), _x(t), rounding_mode=1.5),
+    "quantile-interpolation-None": lambda t: t.quantile(_x(t), 0.5, interpolation=None),
+    "searchsorted-side-list": lambda t: t.searchsorted(t.arange(4.0), _x(t), side=["a"]),
+    "meshgrid-indexing-float": lambda t: t.meshgrid(t.ones(2), t.ones(3), indexing=1.5),
+    "gelu-approximate-None": lambda t: t.nn.functional.gelu(_x(t), approximate=None),
+    "eigh-UPLO-None": lambda t: t.linalg.eigh(t.eye(3), None),
+    "svd-driver-list": lambda t: t.linalg.svd(t.eye(3), driver=["a"]),
+    "qr-mode-None": lambda t: t.linalg.qr(t.eye(3), None),
+    "pixel_shuffle-float": lambda t: t.pixel_shuffle(t.ones(1, 4, 2, 2), 2.0),
+    "pixel_unshuffle-str": lambda t: t.nn.functional.pixel_unshuffle(t.ones(1, 1, 4, 4), "2"),
+    "bincount-minlength-float": lambda t: t.bincount(t.tensor([1, 2]), minlength=2.5),
+    "bincount-weights-list": lambda t: t.bincount(t.tensor([1, 2]), [1.0, 2.0]),
+    "combinations-r-float": lambda t: t.combinations(t.arange(4), 1.5),
+    "one_hot-num_classes-float": lambda t: t.nn.functional.one_hot(t.tensor([0, 1]), 3.0),
+    "linspace-steps-float": lambda t: t.linspace(0, 1, 2.5),
+    "gradient-edge_order-float": lambda t: t.gradient(_x(t), edge_order=1.5),
+    "group_norm-num_groups-float": lambda t: t.group_norm(t.ones(2, 4, 3), 2.0),
+    "roll-shifts-str": lambda t: t.roll(_x(t), "a"),
+    "rot90-dims-str": lambda t: t.rot90(_x(t), 1, "ab"),
+    "split_with_sizes-dict": lambda t: t.split_with_sizes(_x(t), {}),
+    "layer_norm-shape-str": lambda t: t.nn.functional.layer_norm(_x(t), ["a"]),
+    "max_pool2d-padding-str": lambda t: t.nn.functional.max_pool2d(t.ones(1, 1, 4, 4), 2, 2, "a"),
+    "nan_to_num-nan-str": lambda t: t.nan_to_num(_x(t), nan="a"),
+    "nan_to_num-posinf-tensor": lambda t: t.nan_to_num(_x(t), posinf=t.ones(2)),
+    "margin_ranking-margin-str": lambda t: t.nn.functional.margin_ranking_loss(_x(t), _x(t), _x(t), margin="a"),
+    "take_along_dim-None": lambda t: t.take_along_dim(_x(t), None),
+    "gru_cell-w_hh-None": lambda t: t.gru_cell(t.ones(2, 3), t.ones(2, 4), t.ones(12, 3), None),
+    "batch_norm-running_var-str": lambda t: t.nn.functional.batch_norm(t.ones(2, 3), t.zeros(3), "a"),
+    "nll_loss-weight-float": lambda t: t.nn.functional.nll_loss(_x(t), t.tensor([0, 1, 2]), weight=2.0),
+    "embedding-max_norm-str": lambda t: t.nn.functional.embedding(t.tensor([0, 1]), _x(t), max_norm="a"),
+    "lu_solve-B-None": lambda t: t.linalg.lu_solve(t.eye(3), t.tensor([1, 2, 3], dtype=t.int32), None),
+    "lstsq-rcond-str": lambda t: t.linalg.lstsq(t.eye(3), t.ones(3, 1), "a"),
+    "matrix_norm-ord-list": lambda t: t.linalg.matrix_norm(t.eye(3), ord=["a"]),
+    "histc-bins-float": lambda t: t.histc(_x(t), 4.5),
+    "histogram-range-str": lambda t: t.histogram(_x(t), 4, range="ab"),
+    "histogramdd-bins-str": lambda t: t.histogramdd(_x(t)[:, :2], "a"),
+    "istft-win_length-float": lambda t: t.istft(t.ones(5, 3, dtype=t.complex64), 8, win_length=1.5),
+    "normal_-mean-str": lambda t: _x(t).normal_(mean="a"),
+    "geometric_-generator-str": lambda t: _x(t).geometric_(0.5, generator="a"),
+    "repeat_interleave-None": lambda t: _x(t).repeat_interleave(None),
+    "masked_fill-value-str": lambda t: t.masked_fill(_x(t), _x(t) > 0, "a"),
+    "index_fill-value-list": lambda t: t.index_fill(_x(t), 0, t.tensor([0]), ["a"]),
+    "threshold-value-str": lambda t: t.threshold(_x(t), 0.5, "a"),
+    "tensordot-dims-ints": lambda t: t.tensordot(_x(t), _x(t).T, dims=(0, 0)),
+    "where-one-of-two": lambda t: t.where(_x(t) > 0, _x(t)),
+    "where-float-condition-str": lambda t: t.where(_x(t), _x(t), "a"),
+    "prod-out-without-dim": lambda t: t.prod(_x(t), out=t.empty(0)),
+    "unfold-padding-float": lambda t: t.nn.functional.unfold(t.ones(1, 1, 4, 4), 2, padding=1.5),
+    "matrix_exp-out": lambda t: t.linalg.matrix_exp(t.eye(3), out=t.empty(0)),
+}
+
+# torch's own check comes first (its Python-level functions, its kernels' order), with torch's exception and message
+TORCH_ORDER = {
+    "tensordot-dims-None": lambda t: t.tensordot(_x(t), _x(t).T, dims=None),
+    "cat-out-int8": lambda t: t.cat([_x(t), _x(t)], out=t.empty(0, dtype=t.int8)),
+    "stack-out-bool": lambda t: t.stack([_x(t), _x(t)], out=t.empty(0, dtype=t.bool)),
+    "hstack-out-int8": lambda t: t.hstack([_x(t), _x(t)], out=t.empty(0, dtype=t.int8)),
+    "median-out-without-dim": lambda t: t.median(_x(t), out=t.empty(0)),
+    "nanmedian-out-without-dim": lambda t: t.nanmedian(_x(t), out=t.empty(0)),
+    "nansum-out-int8": lambda t: t.nansum(_x(t), out=t.empty(0, dtype=t.int8)),
+    "nanmean-out-int8": lambda t: t.nanmean(_x(t), out=t.empty(0, dtype=t.int8)),
+    "addbmm-2d-batches": lambda t: t.addbmm(t.ones(4, 4), t.ones(4, 4), t.ones(4, 4)),
+    "baddbmm-1d-batch1": lambda t: t.baddbmm(t.ones(4, 4), t.ones(4), t.ones(2, 4, 4)),
+    "baddbmm-2d-batch1": lambda t: t.baddbmm(t.ones(4, 4), t.ones(4, 4), t.ones(2, 4, 4)),
+    "index_fill-2d-index": lambda t: _x(t).index_fill(0, t.zeros(2, 2, dtype=t.long), 1.0),
+    "frexp-out-tensor": lambda t: t.frexp(_x(t), out=t.empty(0)),
+    "interpolate-no-size": lambda t: t.nn.functional.interpolate(_x(t), mode="a"),
+    "interpolate-2d-size-str": lambda t: t.nn.functional.interpolate(_x(t), size="a"),
+    "interpolate-2d-scale-dict": lambda t: t.nn.functional.interpolate(_x(t), scale_factor={}),
+    "interpolate-antialias-3d": lambda t: t.nn.functional.interpolate(_x(t)[None], 2, mode="a", antialias=True),
+    "unfold-kernel-dict": lambda t: t.nn.functional.unfold(t.ones(1, 1, 4, 4), {}),
+    "fold-dilation-dict": lambda t: t.nn.functional.fold(t.ones(1, 4, 9), 4, 2, {}),
+    "instance_norm-weight-str": lambda t: t.nn.functional.instance_norm(_x(t), weight="a"),
+    "multi_margin-p-str": lambda t: t.nn.functional.multi_margin_loss(_x(t), t.tensor([0, 1, 2]), p="a"),
+    "local_response_norm-size-str": lambda t: t.nn.functional.local_response_norm(_x(t), "a"),
+    "fractional_max_pool2d-no-size": lambda t: t.nn.functional.fractional_max_pool2d(t.ones(1, 1, 4, 4), "a"),
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", sorted(DECLARED_TYPES))
+def test_declared_types_raise_torchs_type_error(name):
+    fn = DECLARED_TYPES[name]
+    want = _outcome(lambda t: fn(t), torch)
+    got = _outcome(lambda t: fn(t), ember)
+    assert want[0] == "TypeError" and got[0] == "TypeError", (got, want)
+    if "invalid combination of arguments" in want[1]:
+        assert want[1].split(" - got")[0] in got[1], (got, want)  # "<op>() received an invalid combination ..."
+    else:
+        argument = want[1].split("argument ")[1].split(" ")[0] if "argument '" in want[1] else ""
+        assert argument in got[1], (got, want)  # the argument torch names
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", sorted(TORCH_ORDER))
+def test_torchs_check_order_and_message(name):
+    fn = TORCH_ORDER[name]
+    want = _outcome(lambda t: fn(t), torch)
+    got = _outcome(lambda t: fn(t), ember)
+    assert want[0] != "no exception"
+    assert got == want
+
+
+def test_valid_forms_beside_the_declared_types():
+    """The declarations refuse only what torch refuses: conv's padding='same', a 0-d Tensor for a float, a Tensor
+    of sizes, where's two numbers, a truthy return_indices, None in an adaptive output_size."""
+    out = []
+    for t in (torch, ember):
+        F = t.nn.functional
+        x = t.tensor(np.random.RandomState(4).rand(1, 2, 5).astype(np.float32))
+        w = t.tensor(np.random.RandomState(5).rand(3, 2, 3).astype(np.float32))
+        out.append([F.conv1d(x, w, padding="same").tolist(), t.nan_to_num(x / 0, posinf=t.tensor(7.0)).tolist(),
+                    F.unfold(x[None], t.tensor([1, 2])).tolist(), t.tensordot(x[0], x[0], ([0, 1], [0, 1])).item(),
+                    t.where(x > 0.5, 1.0, 2.0).tolist(), t.histc(x, bins=3).tolist(),
+                    F.adaptive_max_pool2d(x, 2, 1)[1].tolist(), F.adaptive_avg_pool2d(x, (None, 2)).tolist()])
+    np.testing.assert_allclose(np.array(out[1][0]), np.array(out[0][0]), rtol=1e-5)
+    for a, b in zip(out[0][1:], out[1][1:]):
+        np.testing.assert_allclose(np.array(b), np.array(a), rtol=1e-5)
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
@@ -127,6 +347,38 @@ def test_type_checks_raise_like_torch(name):
     assert want[0] != "no exception"
     assert got[0] == want[0], (got, want)
     assert got[1].split("(")[0].split(" ")[0] in want[1], (got, want)  # the same op named first
+
+
+# valid calls next to the refused ones above: torch computes, ember gives the same dtype, shape and values
+ACCEPTED = {
+    "add-out-float": lambda t: t.add(_x(t), _x(t), out=1.5),  # torch's numbers-as-tensors: a new float64 out
+    "div-rounding-out-float": lambda t: t.div(_x(t), 2, rounding_mode="floor", out=2.5),
+    "mul-out-complex": lambda t: t.mul(_x(t), _x(t), out=1j),
+    "cumsum-out-int8": lambda t: t.cumsum(_x(t) * 3, 0, out=t.empty(0, dtype=t.int8)),  # sums in out's dtype
+    "cumprod-out-int8": lambda t: t.cumprod(_x(t) + 2, 1, out=t.empty(0, dtype=t.int8)),
+    "randperm-out-int8-dtype": lambda t: t.randperm(5, out=t.empty(0, dtype=t.int8)).sort().values,
+    "normalize-p-None": lambda t: t.nn.functional.normalize(_x(t), None),
+    "normal-size-dtype-None": lambda t: t.normal(0.0, 0.0, (2,), dtype=None, device=None, layout=None),
+    "argsort-stable-out": lambda t: t.argsort(_x(t), stable=True, out=t.empty(0, dtype=t.int64)),
+    "arange-end-keyword": lambda t: t.arange(end=3),
+    "std-dim-None-unbiased": lambda t: t.std(_x(t), None, True),
+    "fft2-s-None": lambda t: t.fft.fft2(_x(t), None),
+    "max-other-tensor": lambda t: t.max(_x(t), _x(t).flip(0)),
+    "where-method": lambda t: _x(t).where(_x(t) > 0, 0.5),
+    "device-index-str": lambda t: t.ones(2, device=t.device("cpu:0")),
+    "sparse_coo_tensor-dtype-None": lambda t: t.sparse_coo_tensor(t.tensor([[0]]), t.ones(1), dtype=None).to_dense(),
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", sorted(ACCEPTED))
+def test_valid_calls_beside_the_refused_ones_compute_like_torch(name):
+    fn = ACCEPTED[name]
+    want = fn(torch)
+    got = fn(ember)
+    assert isinstance(got, ember.Tensor), got
+    assert (str(got.dtype), tuple(got.shape)) == (str(want.dtype), tuple(want.shape))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("call", ["margin_ranking", "hinge-sum", "l1-sum", "hardtanh_-min-above-max"])

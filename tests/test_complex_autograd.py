@@ -360,3 +360,27 @@ def test_real_gradients_bit_identical(name, dtype):
     for got, want in zip(grads, _real_reference(name, xa, ya, ga)):
         assert got.dtype == getattr(ember, dtype)
         assert got.numpy().tobytes() == want.astype(dtype).tobytes(), name
+
+
+# ---- the real fast path against torch (issue 19) -----------------------------------------------------------
+@pytest.mark.parametrize("name", list(_REAL_OPS))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_real_gradients_match_torch(name, dtype):
+    """The real-input gradients of test_real_gradients_bit_identical (ember's formulas against NumPy) are also
+    torch's: the same call through torch.autograd.grad with the same upstream gradient."""
+    rng = np.random.default_rng(1)
+    xa = rng.uniform(0.5, 2.0, (3, 4)).astype(dtype)
+    ya = rng.uniform(0.5, 2.0, (3, 4)).astype(dtype)
+    results = []
+    for lib in (ember, torch):
+        x = lib.tensor(xa, requires_grad=True)
+        y = lib.tensor(ya, requires_grad=True)
+        out = _REAL_OPS[name](x, y)
+        ga = np.random.default_rng(2).standard_normal(tuple(out.shape)).astype(dtype)
+        grads = lib.autograd.grad(out, (x, y), lib.tensor(ga), allow_unused=True)
+        results.append([None if g is None else (str(g.dtype).split(".")[-1], g.numpy()) for g in grads])
+    for e, t in zip(*results):
+        assert (e is None) == (t is None), name
+        if e is not None:
+            assert e[0] == t[0] == dtype
+            np.testing.assert_allclose(e[1], t[1], rtol=2e-6 if dtype == "float32" else 1e-13, err_msg=name)

@@ -84,8 +84,8 @@ def test_asarray_copy_semantics():
     y = ember.asarray(x, copy=True)
     assert y is not x and not np.shares_memory(y.numpy(), x.numpy())
     z = ember.asarray(x, requires_grad=True)
-    assert z.requires_grad and not x.requires_grad and np.shares_memory(z.detach().numpy(), x.numpy())
-    m = ember.asarray(memoryview(np.arange(3, dtype=np.int32)))
+    assert z is x and x.requires_grad  # as torch: x itself, now requiring grad
+    m = ember.asarray(memoryview(np.arange(3, dtype=np.int32)), dtype=ember.int32)
     assert m.dtype == ember.int32 and m.tolist() == [0, 1, 2]
 
 
@@ -386,3 +386,39 @@ def test_ragged_list_of_arrays_names_the_bad_dim_like_torch(second):
                 lib.tensor([np.zeros((3, 4)), np.zeros(second)])
         msgs.append(str(info.value))
     assert msgs[0] == msgs[1]
+
+
+# ---- the aliasing rules above, observed on torch too (issue 19) --------------------------------------------
+def _shares(t, a):
+    return bool(np.shares_memory(t.detach().numpy(), a))
+
+
+ALIASING = {  # name: lib -> a tuple of plain observations
+    "as_tensor ndarray": lambda lib: (lambda a: (str(lib.as_tensor(a).dtype), _shares(lib.as_tensor(a), a),
+                                                 _shares(lib.as_tensor(a, dtype=lib.float32), a)))(np.arange(4.0)),
+    "as_tensor tensor": lambda lib: (lambda x: (lib.as_tensor(x) is x, lib.as_tensor(x, dtype=lib.float64).grad_fn
+                                                is not None, str(lib.as_tensor([1, 2]).dtype)))(
+        lib.ones(3, requires_grad=True)),
+    "asarray ndarray": lambda lib: (lambda a: (_shares(lib.asarray(a), a), _shares(lib.asarray(a, copy=True), a)))(
+        np.arange(4.0)),
+    "asarray tensor": lambda lib: (lambda x: (lib.asarray(x) is x, lib.asarray(x, copy=True) is x,
+                                              _shares(lib.asarray(x, copy=True), x.numpy()),
+                                              lib.asarray(x, requires_grad=True) is x, x.requires_grad))(
+        lib.arange(3.0)),
+    "asarray memoryview": lambda lib: (lambda m: (str(m.dtype), m.tolist()))(
+        lib.asarray(memoryview(np.arange(3, dtype=np.int32)))),
+    "tensor copies": lambda lib: (lambda a: (lambda t: (a.__setitem__(0, 9), t[0].item()))(lib.tensor(a)))(
+        np.arange(3.0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALIASING))
+def test_aliasing_as_torch(name):
+    """test_as_tensor_aliases_when_it_can / test_asarray_copy_semantics / test_tensor_always_copies, each
+    observation compared with torch's."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = ALIASING[name](torch)
+        ours = ALIASING[name](ember)
+    assert [str(v).replace("torch.", "") for v in ours] == [str(v).replace("torch.", "") for v in theirs]

@@ -308,3 +308,26 @@ def test_unary_out_off_the_fast_path_matches_torch(case):
     if got:
         assert got[0].dtype == got[1].dtype and got[0].shape == got[1].shape
         np.testing.assert_allclose(got[0], got[1], rtol=1e-6, equal_nan=True)
+
+
+# ---- the fast paths against torch (issue 19) ---------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("case", EXACT, ids=[c[0] for c in EXACT])
+def test_fast_path_matches_torch(case, dtype):
+    """The in-place fast path (bit-identical to ember's out-of-place op above) also gives torch's in-place
+    result: the same call on torch tensors, within the dtype's rounding (torch's float16 kernels compute in
+    float32, as ember's)."""
+    _, inplace, _ = case
+    arrays = [_arr((64,), dtype, low=0.5, high=2.0) for _ in range(3)]
+    e = [ember.from_numpy(a.copy()) for a in arrays]
+    t = [torch.from_numpy(a.copy()) for a in arrays]
+    with ember.no_grad():
+        r = inplace(*e)
+    assert inplace(*t) is t[0] and r is e[0]
+    rtol = {"float16": 1e-3, "float32": 1e-6, "float64": 1e-13}[dtype]
+    # torch's vectorized kernels round a Python scalar (alpha=1.7) to half first and fuse multiply-adds, its
+    # scalar path and ember do neither; where x - alpha y cancels, the results differ by that rounding of the
+    # terms (|x|, |alpha y| < 4): 2 ulps of 4
+    atol = 2 * float(np.finfo(dtype).eps) * 4
+    np.testing.assert_allclose(e[0].numpy().astype(np.float64), t[0].numpy().astype(np.float64), rtol=rtol,
+                               atol=atol)

@@ -30,9 +30,7 @@ DELIBERATE = {
 _SLOT_TYPE = "a keyword-only argument given positionally fills a slot of another type (issue 18's type checks)"
 DELIBERATE_REJECTIONS = {
     ("Tensor", "sum"): _SLOT_TYPE,            # x.sum(torch.float64): dim=dtype
-    ("Tensor", "prod"): _SLOT_TYPE,           # x.prod(torch.float64)
     ("Tensor", "scatter_"): _SLOT_TYPE,       # x.scatter_(0, index, src, 'add'): value='add'
-    ("torch.linalg", "lstsq"): _SLOT_TYPE,    # lstsq(A, B, 'gelsd'): rcond=str
 }
 
 

@@ -432,7 +432,7 @@ def test_distances():
 
 def test_normalize():
     a = np.random.default_rng(9).standard_normal((3, 4))
-    for kwargs in (dict(), dict(p=1.0, dim=0), dict(p=3.0, dim=-1, eps=0.5)):
+    for kwargs in (dict(), dict(p=1.0, dim=0), dict(p=3.0, dim=-1, eps=0.5), dict(p=None, dim=0)):
         _pair_compare(lambda lib, x, y: lib.nn.functional.normalize(x * y, **kwargs), a, a[::-1].copy())
 
 
@@ -519,3 +519,19 @@ def test_activation_modules_in_a_trained_net():
         results.append([loss] + [p.grad for p in net.parameters()])
     for a, b in zip(*results):
         close(b, a, rtol=1e-4, atol=1e-5)
+
+
+# ---- against torch (issue 19) ------------------------------------------------------------------------------
+def test_embedding_backward_big_vocabulary_matches_torch():
+    """The accumulation of test_embedding_backward_matches_np_add_at_on_a_big_vocabulary, against torch's
+    embedding backward on the same indices and upstream gradient (a heavily repeated row included)."""
+    rng = np.random.default_rng(3)
+    idx = rng.integers(0, 5000, size=(64, 32))
+    idx[:, :4] = 7
+    g = rng.standard_normal((64, 32, 16)).astype(np.float32)
+    grads = []
+    for lib in (ember, torch):
+        w = lib.zeros(5000, 16, requires_grad=True)
+        lib.nn.functional.embedding(lib.tensor(idx), w).backward(lib.tensor(g))
+        grads.append(w.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-5)

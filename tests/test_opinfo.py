@@ -365,7 +365,7 @@ HEADER = """# OpInfo samples ember fails today (tests/test_opinfo.py); one line 
 # `op|missing` means ember lacks the op. Keep this list exact: remove a line when its sample passes.
 # Regenerate after fixes: EMBER_UPDATE_EXPECTED=1 python -m tests.test_opinfo
 # Why they fail (by group):
-# - missing: hash_tensor returns torch.uint64, a dtype ember lacks; sparse.sampled_addmm takes sparse CSR tensors.
+# - missing: sparse.sampled_addmm takes sparse CSR tensors.
 # - chalf: ember has no complex32 (NumPy has no half-precision complex type); chalf raises NotImplementedError.
 # - float32/complex64 rounding beyond the sweep's tolerances (assert_close's defaults, widened only where
 #   torch's own reference tests widen them): conv*/conv_transpose* complex64 and conv_transpose3d float32 forward, matrix_exp,

@@ -688,3 +688,32 @@ def test_sgd_array_update_matches_torch_on_a_module():
         results.append([p.detach().numpy().copy() for p in net.parameters()])
     for e, t in zip(results[1], results[0]):
         np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-6)
+
+
+# ---- Adam's per-array update against torch (issue 19) ------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kwargs", [dict(), dict(betas=(0.4, 0.5), weight_decay=0.1), dict(maximize=True, lr=0.5),
+                                    dict(weight_decay=0.2, decoupled_weight_decay=True)])
+def test_adam_array_update_matches_torch(monkeypatch, dtype, kwargs):
+    """The blockwise, two-thread per-array update of test_adam_array_update_equals_the_general_path gives
+    torch's parameters and moments too."""
+    from ember._backend import parallel
+    from ember.optim import adam
+    monkeypatch.setattr(adam, "_BLOCK", 5)
+    monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "threads", lambda: 2)
+    rng = np.random.default_rng(0)
+    start = rng.standard_normal((3, 4)).astype(dtype)
+    grads = [rng.standard_normal((3, 4)).astype(dtype) for _ in range(3)]
+    runs = []
+    for lib in (ember, torch):
+        p = lib.nn.Parameter(lib.from_numpy(start.copy()))
+        opt = lib.optim.Adam([p], **{"lr": 0.1, **kwargs})
+        for g in grads:
+            p.grad = lib.from_numpy(g.copy())
+            opt.step()
+        s = opt.state[p]
+        runs.append([p.detach().numpy().copy(), s["exp_avg"].numpy(), s["exp_avg_sq"].numpy(), float(s["step"])])
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    for a, b in zip(*runs):
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol)

@@ -85,6 +85,32 @@ def test_threaded_normal_fill(dtype, threads, monkeypatch):
         ember.set_num_threads(before)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_float32_fill_at_piece_boundaries(threads, monkeypatch):
+    """The float32 fill and rand take the low 24 bits of the draws (Generator._low24) in pieces of
+    random_draws._CHUNK: sizes around one and two pieces, non-multiples of 16, with and without part
+    of a block drawn ahead for small draws still unused (the piece then starts with it)."""
+    from ember._backend import parallel
+    from ember._ops import random_draws
+    monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
+    c = random_draws._CHUNK
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+
+    def program(t):
+        out = []
+        for n in (c - 16, c - 1, c, c + 1, c + 17, 2 * c + 5):
+            out += [t.randn(n), t.rand(n)]
+            for _ in range(20):  # from the 16th small draw on, outputs are drawn ahead
+                out.append(t.randn(3))
+            out += [t.randn(n, dtype=t.float16), t.empty(n).normal_(-1.5, 0.25), t.rand(n + 3)]
+        return out
+    try:
+        same_stream(program, seeds=SEEDS[3:4])
+    finally:
+        ember.set_num_threads(before)
+
+
 # ---- every other sampler at sizes around the switches ------------------------------------------
 
 SAMPLERS = {
@@ -204,6 +230,34 @@ def test_small_draws_served_ahead_keep_the_state():
                 out.append(t.poisson(t.full((6,), 3.5)))
         g = t.Generator().manual_seed(5)
         out += [t.randn(8, generator=g), t.get_rng_state(), g.get_state(), t.rand(2000), t.randn(3)]
+        return out
+    same_stream(program, seeds=SEEDS[:2])
+
+
+def test_loops_of_small_draws_keep_the_stream():
+    """Loops of one small draw (Generator._memo_take: their values computed once per block drawn ahead)
+    across refills: odd sizes (the cached normal), sizes that shift the Box-Muller grouping of the block,
+    dtypes, runs broken by other draws, the state read or restored mid-run, a second generator."""
+    def program(t):
+        out = []
+        runs = [(lambda: t.randn(8), 700), (lambda: t.randn(5), 300), (lambda: t.rand(7), 400),
+                (lambda: t.randn(3), 200), (lambda: t.rand(1), 50), (lambda: t.randn(8), 300),
+                (lambda: t.rand(8, dtype=t.float16), 100), (lambda: t.randn(2, dtype=t.float64), 500),
+                (lambda: t.rand(32), 300), (lambda: t.randn(15), 200), (lambda: t.randn(1), 9)]
+        for r, (draw, times) in enumerate(runs):
+            for i in range(times):
+                out.append(draw())
+                if i == 150 and r % 3 == 0:
+                    out.append(t.rand(1))  # breaks the run mid-block
+                if i == 250 and r == 0:
+                    out.append(t.get_rng_state())
+                if i == 100 and r == 1:
+                    saved = t.get_rng_state()
+                    out.append(t.randn(6))
+                    t.set_rng_state(saved)
+        g = t.Generator().manual_seed(3)
+        out += [t.randn(4, generator=g) for _ in range(40)] + [t.rand(3, generator=g) for _ in range(40)]
+        out += [g.get_state(), t.randn(100)]
         return out
     same_stream(program, seeds=SEEDS[:2])
 

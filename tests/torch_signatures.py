@@ -12,6 +12,7 @@ import functools
 import inspect
 import os
 import re
+import sys
 
 import torch
 
@@ -56,14 +57,18 @@ def _defs(body):
 
 
 @functools.lru_cache(None)
-def _stub(filename, cls=None):
+def _tree(filename):
+    """A stub file parsed once: {None: its module-level defs, class name: that class's defs}."""
     tree = ast.parse(open(os.path.join(_STUBS, filename)).read())
-    if cls is None:
-        return _defs(tree.body)
+    out = {None: _defs(tree.body)}
     for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == cls:
-            return _defs(node.body)
-    return {}
+        if isinstance(node, ast.ClassDef):
+            out.setdefault(node.name, _defs(node.body))
+    return out
+
+
+def _stub(filename, cls=None):
+    return _tree(filename).get(cls, {})
 
 
 def _from_docstring(doc, name):
@@ -180,8 +185,20 @@ def _fill_defaults(sig, schemas):
 def _python_level(obj):
     """[inspect.signature(obj)], or [] for a dispatcher that only says (*args, **kwargs)."""
     sig = inspect.signature(obj)
-    if all(p.kind in (P.VAR_POSITIONAL, P.VAR_KEYWORD) for p in sig.parameters.values()):
-        return []
+    params = sig.parameters.values()
+    if params and all(p.kind in (P.VAR_POSITIONAL, P.VAR_KEYWORD) for p in params):
+        target = _dispatch_target(obj)
+        return [] if target is None else _python_level(target)
+    return [sig]  # (no parameters at all is a signature: is_available())
+
+
+def _dispatch_target(obj):
+    """The function a boolean_dispatch (F.max_pool2d, torch.unique, torch.lu) calls by default; its
+    signature is the one torch documents (the dispatch only picks the return_indices=True twin)."""
+    names = getattr(getattr(obj, "__code__", None), "co_freevars", ())
+    if "if_false" not in names or "if_true" not in names:
+        return None
+    return obj.__closure__[names.index("if_false")].cell_contents
     return [sig]
 
 
@@ -262,15 +279,23 @@ def differences(esig, tsigs, method):
                 if (p.default is not P.empty and p.default is not UNKNOWN and e.default is not P.empty
                         and not any(_same_default(d, e.default) for d in defaults)):
                     out.append(f"default {p.name}={p.default!r} in torch, {e.default!r} in ember")
+                if p.default is not P.empty and e.default is P.empty:
+                    out.append(f"{p.name}= has a default in torch, is required in ember")
     if e_pos and not any(e_pos[:len(t)] == t[:len(e_pos)] for t, _ in t_pos_lists if t) and not (
             e_varargs and any(v for _, v in t_pos_lists)):
         best = max((t for t, _ in t_pos_lists), key=len, default=[])
         out.append(f"positional order ({', '.join(e_pos)}) vs torch's ({', '.join(best)})")
+    longest = max((t for t, _ in t_pos_lists), key=len, default=[])
+    if len(longest) > len(e_pos) and not e_varargs:
+        out.append(f"takes {len(e_pos)} positional arguments, torch {len(longest)} ({', '.join(longest)})")
     return sorted(set(out))
 
 
 def _same_default(a, b):
-    """Equal defaults, torch's against ember's: dtypes and functions (F.relu) by name."""
+    """Equal defaults, torch's against ember's: dtypes and functions (F.relu) by name, each library's
+    default_generator (random_split's)."""
+    if a is torch.default_generator:
+        return b is getattr(sys.modules.get("ember"), "default_generator", None)
     if callable(a) and callable(b):
         return getattr(a, "__name__", a) == getattr(b, "__name__", b)
     if type(a) in (tuple, list) and type(b) in (tuple, list):

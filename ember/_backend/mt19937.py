@@ -1,8 +1,9 @@
 """torch's CPU random streams in NumPy: the mt19937 engine (NumPy's MT19937 bit generator, which
 is the same engine) and the transforms torch's CPU kernels apply to its 32-bit outputs.
 
-See Note [Random streams] in ember/random.py. Every function here draws a whole block with one
-`random_raw` call and transforms it with array arithmetic, in the order torch draws.
+See Note [Random streams] in ember/random.py. The generator draws a whole block with one NumPy call
+(`random_raw`, or the legacy RandomState's masked integers where only the low 24 bits are used) and
+the functions here transform it with array arithmetic, in the order torch draws.
 """
 import sys
 
@@ -39,11 +40,14 @@ def engine_state(bg):
 _LOW_WORD = 0 if sys.byteorder == "little" else 1
 
 
-def uniform24(r):
-    """float32 uniforms from 32-bit outputs r (uint64): (out & (2**24 - 1)) * 2**-24 (torch's
-    uniform_real for float), read from the low halves of r in one pass."""
-    low = np.bitwise_and(r.view(np.uint32)[_LOW_WORD::2], np.uint32(0xFFFFFF))
-    return np.multiply(low, _f32(2.0 ** -24), dtype=np.float32)
+def uniform24(k):
+    """float32 uniforms k * 2**-24 from the low 24 bits k of 32-bit outputs (uint32, or uint64 outputs
+    whole): torch's uniform_real for float (exact)."""
+    if k.dtype == np.uint64:
+        k = np.bitwise_and(k.view(np.uint32)[_LOW_WORD::2], np.uint32(0xFFFFFF))
+    x = k.view(np.int32).astype(np.float32)  # below 2**24: the int32 view converts exactly
+    x *= _f32(2.0 ** -24)
+    return x
 
 
 def uniform24_list(words):

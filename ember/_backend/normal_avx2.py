@@ -10,8 +10,6 @@ Where a step's result stays in one binade [2**(q-1), 2**q) for every input, it i
 in float64 by adding and subtracting 1.5 * 2**(q+28) (whose float64 ulp is that binade's float32 ulp).
 tests/test_random_avx2.py checks this against the step-by-step emulation on every input.
 """
-import sys
-
 import numpy as np
 
 from .mt19937 import fma32
@@ -30,10 +28,12 @@ _LOG_P = _c(7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1
 _LOG_Q1, _LOG_Q2 = _c(-2.12194440e-4, 0.693359375)
 _DP = [_f32(v) for v in (-0.78515625, -2.4187564849853515625e-4)]
 _DP3 = float(_f32(-3.77489497744594108e-8))
+_DP_ALL = float(_DP[0]) + float(_DP[1]) + _DP3  # exact: 49 significant bits
 _SIN = _c(-1.9515295891E-4, 8.3321608736E-3, -1.6666654611E-1)
 _COS = _c(2.443315711809948E-005, -1.388731625493765E-003, 4.166664568298827E-002)
 _FOPI = _f32(1.27323954473516)
 _TWO_PI_F = _f32(2.0 * np.pi)
+_SIGN = np.int32(-1 << 31)  # the float32 sign bit
 
 
 def _magic(q):
@@ -54,7 +54,8 @@ def radius(u1, scale=0):
     ix = u1.view(np.int32)
     ix += np.int32(0x3F800000 - 0x3F3504F3)  # mantissas below sqrt(1/2) stay in the lower binade
     e = np.right_shift(ix, 23)
-    e = np.subtract(e, 127 + scale, dtype=_f32)
+    e -= 127 + scale
+    e = e.astype(_f32)
     ix &= 0x7FFFFF
     ix += 0x3F3504F3
     x = ix.view(_f32)
@@ -77,8 +78,7 @@ def radius(u1, scale=0):
     Y *= X  # y * x: exact in float64, then rounded
     np.copyto(y, Y, casting=_U)
     np.copyto(Y, y)
-    np.multiply(X, X, out=t)  # z = x * x, rounded
-    z = t.astype(_f32)
+    z = np.multiply(x, x)  # z = x * x, rounded
     np.copyto(t, z)
     Y *= t  # y * z + e * q1 (e * q1 rounded first)
     np.multiply(e, _f32(_LOG_Q1), out=y)
@@ -113,81 +113,76 @@ def sincos(theta):
     j = np.multiply(theta, _FOPI).astype(np.int32)
     j += 1
     j &= ~1
-    y = j.astype(_f32)
-    x = y * _DP[0]  # exact products: the FMAs are a multiply and an add
-    x += theta
-    z = y * _DP[1]
-    x += z
-    X = x.astype(_f64)
-    T = y.astype(_f64)
-    T *= _DP3
+    # x = theta + j * DP1 + j * DP2 (float32 steps that are exact) + j * DP3 (an FMA): the three parts are
+    # one float64 constant, j times it exact in float64, so x is theta + j * (DP1 + DP2 + DP3) rounded once
+    T = j.astype(_f64)
+    T *= _DP_ALL
+    X = theta.astype(_f64)
     X += T
-    np.copyto(x, X, casting=_U)
+    x = X.astype(_f32)
     np.copyto(X, x)
-    np.multiply(x, x, out=z)
+    z = np.multiply(x, x)
     Z = z.astype(_f64)
     C = _poly_times_z(Z, _COS, _KC1, _KC2, out=T)
     c = C.astype(_f32)
     np.copyto(C, c)
-    C *= Z
-    S = np.multiply(Z, 0.5)
-    C -= S  # c * z - z / 2
+    C -= 0.5
+    C *= Z  # c * z - z / 2 as (c - 1/2) * z: two float64 roundings, checked to agree on every input
     np.copyto(c, C, casting=_U)
     c += _f32(1)
-    _poly_times_z(Z, _SIN, _KS1, _KS2, out=S)
+    S = _poly_times_z(Z, _SIN, _KS1, _KS2, out=np.empty_like(Z))
     s = S.astype(_f32)
     np.copyto(S, s)
     S *= X
     S += X  # s * x + x
     np.copyto(s, S, casting=_U)
-    # octant selection on the bits: where j & 2, sin takes the cosine polynomial and cos the sine's
+    # octant selection on the bits: where j & 2, sin takes the cosine polynomial and cos the sine's; sin's
+    # sign flips where j & 4, cos's where (j + 2) & 4, that is where exactly one of j & 4 and j & 2 is set
     d = s.view(np.int32) ^ c.view(np.int32)
-    m = j & 2
-    m <<= 30
+    j <<= 29  # bit 31: j & 4, bit 30: j & 2
+    m = j << 1
     m >>= 31  # all ones where j & 2
     d &= m
-    sign = j & 4  # sin's sign flips where j & 4, cos's where (j + 2) & 4
-    sign <<= 29
+    j &= _SIGN
+    d ^= j
     sin = s.view(np.int32)
-    sin ^= d
-    sin ^= sign
+    sin ^= d  # the swap and sin's sign
+    m &= _SIGN
+    d ^= m
     cos = c.view(np.int32)
-    cos ^= d
-    j += 2
-    j &= 4
-    j <<= 29
-    cos ^= j
+    cos ^= d  # the swap and cos's sign
     return s, c
 
 
-_LOW_WORD = 0 if sys.byteorder == "little" else 1
 _ANGLE_PER_K = _f32(float(_TWO_PI_F) * 2.0 ** -24)  # theta = fl(u * 2pi) = fl(k * this): 2**-24 scales exactly
 
 
-_HALF_BLOCK = np.dtype((np.void, 32))  # 8 float32 values, moved as one item
-_HALF_DRAWS = np.dtype((np.void, 64))  # 8 draws (uint64)
+_HALF_BLOCK = np.dtype((np.void, 32))  # 8 float32 values (or 8 uint32 draws), moved as one item
 
 
-def normal_fill(raw, mean, std, out):
-    """normal_fill_16_AVX2 over blocks of 16 32-bit draws (uint64, shape (blocks, 16)) whose low 24
-    bits k give the float32 uniforms u = k * 2**-24, into out (float32, the same shape): radii from
-    the first 8 of a block (1 - u enters as the integer 2**24 - k, exact in float32), angles from
-    the last 8; n * std + mean is one FMA. Radii and angles are gathered into contiguous runs first
-    (half blocks moved as single items: a fast copy)."""
-    b = raw.shape[0]
-    halves = np.empty((2, b), dtype=_HALF_DRAWS)  # [first halves..., second halves...] of the blocks
-    np.copyto(halves, raw.view(_HALF_DRAWS).T)
-    k = np.bitwise_and(halves.view(np.uint64), 0xFFFFFF, out=np.empty((2, 8 * b), np.uint32), casting=_U)
-    r = radius(np.subtract(_f32(1 << 24), k[0], dtype=_f32), scale=24)
-    sin, cos = sincos(np.multiply(k[1], _ANGLE_PER_K, dtype=_f32))
+def normal_fill(k, mean, std, out):
+    """normal_fill_16_AVX2 over blocks of 16 float32 uniforms u = k * 2**-24, given by their numerators k
+    (the low 24 bits of the draws, uint32, shape (blocks, 16)), into out (float32, the same shape): radii
+    from the first 8 of a block (1 - u enters as the integer 2**24 - k, exact in float32), angles from the
+    last 8; n * std + mean is one FMA. Radii and angles are gathered into contiguous runs first (half
+    blocks moved as single items: a fast copy)."""
+    b = k.shape[0]
+    halves = np.empty((2, b), dtype=_HALF_BLOCK)  # [first halves..., second halves...] of the blocks
+    np.copyto(halves, k.view(_HALF_BLOCK).T)
+    k = halves.view(np.int32)  # below 2**24: int32 converts to float32 exactly
+    np.subtract(1 << 24, k[0], out=k[0])
+    r = radius(k[0].astype(_f32), scale=24)
+    theta = k[1].astype(_f32)
+    theta *= _ANGLE_PER_K
+    sin, cos = sincos(theta)
     w = np.empty((2, 8 * b), dtype=_f32)
     np.multiply(r, cos, out=w[0])
     np.multiply(r, sin, out=w[1])
     if not (std == 1 and mean == 0):
         w = fma32(w, _f32(std), _f32(mean))
+    elif r.min() == 0:  # the FMA n * 1 + 0 turns -0 into +0 (products are zero only where the radius is, at u = 0)
+        w[w == 0] = 0
     w = w.view(_HALF_BLOCK)
     halves = out.view(_HALF_BLOCK)
     halves[:, 0] = w[0]
     halves[:, 1] = w[1]
-    if std == 1 and mean == 0:
-        out += _f32(0)  # the FMA n * 1 + 0 turns -0 (the radius at u = 0) into +0

@@ -420,9 +420,24 @@ def _polygamma(x, n):
     out = np.where(~pos & (np.floor(v) == v), np.inf if n % 2 == 1 else -np.inf, out)
     if n == 1:
         out = np.where(v == -np.inf, np.nan, out)
+        out = _trigamma_at_negative_integers(x, v, out)
     else:
         out = np.where(v == np.inf, np.nan, out)  # torch's zeta gives NaN at q = inf
     return _back(out, x)
+
+
+def _trigamma_at_negative_integers(x, v, out):
+    """torch's trigamma reflects with pi^2 / sin(pi x)^2 in x's precision, so at -1, -2, ... it returns
+    that finite value (sin(pi x) rounds to a tiny non-zero), less trigamma(1 - x), not the pole's inf."""
+    at = (v < 0) & (np.floor(v) == v)
+    if not at.any():
+        return out
+    dt = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    pi = dt.type(math.pi)
+    with np.errstate(all="ignore"):
+        s = np.sin(pi * x.astype(dt))
+        reflected = (pi * pi / (s * s)).astype(np.float64) - _polygamma_pos(1, 1 - v)
+    return np.where(at, reflected, out)
 
 
 # ---- Bessel -----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from . import (creation, pointwise, reduction, sorting, shape, indexing, random,
                conv, pool, norm, loss, activation, embedding, misc)
 from . import combinatorics, calculus, histogram, covariance, layout_ops, gamma_inc  # noqa: F401
 from . import native_norm, householder, lowrank  # noqa: F401
+from . import hashing  # noqa: F401  (hash_tensor)
 from . import dropout  # noqa: F401
 from . import rnn, attention  # noqa: F401
 from . import sampling  # noqa: F401

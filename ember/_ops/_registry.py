@@ -23,7 +23,8 @@ from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, init_node
 from ..amp._dispatch import wrap as _autocast_wrap
-from ._argcheck import guard
+from ._argcheck import NUMBERS_AS_TENSORS, guard
+from ._limited import check_class_op, check_row
 
 _state = grad_mode._state
 _new = object.__new__
@@ -63,6 +64,9 @@ class Op(Node):
 
 def apply(cls, inputs, params):
     """Run cls.forward on the inputs' arrays, wrap the results, record the node."""
+    t0 = inputs[0] if inputs else None
+    if t0 is not None and t0._dtype.limited:  # Note [Limited unsigned types]
+        check_class_op(cls, t0._dtype)
     ctx = _new(cls)
     ctx._saved = ()
     arrays = [None if t is None else t._data for t in inputs]
@@ -252,6 +256,8 @@ class Row:
         raise torch's errors). Cached per dtype, except where it depends on the default dtype."""
         cd = self.computes_in.get(d)
         if cd is None:
+            if d.limited:  # torch runs few kernels on uint16/32/64: Note [Limited unsigned types]
+                check_row(self.name, self.kind == TO_FLOAT, d)
             if self.check is not None:
                 self.check(d)
             cd = compute_dtype(self.kind, d, self.name)
@@ -280,7 +286,7 @@ def unary_call(row, input):
         raise TypeError(f"{row.name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     d = input._dtype
-    cd = d if row.plain else row.compute_dtype_of(d)
+    cd = d if row.plain and not d.limited else row.compute_dtype_of(d)
     x = input._data if cd is d else input._data.astype(cd.np)
     if row.ufunc and x.nbytes >= _pool.threshold:  # a large result: into a pooled buffer
         r = ufunc(row.kernel, x)
@@ -362,7 +368,7 @@ def binary_operands(row, a, b):
             d = D.result_type_of((a, b))
     else:
         raise TypeError(f"{row.name}(): expected at least one Tensor argument")
-    cd = d if row.plain else row.compute_dtype_of(d)
+    cd = d if row.plain and not d.limited else row.compute_dtype_of(d)
     x = to_compute(a, cd) if ta else scalar_array(a, cd.np)
     y = to_compute(b, cd) if tb else scalar_array(b, cd.np)
     return x, y, cd
@@ -469,7 +475,7 @@ def write_out(out, r, opname, inputs=(), exact_dtype=False):
     """Copy result r into the user's out= tensor (resizing it if needed, like torch). inputs: tensors out may not
     share memory with (torch's assert_no_overlap); exact_dtype: out must have r's dtype (structured kernels)."""
     if not isinstance(out, Tensor):
-        raise TypeError(f"{opname}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        out = number_out(out, opname)
     for t in inputs:
         if t is out or isinstance(t, Tensor) and out._data.size and np.may_share_memory(out._data, t._data):
             raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
@@ -589,11 +595,19 @@ def _needs_graph(self, args, kwargs):
     return False
 
 
+def number_out(out, opname):
+    """out= given a non-Tensor: torch's TypeError, or for NUMBERS_AS_TENSORS ops (add, div ...) and a Python
+    number the 0-d bool/int64/float64/complex128 tensor torch's parser makes of it (then resized)."""
+    if opname not in NUMBERS_AS_TENSORS or not isinstance(out, (bool, int, float, complex)):
+        raise TypeError(f"{opname}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    return Tensor._make(np.array(out))
+
+
 def row_out(row, out, opname, a, b=None):
     """out= of a row (or of a composite whose last step is the row): straight into out's array
     when possible, else compute and copy with torch's resizing and casting (write_out)."""
     if not isinstance(out, Tensor):
-        raise TypeError(f"{opname}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        out = number_out(out, opname)
     operands = (a,) if row.arity == 1 else (a, b)
     if not _needs_graph(out, operands, None):
         check_overlap(out, operands)
@@ -616,6 +630,8 @@ def make_inplace(fn, name, row=None, fast=None):
     if fast is None:
         def inplace(input, *args, **kwargs):
             check_inplace(input)
+            if kwargs and "out" in kwargs:  # fn would write out= too: torch's in-place forms take none
+                raise TypeError(f"{opname}() got an unexpected keyword argument 'out'")
             return assign_result(input, fn(input, *args, **kwargs), opname)
     else:
         def inplace(input, *args, **kwargs):

@@ -17,6 +17,7 @@ from .._backend import clamp_between, clamp_min, gelu_numpy as G, maximum, minim
 from .._tensor import Tensor, _wrap_dim
 from .pointwise import _sigmoid_kernel
 from ..autograd import grad_mode
+from ._argcheck import _is_real, wrong_type
 from ._registry import Op, assign_result, check_inplace, install, namespace
 from .softmax import _log_softmax, _softmax, log_softmax, softmax, softmin  # noqa: F401  (FUNCTIONAL, loss.py)
 
@@ -233,6 +234,10 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 
 def _hardtanh(input, min_val, max_val, inplace):
+    if min_val.__class__ is not float or max_val.__class__ is not float:  # np.array(None) would clamp to nan
+        for pos, arg, v in ((2, "min_val", min_val), (3, "max_val", max_val)):
+            if not _is_real(v):
+                raise wrong_type("hardtanh_" if inplace else "hardtanh", arg, v, "Number", pos)
     _check_hardtanh(input, min_val)
     if inplace:
         check_inplace(input)
@@ -268,6 +273,8 @@ class LeakyRelu(Op):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    if negative_slope.__class__ is not float and not _is_real(negative_slope):  # np.array(None) is nan
+        raise wrong_type("leaky_relu_" if inplace else "leaky_relu", "negative_slope", negative_slope, "Number", 2)
     _float_only(input, "leaky_relu_cpu")
     return _finish(input, LeakyRelu.apply(input, slope=negative_slope), inplace, "leaky_relu")
 

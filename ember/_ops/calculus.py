@@ -4,6 +4,7 @@ import numbers
 
 from .. import _dtype as D
 from .._tensor import Tensor, _wrap_dim
+from ._limited import refuse
 from ._registry import install
 
 
@@ -23,6 +24,7 @@ def _zeros_reduced(y, dim):
 def _no_bool(name, y, x):
     if y._dtype is D.bool or (isinstance(x, Tensor) and x._dtype is D.bool):
         raise RuntimeError(f"{name}: received a bool input for `x` or `y`, but bool is not supported")
+    refuse(y, "add_stub", empty_ok=True)  # torch sums with add: no kernel for uint16/32/64
 
 
 def _trapezoid_dx(name, y, dx, dim):
@@ -177,6 +179,7 @@ def gradient(input, *, spacing=None, dim=None, edge_order=1):
     for d in dims:
         if input.shape[d] < edge_order + 1:
             raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+    refuse(input, "add_stub")
     f = _to_float(input)
     spacings = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
     outs = []

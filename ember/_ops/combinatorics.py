@@ -7,6 +7,8 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from ._argcheck import _is_int, wrong_type
+from ._limited import refusal, refuse
 from ._registry import install, write_out
 from .creation import finish
 
@@ -64,10 +66,15 @@ def combinations(input, r=2, with_replacement=False):
         return input.new_empty(0)
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     idx = np.array(list(pick(range(input.shape[0]), r)), dtype=np.int64).reshape(-1, r)
+    if idx.size:
+        refuse(input, "masked_select")  # torch selects the combinations with a mask
     return stack([input[Tensor._make(np.ascontiguousarray(idx[:, k]))] for k in range(r)], 1)
 
 
 def _tri_indices(name, lower, row, col, offset, dtype, device, requires_grad):
+    for pos, (arg, v) in enumerate((("row", row), ("col", col), ("offset", offset)), 1):
+        if v.__class__ is not int and not _is_int(v):  # np.tri would take 2.5
+            raise wrong_type(name, arg, v, "int", pos)
     if row < 0:
         raise RuntimeError(f"row must be non-negative, got{row}")
     if col < 0:
@@ -133,6 +140,8 @@ def isin(elements=None, test_elements=None, *, assume_unique=False, invert=False
                         f"{type(elements).__name__}, test_elements={type(test_elements).__name__}), expected at "
                         "least one Tensor")
     common = D.result_type_of((elements, test_elements))
+    if common.limited:
+        raise refusal("isin_default", common)
     for v in (elements, test_elements):
         d = v._dtype if isinstance(v, Tensor) else D.scalar_dtype(v)
         if d is D.bool or d.is_complex:

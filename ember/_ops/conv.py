@@ -436,7 +436,8 @@ _TENSOR_TYPE = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
                 "bfloat16": "torch.BFloat16Tensor", "int64": "torch.LongTensor", "int32": "torch.IntTensor",
                 "int16": "torch.ShortTensor", "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
                 "complex64": "torch.ComplexFloatTensor", "complex128": "torch.ComplexDoubleTensor",
-                "bool": "torch.BoolTensor"}
+                "bool": "torch.BoolTensor", "uint16": "torch.UInt16Tensor", "uint32": "torch.UInt32Tensor",
+                "uint64": "torch.UInt64Tensor"}
 
 
 def _ints(value, n, what, fname):

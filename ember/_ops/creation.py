@@ -66,7 +66,8 @@ def _overflow(d):
 
 _C_TYPE = {D.uint8: "uint8_t", D.int8: "int8_t", D.int16: "int16_t", D.int32: "int32_t", D.int64: "int64_t",
            D.float16: "c10::Half", D.bfloat16: "c10::BFloat16", D.float32: "float", D.float64: "double",
-           D.complex64: "c10::complex<float>", D.complex128: "c10::complex<double>", D.bool: "bool"}
+           D.complex64: "c10::complex<float>", D.complex128: "c10::complex<double>", D.bool: "bool",
+           D.uint16: "uint16_t", D.uint32: "uint32_t", D.uint64: "uint64_t"}
 
 
 def checked_scalar(value, d):
@@ -99,6 +100,8 @@ def checked_scalar(value, d):
                 raise _overflow(d)
             return int(value)
         value = int(value)
+        if d is D.uint64:
+            return _uint64_int(value)
         if lo == 0:
             if not -hi <= value <= hi:
                 raise _overflow(d)
@@ -164,8 +167,7 @@ def _np_dtype(np_dtype):
         return D.from_numpy_dtype(np_dtype)
     except TypeError:
         raise TypeError(f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).type.__name__}. The only "
-                        "supported types are: float64, float32, float16, complex64, complex128, int64, int32, "
-                        "int16, int8, uint8, and bool.") from None
+                        f"supported types are: {D.NUMPY_TYPES}.") from None
 
 
 def _leaf_dtype(v):
@@ -246,8 +248,31 @@ def _flatten(obj):
         yield obj
 
 
+def _uint64_int(v):
+    """A Python int as torch reads it into uint64 (a C unsigned long long, or a long long that wraps)."""
+    if v > 2 ** 64 - 1:
+        raise OverflowError("int too big to convert")
+    if v < -2 ** 63:
+        raise OverflowError("can't convert negative int to unsigned")
+    return v & (2 ** 64 - 1)
+
+
+def _to_uint64(raw):
+    """tensor(data, dtype=uint64): torch reads each element as a C unsigned long long: Python ints in [0, 2**64)
+    and bools only (TypeError for floats, NumPy scalars and tensors, OverflowError for negatives, unlike
+    full()/fill_(), which wrap them)."""
+    values = raw.ravel().tolist()
+    if any(type(v) is not int and type(v) is not bool for v in values):
+        raise TypeError("an integer is required")
+    if any(v < 0 for v in values):
+        raise OverflowError("can't convert negative int to unsigned")
+    return np.array([_uint64_int(int(v)) for v in values], dtype=np.uint64).reshape(raw.shape)
+
+
 def _convert(raw, d):
     """raw (parsed Python numbers) as dtype d, with torch's overflow checks for integers."""
+    if d is D.uint64:
+        return _to_uint64(raw)
     k = raw.dtype.kind
     if k == "O" or k == "u":
         if d.category == D.INT:
@@ -285,6 +310,8 @@ def _array_from_data(data, dtype=None):
         return np.array(data, dtype=d.np, order="C"), d
     if isinstance(data, np.generic):
         d = dtype or _np_dtype(data.dtype)
+        if d is D.uint64:
+            raise TypeError("an integer is required")  # see _to_uint64
         return np.array(data, dtype=d.np), d
     if isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
@@ -293,12 +320,14 @@ def _array_from_data(data, dtype=None):
     _scan(data, 0, shape, found)
     d = dtype or _found_dtype(found)
     if any(not isinstance(f, type) for f in found):
+        if d is D.uint64:
+            return _to_uint64(np.array(list(_flatten(data)), dtype=object).reshape(shape)), d
         return np.array(_to_plain(data), dtype=d.np).reshape(shape), d
     if d.category == D.INT and float in found and len(found) > 1:
         # mixed ints and floats into an integer dtype: torch checks each by its own type
         return np.array([checked_scalar(v, d) for v in _flatten(data)], dtype=d.np).reshape(shape), d
     try:
-        raw = np.array(data)
+        raw = np.array(data, dtype=object if d is D.uint64 else None)  # (NumPy would take 2**64-1 to float64)
     except OverflowError:
         raise ValueError("Overflow when unpacking long long") from None
     if not shape:
@@ -328,6 +357,16 @@ def as_tensor(data, *, dtype=None, device=None):
     return _make(arr, d)
 
 
+def _buffer(obj):
+    """A memoryview of obj when it exports the buffer protocol (bytes, bytearray, array.array ...), else None."""
+    if isinstance(obj, (str, int, float, complex, bool, list, tuple)) or obj is None:
+        return None
+    try:
+        return memoryview(obj)
+    except TypeError:
+        return None
+
+
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """torch.asarray: aliases tensors, NumPy arrays and buffers unless a copy is asked for or needed."""
     as_device(device)
@@ -340,8 +379,12 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
             t = obj.to(dtype)
         elif copy:
             t = obj.clone()
-    elif isinstance(obj, np.ndarray) or (hasattr(obj, "__array_interface__") or isinstance(obj, memoryview)):
-        arr = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
+    elif isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__") or _buffer(obj) is not None:
+        if isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__"):
+            arr = np.asarray(obj)
+        else:  # torch reads a buffer's bytes as dtype (default: the default dtype), whatever its format says
+            dtype = dtype if dtype is not None else D.get_default_dtype()
+            arr = np.frombuffer(_buffer(obj), dtype=dtype.np)
         t = from_numpy(arr)
         if dtype is not None and dtype is not t._dtype:
             if copy is False:
@@ -356,8 +399,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
         arr, d = _array_from_data(obj, dtype)
         t = _make(arr, d)
     if requires_grad and not t._requires_grad:
-        t = t.detach() if t is obj else t
-        t.requires_grad_(True)
+        t.requires_grad_(True)  # on obj itself when it is returned (torch's)
     return t
 
 
@@ -566,7 +608,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
 
 
 # new_* methods: self's dtype unless given
-def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than tensor.new_tensor("
@@ -618,7 +660,7 @@ def _number(v, name):
 def _range_dtype(dtype, values, opname):
     if dtype is None:
         return D.get_default_dtype() if any(isinstance(v, float) for v in values) else D.int64
-    if dtype is D.bool or dtype.category == D.COMPLEX:
+    if dtype is D.bool or dtype.category == D.COMPLEX or dtype.limited:
         raise NotImplementedError(f'"{opname}_cpu" not implemented for \'{D.SCALAR_NAMES[dtype]}\'')
     return dtype
 
@@ -645,11 +687,16 @@ def _num_str(v):
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
-def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
            pin_memory=False):
-    """Values start + i * step computed in torch's accumulate type (int64 / double / float)."""
+    """Values start + i * step computed in torch's accumulate type (int64 / double / float); start=None: not given
+    (torch's overloads are (end) and (start, end, step): arange() is refused, an explicit None by NOT_NONE)."""
     if end is None:
+        if start is None:
+            raise TypeError('arange() missing 1 required positional arguments: "end"')
         start, end = 0, start
+    elif start is None:  # arange(end=5)
+        start = 0
     start, end, step = _number(start, "arange"), _number(end, "arange"), _number(step, "arange")
     d = _range_dtype(dtype if dtype is not None else (None if out is None else out._dtype),
                      (start, end, step), "arange")
@@ -745,8 +792,8 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     s, e = _space_endpoints(start, end, "linspace")
     steps = _steps_arg(steps, "linspace")
     d = _space_dtype(dtype, out, s, e)
-    if d is D.bool:
-        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
+    if d is D.bool or d.limited:
+        raise NotImplementedError(f"\"linspace_cpu\" not implemented for '{D.SCALAR_NAMES[d]}'")
     arr = _linspace_values(s, e, steps, d) if steps else np.empty(0, d.np)
     if out is not None:
         return into_out(out, arr, d)
@@ -759,8 +806,8 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     s, e = _space_endpoints(start, end, "logspace")
     steps = _steps_arg(steps, "logspace")
     d = _space_dtype(dtype, out, s, e)
-    if d is D.bool:
-        raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
+    if d is D.bool or d.limited:
+        raise NotImplementedError(f"\"logspace_cpu\" not implemented for '{D.SCALAR_NAMES[d]}'")
     if steps == 0:
         arr = np.empty(0, d.np)
     else:
@@ -800,6 +847,8 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     if m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     d = _out_dtype(dtype, out)
+    if d.limited:
+        raise NotImplementedError(f"\"eye\" not implemented for '{D.SCALAR_NAMES[d]}'")
     arr = np.eye(n, m, dtype=d.np)
     if out is not None:
         return into_out(out, arr, d)

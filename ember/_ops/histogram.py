@@ -6,6 +6,7 @@ import numpy as np
 from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor
+from ._argcheck import _is_int, wrong_type
 from ._registry import Op, install
 from .sorting import _linspace_edges
 
@@ -89,9 +90,11 @@ def _histogramdd(input, bins, range, weight, density):
     return Histogramdd.apply(flat_input, flat_weight, *edge_tensors, density=bool(density))
 
 
-def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
     """Counts (or weights, or a density) of input's values in bins; returns (hist, bin_edges).
     See https://pytorch.org/docs/stable/generated/torch.histogram.html"""
+    if bins.__class__ is not int and not isinstance(bins, Tensor) and not _is_int(bins):  # int(1.5) would take it
+        raise wrong_type("histogram", "bins", bins, "Tensor", 2)
     _check_input(input, "histogramdd")
     points = input.reshape(-1, 1)
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
@@ -107,7 +110,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     return r
 
 
-def histogramdd(input, bins, *, range=None, weight=None, density=False, out=None):
+def histogramdd(input, bins, range=None, weight=None, density=False):
     """A D-dimensional histogram of the points in input's last dim; returns (hist, bin_edges list).
     See https://pytorch.org/docs/stable/generated/torch.histogramdd.html"""
     _check_input(input, "histogramdd")

@@ -6,6 +6,7 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor, _wrap_dim
+from ._limited import refuse
 from ._registry import Op, register, write_out
 from .scatter import ScatterReduce, _start, _wrap, apply_plan, inplace_variant
 
@@ -48,6 +49,8 @@ def _vector_index(index, name, x, dim):
         raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}")
     idx = index._data
     if idx.ndim > 1:
+        if name == "index_fill":  # torch's index_fill checks it as a RuntimeError
+            raise RuntimeError("Index has to be a vector/scalar")
         raise IndexError(f"{name}(): Index is supposed to be a vector")
     if idx.dtype not in (np.int64, np.int32):
         raise IndexError(f"{name}(): Expected dtype int32/int64 for index")
@@ -96,6 +99,8 @@ def index_select(input, dim, index, *, out=None):
     _vector_index(index, "index_select", input._data, d)
     if input._data.ndim == 0 and index._data.size != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index._data.size} value(s)")
+    if input._data.ndim <= 1:
+        refuse(input, "index_select")  # torch's 1-D kernel takes no uint16/32/64 (its n-D row copy does)
     r = IndexSelect.apply(input, index, dim=d)
     return r if out is None else write_out(out, r, "index_select", inputs=(input, index))
 

@@ -15,6 +15,7 @@ from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor
 from ..autograd import grad_mode
+from ._limited import refuse
 from ._registry import Op, assign_result, check_inplace, install, register
 from .geometry import iter_strides, strides_of
 from .shape import Slice
@@ -576,6 +577,7 @@ def _setitem_nograd(self, p, value):
         from .._backend import scalar_array
         value = scalar_array(value, x.dtype)
     if p.adv:
+        refuse(self, "index_put")  # torch's index_put kernel takes no uint16/32/64
         put_at(view, adv_key(p.adv), value, False)
     else:
         try:

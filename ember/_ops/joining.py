@@ -9,6 +9,8 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Size, Tensor, _wrap_dim
+from ._argcheck import _is_int, ints_error, wrong_type
+from ._limited import refuse_flip
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
 from .geometry import diagonal_geometry, strides_of
 from .shape import dims_arg, require_args, shape_args, varargs_or
@@ -78,6 +80,15 @@ class Cat(Op):
         return tuple(outs)
 
 
+def _cat_out(out, r, name, inputs=()):
+    """write_out for cat and the joins torch builds on it: an out= dtype the result cannot be cast to is
+    torch's TypeError (its cat checks it by TORCH_CHECK_TYPE)."""
+    if isinstance(out, Tensor) and not D.can_cast(r._dtype, out._dtype):
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                        f"{D.SCALAR_NAMES[out._dtype]}")
+    return write_out(out, r, name, inputs=inputs)
+
+
 @register(method=False, aliases=("concat", "concatenate"))
 def cat(tensors, dim=0, *, out=None):
     tensors = _tensor_list(tensors, "cat")
@@ -101,7 +112,7 @@ def cat(tensors, dim=0, *, out=None):
                                    f"{ref.shape[j]} but got size {a.shape[j]} for tensor number {i} in the list.")
     dtype = _promoted(tensors)
     r = Cat.apply(*tensors, dim=d, dtype=dtype.np)
-    return r if out is None else write_out(out, r, "cat", inputs=tensors)
+    return r if out is None else _cat_out(out, r, "cat", inputs=tensors)
 
 
 class Stack(Op):
@@ -128,7 +139,7 @@ def stack(tensors, dim=0, *, out=None):
                                f"and {list(t._data.shape)} at entry {i}")
     d = _wrap_dim(dim, len(shape) + 1)
     r = Stack.apply(*tensors, dim=d, dtype=_promoted(tensors).np)
-    return r if out is None else write_out(out, r, "stack")
+    return r if out is None else _cat_out(out, r, "stack")
 
 
 @register(method=False)
@@ -139,7 +150,7 @@ def hstack(tensors, *, out=None):
     ts = atleast_1d(*ts)
     ts = (ts,) if isinstance(ts, Tensor) else ts
     r = cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1)
-    return r if out is None else write_out(out, r, "hstack")
+    return r if out is None else _cat_out(out, r, "hstack")
 
 
 @register(method=False, aliases=("row_stack",))
@@ -150,7 +161,7 @@ def vstack(tensors, *, out=None):
     ts = atleast_2d(*ts)
     ts = (ts,) if isinstance(ts, Tensor) else ts
     r = cat(ts, 0)
-    return r if out is None else write_out(out, r, "vstack")
+    return r if out is None else _cat_out(out, r, "vstack")
 
 
 @register(method=False)
@@ -161,7 +172,7 @@ def dstack(tensors, *, out=None):
     ts = atleast_3d(*ts)
     ts = (ts,) if isinstance(ts, Tensor) else ts
     r = cat(ts, 2)
-    return r if out is None else write_out(out, r, "dstack")
+    return r if out is None else _cat_out(out, r, "dstack")
 
 
 @register(method=False)
@@ -171,7 +182,7 @@ def column_stack(tensors, *, out=None):
         raise RuntimeError("column_stack expects a non-empty TensorList")
     cols = [t.reshape(t._data.size, 1) if t._data.ndim <= 1 else t for t in ts]
     r = cat(cols, 1)
-    return r if out is None else write_out(out, r, "column_stack")
+    return r if out is None else _cat_out(out, r, "column_stack")
 
 
 # ---- atleast_Nd / broadcasting -----------------------------------------------------------------
@@ -324,13 +335,16 @@ def flip(input, *dims_, dims=None):
         dims_ = varargs_or(dims_, dims, "dims", "flip")
     dims = dims_
     require_args(dims, "flip")
-    return Flip.apply(input, dims=_flip_dims(input, dims))
+    dims = _flip_dims(input, dims)
+    refuse_flip(input, dims)
+    return Flip.apply(input, dims=dims)
 
 
 @register()
 def fliplr(input):
     if input._data.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
+    refuse_flip(input, (1,))
     return Flip.apply(input, dims=(1,))
 
 
@@ -338,6 +352,7 @@ def fliplr(input):
 def flipud(input):
     if input._data.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
+    refuse_flip(input, (0,))
     return Flip.apply(input, dims=(0,))
 
 
@@ -356,6 +371,9 @@ class Roll(Op):
 
 @register()
 def roll(input, shifts, dims=None):
+    err = None if shifts.__class__ is int else ints_error("roll", "shifts", shifts, 2)
+    if err is not None:  # int() would take 1.5
+        raise err
     shifts = (int(shifts),) if not isinstance(shifts, (list, tuple)) else tuple(int(s) for s in shifts)
     if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
         if len(shifts) != 1:
@@ -401,7 +419,11 @@ def rot90(input, k=1, dims=(0, 1)):
     d1 = _wrap_dim(dims[1], nd)
     if d0 == d1:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
-    return Rot90.apply(input, k=int(k) % 4, dims=(d0, d1))
+    if k.__class__ is not int and not _is_int(k):  # int() would take 1.5
+        raise wrong_type("rot90", "k", k, "int", 2)
+    k = int(k) % 4
+    refuse_flip(input, {0: (), 1: (d1,), 2: (d0, d1), 3: (d0,)}[k])  # the dims torch's rotation flips
+    return Rot90.apply(input, k=k, dims=(d0, d1))
 
 
 # ---- repeat / tile / repeat_interleave -----------------------------------------------------------
@@ -474,6 +496,8 @@ def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
     else:
         d = _wrap_dim(dim, input._data.ndim)
     n = input._data.shape[d] if input._data.ndim else 1
+    if repeats.__class__ is not int and not isinstance(repeats, Tensor) and not _is_int(repeats):
+        raise wrong_type("repeat_interleave", "repeats", repeats, "Tensor", 2)  # int(1.5) would take it
     if isinstance(repeats, Tensor):
         counts = repeats._data.reshape(-1)
         if repeats._data.ndim > 1:
@@ -492,7 +516,10 @@ def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
         raise RuntimeError("allocated size does not match required size")
     if input._data.ndim == 0:
         input = input.reshape(1)
-    return input.index_select(d, _make(idx))
+    if isinstance(repeats, Tensor):  # torch: index_select (whose 1-D kernel refuses uint16/32/64)
+        return input.index_select(d, _make(idx))
+    from .index_ops import IndexSelect  # torch: expand + flatten, which takes every dtype
+    return IndexSelect.apply(input, _make(idx), dim=d)
 
 
 # ---- tril / triu -------------------------------------------------------------------------------

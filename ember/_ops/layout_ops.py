@@ -5,6 +5,7 @@ import numpy as np
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor
 from ._argcheck import guard
+from ._limited import refuse
 from ._registry import install
 from .creation import _is_dense, empty_strided, size_args
 from . import sampling
@@ -88,6 +89,7 @@ def channel_shuffle(input, groups):
     n, c = input.shape[0], input.shape[1]
     if c % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    refuse(input, "channel_shuffle", empty_ok=True)
     rest = tuple(input.shape[2:])
     return input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape((n, c) + rest)
 

@@ -16,7 +16,7 @@ import numpy as np
 from .. import _backend as B
 from .. import _dtype as D
 from .._backend import scalar_array
-from .._tensor import Tensor
+from .._tensor import Tensor, _wrap_dim
 from ..autograd.grad_mode import _state
 from ._registry import Op, install, register, shapes_error, write_out
 from ..amp._dispatch import wrap as _autocast_wrap
@@ -319,7 +319,7 @@ def _bmm_check(x, y, name1="batch1", name2="batch2", kernel=None):
     if a[0] != b[0] or a[2] != b[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a[0]}, {a[2]}] but "
                            f"got: [{b[0]}, {b[1]}].")
-    if kernel is not None and x._dtype is D.bool:
+    if kernel is not None and (x._dtype is D.bool or x._dtype.limited):
         raise _not_implemented(kernel, x)
     if x._dtype is not y._dtype:
         raise RuntimeError(f"expected scalar type {_sname(x)} but found {_sname(y)}")
@@ -561,11 +561,22 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     return _add_product(Addr, "addr", input, vec1, vec2, beta, alpha, out, out_shape)
 
 
+def _result_sizes_read(batch1, batch2):
+    """torch's (b)addbmm read batch2.size(2) and batch1.size(1) for the result's shape before checking the ranks:
+    a tensor with too few dims is its IndexError."""
+    _wrap_dim(2, batch2._data.ndim)
+    _wrap_dim(1, batch1._data.ndim)
+
+
 @register(inplace=True)
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     check_tensor(batch1, "baddbmm", "batch1", 2)
     check_tensor(batch2, "baddbmm", "batch2", 3)
-    _bmm_check(batch1, batch2)
+    try:
+        _bmm_check(batch1, batch2)
+    except RuntimeError:
+        _result_sizes_read(batch1, batch2)
+        raise
     a = batch1._data.shape
     return _add_product(Baddbmm, "baddbmm", input, batch1, batch2, beta, alpha, out,
                         (a[0], a[1], batch2._data.shape[2]))
@@ -575,7 +586,11 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     check_tensor(batch1, "addbmm", "batch1", 2)
     check_tensor(batch2, "addbmm", "batch2", 3)
-    _bmm_check(batch1, batch2)
+    try:
+        _bmm_check(batch1, batch2)
+    except RuntimeError:
+        _result_sizes_read(batch1, batch2)
+        raise
     return _add_product(Addbmm, "addbmm", input, batch1, batch2, beta, alpha, out,
                         (batch1._data.shape[1], batch2._data.shape[2]))
 

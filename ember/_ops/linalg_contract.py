@@ -292,9 +292,16 @@ def _tensordot_dims(dims, a, b):
         if dims > a._data.ndim or dims > b._data.ndim:
             raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
         return list(range(a._data.ndim - dims, a._data.ndim)), list(range(dims))
+    if not isinstance(dims, (tuple, list)):  # torch's Python-level check, before its parser's
+        raise RuntimeError("tensordot expects dims to be int or tuple[list[int], list[int]] or list[list[int]] "
+                           f"containing two lists, but got dims={dims}")
     da, db = dims
-    da = [da] if isinstance(da, int) else list(da)
-    db = [db] if isinstance(db, int) else list(db)
+    for name, pos, ds in (("dims_self", 3, da), ("dims_other", 4, db)):
+        if not isinstance(ds, (tuple, list)):
+            raise TypeError(f"tensordot(): argument '{name}' (position {pos}) must be tuple of ints, "
+                            f"not {type(ds).__name__}")
+    da = list(da)
+    db = list(db)
     if len(da) != len(db):
         raise RuntimeError("both dimension lists should have same length")
     return da, db
@@ -369,8 +376,8 @@ def _cross(x, y, dim):
 
 def _cross_checked(input, other, dim, name):
     check_tensor(other, name, "other", 2)
-    if input._dtype is D.bool:
-        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
+    if input._dtype is D.bool or input._dtype.limited:
+        raise NotImplementedError(f"\"cross\" not implemented for '{D.SCALAR_NAMES[input._dtype]}'")
     if input._dtype is not other._dtype:
         raise RuntimeError(f"expected scalar type {_sname(input)} but found {_sname(other)}")
     a = input._data.shape

@@ -136,6 +136,14 @@ for _fn, _name in [(linalg_matrix_exp, "matrix_exp"), (linalg_tensorinv, "tensor
                    (linalg_tensorsolve, "tensorsolve")]:
     install(_fn, "linalg." + _name, method=False, function=False)
 install(linalg_matrix_exp, "matrix_exp")
-install(lu, "lu")
+install(lu, "lu", method=False)
+
+
+def _lu_method(self, pivot=True, get_infos=False):
+    """Tensor.lu: torch.lu without its out= (torch's method takes none)."""
+    return lu(self, pivot, get_infos)
+
+
+install(_lu_method, "lu", function=False)
 install(lu_unpack, "lu_unpack", method=False)
 install(lu_solve, "lu_solve")

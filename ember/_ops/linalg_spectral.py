@@ -375,8 +375,12 @@ def pinv_backward(g, P, A):
     return gA
 
 
-def linalg_pinv(input, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
+def linalg_pinv(input, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """torch's two overloads in one: (input, rcond, hermitian=False) and (input, *, atol, rtol, hermitian)."""
     check_tensor(input, "linalg.pinv", "input", 1)
+    if rcond is not None and (atol is not None or rtol is not None):
+        raise TypeError("linalg_pinv() received an invalid combination of arguments: rcond= (the legacy "
+                        "overload) cannot be given with atol= or rtol=")
     if input._data.ndim < 2 or input._dtype.category < D.FLOAT:
         shape = list(input._data.shape)
         raise RuntimeError(f"linalg.pinv({D.SCALAR_NAMES[input._dtype]}{{{shape}}}): expected a tensor with "

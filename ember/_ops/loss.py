@@ -17,6 +17,7 @@ from .. import _dtype as D
 from .._backend import ufunc
 from .._tensor import Tensor
 from ..autograd import grad_mode
+from ._argcheck import wrong_type
 from ._registry import Op, install
 from .activation import _log_softmax, _softmax, logsigmoid
 from .ctc import ctc_loss  # noqa: F401  (re-exported for nn.functional)
@@ -396,17 +397,23 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
     if pos_weight is not None:
+        if not isinstance(pos_weight, Tensor):  # torch's Tensor? (a number would broadcast)
+            raise wrong_type("binary_cross_entropy_with_logits", "pos_weight", pos_weight, "Tensor", 4)
         log_weight = (pos_weight - 1) * target + 1
         loss = (1 - target) * input - log_weight * logsigmoid(input)
     else:
         loss = (1 - target) * input - logsigmoid(input)
     if weight is not None:
+        if not isinstance(weight, Tensor):
+            raise wrong_type("binary_cross_entropy_with_logits", "weight", weight, "Tensor", 3)
         loss = loss * weight
     return _reduce(loss, reduction)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input))."""
+    if not isinstance(target, Tensor):  # -input * 1.5 would not refuse
+        raise wrong_type("soft_margin_loss", "target", target, "Tensor", 2)
     reduction = _reduction(reduction, size_average, reduce)
     _float_result_into(input)
     return _reduce((-input * target).exp().log1p(), reduction)
@@ -465,6 +472,8 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
         reduction = _legacy_reduction(size_average, reduce)
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not a valid value for reduction")
+    if not isinstance(target, Tensor):  # target * input would take a number
+        raise wrong_type("poisson_nll_loss", "target", target, "Tensor", 2)
     if log_input:
         loss = input.exp() - target * input
     else:

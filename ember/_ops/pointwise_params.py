@@ -9,6 +9,7 @@ from .. import return_types
 from .._backend import maximum, minimum, where as _select
 from .._backend.numpy_cpu import layout_of, relayout
 from .._tensor import Tensor
+from ._argcheck import _is_number, invalid_combination, wrong_type
 from ._registry import Op, fits, install, make_inplace, write_out
 from .complex import cj
 from .creation import zeros_like
@@ -150,15 +151,29 @@ class Where(Op):
         return None, gx, gy
 
 
+_WHERE_OVERLOADS = ("Tensor condition", "Tensor condition, Tensor input, Tensor other, *, Tensor out = None",
+                    "Tensor condition, Number self, Tensor other", "Tensor condition, Tensor input, Number other",
+                    "Tensor condition, Number self, Number other")
+
+
 def where(condition, input=None, other=None, *, out=None):
-    if input is None and other is None:
+    if input is None or other is None:  # torch's where(condition) overload, which has no out=
+        if input is not None or other is not None or out is not None:
+            raise invalid_combination("where", (condition, input, other), {} if out is None else {"out": out},
+                                      _WHERE_OVERLOADS)
         return condition.nonzero(as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError(f"where(): argument 'condition' (position 1) must be Tensor, not {type(condition).__name__}")
     if condition._dtype is not D.bool and condition._dtype is not D.uint8:
+        for v in (input, other):  # torch's parser refuses a non-number first
+            if not isinstance(v, (Tensor, int, float, complex, bool)):
+                raise invalid_combination("where", (condition, input, other), {}, _WHERE_OVERLOADS)
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{_NAMES[condition._dtype]}")
-    d = D.result_type_of((input, other))
+    try:
+        d = D.result_type_of((input, other))
+    except TypeError:  # one of them None (no overload takes one of the two) or not a number
+        raise invalid_combination("where", (condition, input, other), {}, _WHERE_OVERLOADS) from None
     a = _as_tensor(input, d)
     b = _as_tensor(other, d)
     try:
@@ -205,6 +220,8 @@ def lerp(input, end, weight, *, out=None):
     if d.category < D.FLOAT:
         kernel = "lerp_kernel_tensor" if tensor_weight else "lerp_kernel_scalar"
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_NAMES[d]}'")
+    if not tensor_weight and weight.__class__ is not float and not _is_number(weight):  # np.array(None) is nan
+        raise wrong_type("lerp", "weight", weight, "Tensor", 3)
     w = weight if tensor_weight else _make(np.array(weight, dtype=d.np), d)
     try:
         r = Lerp.apply(input, end, w)
@@ -244,7 +261,16 @@ def _value_in(value, tensors):
     return value
 
 
+def _addc_args(name, tensor1, tensor2):
+    """addcmul/addcdiv take two Tensors (the composite would broadcast a number)."""
+    for pos, arg, v in ((2, "tensor1", tensor1), (3, "tensor2", tensor2)):
+        if not isinstance(v, Tensor):
+            raise wrong_type(name, arg, v, "Tensor", pos)
+
+
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    if tensor2.__class__ is not Tensor or tensor1.__class__ is not Tensor:
+        _addc_args("addcmul", tensor1, tensor2)
     v = _value_in(value, (input, tensor1, tensor2))
     r = input + (v * tensor1) * tensor2 if v != 1 else input + tensor1 * tensor2
     if r._dtype is D.bool:  # torch has no bool kernel (the composite would compute one)
@@ -283,6 +309,8 @@ def _addcdiv_(self, tensor1, tensor2, *, value=1):
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    if tensor2.__class__ is not Tensor or tensor1.__class__ is not Tensor:
+        _addc_args("addcdiv", tensor1, tensor2)
     if tensor1._dtype.category < D.FLOAT and tensor2._dtype.category < D.FLOAT:
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
                            "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "
@@ -451,6 +479,8 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 def equal(input, other):
     if input._data.shape != other._data.shape:
         return False
+    if input._dtype is not other._dtype:
+        D.promote_types(input._dtype, other._dtype)  # torch's promotion errors (uint16/32/64)
     return bool(np.array_equal(input._data, other._data))
 
 
@@ -477,6 +507,8 @@ def frexp(input, *, out=None):
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     r = return_types.frexp(Frexp.apply(input))
     if out is not None:
+        if not isinstance(out, (tuple, list)):
+            raise TypeError(f"frexp(): argument 'out' must be tuple of Tensors, not {type(out).__name__}")
         write_out(out[0], r[0], "frexp")
         write_out(out[1], r[1], "frexp")
         return return_types.frexp(tuple(out))

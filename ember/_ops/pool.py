@@ -485,8 +485,12 @@ def _output_size_rank(input, output_size, nd):
 def _adaptive_avg_pool(input, output_size, fname):
     nd = int(fname[-2])
     _output_size_rank(input, output_size, nd)
-    x = _adaptive_input(input, nd, fname)
-    sizes = _adaptive_sizes(x, nd, output_size, fname)
+    if nd == 1:
+        x = _adaptive_input(input, nd, fname)
+        sizes = _adaptive_sizes(x, nd, output_size, fname)
+    else:  # torch's Python form reads output_size (_list_with_default, its length) before the input's dims
+        sizes = _adaptive_sizes(input, nd, output_size, fname)
+        x = _adaptive_input(input, nd, fname)
     if x.dtype.category < D.FLOAT or x.dtype.category == D.COMPLEX:
         raise NotImplementedError(f"\"{fname}\" not implemented for '{_scalar(x.dtype)}'")
     spatial = tuple(x.shape[2:])
@@ -626,6 +630,12 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
     fname = f"max_unpool{nd}d"
+    if input.dim() < nd:  # torch's F reads the output size from input.size() first
+        raise IndexError("tuple index out of range")
+    if input.dim() not in (nd + 1, nd + 2):
+        kernel_nd = max(nd, 2)  # max_unpool1d runs max_unpool2d on an unsqueezed input
+        raise RuntimeError(f"Input to max_unpooling{kernel_nd}d should be a {kernel_nd + 1}d or {kernel_nd + 2}d "
+                           f"Tensor, but got a tensor with {input.dim() + (nd == 1)} dimensions.")
     kernel = _tuple_arg(kernel_size, nd, fname, "kernel_size")
     stride = kernel if stride is None else _tuple_arg(stride, nd, fname, "stride")
     padding = _tuple_arg(padding, nd, fname, "padding")

@@ -176,7 +176,8 @@ def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, 
 
 _C_NAMES = {D.uint8: "unsigned char", D.int8: "signed char", D.int16: "short", D.int32: "int",
             D.int64: "long int", D.bool: "bool", D.float16: "c10::Half", D.bfloat16: "c10::BFloat16",
-            D.float32: "float", D.float64: "double"}
+            D.float32: "float", D.float64: "double", D.uint16: "short unsigned int", D.uint32: "unsigned int",
+            D.uint64: "long unsigned int"}
 
 
 def _int_range(d):
@@ -276,8 +277,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     n = _int_arg(n, "n", "randperm")
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    d = dtype if dtype is not None else D.int64
-    if d is D.bool:
+    d = dtype if dtype is not None else (out._dtype if isinstance(out, Tensor) else D.int64)  # as torch: out's
+    if d is D.bool or d.limited:
         raise _not_impl("randperm", d)
     if d is D.float16 and n > 2049:
         raise RuntimeError("n cannot be greater than 2049 for Half type.")
@@ -383,6 +384,10 @@ def normal(mean, std=None, size=None, *, generator=None, out=None, dtype=None, l
     if size is not None:
         raise TypeError("normal() received an invalid combination of arguments - size is only accepted with "
                         "float mean and std")
+    if dtype is not None or layout is not None or device is not None or pin_memory is not False \
+            or requires_grad is not False:  # the Tensor overloads take none of the factory keywords
+        raise TypeError("normal() received an invalid combination of arguments - dtype, layout, device, "
+                        "pin_memory and requires_grad are only accepted with float mean and std and a size")
     if tm and not ts:
         std = 1.0 if std is None else std
         _check_std(std)

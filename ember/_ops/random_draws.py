@@ -87,7 +87,11 @@ def scalar_normals(g, n, dtype=np.float64):
         return np.array(v, dtype=dtype)
     pairs = (m + 1) // 2
     if pairs <= 8:  # a few values: Python floats beat NumPy's per-call overhead (the same libm)
-        _box_muller_scalar(g._raw_list(4 * pairs), v)
+        z = g._memo_take("box_muller", 4 * pairs, 4, 2, _box_muller_block)
+        if z is None:
+            _box_muller_scalar(g._raw_list(4 * pairs), v)
+        else:
+            v += z
         if m % 2:
             g._normal_double = v.pop()
         return np.array(v, dtype=dtype)
@@ -98,19 +102,26 @@ def scalar_normals(g, n, dtype=np.float64):
     return z.astype(dtype, copy=False)
 
 
+def _box_muller_block(words):
+    """Box-Muller pairs of a run of outputs (four per pair) as a list of floats, as _box_muller_scalar
+    makes them (NumPy's log1p/sqrt/cos/sin are the C library's, as math's)."""
+    return MT.box_muller(MT.uniform_from_bits(MT.u64(words.copy()), 53, np.float64)).tolist()
+
+
 def _box_muller_scalar(words, out):
     """MT.box_muller on a short list of 32-bit outputs (four per pair) in Python floats, appended
-    to out. A 53-bit uniform is ((hi & (2**21 - 1)) * 2**32 + lo) * 2**-53, exact in floats."""
+    to out. A 53-bit uniform is ((hi & (2**21 - 1)) * 2**32 + lo) * 2**-53, exact in floats; its
+    power-of-two scale folds exactly into the constant it is multiplied by (2*pi, then -1, then -2)."""
     it = iter(words)
     for a, b, c, d in zip(it, it, it, it):
-        theta = _TWO_PI * (((a & 0x1FFFFF) * 4294967296.0 + b) * _2M53)
-        r = _sqrt(-2.0 * _log1p(-(((c & 0x1FFFFF) * 4294967296.0 + d) * _2M53)))
+        theta = ((a & 0x1FFFFF) * 4294967296.0 + b) * _TWO_PI_2M53
+        r = _sqrt(_log1p(((c & 0x1FFFFF) * 4294967296.0 + d) * _M2M53) * -2.0)
         out += (r * _cos(theta), r * _sin(theta))
 
 
-_TWO_PI = 2.0 * math.pi
 _sqrt, _log1p, _cos, _sin = math.sqrt, math.log1p, math.cos, math.sin
-_2M53 = 2.0 ** -53
+_TWO_PI_2M53 = 2.0 * math.pi * 2.0 ** -53  # 2 * pi * (x * 2**-53) == x * (2 * pi * 2**-53): scaling by 2**-53 is exact
+_M2M53 = -(2.0 ** -53)
 
 
 def normal(g, n, d, contiguous, mean=0.0, std=1.0):
@@ -123,9 +134,9 @@ def normal(g, n, d, contiguous, mean=0.0, std=1.0):
                            lambda u, o: np.copyto(o, MT.normal_fill_f64(u, mean, std)), np.float64)
         # float32, and the half types through the same float kernel, whose first pass draws only
         # the whole blocks (float32 draws all n, then the last block again); the kernel takes the
-        # 32-bit draws themselves
+        # low 24 bits of the draws
         first = n if d is D.float32 else n // 16 * 16
-        out = _blocks(g, n, first, g._raw, lambda w, o: normal_avx2.normal_fill(w, mean, std, o), np.float32)
+        out = _blocks(g, n, first, g._low24, lambda k, o: normal_avx2.normal_fill(k, mean, std, o), np.float32)
         return out if d is D.float32 else out.astype(d.np)
     if mean == 0 and std == 1:
         return scalar_normals(g, n, d.np)

@@ -15,7 +15,9 @@ from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.grad_mode import _state
+from ._argcheck import invalid_combination
 from ._registry import Op, numpy_names, register, write_out
+from ._limited import refuse
 from .complex import cj
 from .geometry import expand_geometry, strides_of
 
@@ -63,9 +65,12 @@ def _index(d):
     return d.__index__()
 
 
-def one_dim(dim, ndim):
-    """A single wrapped dim; 0-d tensors accept 0 and -1."""
+def one_dim(dim, ndim, op=None):
+    """A single wrapped dim; 0-d tensors accept 0 and -1. `op` names the op in the error, as torch's parser does."""
     if isinstance(dim, (list, tuple)):
+        if op is not None:
+            raise TypeError(f"{op}() received an invalid combination of arguments - got dim of type "
+                            f"{type(dim).__name__}, but expected int")
         raise TypeError(f"dim must be an int, not {type(dim).__name__}")
     return _wrap_dim(_index(dim), ndim)
 
@@ -106,6 +111,16 @@ def numel_of(shape, dims):
 def sum_dtype(d):
     """sum/prod/cumsum of bool and integers accumulate in int64, as torch."""
     return D.int64 if d.category <= D.INT else d
+
+
+def accumulate_dtype(dtype, d, kernel):
+    """The dtype sum/prod/cumsum/cumprod accumulate in: dtype= when given (torch has no such kernel for
+    uint16/32/64: NotImplementedError), else sum_dtype of the input's dtype d."""
+    if dtype is None:
+        return sum_dtype(d)
+    if dtype.limited:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{D.SCALAR_NAMES[dtype]}'")
+    return dtype
 
 
 def require_float(input, msg):
@@ -250,7 +265,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(dim, D.dtype):
         dim, dtype = None, dim
     dims = reduce_dims(dim, input._data.ndim)
-    d = dtype if dtype is not None else sum_dtype(input._dtype)
+    d = accumulate_dtype(dtype, input._dtype, "sum_cpu")
     r = Sum.apply(input, dims=dims, keepdim=keepdim, dtype=d)
     if dim is None and not keepdim and r._grad_fn is not None:
         r._grad_fn._name = "SumBackward0"
@@ -278,8 +293,18 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "nansum")
     refuse_complex(input, message="nansum on CPU does not support complex inputs")
     dims = reduce_dims(dim, input._data.ndim)
-    d = dtype if dtype is not None else sum_dtype(input._dtype)
-    return finish(NanSum.apply(input, dims=dims, keepdim=keepdim, dtype=d), out, "nansum")
+    d = accumulate_dtype(dtype, input._dtype, "sum_cpu")
+    try:
+        return finish(NanSum.apply(input, dims=dims, keepdim=keepdim, dtype=d), out, "nansum")
+    except RuntimeError:
+        _nansum_out_kernel(input, out)
+        raise
+
+
+def _nansum_out_kernel(input, out):
+    """torch's nansum/nanmean run the kernel of out='s dtype: an integer out= for a floating input has none."""
+    if isinstance(out, Tensor) and out._dtype.category < D.FLOAT <= input._dtype.category:
+        raise NotImplementedError(f"\"nansum_cpu\" not implemented for '{D.SCALAR_NAMES[out._dtype]}'")
 
 
 @register()
@@ -343,7 +368,11 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     refuse_complex(input, message="nansum on CPU does not support complex inputs")
     require_float(input, "nanmean(): expected input to have floating point or complex dtype but got {}")
     count = input.isnan().logical_not().sum(dim, keepdim)
-    return finish(nansum(input, dim, keepdim, dtype=dtype) / count, out, "nanmean")
+    try:
+        return finish(nansum(input, dim, keepdim, dtype=dtype) / count, out, "nanmean")
+    except RuntimeError:
+        _nansum_out_kernel(input, out)
+        raise
 
 
 class Prod(Op):
@@ -390,10 +419,14 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(dim, D.dtype):
         dim, dtype = None, dim
     if dim is not None:
-        dims = (one_dim(dim, input._data.ndim),) if input._data.ndim else ()
+        dims = (one_dim(dim, input._data.ndim, "prod"),) if input._data.ndim else ()
     else:
+        if out is not None:  # torch's out= overload is prod(input, int dim, keepdim, *, dtype, out)
+            raise invalid_combination("prod", (input,), {"out": out}, (
+                "Tensor input, *, torch.dtype dtype = None",
+                "Tensor input, int dim, bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None"))
         dims = tuple(range(input._data.ndim))
-    d = dtype if dtype is not None else sum_dtype(input._dtype)
+    d = accumulate_dtype(dtype, input._dtype, "prod_out_cpu")
     r = Prod.apply(input, dims=dims, keepdim=keepdim, dtype=d)
     if dim is None and r._grad_fn is not None:
         r._grad_fn._name = "ProdBackward0"
@@ -552,6 +585,7 @@ def _arg(name, largest, input, dim, keepdim, out):
     refuse_complex(input, message=f"{name}(): does not support complex input")
     if input._dtype is D.bool:
         raise RuntimeError(f"{name}(): does not support bool input")
+    refuse(input, f"{name}_cpu")
     x = input._data
     if dim is None:
         if x.size == 0:
@@ -609,6 +643,8 @@ def any(input, dim=None, keepdim=False, *, out=None):
 @numpy_names
 def count_nonzero(input, dim=None):
     check_tensor(input, "count_nonzero")
+    if dim is None:  # (with a dim torch counts with ne and sum, which take uint16/32/64)
+        refuse(input, "nonzero_count_cpu")
     x = input._data
     dims = reduce_dims(dim, x.ndim)
     r = np.count_nonzero(x, axis=dims) if dims else (x != 0)

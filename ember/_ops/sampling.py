@@ -9,6 +9,8 @@ gradient works. Indices and weights are computed the way torch's CPU kernels com
 (float32 index arithmetic for float32 and half inputs).
 """
 import math
+import operator
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -16,6 +18,7 @@ from .. import _dtype as D
 from .._backend import conv_numpy as K
 from .._tensor import Tensor
 from ..autograd import grad_mode
+from ._limited import refuse
 from ._registry import Op, install
 from .joining import stack
 
@@ -172,6 +175,8 @@ def pad(input, pad, mode="constant", value=None):
     """See https://pytorch.org/docs/stable/generated/torch.nn.functional.pad.html"""
     if not isinstance(input, Tensor):
         raise TypeError(f"pad(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if pad.__class__ is not tuple and not isinstance(pad, (tuple, list)):  # tuple() would take a dict or a Tensor
+        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not {type(pad).__name__}")
     pads = tuple(pad)
     for i, p in enumerate(pads):
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
@@ -334,7 +339,12 @@ def _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode):
                                  "...,oK) format.")
             sizes = [int(s) for s in size]
         else:
-            sizes = [int(size)] * dim
+            try:
+                sizes = [int(size)] * dim
+            except (TypeError, ValueError):
+                if dim > 0:
+                    raise
+                sizes = []  # as torch: nothing is read when there is no spatial dim
         scales = None
     elif scale_factor is not None:
         if isinstance(scale_factor, (list, tuple)):
@@ -345,7 +355,12 @@ def _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode):
                                  "scale_factor in (s1, s2, ...,sK) format.")
             scales = [float(s) for s in scale_factor]
         else:
-            scales = [float(scale_factor)] * dim
+            try:
+                scales = [float(scale_factor)] * dim
+            except (TypeError, ValueError):
+                if dim > 0:
+                    raise
+                scales = []
         sizes = None
     else:
         raise ValueError("either size or scale_factor should be defined")
@@ -373,17 +388,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              "bicubic | trilinear")
     elif align_corners is None:
         align_corners = False
-    if input.dim() not in (3, 4, 5) or (mode not in _NEED_DIM and mode not in ("nearest", "nearest-exact", "area")):
-        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
-                                  "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
-                                  "nearest-exact "
-                                  f"(got {mode})")
-    sizes, scales = _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode)
+    sizes, scales = _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode)  # torch's order
     if antialias:
         if not (mode in ("bilinear", "bicubic") and input.dim() == 4):
             raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a "
                              "4-D tensor as input")
         raise NotImplementedError("ember: interpolate(antialias=True) is not implemented")
+    if input.dim() not in (3, 4, 5) or (mode not in _NEED_DIM and mode not in ("nearest", "nearest-exact", "area")):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
+                                  "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+                                  "nearest-exact "
+                                  f"(got {mode})")
     if mode in _NEED_DIM and input.dim() != _NEED_DIM[mode]:
         want = _NEED_DIM[mode]
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {want}D input")
@@ -445,6 +460,7 @@ def pixel_shuffle(input, upscale_factor):
     if c % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
                            f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    refuse(input, "pixel_shuffle", empty_ok=True)
     lead = tuple(input.shape[:-3])
     n = len(lead)
     x = input.reshape(lead + (c // (r * r), r, r, h, w))
@@ -467,6 +483,7 @@ def pixel_unshuffle(input, downscale_factor):
     if w % r:
         raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)={w} "
                            f"is not divisible by {r}")
+    refuse(input, "pixel_unshuffle", empty_ok=True)
     lead = tuple(input.shape[:-3])
     n = len(lead)
     x = input.reshape(lead + (c, h // r, r, w // r, r))
@@ -519,11 +536,12 @@ class Col2Im(Op):
 
 
 def _pair_arg(value, name):
-    if isinstance(value, (tuple, list)):
+    if isinstance(value, Iterable):  # torch's _pair: any iterable is a tuple of its items (a dict, a str ...)
+        value = tuple(value)
         if len(value) != 2:
             raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(value)}")
-        return tuple(int(v) for v in value)
-    return (int(value),) * 2
+        return tuple(operator.index(v) for v in value)
+    return (operator.index(value),) * 2
 
 
 def _check_block_args(kernel, dilation, padding, stride):

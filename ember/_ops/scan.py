@@ -16,8 +16,8 @@ from ..autograd import grad_mode
 from .._backend import contiguous
 from ._registry import Op, assign_result, check_inplace, register
 from .complex import cj
-from .reduction import (_as_1d, _make, check_tensor, finish, index_grad, numpy_names, one_dim, refuse_complex,
-                        sum_dtype)
+from .reduction import (_as_1d, _make, accumulate_dtype, check_tensor, finish, index_grad, numpy_names, one_dim,
+                        refuse_complex)
 
 
 def _scan(ufunc, x, dim, reverse, dtype=None):
@@ -47,7 +47,7 @@ class CumSum(Op):
 
 def cumsum_dir(t, dim, reverse, dtype=None):
     """cumsum of an ember tensor from either end (sums of bool/int in int64)."""
-    d = dtype if dtype is not None else sum_dtype(t._dtype)
+    d = accumulate_dtype(dtype, t._dtype, "cumsum_out_cpu")
     return CumSum.apply(t, dim=dim, dtype=d, reverse=reverse)
 
 
@@ -55,6 +55,8 @@ def cumsum_dir(t, dim, reverse, dtype=None):
 @numpy_names
 def cumsum(input, dim, *, dtype=None, out=None):
     check_tensor(input, "cumsum")
+    if dtype is None and out is not None and isinstance(out, Tensor):  # torch sums in out's dtype
+        dtype = out._dtype
     if dtype is D.bool:
         raise NotImplementedError('"cumsum_out_cpu" not implemented for \'Bool\'')
     d = one_dim(dim, input._data.ndim)
@@ -120,7 +122,7 @@ def _cumprod_grad_table(grad, x, dim, reverse):
 
 
 def cumprod_dir(t, dim, reverse, dtype=None):
-    d = dtype if dtype is not None else sum_dtype(t._dtype)
+    d = accumulate_dtype(dtype, t._dtype, "cumprod_out_cpu")
     return CumProd.apply(t, dim=dim, dtype=d, reverse=reverse)
 
 
@@ -128,6 +130,8 @@ def cumprod_dir(t, dim, reverse, dtype=None):
 @numpy_names
 def cumprod(input, dim, *, dtype=None, out=None):
     check_tensor(input, "cumprod")
+    if dtype is None and out is not None and isinstance(out, Tensor):  # torch multiplies in out's dtype
+        dtype = out._dtype
     if dtype is D.bool:
         raise NotImplementedError('"cumprod_out_cpu" not implemented for \'Bool\'')
     d = one_dim(dim, input._data.ndim)

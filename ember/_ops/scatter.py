@@ -11,6 +11,7 @@ from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor, _wrap_dim
 from ..autograd import grad_mode
+from ._limited import check_class_op
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
 from .complex import cj
 
@@ -64,6 +65,8 @@ def inplace_variant(fn, name, plan=None, no_overlap=True):
             check_no_overlap(input, args, kwargs)
         if plan is not None and _direct_ok(input, args, kwargs):
             cls, tensors, params = plan(input, *args, **kwargs)
+            if input._dtype.limited:  # (Op.apply checks this on the other path)
+                check_class_op(cls, input._dtype)
             arrays = [t._data if isinstance(t, Tensor) else t for t in tensors]
             cls.forward(object.__new__(cls), input._data, *arrays, into=True, **params)
             input._version_counter.value += 1
@@ -407,7 +410,7 @@ class ScatterAdd(ScatterReduce):
 def _scatter_add_plan(input, dim, index, src):
     idx = _index_tensor(index, "scatter_add", (np.int64, np.int32))
     if src._dtype is not input._dtype:
-        raise RuntimeError("scatter_add(): Expected self.dtype to be equal to src.dtype")
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     d = _wrap_dim(dim, input._data.ndim)
     _check_dim_index(input._data, d, idx, "scatter_add", src._data)
     return ScatterAdd, (index, src), dict(dim=d, reduce="sum", include_self=True)

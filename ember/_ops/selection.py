@@ -4,7 +4,9 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor
+from ._argcheck import _is_number, wrong_type
 from ._registry import Op, register, shapes_error, write_out
+from ._limited import refuse
 from .reduction import refuse_complex
 from .scatter import apply_plan, inplace_variant
 
@@ -34,6 +36,8 @@ class MaskedFill(Op):
     @staticmethod
     def forward(ctx, x, mask, value, into=False):
         ctx.save_for_backward(mask)
+        if value.dtype.kind == "c" and x.dtype.kind != "c":
+            value = value.real  # the plan refused a non-zero imaginary part
         if into:
             np.copyto(x, value.astype(x.dtype), where=mask)
             return x
@@ -65,8 +69,12 @@ def _masked_fill_plan(input, mask, value):
         op = MaskedFill1
         v = value
     else:
+        if value.__class__ is not float and value.__class__ is not int and not _is_number(value):  # None: nan
+            raise wrong_type("masked_fill", "value", value, "Tensor", 3)
         op = MaskedFill
         from .._backend import scalar_array
+        if isinstance(value, complex) and input._data.dtype.kind != "c":
+            value = value.real  # 0j into a real tensor (a non-zero imaginary part was refused above)
         v = _make(scalar_array(value, input._data.dtype), input._dtype)
     _broadcast_shape("masked_fill", input._data, mask._data)
     return op, (mask, v), {}
@@ -267,6 +275,7 @@ inplace_variant(put, "put_", _put_plan)
 
 @register()
 def nonzero(input, *, out=None, as_tuple=False):
+    refuse(input, "nonzero_count_cpu")
     x = input._data
     if as_tuple:
         if x.ndim == 0:
@@ -330,10 +339,16 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
                                "while right was True")
         right = side == "right"
+    if out is not None and isinstance(out, Tensor) and out._dtype is not (D.int32 if out_int32 else D.int64):
+        raise RuntimeError("torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or "
+                           "Long(int64) depending on whether out_int32 flag is True, but we got output tensor's "
+                           f"dtype {D.SCALAR_NAMES[out._dtype]} and out_int32 flag is {out_int32}")
     refuse_complex(sorted_sequence, "searchsorted_out_cpu")
     b = sorted_sequence._data
     scalar = not isinstance(input, Tensor)
     values = np.asarray(input) if scalar else input._data
+    if values.size:  # (no values: torch returns without running its kernel)
+        refuse(sorted_sequence, "searchsorted_out_cpu")
     if b.ndim == 0:
         raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
                            "dimension")

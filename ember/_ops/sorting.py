@@ -78,14 +78,18 @@ def sort(input, dim=-1, descending=False, *, stable=False, out=None):
     return finish(return_types.sort((values, indices)), out, "sort")
 
 
-@register(out=True)
+@register()
 @numpy_names
-def argsort(input, dim=-1, descending=False, *, stable=False):
+def argsort(input, dim=-1, descending=False, *, stable=None, out=None):
+    """Always a stable sort; stable=None: not given (torch takes out= only in its overload with stable=)."""
+    if out is not None and stable is None:
+        raise TypeError("argsort() received an invalid combination of arguments - got out= without stable=")
     check_tensor(input, "argsort")
     refuse_complex(input, message=" Sort does not support complex dtypes on CPU")
     d = one_dim(dim, input._data.ndim)
     x = input._data
-    return _make(_like_input(stable_argsort(_as_1d(x), d, descending).reshape(x.shape), x))
+    r = _make(_like_input(stable_argsort(_as_1d(x), d, descending).reshape(x.shape), x))
+    return finish(r, out, "argsort", exact_dtype=True)  # torch: out= must be int64
 
 
 @register()
@@ -256,6 +260,8 @@ class MedianAll(Op):
 
 def _median(which, input, dim, keepdim, out):
     check_tensor(input, which)
+    if out is not None and dim is None:  # torch's out= overload is median(input, dim, keepdim, *, out)
+        raise TypeError(f'{which}() missing 1 required positional arguments: "dim"')
     refuse_complex(input, "median_cpu" if dim is None else "median_out")
     _no_bool(which, input)
     if dim is None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._backend.numpy_cpu import index_add_rows
+from .._device import as_device
 from .._layout import sparse_coo
 from .._tensor import Size, Tensor, _wrap_dim
 from ..autograd import grad_mode
@@ -377,6 +378,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
                       check_invariants=None, is_coalesced=None):
     """torch.sparse_coo_tensor. Unlike torch (which skips the check unless asked), ember always
     checks that indices are non-negative and inside `size` (see Note [Sparse COO storage])."""
+    as_device(device)  # torch's errors for a device ember lacks or cannot parse
     idx_t = _as_tensor(indices)
     if idx_t._dtype.category >= D.FLOAT:
         idx_t = idx_t.to(D.int64)  # torch casts float indices (used by some legacy loaders)

@@ -80,8 +80,11 @@ i1e = _row("i1e", SC.i1e, halves=False, node="SpecialI1EBackward0",
            dx=lambda g, x, out: g * (i0e(x) - out * (x.sgn() + x.reciprocal())).where(x != 0, 0.5))
 i1 = _row("i1", S.i1, halves=False, node="SpecialI1Backward0",
           dx=lambda g, x, out: g * (x.i0() - out / x).where(x != 0, 0.5))
+# phi(x) / Phi(x) = sqrt(2/pi) / erfcx(-x/sqrt(2)): no cancellation for x << 0 (torch's exp(-x^2/2 - out)
+# loses every digit below x = -1e3 in float32 and gives inf or noise further out); NaN at -inf as torch's
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 log_ndtr = _row("log_ndtr", SC.log_ndtr, node="SpecialLogNdtrBackward0",
-                dx=lambda g, x, out: g * (-0.5 * x * x - out).exp() / _SQRT_2PI)
+                dx=lambda g, x: g * (_SQRT_2_OVER_PI / erfcx(x * -math.sqrt(0.5))).where(x != -math.inf, math.nan))
 ndtr = _row("ndtr", SC.ndtr, halves=False, node="MulBackward1",
             dx=lambda g, x: g * (-0.5 * x * x).exp() / _SQRT_2PI)
 ndtri = _row("ndtri", SC.ndtri, node="SpecialNdtriBackward0",

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from ._argcheck import wrong_type
 from ._registry import Op, install, make_inplace, namespace, register
 from .complex import cj
 from .reduction import check_tensor, finish, keep, mean, numel_of, numpy_names, reduce_dims
@@ -236,6 +237,8 @@ install(_norm_method, "norm", function=False)
 
 @register()
 def dist(input, other, p=2):
+    if other.__class__ is not Tensor and not isinstance(other, Tensor):  # input - 1.5 would not refuse
+        raise wrong_type("dist", "other", other, "Tensor", 2)
     diff = input - other  # torch promotes the operands (an int and a float tensor give a float distance)
     if diff._dtype.category < D.FLOAT:
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "

@@ -44,7 +44,8 @@ class _DecoratorContextManager:
     """Usable as `with mode():` and as `@mode()` on functions and generator functions
     (for a generator the mode holds while it runs, not between its yields)."""
 
-    def __call__(self, func):
+    def __call__(self, orig_func):
+        func = orig_func
         if isinstance(func, type):
             raise RuntimeError("Cannot decorate classes; it is ambiguous")
         if inspect.isgeneratorfunction(func):
@@ -133,9 +134,9 @@ class set_grad_enabled(_DecoratorContextManager):
         self.mode = mode
         _state.enabled = mode
 
-    def __call__(self, func):
+    def __call__(self, orig_func):
         _state.enabled = self.prev  # used as a decorator: the mode applies inside func only
-        return super().__call__(func)
+        return super().__call__(orig_func)
 
     def __enter__(self):
         _state.enabled = self.mode

@@ -13,11 +13,24 @@ def is_initialized():
     return False
 
 
-def _no_cuda(*args, **kwargs):
+def _no_cuda():
     raise AssertionError("Torch not compiled with CUDA enabled")
 
 
-current_device = set_device = get_device_name = get_device_properties = _no_cuda
+def current_device():
+    _no_cuda()
+
+
+def set_device(device):
+    _no_cuda()
+
+
+def get_device_name(device=None):
+    _no_cuda()
+
+
+def get_device_properties(device=None):
+    _no_cuda()
 
 
 def manual_seed(seed):

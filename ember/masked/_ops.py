@@ -44,7 +44,7 @@ def _identity(op_name, input, ord=2):
     """The reduction identity as a 0-d tensor of input's dtype, or None where it is undefined."""
     dtype = input.dtype
     floating = dtype.is_floating_point
-    integral = dtype.category == D.INT  # torch's "is_signed or uint8": every integer dtype ember has, not bool
+    integral = dtype.category == D.INT and not dtype.limited  # torch's "is_signed or uint8" (not uint16/32/64)
     if op_name in ("sum", "cumsum"):
         return ember.tensor(0, dtype=dtype)
     if op_name in ("prod", "cumprod"):

@@ -65,7 +65,8 @@ def _rebuild_segment(dupfd, nbytes):
     return shm.from_fd(dupfd.detach(), nbytes)
 
 
-def reduce_tensor(t):
+def reduce_tensor(tensor):
+    t = tensor
     check_serializable(t)
     seg = shm.segment_of(t._data)
     if seg is None or seg.fd is None:

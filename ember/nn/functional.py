@@ -98,7 +98,8 @@ class _LinearNoBias(_Linear):
 
 _SHORT = {"float32": "float", "float64": "double", "float16": "half", "bfloat16": "bfloat16", "int64": "long",
           "int32": "int", "int16": "short", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
-          "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+          "complex64": "c10::complex<float>", "complex128": "c10::complex<double>", "uint16": "short unsigned int",
+          "uint32": "unsigned int", "uint64": "long unsigned int"}
 
 
 def linear(input, weight, bias=None):
@@ -205,9 +206,10 @@ def bilinear(input1, input2, weight, bias=None):
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    """input / max(||input||_p over dim, eps). See torch.nn.functional.normalize."""
+    """input / max(||input||_p over dim, eps); p=None is the 2-norm (torch's Tensor.norm default).
+    See torch.nn.functional.normalize."""
     from .. import linalg
-    denom = linalg.vector_norm(input, p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    denom = linalg.vector_norm(input, 2.0 if p is None else p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     if out is None:
         return input / denom
     from .._ops.pointwise import div
@@ -292,5 +294,11 @@ _wrap_namespace(globals())
 from .._ops._argcheck import guard_namespace as _guard_namespace  # noqa: E402
 
 _guard_namespace(globals(), "", precheck={  # these hand their flags to torch's C-level parser
-    "dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "poisson_nll_loss"})
+    "dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "poisson_nll_loss"},
+    c_level={  # torch's C-level functions here; the others are Python code in torch (Note [Python-level checks])
+    "adaptive_avg_pool1d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "bilinear", "celu_", "channel_shuffle",
+    "conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "cosine_similarity", "elu_", "gelu", "hardshrink", "hardtanh_", "leaky_relu_", "linear", "logsigmoid",
+    "native_channel_shuffle", "one_hot", "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle", "prelu",
+    "relu_", "rrelu_", "scaled_dot_product_attention", "selu_", "softplus", "softshrink", "threshold_"})
 # Note [Checked at the boundary] in ember/_ops/_argcheck.py

@@ -14,8 +14,8 @@ logsumexp = _public["logsumexp"]
 
 
 @numpy_names
-def softmax(input, dim, *, dtype=None):
-    """torch.special.softmax: dtype is keyword-only here (nn.functional's takes it positionally)."""
+def softmax(input, dim, dtype=None):
+    """torch.special.softmax: dtype positional, as nn.functional's (special.log_softmax's is keyword-only)."""
     return _public["softmax"](input, dim, dtype=dtype)
 
 

@@ -21,9 +21,10 @@ class SafetensorError(Exception):
 
 
 # format name of each ember dtype, in the order the format's writer sorts tensors by (largest first);
-# complex128 and the float8 / unsigned 16-64 bit types have no ember dtype or no format name
+# complex128 and the float8 types have no ember dtype or no format name
 _CODES = {D.float64: "F64", D.int64: "I64", D.complex64: "C64", D.float32: "F32", D.int32: "I32",
-          D.bfloat16: "BF16", D.float16: "F16", D.int16: "I16", D.int8: "I8", D.uint8: "U8", D.bool: "BOOL"}
+          D.bfloat16: "BF16", D.float16: "F16", D.int16: "I16", D.int8: "I8", D.uint8: "U8", D.bool: "BOOL",
+          D.uint64: "U64", D.uint32: "U32", D.uint16: "U16"}
 _RANK = {"U64": 0, "I64": 1, "F64": 2, "C64": 3, "F32": 4, "U32": 5, "I32": 6, "BF16": 7, "F16": 8, "U16": 9,
          "I16": 10, "I8": 15, "U8": 16, "BOOL": 20}  # Rust's Dtype enum order, reversed (gaps: float8/4/6)
 _DTYPES = {code: d for d, code in _CODES.items()}

@@ -275,11 +275,16 @@ def flat_tensors(out, lib_tensor):
 
 
 def key_words(msg):
-    """The words of torch's error message that ember's must have too (issue 19): the argument a TypeError
-    names and the type it wanted (`argument 'dim' (position 2) must be int`)."""
+    """The words of torch's error message that ember's must have too (issue 19): the op a message starts
+    with (`scatter(): ...`), the argument a TypeError names and the type it wanted (`argument 'dim' (position 2)
+    must be int`)."""
     import re
+    words = []
+    op = re.match(r"(\w+)\(\)", msg)  # the op a message starts with: `scatter(): Expected ...`
+    if op:
+        words.append(op.group(0))
     m = re.search(r"argument '(\w+)'(?: \(position \d+\))? must be ([\w.]+)", msg)
-    return [f"argument '{m.group(1)}'", f"must be {m.group(2)}"] if m else []
+    return words + ([f"argument '{m.group(1)}'", f"must be {m.group(2)}"] if m else [])
 
 
 def run_case(case, dtype):

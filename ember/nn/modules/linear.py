@@ -106,7 +106,7 @@ class LazyLinear(LazyModuleMixin, Linear):
         if not self.has_uninitialized_params() and self.in_features != 0:
             super().reset_parameters()
 
-    def initialize_parameters(self, input, *args, **kwargs):
+    def initialize_parameters(self, input):
         if self.has_uninitialized_params():
             with no_grad():
                 self.in_features = input.shape[-1]

@@ -8,6 +8,8 @@ import math
 import warnings
 from typing import Generic, Iterable, TypeVar
 
+from ...random import default_generator
+
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset", "Subset",
            "random_split"]
 
@@ -172,10 +174,9 @@ class Subset(Dataset):
         return len(self.indices)
 
 
-def random_split(dataset, lengths, generator=None):
+def random_split(dataset, lengths, generator=default_generator):
     """Split into non-overlapping random Subsets of the given lengths, or of fractions summing to 1
-    (floor of each share, then the remainder handed out one by one from the first split).
-    generator=None draws from the default generator (torch's default argument is that generator)."""
+    (floor of each share, then the remainder handed out one by one from the first split)."""
     total = sum(lengths)
     if math.isclose(total, 1) and total <= 1:
         sizes = []
