@@ -169,6 +169,51 @@ def summarise_lines(counts, top):
     return "\n".join(out)
 
 
+def _calls(fn, steps):
+    """Python function calls per call of fn (cProfile's count, builtins included), after a warm-up."""
+    fn()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(steps):
+        fn()
+    prof.disable()
+    return pstats.Stats(prof).total_calls / steps
+
+
+def print_calls(r, lib, steps):
+    """Calls per step of a row; a training row (bench/training.py) also by phase: zero_grad, forward
+    with the loss, backward, optimizer step. Deterministic, unlike timings on a shared machine."""
+    from bench import training
+    parts = {}
+    make_step = training._step
+
+    def capture(model, opt, loss_of):
+        parts.update(model=model, opt=opt, loss_of=loss_of)
+        return make_step(model, opt, loss_of)
+    training._step = capture
+    try:
+        built = r.fn(lib)
+    finally:
+        training._step = make_step
+    step = built[0] if r.kind == "throughput" else built
+    print(f"# {r.name} on {lib.__name__}: {_calls(step, steps):.0f} Python calls per step")
+    if not parts:
+        return
+    model, opt, loss_of = parts["model"], parts["opt"], parts["loss_of"]
+    loss = [None]
+
+    def forward():
+        loss[0] = loss_of(model)
+
+    def backward():
+        opt.zero_grad()
+        loss_of(model).backward()
+    counts = {"zero_grad": _calls(opt.zero_grad, steps), "forward": _calls(forward, steps)}
+    counts["backward"] = _calls(backward, steps) - counts["zero_grad"] - counts["forward"]
+    counts["step"] = _calls(opt.step, steps)
+    print("  " + ", ".join(f"{k} {v:.0f}" for k, v in counts.items()))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("name", help="text in the row's name (case-insensitive); first match")
@@ -178,6 +223,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--cprofile", action="store_true", help="cProfile by function instead of the line sampler")
     p.add_argument("--dump", help="also write the raw pstats file here (with --cprofile)")
+    p.add_argument("--calls", action="store_true", help="Python calls per step (cProfile), per phase for training rows")
     args = p.parse_args()
     matches = [n for n in ROWS if args.name.lower() in n.lower() and ROWS[n].kind != "measure"]
     if not matches:
@@ -193,6 +239,8 @@ def main():
         threadpool_limits(args.threads, user_api="blas")
     except ImportError:
         pass
+    if args.calls:
+        return print_calls(r, lib, args.steps)
     built = r.fn(lib)
     step = built[0] if r.kind == "throughput" else built
     step()  # warm-up

@@ -632,6 +632,64 @@ def test_setstate_fills_missing_group_keys_as_torch(name):
     assert groups[1] == groups[0]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kwargs", [dict(), dict(momentum=0.9), dict(momentum=0.8, dampening=0.3, weight_decay=0.1),
+                                    dict(momentum=0.9, nesterov=True, weight_decay=0.05),
+                                    dict(momentum=0.7, maximize=True, dampening=0.0),
+                                    dict(weight_decay=0.2, maximize=True)])
+def test_sgd_array_update_equals_the_general_path(monkeypatch, dtype, kwargs):
+    """SGD's per-array update (no op dispatch, foreach-style) gives bit-identical parameters, momentum
+    buffers and versions to the general path of ember ops; here in blocks of 5 elements split across
+    two threads."""
+    from ember._backend import parallel
+    from ember.optim import sgd
+    monkeypatch.setattr(sgd, "_BLOCK", 5)
+    monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "threads", lambda: 2)
+    rng = np.random.default_rng(1)
+    start = [rng.standard_normal(s).astype(dtype) for s in ((3, 4), (7,))]
+    grads = [[rng.standard_normal(a.shape).astype(dtype) for a in start] for _ in range(3)]
+    runs = []
+    for plain in (True, False):
+        if not plain:
+            monkeypatch.setattr(sgd, "_plain", lambda *a: False)
+        ps = [ember.nn.Parameter(ember.from_numpy(a.copy())) for a in start]
+        opt = ember.optim.SGD(ps, **{"lr": 0.1, **kwargs})
+        for gs in grads:
+            for p, g in zip(ps, gs):
+                p.grad = ember.from_numpy(g.copy())
+            opt.step()
+        run = []
+        for p in ps:
+            buf = opt.state[p].get("momentum_buffer")
+            run += [p.detach().numpy().copy(), p._version]
+            run += [None, None] if buf is None else [buf.numpy().copy(), buf._version]
+        runs.append(run)
+    assert len(runs[0]) == 8
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_sgd_array_update_matches_torch_on_a_module():
+    """The array path on float32 module parameters (momentum, nesterov, weight decay) against torch."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((8, 5)).astype(np.float32)
+    results = []
+    for lib in (torch, ember):
+        net = lib.nn.Sequential(lib.nn.Linear(5, 6), lib.nn.ReLU(), lib.nn.Linear(6, 3))
+        with lib.no_grad():
+            for i, p in enumerate(net.parameters()):
+                p.copy_(lib.from_numpy(np.random.default_rng(i).standard_normal(tuple(p.shape)).astype(np.float32)))
+        opt = lib.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-2)
+        for _ in range(4):
+            opt.zero_grad()
+            (net(lib.from_numpy(x)) ** 2).mean().backward()
+            opt.step()
+        results.append([p.detach().numpy().copy() for p in net.parameters()])
+    for e, t in zip(results[1], results[0]):
+        np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-6)
+
+
 # ---- Adam's per-array update against torch (issue 19) ------------------------------------------------------
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("kwargs", [dict(), dict(betas=(0.4, 0.5), weight_decay=0.1), dict(maximize=True, lr=0.5),

@@ -128,8 +128,8 @@ def _mark_views(src, outs):
 def _attach(ctx, inputs, arrays, outs):
     init_node(ctx, inputs)
     if ctx._saved:
-        ctx._saved = tuple(_resolve(item, inputs, arrays, outs) for item in ctx._saved)
-    ctx._out_meta = tuple((o._data.shape, o._dtype) for o in outs)
+        ctx._saved = tuple([_resolve(item, inputs, arrays, outs) for item in ctx._saved])  # (no generator: hot)
+    ctx._out_meta = tuple([(o._data.shape, o._dtype) for o in outs])
     nondiff = ctx.nondiff
     for i, o in enumerate(outs):
         if o._dtype.category >= FLOAT and i not in nondiff:

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import clamp_between, gelu_numpy as G, maximum, minimum, opmath as _opmath, where
+from .._backend import clamp_between, clamp_min, gelu_numpy as G, maximum, minimum, opmath as _opmath, where
 from .._tensor import Tensor, _wrap_dim
 from .pointwise import _sigmoid_kernel
 from ..autograd import grad_mode
@@ -64,10 +64,7 @@ class _MaskGrad(Op):
             ctx.save_for_backward(grad, slope_t)
             slope = slope_t
         if type(slope) is not np.ndarray and slope == 0:
-            r = grad * keep  # ~10x faster than where(); but a masked NaN/inf grad would give NaN
-            if np.isnan(r.sum()):  # where torch gives 0, so those rare cases are redone exactly
-                r = where(keep, grad, np.zeros((), grad.dtype))
-            return r
+            return _masked(grad, keep)
         return where(keep, grad, (grad * slope).astype(grad.dtype, copy=False))
 
     def backward(ctx, gg):
@@ -78,6 +75,14 @@ class _MaskGrad(Op):
         ggrad = _MaskGrad.apply(gg, None, slope_t, keep=ctx.keep, slope=None) if need[0] else None
         gslope = _MaskGrad.apply(gg * grad, None, None, keep=~ctx.keep, slope=0) if need[2] else None
         return ggrad, None, gslope
+
+
+def _masked(grad, keep):
+    """grad where keep, else 0, on arrays."""
+    r = grad * keep  # ~10x faster than where(); but a masked NaN/inf grad would give NaN
+    if np.isnan(r.sum()):  # where torch gives 0, so those rare cases are redone exactly
+        r = where(keep, grad, np.zeros((), grad.dtype))
+    return r
 
 
 def _mask_grad(grad, src, keep, slope=0):
@@ -109,7 +114,7 @@ class Relu(Op):
 
     @staticmethod
     def forward(ctx, x):
-        out = maximum(np.zeros((), x.dtype), x)  # NaN stays NaN; -0.0 stays -0.0 (ties give x)
+        out = clamp_min(x, np.zeros((), x.dtype))  # NaN stays NaN; -0.0 stays -0.0 (ties give x)
         ctx.save_for_backward(out)
         return out
 
@@ -118,6 +123,8 @@ class Relu(Op):
         keep = np.empty(out._data.shape, dtype=bool)  # an array also when 0-d (Note [0-d kernels])
         np.less_equal(out._data, 0, out=keep)
         np.logical_not(keep, out=keep)  # as torch: the gradient passes where result > 0 or NaN
+        if not _state.enabled:  # first order: the kernel on arrays, no node (Note [Fused norm backward])
+            return _make(_masked(grad._data, keep))
         return _mask_grad(grad, out, keep)
 
 
@@ -138,7 +145,7 @@ def _relu_(input):
     _check_relu(input)
     check_inplace(input)
     if _no_grad_needed(input):
-        maximum(np.zeros((), input._data.dtype), input._data, out=input._data)
+        clamp_min(input._data, np.zeros((), input._data.dtype), out=input._data)
         input._version_counter.value += 1
         return input
     return assign_result(input, Relu.apply(input), "relu_")

@@ -18,6 +18,7 @@ from .. import _dtype as D
 from .._backend import scalar_array
 from .._layout import strided as _strided
 from .._tensor import Tensor, _wrap_dim
+from ..autograd.grad_mode import _state
 from ._registry import Op, install, register, shapes_error, write_out
 from ..amp._dispatch import wrap as _autocast_wrap
 
@@ -78,6 +79,9 @@ def matmul_backward(grad, x, y, need):
     """Gradients of x @ y (torch's 1-D promotion rules) written with ember ops."""
     xd = x._data.ndim
     yd = y._data.ndim
+    if (xd >= 2 and yd >= 2 and not _state.enabled and x._dtype in _REAL and y._dtype is x._dtype
+            and grad._dtype is x._dtype):
+        return _matmul_backward_kernel(grad._data, x._data, y._data, need)  # Note [Fused norm backward]
     gx = gy = None
     if xd == 1 and yd == 1:
         if need[0]:
@@ -112,6 +116,25 @@ def matmul_backward(grad, x, y, need):
                         grad.reshape(_rows(grad._data.shape), grad._data.shape[-1]))
         else:
             gy = matmul(adj(x), grad)
+    return gx, gy
+
+
+_REAL = (D.float32, D.float64)
+
+
+def _matmul_backward_kernel(g, x, y, need):
+    """matmul_backward's first-order gradients of real matrices on arrays: the same products of the
+    same (transposed) arrays as its ember ops compute, without an op dispatch per term."""
+    gx = gy = None
+    if need[0]:
+        gx = Tensor._make(matmul_kernel(g, y.swapaxes(-1, -2)))
+    if need[1]:
+        if y.ndim == 2 and x.ndim > 2:  # the batch folded, as above
+            k = x.shape[-1]
+            gy = B.matmul(x.reshape(_rows(x.shape), k).T, g.reshape(_rows(g.shape), g.shape[-1]))
+        else:
+            gy = matmul_kernel(x.swapaxes(-1, -2), g)
+        gy = Tensor._make(gy)
     return gx, gy
 
 

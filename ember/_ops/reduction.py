@@ -10,13 +10,16 @@ import builtins
 
 import numpy as np
 
+from .._backend import numpy_cpu as B
 from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor, _wrap_dim
+from ..autograd.grad_mode import _state
 from ._argcheck import invalid_combination
 from ._registry import Op, numpy_names, register, write_out
 from ._limited import refuse
 from .complex import cj
+from .geometry import expand_geometry, strides_of
 
 _make = Tensor._make
 _bool = builtins.bool
@@ -80,6 +83,15 @@ def keep_shape(shape, dims):
 def expand_grad(grad, in_shape, dims, keepdim):
     """Bring a reduction's gradient back to the input's shape (unsqueeze, then expand)."""
     return keep(grad, in_shape, dims, keepdim).expand(in_shape)
+
+
+def _expanded(g, in_shape, dims, keepdim):
+    """expand_grad on an array: g with the reduced dims kept, expanded to in_shape (stride 0), the
+    same geometry as the reshape and expand ops give."""
+    if not keepdim and dims:
+        g = g.reshape(keep_shape(in_shape, dims))
+    shape, strides = expand_geometry(g.shape, strides_of(g), in_shape)
+    return B.restride(g, shape, strides)
 
 
 def keep(t, in_shape, dims, keepdim):
@@ -238,9 +250,11 @@ class Sum(Op):
     @staticmethod
     def forward(ctx, x, dims, keepdim, dtype):
         ctx.args = (x.shape, dims, keepdim)
-        return np.sum(x, axis=dims, keepdims=keepdim, dtype=dtype.np)
+        return np.add.reduce(x, axis=dims, dtype=dtype.np, keepdims=keepdim)  # np.sum without its wrappers
 
     def backward(ctx, grad):
+        if not _state.enabled:  # first order: the view on arrays, no nodes (Note [Fused norm backward])
+            return _make(_expanded(grad._data, *ctx.args))
         return expand_grad(grad, *ctx.args)
 
 

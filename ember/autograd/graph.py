@@ -130,7 +130,7 @@ class Node:
 
     @property
     def saved_tensors(self):
-        return tuple(s.unpack(self) for s in self._saved)
+        return tuple([s.unpack(self) for s in self._saved])  # a list first: no generator frames (hot)
 
     def _release(self):
         """Free saved values after backward (unless retain_graph)."""

@@ -3,10 +3,14 @@
 See https://pytorch.org/docs/stable/nn.functional.html. Each family has a banner;
 add a new family as a new banner section (or import its functions from ember/_ops).
 """
+import math
+
 import numpy as np
 
 from .. import _backend
+from .. import _dtype as _D
 from .._tensor import Tensor
+from ..autograd.grad_mode import _state as _grad_state
 from .._ops import activation as _activation
 from .._ops._registry import Op
 from .._ops.complex import cj as _cj
@@ -51,6 +55,8 @@ class _Linear(Op):
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
         need = ctx.needs_input_grad
+        if not _grad_state.enabled and x._dtype in _BLAS_REAL and grad._dtype is x._dtype:
+            return _linear_backward_kernel(grad._data, x._data, w._data, need)  # Note [Fused norm backward]
         gx = gw = gb = None
         if need[0]:
             gx = linear(grad, _cj(w).t())  # grad @ conj(w)
@@ -62,6 +68,28 @@ class _Linear(Op):
             if need[2]:
                 gb = g2.sum(0)
         return gx, gw, gb
+
+
+_BLAS_REAL = (_D.float32, _D.float64)
+
+
+def _linear_backward_kernel(g, x, w, need):
+    """_Linear's first-order gradients on arrays: the same three GEMM/sum calls as the ember-op
+    formula above (so the same values), without an op dispatch and node per term."""
+    gx = gw = gb = None
+    rows = math.prod(x.shape[:-1])  # explicit: -1 is ambiguous when a size is 0
+    g2 = g if g.ndim == 2 else g.reshape(rows, w.shape[0])
+    if need[0]:
+        if g.ndim > 2:
+            gx = _backend.matmul(g2, w).reshape(x.shape)
+        else:
+            gx = _backend.matmul(g, w)
+        gx = Tensor._make(gx)
+    if need[1]:
+        gw = Tensor._make(_backend.matmul(g2.T, x.reshape(rows, x.shape[-1])))
+    if need[2]:
+        gb = Tensor._make(np.add.reduce(g2, axis=0, dtype=g2.dtype))  # np.sum(g2, 0) without its wrappers
+    return gx, gw, gb
 
 
 class _LinearNoBias(_Linear):

@@ -60,6 +60,10 @@ class Adam(Optimizer):
                     if amsgrad:
                         state["max_exp_avg_sq"] = zeros_like(p)
                 step_t = state["step"]
+                if weight_decay == 0 and not amsgrad and not group["differentiable"] and _plain(p, grad, state):
+                    _count(step_t)
+                    _update(p, grad, state, lr, beta1, beta2, eps)
+                    continue
                 step_t += 1
                 if weight_decay != 0:
                     if group["decoupled_weight_decay"]:
@@ -98,7 +102,15 @@ def _plain(p, grad, state):
     return (type(grad) is Tensor and not grad.is_sparse and grad._dtype is d and m._dtype is d and v._dtype is d
             and grad._data.shape == shape and m._data.shape == shape and v._data.shape == shape
             and state["step"]._dtype is D.float32
-            and all(a.flags.c_contiguous for a in (p._data, m._data, v._data)))  # flat views write through
+            and p._data.flags.c_contiguous and m._data.flags.c_contiguous  # flat views write through
+            and v._data.flags.c_contiguous)
+
+
+def _count(step_t):
+    """step_t += 1 for the float32 step counter, on its 0-d array (the in-place op's value and version)."""
+    a = step_t._data
+    np.add(a, a.dtype.type(1), out=a)
+    step_t._version_counter.value += 1
 
 
 _BLOCK = 1 << 17  # elements per block (measured best of 2^13..2^20: fewer calls, still cache-sized)
@@ -113,18 +125,24 @@ def _update(p, grad, state, lr, beta1, beta2, eps):
     f = p._data.dtype.type
     consts = (f(1 - beta1), f(beta2), f(1 - beta2), f((1 - beta2 ** step) ** 0.5), f(eps),
               f(-(lr / (1 - beta1 ** step))))
-    arrays = tuple(a.reshape(-1) for a in (p._data, grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data))
-    size = arrays[0].size
+    m = state["exp_avg"]
+    v = state["exp_avg_sq"]
+    x = p._data.reshape(-1)
+    g = grad._data.reshape(-1)
+    ma = m._data.reshape(-1)
+    va = v._data.reshape(-1)
+    size = x.size
 
     def blocks(start, stop):
-        t = np.empty(min(_BLOCK, stop - start), dtype=arrays[0].dtype)
+        t = np.empty(min(_BLOCK, stop - start), dtype=x.dtype)
         d = np.empty_like(t)
         for a in range(start, stop, _BLOCK):
             b = min(stop, a + _BLOCK)
-            _update_block(*(x[a:b] for x in arrays), t[:b - a], d[:b - a], *consts)
-    parallel.run(blocks, size, size * arrays[0].itemsize * 4)
-    for tensor in (state["exp_avg"], state["exp_avg_sq"], p):
-        tensor._version_counter.value += 1
+            _update_block(x[a:b], g[a:b], ma[a:b], va[a:b], t[:b - a], d[:b - a], *consts)
+    parallel.run(blocks, size, size * x.itemsize * 4)
+    m._version_counter.value += 1
+    v._version_counter.value += 1
+    p._version_counter.value += 1
 
 
 def _update_block(x, g, m, v, t, denom, w, beta2, one_minus_beta2, bias_correction2_sqrt, eps, step_size):

@@ -1,4 +1,9 @@
 """torch.optim.SGD: https://pytorch.org/docs/stable/generated/torch.optim.SGD.html"""
+import numpy as np
+
+from .. import _dtype as D
+from .._backend import parallel
+from .._tensor import Tensor
 from .optimizer import Optimizer, _check_fused, _check_lr, _closure_loss, _params_with_grad, _value
 
 __all__ = ["SGD"]
@@ -31,20 +36,94 @@ class SGD(Optimizer):
             momentum = group["momentum"]
             dampening = group["dampening"]
             weight_decay = group["weight_decay"]
+            nesterov = group["nesterov"]
             for p, grad in _params_with_grad(group):
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
+                buf = None
                 if momentum != 0:
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
+                    if buf is not None and _plain(p, grad, buf):
+                        _update(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov)
+                        continue
+                elif _plain(p, grad, None):
+                    _update(p, grad, None, lr, momentum, dampening, weight_decay, nesterov)
+                    continue
+                if weight_decay != 0:
+                    grad = grad.add(p, alpha=weight_decay)
+                if momentum != 0:
                     if buf is None:
                         buf = grad.detach().clone()
                         state["momentum_buffer"] = buf
                     else:
                         buf.mul_(momentum).add_(grad, alpha=1 - dampening)
-                    if group["nesterov"]:
+                    if nesterov:
                         grad = grad.add(buf, alpha=momentum)
                     else:
                         grad = buf
                 p.add_(grad, alpha=-lr)
         return loss
+
+
+def _plain(p, grad, buf):
+    """Whether a parameter takes _update: a float32/float64 parameter, its dense gradient and momentum
+    buffer of one dtype and shape, the written ones (parameter, buffer) C-contiguous."""
+    d = p._dtype
+    if d is not D.float32 and d is not D.float64:
+        return False
+    shape = p._data.shape
+    if not (type(grad) is Tensor and grad._dtype is d and grad._data.shape == shape and not grad.is_sparse
+            and p._data.flags.c_contiguous):
+        return False
+    return buf is None or (buf._dtype is d and buf._data.shape == shape and buf._data.flags.c_contiguous)
+
+
+_BLOCK = 1 << 17  # elements per block, as Adam's: the temporaries stay in cache between the passes
+
+
+def _update(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov):
+    """One SGD step straight on the arrays, as torch's foreach step runs per tensor: the general path's
+    operations (add with alpha, mul_, add_, add_), in the same order and precision, so the same values,
+    with no op dispatch per term, in cache-sized blocks split across the intra-op threads. Versions
+    are bumped as those in-place ops would."""
+    f = p._data.dtype.type
+    consts = (f(-lr), f(momentum), None if 1 - dampening == 1 else f(1 - dampening),
+              None if weight_decay == 0 else f(weight_decay), nesterov)
+    x = p._data.reshape(-1)
+    g = grad._data.reshape(-1)
+    b = None if buf is None else buf._data.reshape(-1)
+    size = x.size
+
+    def blocks(start, stop):
+        t = np.empty(min(_BLOCK, stop - start), dtype=x.dtype)
+        u = np.empty_like(t)
+        for a in range(start, stop, _BLOCK):
+            e = min(stop, a + _BLOCK)
+            _update_block(x[a:e], g[a:e], None if b is None else b[a:e], t[:e - a], u[:e - a], *consts)
+    parallel.run(blocks, size, size * x.itemsize * 3)
+    if buf is not None:
+        buf._version_counter.value += 2  # mul_, add_
+    p._version_counter.value += 1
+
+
+def _update_block(x, g, b, t, u, neg_lr, momentum, one_minus_dampening, weight_decay, nesterov):
+    d = g
+    if weight_decay is not None:  # grad.add(p, alpha=weight_decay): weight_decay * p, then the sum
+        np.multiply(x, weight_decay, out=t)
+        np.add(g, t, out=t)
+        d = t
+    if b is not None:
+        b *= momentum
+        if one_minus_dampening is None:  # alpha 1: a plain add
+            b += d
+        else:
+            np.multiply(d, one_minus_dampening, out=u)
+            b += u
+        if nesterov:  # grad.add(buf, alpha=momentum)
+            np.multiply(b, momentum, out=u)
+            np.add(d, u, out=u)
+            d = u
+        else:
+            d = b
+    out = d if d is t or d is u else t  # p.add_(d, alpha=-lr): -lr * d, then the sum
+    np.multiply(d, neg_lr, out=out)
+    x += out
