@@ -9,6 +9,8 @@ import sys
 
 import numpy as np
 
+from .libm import libm
+
 N = 624
 _MASK32 = 0xFFFFFFFF
 _f32 = np.float32
@@ -80,10 +82,10 @@ def box_muller(u):
     """Box-Muller on 53-bit uniforms taken in pairs (u1 angle, u2 radius), interleaved as torch
     returns them: r*cos(theta), then the value it caches, r*sin(theta)."""
     theta = u[0::2] * (2.0 * np.pi)
-    r = np.sqrt(-2.0 * np.log1p(-u[1::2]))
+    r = np.sqrt(-2.0 * libm("log1p")(-u[1::2]))
     out = np.empty(u.shape[0])
-    out[0::2] = r * np.cos(theta)
-    out[1::2] = r * np.sin(theta)
+    out[0::2] = r * libm("cos")(theta)
+    out[1::2] = r * libm("sin")(theta)
     return out
 
 
@@ -92,15 +94,15 @@ def box_muller(u):
 def normal_fill_f64(u, mean, std):
     """torch's normal_fill_16 over whole blocks of 16 uniforms u (float64, shape (blocks, 16))."""
     u1 = 1.0 - u[:, :8]
-    radius = np.sqrt(-2.0 * np.log(u1))
+    radius = np.sqrt(-2.0 * libm("log")(u1))
     theta = (2.0 * np.pi) * u[:, 8:]
     out = np.empty_like(u)
     if std == 1 and mean == 0:
-        out[:, :8] = radius * np.cos(theta)
-        out[:, 8:] = radius * np.sin(theta)
+        out[:, :8] = radius * libm("cos")(theta)
+        out[:, 8:] = radius * libm("sin")(theta)
         return out
-    out[:, :8] = fma64(radius * np.cos(theta), std, mean)  # GCC contracts `* std + mean`
-    out[:, 8:] = fma64(radius * np.sin(theta), std, mean)
+    out[:, :8] = fma64(radius * libm("cos")(theta), std, mean)  # GCC contracts `* std + mean`
+    out[:, 8:] = fma64(radius * libm("sin")(theta), std, mean)
     return out
 
 

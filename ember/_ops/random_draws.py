@@ -12,6 +12,7 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import mt19937 as MT
 from .._backend import normal_avx2
+from .._backend.libm import libm
 from .._backend import parallel
 
 _f32 = np.float32
@@ -278,19 +279,19 @@ def bernoulli(g, p, n):
 
 
 def exponential(g, n, lambd):
-    return (-1.0 / lambd) * np.log1p(-uniform_f64(g, n))
+    return (-1.0 / lambd) * libm("log1p")(-uniform_f64(g, n))
 
 
 def geometric(g, n, p):
-    return np.ceil(np.log(uniform_f64(g, n)) / np.log(1.0 - p))
+    return np.ceil(libm("log")(uniform_f64(g, n)) / math.log(1.0 - p))
 
 
 def cauchy(g, n, median, sigma):
-    return median + sigma * np.tan(np.pi * (uniform_f64(g, n) - 0.5))
+    return median + sigma * libm("tan")(np.pi * (uniform_f64(g, n) - 0.5))
 
 
 def log_normal(g, n, mean, std):
-    return np.exp(MT.fma64(scalar_normals(g, n), float(std), float(mean)))
+    return libm("exp")(MT.fma64(scalar_normals(g, n), float(std), float(mean)))
 
 
 def multinomial_with_replacement(g, p, n):

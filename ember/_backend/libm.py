@@ -1,0 +1,46 @@
+"""float64 log, log1p, exp, tan, cos, sin with the C library's bits, for the random transforms that must
+give torch's numbers (torch calls libm per element).
+
+NumPy's own SIMD loops give other last bits on some CPUs: on an AVX-512 Xeon, NumPy 2.5's log1p, log, exp
+and tan differ from glibc's in 0.3-8% of uniform inputs (cos and sin agreed); on AVX2 they agree. So each
+function is probed once, on first use, against Python's math module (the C library's): where NumPy agrees on
+every probe, its ufunc runs; where it does not, the values are computed by math.* one by one (exact, ~20x
+slower). See Note [Random streams] in ember/random.py.
+"""
+import math
+
+import numpy as np
+
+_PROBES = np.random.default_rng(20261128).random(20000)  # uniforms in [0, 1): the transforms' inputs
+_ARGS = {  # each function's probe arguments, over the ranges the random transforms use
+    "log1p": -_PROBES, "log": _PROBES + 2.0 ** -60, "exp": (_PROBES - 0.5) * 40.0,
+    "tan": np.pi * (_PROBES - 0.5), "cos": 2.0 * np.pi * _PROBES, "sin": 2.0 * np.pi * _PROBES,
+}
+_chosen = {}
+
+
+def _per_element(fn):
+    def apply(x):
+        x = np.asarray(x, dtype=np.float64)
+        flat = np.fromiter(map(fn, x.ravel().tolist()), dtype=np.float64, count=x.size)
+        return flat.reshape(x.shape)
+    return apply
+
+
+def _choose(name):
+    ufunc, fn = getattr(np, name), getattr(math, name)
+    x = _ARGS[name]
+    same = np.array_equal(ufunc(x).view(np.int64), np.fromiter(map(fn, x.tolist()), np.float64).view(np.int64))
+    _chosen[name] = ufunc if same else _per_element(fn)
+    return _chosen[name]
+
+
+def libm(name):
+    """The float64 function `name` ('log1p', 'log', 'exp', 'tan', 'cos', 'sin') with the C library's bits."""
+    f = _chosen.get(name)
+    return f if f is not None else _choose(name)
+
+
+def numpy_agrees(name):
+    """Whether NumPy's ufunc gives the C library's bits for `name` on this machine (probed)."""
+    return libm(name) is getattr(np, name)
