@@ -20,8 +20,9 @@ draw takes its values from that block transformed once (Generator._memo_take). W
 machine, as in torch: the AVX2 normal kernel and the fused multiply-add of bounded uniform_ are
 what torch runs on AVX2 and AVX-512 CPUs (with ATEN_CPU_CAPABILITY=default torch gives other
 float32 normals and bounded uniforms); torch's bernoulli_(float p) (so dropout) uses MKL's own stream on Intel CPUs, ember
-the generic kernel torch runs elsewhere; transcendental functions come from the C library NumPy
-and torch share. Threads never change torch's CPU streams.
+the generic kernel torch runs elsewhere; float64 transcendental functions give the C library's bits
+(ember/_backend/libm.py: NumPy's SIMD log1p/log/exp/tan differ from glibc's on AVX-512 CPUs, so there
+they are computed per element). Threads never change torch's CPU streams.
 """
 import contextlib
 import os
