@@ -588,8 +588,10 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True, python_lev
 # gets that check's ValueError or NotImplementedError, not the parser's TypeError. Those two types are the
 # Python-level ones (torch's C-level checks raise RuntimeError, IndexError or TypeError, which ember's
 # F functions raise for checks torch makes after parsing). So in such a function a ValueError or
-# NotImplementedError that ember raised itself (a `raise` statement in ember's code) stands; every other
-# error, and one from inside Python or NumPy, is re-checked as above.
+# NotImplementedError that ember raised itself (a `raise` statement in ember's code) stands, and so does such
+# an IndexError (torch's Python code reads input.size(-3) or the input's sizes before its C-level call:
+# fractional_max_pool2d, max_unpool3d on a 2-d input); every other error, and one from inside Python or
+# NumPy, is re-checked as above.
 
 _RAISE = dis.opmap["RAISE_VARARGS"]
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -599,7 +601,7 @@ def _python_level_error(e):
     """Whether e is a ValueError or NotImplementedError raised by a `raise` statement in ember's own code (not
     by Python, NumPy or a library): a Python-level check (Note [Python-level checks])."""
     tb = e.__traceback__
-    if tb is None or not isinstance(e, (ValueError, NotImplementedError)):
+    if tb is None or not isinstance(e, (ValueError, NotImplementedError, IndexError)):
         return False
     while tb.tb_next is not None:
         tb = tb.tb_next
