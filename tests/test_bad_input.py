@@ -201,6 +201,7 @@ TYPE_CHECKS = {
     "adaptive_max_pool2d-return_indices-str": lambda t: t.nn.functional.adaptive_max_pool2d(_x(t), 2, "a"),
     "adaptive_max_pool3d-output_size-dict": lambda t: t.nn.functional.adaptive_max_pool3d(_x(t), {}),
     "adaptive_avg_pool3d-output_size-dict": lambda t: t.nn.functional.adaptive_avg_pool3d(_x(t), {}),
+    "normalize-p-str": lambda t: t.nn.functional.normalize(_x(t), p="a"),  # Tensor.norm's matrix norm path
 }
 
 
@@ -257,6 +258,8 @@ DECLARED_TYPES = {
     "prod-out-without-dim": lambda t: t.prod(_x(t), out=t.empty(0)),
     "unfold-padding-float": lambda t: t.nn.functional.unfold(t.ones(1, 1, 4, 4), 2, padding=1.5),
     "matrix_exp-out": lambda t: t.linalg.matrix_exp(t.eye(3), out=t.empty(0)),
+    "renorm-maxnorm-tensor": lambda t: t.renorm(_x(t), 1, 1, _x(t)),
+    "lp_pool2d-2d-stride-str": lambda t: t.nn.functional.lp_pool2d(_x(t), 2, 1, "a"),  # the parser before size(-3)
 }
 
 # torch's own check comes first (its Python-level functions, its kernels' order), with torch's exception and message
@@ -284,6 +287,27 @@ TORCH_ORDER = {
     "multi_margin-p-str": lambda t: t.nn.functional.multi_margin_loss(_x(t), t.tensor([0, 1, 2]), p="a"),
     "local_response_norm-size-str": lambda t: t.nn.functional.local_response_norm(_x(t), "a"),
     "fractional_max_pool2d-no-size": lambda t: t.nn.functional.fractional_max_pool2d(t.ones(1, 1, 4, 4), "a"),
+    # torch's Python-level F code runs first: input.size(-3) of a 2-d input, len() of a bare float ratio, unpacking
+    "fractional_max_pool2d-2d-size-str": lambda t: t.nn.functional.fractional_max_pool2d(_x(t), 1, "a"),
+    "fractional_max_pool3d-2d-ratio": lambda t: t.nn.functional.fractional_max_pool3d(_x(t), 1, output_ratio=0.5),
+    "fractional_max_pool2d-ratio-float": lambda t: t.nn.functional.fractional_max_pool2d(
+        t.ones(1, 4, 4), 2, output_ratio=0.5),
+    "fractional_max_pool2d-ratio-3": lambda t: t.nn.functional.fractional_max_pool2d(
+        t.ones(1, 4, 4), 2, output_ratio=(0.5, 0.5, 0.5)),
+    "fractional_max_pool2d-ratio-str": lambda t: t.nn.functional.fractional_max_pool2d(_x(t), 1, None, "a"),
+    "max_unpool3d-2d-kernel-None": lambda t: t.nn.functional.max_unpool3d(_x(t), _x(t).long(), None),
+    "max_unpool3d-2d-stride-float": lambda t: t.nn.functional.max_unpool3d(_x(t), _x(t).long(), 1, 1.5),
+    "lp_pool2d-kernel-str": lambda t: t.nn.functional.lp_pool2d(t.ones(1, 4, 4), 2, "a"),
+    "lp_pool3d-kernel-pair": lambda t: t.nn.functional.lp_pool3d(t.ones(1, 4, 4, 4), 2, [1, 1]),
+    "lp_pool2d-2d-stride-None": lambda t: t.nn.functional.lp_pool2d(_x(t), 2, 1),
+    "avg_pool2d-2d": lambda t: t.nn.functional.avg_pool2d(_x(t), 1),
+    "avg_pool2d-1d": lambda t: t.nn.functional.avg_pool2d(_x(t)[0], 1),
+    "bilinear-2d-weight": lambda t: t.nn.functional.bilinear(_x(t), _x(t), t.ones(4, 4)),
+    "lu_solve-float-pivots": lambda t: t.linalg.lu_solve(t.eye(3), t.ones(3), t.ones(3, 1)),
+    "tensor-None-float32": lambda t: t.tensor(None, dtype=t.float32),
+    "tensor-None-in-list-int32": lambda t: t.tensor([1, None], dtype=t.int32),
+    "new_tensor-None": lambda t: _x(t).new_tensor(None),
+    "new_tensor-dict": lambda t: _x(t).new_tensor({}),
 }
 
 
@@ -358,6 +382,10 @@ ACCEPTED = {
     "cumprod-out-int8": lambda t: t.cumprod(_x(t) + 2, 1, out=t.empty(0, dtype=t.int8)),
     "randperm-out-int8-dtype": lambda t: t.randperm(5, out=t.empty(0, dtype=t.int8)).sort().values,
     "normalize-p-None": lambda t: t.nn.functional.normalize(_x(t), None),
+    "normalize-p-fro": lambda t: t.nn.functional.normalize(_x(t), "fro"),  # Tensor.norm's 'fro' over one dim
+    "renorm-maxnorm-0d": lambda t: t.renorm(_x(t), 1, 1, t.tensor(1.0)),
+    "fractional_max_pool3d-ratio-float": lambda t: t.nn.functional.fractional_max_pool3d(
+        t.ones(1, 4, 4, 4), 2, output_ratio=0.5),
     "normal-size-dtype-None": lambda t: t.normal(0.0, 0.0, (2,), dtype=None, device=None, layout=None),
     "argsort-stable-out": lambda t: t.argsort(_x(t), stable=True, out=t.empty(0, dtype=t.int64)),
     "arange-end-keyword": lambda t: t.arange(end=3),

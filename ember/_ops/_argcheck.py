@@ -103,7 +103,7 @@ KINDS_BY_NAME = {
     "beta": NUMBER, "length": INT, "fweights": TENSOR, "aweights": TENSOR, "type1": DTYPE, "type2": DTYPE,
     "condition": TENSOR, "the_template": TENSOR, "LU_pivots": TENSOR, "groups": INT,
     "kernel_size": INTS, "stride": INTS, "dilation": INTS, "output_size": INTS, "size": INTS,
-    "min": TENSOR_OR_NUMBER, "max": TENSOR_OR_NUMBER, "exponent": TENSOR_OR_NUMBER,
+    "min": TENSOR_OR_NUMBER, "max": TENSOR_OR_NUMBER, "exponent": TENSOR_OR_NUMBER, "maxnorm": NUMBER,
 }
 
 # The parameters whose wrong type ember's kernels would only meet in a value check (a RuntimeError or

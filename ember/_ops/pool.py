@@ -7,12 +7,14 @@ of the gradient to those positions, whose own backward is a gather: gradients of
 Average pooling is a sum over the kernel taps of strided views times a per-position scale; its
 backward (one strided add per tap) and that backward's backward are the same two kernels.
 """
+from collections.abc import Iterable
+
 import numpy as np
 
 from .. import _dtype as D
 from .._backend import conv_numpy as K
 from .._backend import depthwise_numpy as DW
-from .._tensor import Tensor
+from .._tensor import Tensor, _wrap_dim
 from ._registry import Op, install
 from .sampling import _area_map, _named, apply_maps
 
@@ -286,6 +288,8 @@ def _pool_args(input, nd, fname, kernel_size, stride, padding, dilation, ceil_mo
     stride = kernel if stride is None else stride
     padding = _tuple_arg(padding, nd, fname, "padding")
     dilation = _tuple_arg(dilation, nd, fname, "dilation")
+    if nd == 2 and not is_max and isinstance(input, Tensor) and input.dim() < 3:
+        _wrap_dim(-3, input.dim())  # ATen's avg_pool2d reads input.size(-3) before its checks: torch's IndexError
     if nd == 1 and is_max:
         for what, v, low, rule in (("kernel_size", kernel[0], 1, "greater than zero"),
                                    ("stride", stride[0], 1, "greater than zero"),
@@ -601,6 +605,11 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 
 def _lp_pool(nd, input, norm_type, kernel_size, stride, ceil_mode):
     """(sum over the window of x^p)^(1/p): avg_pool of x^p times the window size (torch's composite)."""
+    if nd > 1:  # torch's F first unpacks _pair/_triple(kernel_size): a ValueError for another length
+        n_kernel = len(tuple(kernel_size)) if isinstance(kernel_size, Iterable) else nd
+        if n_kernel != nd:
+            raise ValueError(f"{'not enough' if n_kernel < nd else 'too many'} values to unpack (expected {nd}, "
+                             f"got {n_kernel})")
     kernel = _tuple_arg(kernel_size, nd, f"lp_pool{nd}d", "kernel_size")
     pool = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[nd]
     if stride is not None:
@@ -630,7 +639,8 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
     fname = f"max_unpool{nd}d"
-    if input.dim() < nd:  # torch's F reads the output size from input.size() first
+    n_kernel = len(tuple(kernel_size)) if isinstance(kernel_size, Iterable) else nd  # torch's _single/_pair/_triple
+    if input.dim() < n_kernel:  # torch's F reads the output size from input.size()[-len(kernel_size)] first
         raise IndexError("tuple index out of range")
     if input.dim() not in (nd + 1, nd + 2):
         kernel_nd = max(nd, 2)  # max_unpool1d runs max_unpool2d on an unsqueezed input
