@@ -272,6 +272,8 @@ def _check_input(input, nd, fname):
     if not isinstance(input, Tensor):
         raise TypeError(f"{fname}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if input.dim() not in (nd + 1, nd + 2):
+        if fname == "avg_pool2d" and input.dim() < 3:
+            _wrap_dim(-3, input.dim())  # ATen's avg_pool2d reads input.size(-3) before this check: an IndexError
         if nd == 1:
             raise RuntimeError(f"{fname}: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
                                f"input, but got:{list(input.shape)}")
@@ -288,8 +290,6 @@ def _pool_args(input, nd, fname, kernel_size, stride, padding, dilation, ceil_mo
     stride = kernel if stride is None else stride
     padding = _tuple_arg(padding, nd, fname, "padding")
     dilation = _tuple_arg(dilation, nd, fname, "dilation")
-    if nd == 2 and not is_max and isinstance(input, Tensor) and input.dim() < 3:
-        _wrap_dim(-3, input.dim())  # ATen's avg_pool2d reads input.size(-3) before its checks: torch's IndexError
     if nd == 1 and is_max:
         for what, v, low, rule in (("kernel_size", kernel[0], 1, "greater than zero"),
                                    ("stride", stride[0], 1, "greater than zero"),
@@ -605,7 +605,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 
 def _lp_pool(nd, input, norm_type, kernel_size, stride, ceil_mode):
     """(sum over the window of x^p)^(1/p): avg_pool of x^p times the window size (torch's composite)."""
-    if nd > 1:  # torch's F first unpacks _pair/_triple(kernel_size): a ValueError for another length
+    if nd > 1 and kernel_size.__class__ is not int:  # torch's F unpacks _pair/_triple(kernel_size) first
         n_kernel = len(tuple(kernel_size)) if isinstance(kernel_size, Iterable) else nd
         if n_kernel != nd:
             raise ValueError(f"{'not enough' if n_kernel < nd else 'too many'} values to unpack (expected {nd}, "
@@ -639,10 +639,10 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
     fname = f"max_unpool{nd}d"
-    n_kernel = len(tuple(kernel_size)) if isinstance(kernel_size, Iterable) else nd  # torch's _single/_pair/_triple
-    if input.dim() < n_kernel:  # torch's F reads the output size from input.size()[-len(kernel_size)] first
-        raise IndexError("tuple index out of range")
     if input.dim() not in (nd + 1, nd + 2):
+        n_kernel = len(tuple(kernel_size)) if isinstance(kernel_size, Iterable) else nd  # torch's _single/_pair/...
+        if input.dim() < n_kernel:  # torch's F reads the output size from input.size()[-len(kernel_size)] first
+            raise IndexError("tuple index out of range")
         kernel_nd = max(nd, 2)  # max_unpool1d runs max_unpool2d on an unsqueezed input
         raise RuntimeError(f"Input to max_unpooling{kernel_nd}d should be a {kernel_nd + 1}d or {kernel_nd + 2}d "
                            f"Tensor, but got a tensor with {input.dim() + (nd == 1)} dimensions.")
