@@ -77,24 +77,6 @@ class FractionalMaxPool3d(FractionalMaxPool):
     _name = "FractionalMaxPool3DBackward0"
 
 
-def _python_level(name, nd, input, output_size, output_ratio, samples):
-    """(output_size, samples) as torch's Python-level F function computes them, in its order, before its C-level
-    call checks anything: so a bad call fails where torch's does (a 2-d input's size(-3): IndexError; a bare float
-    output_ratio of the 2-d form: len()'s TypeError; Note [Python-level checks] in _argcheck.py)."""
-    from .random import rand
-    if output_size is None and output_ratio is None:
-        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
-    if output_size is None:
-        if nd == 2 and len(output_ratio) > 2:
-            raise ValueError(f"{name} requires output_ratio to either be a single Int or tuple of Ints.")
-        ratio = tuple(output_ratio) if isinstance(output_ratio, Iterable) else (output_ratio,) * nd
-        output_size = [int(input.size(d - nd) * ratio[d]) for d in range(nd)]
-    if samples is None:
-        n = 1 if input.dim() == nd + 1 else input.size(0)
-        samples = rand(n, input.size(-nd - 1), nd, dtype=input.dtype, device=input.device)
-    return output_size, samples
-
-
 def _check(name, input, kernel, output_size, output_ratio, samples, nd):
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: {list(input.shape)}")
@@ -103,7 +85,23 @@ def _check(name, input, kernel, output_size, output_ratio, samples, nd):
 
 
 def _fractional(name, nd, input, kernel_size, output_size, output_ratio, return_indices, _random_samples):
-    output_size, _random_samples = _python_level(name, nd, input, output_size, output_ratio, _random_samples)
+    from .random import rand
+    # first what torch's Python-level F function computes, in its order, before its C-level call checks anything:
+    # a bad call fails where torch's does (a 2-d input's size(-3): IndexError; a bare float output_ratio of the 2-d
+    # form: len()'s TypeError; Note [Python-level checks] in _argcheck.py)
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        if nd == 2 and len(output_ratio) > 2:
+            raise ValueError(f"{name} requires output_ratio to either be a single Int or tuple of Ints.")
+        ratio = output_ratio
+        if ratio.__class__ is not tuple and ratio.__class__ is not list:  # torch's _pair/_triple
+            ratio = tuple(ratio) if isinstance(ratio, Iterable) else (ratio,) * nd
+        spatial = input._data.shape[-nd:] if input._data.ndim >= nd else input.size(-nd)  # size(): an IndexError
+        output_size = [int(spatial[d] * ratio[d]) for d in range(nd)]
+    if _random_samples is None:
+        n = 1 if input.dim() == nd + 1 else input.size(0)
+        _random_samples = rand(n, input.size(-nd - 1), nd, dtype=input.dtype, device=input.device)
     kernel = tuple(kernel_size) if isinstance(kernel_size, (tuple, list)) else (kernel_size,) * nd
     _check(name, input, kernel, output_size, output_ratio, _random_samples, nd)
     spatial = tuple(input.shape[-nd:])
