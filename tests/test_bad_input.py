@@ -113,6 +113,7 @@ VALUE_CHECKS = {
     "fftfreq-d-None": lambda t: t.fft.fftfreq(4, None),
     "contiguous-memory_format-None": lambda t: _x(t).contiguous(memory_format=None),
     "asarray-copy-str": lambda t: t.asarray([1.0], copy="a"),
+    "index_copy-out-is-source": lambda t: (lambda x: t.index_copy(_x(t), 0, t.tensor([0, 1, 2]), x, out=x))(_x(t)),
 }
 
 # torch's exception type, where its words are its overload parser's (ember names the op and the argument)
@@ -260,6 +261,8 @@ DECLARED_TYPES = {
     "matrix_exp-out": lambda t: t.linalg.matrix_exp(t.eye(3), out=t.empty(0)),
     "renorm-maxnorm-tensor": lambda t: t.renorm(_x(t), 1, 1, _x(t)),
     "lp_pool2d-2d-stride-str": lambda t: t.nn.functional.lp_pool2d(_x(t), 2, 1, "a"),  # the parser before size(-3)
+    "lu_unpack-out-tensor": lambda t: t.lu_unpack(_x(t), _x(t), out=_x(t)),  # before the pivots' dtype
+    "lu_unpack-out-tensor-valid": lambda t: t.lu_unpack(*t.linalg.lu_factor(t.eye(3)), out=t.empty(3, 3)),
 }
 
 # torch's own check comes first (its Python-level functions, its kernels' order), with torch's exception and message
@@ -308,6 +311,11 @@ TORCH_ORDER = {
     "tensor-None-in-list-int32": lambda t: t.tensor([1, None], dtype=t.int32),
     "new_tensor-None": lambda t: _x(t).new_tensor(None),
     "new_tensor-dict": lambda t: _x(t).new_tensor({}),
+    # index_copy is structured in torch: out's dtype must be the input's, checked after dim and before the index
+    "index_copy-out-float64": lambda t: t.index_copy(_x(t), 0, t.tensor([0, 1, 2]), _x(t), out=t.empty(0, dtype=t.float64)),
+    "index_copy-out-int8-2d-index": lambda t: t.index_copy(_x(t), 1, t.zeros(2, 2, dtype=t.long), _x(t),
+                                                           out=t.empty(0, dtype=t.int8)),
+    "index_copy-out-int8-dim-5": lambda t: t.index_copy(_x(t), 5, t.tensor([0]), _x(t), out=t.empty(0, dtype=t.int8)),
 }
 
 
@@ -384,6 +392,8 @@ ACCEPTED = {
     "normalize-p-None": lambda t: t.nn.functional.normalize(_x(t), None),
     "normalize-p-fro": lambda t: t.nn.functional.normalize(_x(t), "fro"),  # Tensor.norm's 'fro' over one dim
     "renorm-maxnorm-0d": lambda t: t.renorm(_x(t), 1, 1, t.tensor(1.0)),
+    "index_copy-out-float32": lambda t: t.index_copy(_x(t), 1, t.tensor([3, 2, 1, 0]), _x(t), out=t.empty(0)),
+    "index_copy-out-is-input": lambda t: (lambda x: t.index_copy(x, 0, t.tensor([2, 1, 0]), _x(t) * 2, out=x))(_x(t)),
     "fractional_max_pool3d-ratio-float": lambda t: t.nn.functional.fractional_max_pool3d(
         t.ones(1, 4, 4, 4), 2, output_ratio=0.5),
     "normal-size-dtype-None": lambda t: t.normal(0.0, 0.0, (2,), dtype=None, device=None, layout=None),

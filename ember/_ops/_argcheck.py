@@ -249,7 +249,7 @@ CHECKED_FIRST = {
     "hamming_window": ("alpha", "beta"), "kaiser_window": ("beta",), "to_sparse": ("blocksize", "dense_dim"),
     "to_dense": ("masked_grad",), "asarray": ("copy",), "cov": ("correction",), "embedding": ("padding_idx",),
     "gradient": ("dim",), "constant_pad_nd": ("pad",), "linalg_ldl_factor": ("out",),
-    "linalg_ldl_factor_ex": ("out",), "unbind_copy": ("out",),
+    "linalg_ldl_factor_ex": ("out",), "unbind_copy": ("out",), "lu_unpack": ("out",),
 }
 OVERRIDES.update({  # torch's `bool` (not `bool?`) and the kinds the parameter names above do not give
     "tensor": {"requires_grad": BOOL, "pin_memory": BOOL}, "new_tensor": {"requires_grad": BOOL, "pin_memory": BOOL},
@@ -258,6 +258,7 @@ OVERRIDES.update({  # torch's `bool` (not `bool?`) and the kinds the parameter n
     "to_sparse": {"sparse_dim": INT, "dense_dim": INT, "blocksize": INTS}, "embedding": {"padding_idx": INT},
     "gradient": {"dim": INTS}, "constant_pad_nd": {"pad": INTS}, "pad": {"pad": INTS},
     "linalg_ldl_factor": {"out": TENSORS}, "linalg_ldl_factor_ex": {"out": TENSORS}, "unbind_copy": {"out": TENSORS},
+    "lu_unpack": {"out": TENSORS},
     "linalg_matrix_rank": {"tol": FLOAT}, "eye": {"m": INT}, "arange": {"start": BOUND, "end": BOUND},
     "where": {**OVERRIDES["where"], "input": OPERAND, "other": OPERAND},
     "normal": {"std": TENSOR_OR_NUMBER, "size": INTS}, "new": {"size": INTS},
