@@ -263,6 +263,7 @@ DECLARED_TYPES = {
     "lp_pool2d-2d-stride-str": lambda t: t.nn.functional.lp_pool2d(_x(t), 2, 1, "a"),  # the parser before size(-3)
     "lu_unpack-out-tensor": lambda t: t.lu_unpack(_x(t), _x(t), out=_x(t)),  # before the pivots' dtype
     "lu_unpack-out-tensor-valid": lambda t: t.lu_unpack(*t.linalg.lu_factor(t.eye(3)), out=t.empty(3, 3)),
+    "lu_solve-LU-None": lambda t: t.linalg.lu_solve(None, t.ones(3), t.ones(3, 1)),  # before the pivots' dtype
 }
 
 # torch's own check comes first (its Python-level functions, its kernels' order), with torch's exception and message

@@ -101,7 +101,8 @@ KINDS_BY_NAME = {
     "replacement": BOOL, "right": BOOL, "out_int32": BOOL, "ceil_mode": BOOL, "return_indices": BOOL,
     "largest": BOOL, "sorted": BOOL, "equal_nan": BOOL, "rtol": TOLERANCE, "atol": TOLERANCE, "alpha": NUMBER,
     "beta": NUMBER, "length": INT, "fweights": TENSOR, "aweights": TENSOR, "type1": DTYPE, "type2": DTYPE,
-    "condition": TENSOR, "the_template": TENSOR, "LU_pivots": TENSOR, "groups": INT,
+    "condition": TENSOR, "the_template": TENSOR, "LU_pivots": TENSOR, "LU": TENSOR, "LU_data": TENSOR,
+    "pivots": TENSOR, "groups": INT,
     "kernel_size": INTS, "stride": INTS, "dilation": INTS, "output_size": INTS, "size": INTS,
     "min": TENSOR_OR_NUMBER, "max": TENSOR_OR_NUMBER, "exponent": TENSOR_OR_NUMBER, "maxnorm": NUMBER,
 }
