@@ -39,7 +39,8 @@ INT_NAMES = {"dim", "dim0", "dim1", "dim2", "start_dim", "end_dim", "k", "n", "d
              "sections", "split_size", "split_size_or_sections", "repeats", "groups", "upscale_factor",
              "downscale_factor", "num_classes", "steps", "kernel_size", "output_size", "size", "length", "start",
              "step", "ndim", "q", "correction", "indices_or_sections", "bins", "window_length", "num_samples",
-             "pad", "ord", "p", "N", "m", "row", "col", "dims"}
+             "pad", "ord", "p", "N", "m", "row", "col", "dims",
+             "n_fft", "num_groups"}
 
 
 def _data():

@@ -113,6 +113,7 @@ VALUE_CHECKS = {
     "fftfreq-d-None": lambda t: t.fft.fftfreq(4, None),
     "contiguous-memory_format-None": lambda t: _x(t).contiguous(memory_format=None),
     "asarray-copy-str": lambda t: t.asarray([1.0], copy="a"),
+    "index_copy-out-is-source": lambda t: (lambda x: t.index_copy(_x(t), 0, t.tensor([0, 1, 2]), x, out=x))(_x(t)),
 }
 
 # torch's exception type, where its words are its overload parser's (ember names the op and the argument)
@@ -201,6 +202,7 @@ TYPE_CHECKS = {
     "adaptive_max_pool2d-return_indices-str": lambda t: t.nn.functional.adaptive_max_pool2d(_x(t), 2, "a"),
     "adaptive_max_pool3d-output_size-dict": lambda t: t.nn.functional.adaptive_max_pool3d(_x(t), {}),
     "adaptive_avg_pool3d-output_size-dict": lambda t: t.nn.functional.adaptive_avg_pool3d(_x(t), {}),
+    "normalize-p-str": lambda t: t.nn.functional.normalize(_x(t), p="a"),  # Tensor.norm's matrix norm path
 }
 
 
@@ -257,6 +259,11 @@ DECLARED_TYPES = {
     "prod-out-without-dim": lambda t: t.prod(_x(t), out=t.empty(0)),
     "unfold-padding-float": lambda t: t.nn.functional.unfold(t.ones(1, 1, 4, 4), 2, padding=1.5),
     "matrix_exp-out": lambda t: t.linalg.matrix_exp(t.eye(3), out=t.empty(0)),
+    "renorm-maxnorm-tensor": lambda t: t.renorm(_x(t), 1, 1, _x(t)),
+    "lp_pool2d-2d-stride-str": lambda t: t.nn.functional.lp_pool2d(_x(t), 2, 1, "a"),  # the parser before size(-3)
+    "lu_unpack-out-tensor": lambda t: t.lu_unpack(_x(t), _x(t), out=_x(t)),  # before the pivots' dtype
+    "lu_unpack-out-tensor-valid": lambda t: t.lu_unpack(*t.linalg.lu_factor(t.eye(3)), out=t.empty(3, 3)),
+    "lu_solve-LU-None": lambda t: t.linalg.lu_solve(None, t.ones(3), t.ones(3, 1)),  # before the pivots' dtype
 }
 
 # torch's own check comes first (its Python-level functions, its kernels' order), with torch's exception and message
@@ -284,6 +291,32 @@ TORCH_ORDER = {
     "multi_margin-p-str": lambda t: t.nn.functional.multi_margin_loss(_x(t), t.tensor([0, 1, 2]), p="a"),
     "local_response_norm-size-str": lambda t: t.nn.functional.local_response_norm(_x(t), "a"),
     "fractional_max_pool2d-no-size": lambda t: t.nn.functional.fractional_max_pool2d(t.ones(1, 1, 4, 4), "a"),
+    # torch's Python-level F code runs first: input.size(-3) of a 2-d input, len() of a bare float ratio, unpacking
+    "fractional_max_pool2d-2d-size-str": lambda t: t.nn.functional.fractional_max_pool2d(_x(t), 1, "a"),
+    "fractional_max_pool3d-2d-ratio": lambda t: t.nn.functional.fractional_max_pool3d(_x(t), 1, output_ratio=0.5),
+    "fractional_max_pool2d-ratio-float": lambda t: t.nn.functional.fractional_max_pool2d(
+        t.ones(1, 4, 4), 2, output_ratio=0.5),
+    "fractional_max_pool2d-ratio-3": lambda t: t.nn.functional.fractional_max_pool2d(
+        t.ones(1, 4, 4), 2, output_ratio=(0.5, 0.5, 0.5)),
+    "fractional_max_pool2d-ratio-str": lambda t: t.nn.functional.fractional_max_pool2d(_x(t), 1, None, "a"),
+    "max_unpool3d-2d-kernel-None": lambda t: t.nn.functional.max_unpool3d(_x(t), _x(t).long(), None),
+    "max_unpool3d-2d-stride-float": lambda t: t.nn.functional.max_unpool3d(_x(t), _x(t).long(), 1, 1.5),
+    "lp_pool2d-kernel-str": lambda t: t.nn.functional.lp_pool2d(t.ones(1, 4, 4), 2, "a"),
+    "lp_pool3d-kernel-pair": lambda t: t.nn.functional.lp_pool3d(t.ones(1, 4, 4, 4), 2, [1, 1]),
+    "lp_pool2d-2d-stride-None": lambda t: t.nn.functional.lp_pool2d(_x(t), 2, 1),
+    "avg_pool2d-2d": lambda t: t.nn.functional.avg_pool2d(_x(t), 1),
+    "avg_pool2d-1d": lambda t: t.nn.functional.avg_pool2d(_x(t)[0], 1),
+    "bilinear-2d-weight": lambda t: t.nn.functional.bilinear(_x(t), _x(t), t.ones(4, 4)),
+    "lu_solve-float-pivots": lambda t: t.linalg.lu_solve(t.eye(3), t.ones(3), t.ones(3, 1)),
+    "tensor-None-float32": lambda t: t.tensor(None, dtype=t.float32),
+    "tensor-None-in-list-int32": lambda t: t.tensor([1, None], dtype=t.int32),
+    "new_tensor-None": lambda t: _x(t).new_tensor(None),
+    "new_tensor-dict": lambda t: _x(t).new_tensor({}),
+    # index_copy is structured in torch: out's dtype must be the input's, checked after dim and before the index
+    "index_copy-out-float64": lambda t: t.index_copy(_x(t), 0, t.tensor([0, 1, 2]), _x(t), out=t.empty(0, dtype=t.float64)),
+    "index_copy-out-int8-2d-index": lambda t: t.index_copy(_x(t), 1, t.zeros(2, 2, dtype=t.long), _x(t),
+                                                           out=t.empty(0, dtype=t.int8)),
+    "index_copy-out-int8-dim-5": lambda t: t.index_copy(_x(t), 5, t.tensor([0]), _x(t), out=t.empty(0, dtype=t.int8)),
 }
 
 
@@ -358,6 +391,12 @@ ACCEPTED = {
     "cumprod-out-int8": lambda t: t.cumprod(_x(t) + 2, 1, out=t.empty(0, dtype=t.int8)),
     "randperm-out-int8-dtype": lambda t: t.randperm(5, out=t.empty(0, dtype=t.int8)).sort().values,
     "normalize-p-None": lambda t: t.nn.functional.normalize(_x(t), None),
+    "normalize-p-fro": lambda t: t.nn.functional.normalize(_x(t), "fro"),  # Tensor.norm's 'fro' over one dim
+    "renorm-maxnorm-0d": lambda t: t.renorm(_x(t), 1, 1, t.tensor(1.0)),
+    "index_copy-out-float32": lambda t: t.index_copy(_x(t), 1, t.tensor([3, 2, 1, 0]), _x(t), out=t.empty(0)),
+    "index_copy-out-is-input": lambda t: (lambda x: t.index_copy(x, 0, t.tensor([2, 1, 0]), _x(t) * 2, out=x))(_x(t)),
+    "fractional_max_pool3d-ratio-float": lambda t: t.nn.functional.fractional_max_pool3d(
+        t.ones(1, 4, 4, 4), 2, output_ratio=0.5),
     "normal-size-dtype-None": lambda t: t.normal(0.0, 0.0, (2,), dtype=None, device=None, layout=None),
     "argsort-stable-out": lambda t: t.argsort(_x(t), stable=True, out=t.empty(0, dtype=t.int64)),
     "arange-end-keyword": lambda t: t.arange(end=3),

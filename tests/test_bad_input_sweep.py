@@ -20,17 +20,20 @@ KNOWN_REFUSED_OR_DIFFERENT = {
     # (rank 1); ember's gelsd (NumPy) gives the minimum-norm one and LAPACK ignores an rcond >= 1
     ("linalg", "lstsq", "rcond"),
 }
-# Torch refuses, ember answers (`silent`) or raises another type (`type`): what remains, mostly
+# Torch refuses, ember answers (`silent`) or raises another type (`type`): what remains (9)
 # (1) out= rules: sum(x, out=) (torch refuses out= only when dim is absent, which ember's one signature cannot tell
-#     from dim=None), index_copy (torch checks out's dtype first);
-# (2) `type`: torch's Python-level F functions that on the sweep's 2-D input read a dim first (IndexError) or leak
-#     Python's own errors (fractional_max_pool* 32, max_unpool* 11, lp_pool* 6: "tuple index out
-#     of range", "not enough values to unpack", len() of None), where ember checks the input's dims or the
-#     argument's type first; and the sweep's own fills: a 4x4 Tensor for stft's n_fft (20) and group_norm's
-#     num_groups (10), wrong pivots/maxnorm for lu_solve/lu_unpack/renorm.
-# Silent answers were closed by declarations in _argcheck.py (NOT_NONE, NONE_ONLY_WITH, CHECKED_FIRST) and value
-# checks beside the ops; tests/test_bad_input.py has a hand-written row for each kind. The counts may only go down.
-CEILING = {"silent": 0, "type": 93}
+#     from dim=None);
+# (2) torch's Python-level F code leaking Python's own errors on a dict: max_unpool1d/2d/3d's kernel_size={} and
+#     stride={} ("tuple index out of range" from stride[d], or ATen's output_size count after an empty loop, 5);
+# (3) Tensor.repeat_interleave(output_size=None) (torch's method requires repeats; ember's one signature is also
+#     torch.repeat_interleave(repeats)), Tensor.unflatten(0, None/{}) (torch's Python method tests `not sizes` first,
+#     ember's shared function refuses the type).
+# The sweep fills n_fft and num_groups with an int, so stft's hop_length/win_length and group_norm's weight/bias
+# calls test those arguments (a Tensor fill made torch fail on n_fft/num_groups first). Silent answers were closed
+# by declarations in _argcheck.py (NOT_NONE, NONE_ONLY_WITH, CHECKED_FIRST) and value checks beside the ops;
+# torch's Python-level check order by the F functions themselves (Note [Python-level checks]);
+# tests/test_bad_input.py has a hand-written row for each kind. The counts may only go down.
+CEILING = {"silent": 0, "type": 9}
 
 
 @pytest.fixture(scope="module")

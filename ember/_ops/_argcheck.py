@@ -101,9 +101,10 @@ KINDS_BY_NAME = {
     "replacement": BOOL, "right": BOOL, "out_int32": BOOL, "ceil_mode": BOOL, "return_indices": BOOL,
     "largest": BOOL, "sorted": BOOL, "equal_nan": BOOL, "rtol": TOLERANCE, "atol": TOLERANCE, "alpha": NUMBER,
     "beta": NUMBER, "length": INT, "fweights": TENSOR, "aweights": TENSOR, "type1": DTYPE, "type2": DTYPE,
-    "condition": TENSOR, "the_template": TENSOR, "LU_pivots": TENSOR, "groups": INT,
+    "condition": TENSOR, "the_template": TENSOR, "LU_pivots": TENSOR, "LU": TENSOR, "LU_data": TENSOR,
+    "pivots": TENSOR, "groups": INT,
     "kernel_size": INTS, "stride": INTS, "dilation": INTS, "output_size": INTS, "size": INTS,
-    "min": TENSOR_OR_NUMBER, "max": TENSOR_OR_NUMBER, "exponent": TENSOR_OR_NUMBER,
+    "min": TENSOR_OR_NUMBER, "max": TENSOR_OR_NUMBER, "exponent": TENSOR_OR_NUMBER, "maxnorm": NUMBER,
 }
 
 # The parameters whose wrong type ember's kernels would only meet in a value check (a RuntimeError or
@@ -249,7 +250,7 @@ CHECKED_FIRST = {
     "hamming_window": ("alpha", "beta"), "kaiser_window": ("beta",), "to_sparse": ("blocksize", "dense_dim"),
     "to_dense": ("masked_grad",), "asarray": ("copy",), "cov": ("correction",), "embedding": ("padding_idx",),
     "gradient": ("dim",), "constant_pad_nd": ("pad",), "linalg_ldl_factor": ("out",),
-    "linalg_ldl_factor_ex": ("out",), "unbind_copy": ("out",),
+    "linalg_ldl_factor_ex": ("out",), "unbind_copy": ("out",), "lu_unpack": ("out",),
 }
 OVERRIDES.update({  # torch's `bool` (not `bool?`) and the kinds the parameter names above do not give
     "tensor": {"requires_grad": BOOL, "pin_memory": BOOL}, "new_tensor": {"requires_grad": BOOL, "pin_memory": BOOL},
@@ -258,6 +259,7 @@ OVERRIDES.update({  # torch's `bool` (not `bool?`) and the kinds the parameter n
     "to_sparse": {"sparse_dim": INT, "dense_dim": INT, "blocksize": INTS}, "embedding": {"padding_idx": INT},
     "gradient": {"dim": INTS}, "constant_pad_nd": {"pad": INTS}, "pad": {"pad": INTS},
     "linalg_ldl_factor": {"out": TENSORS}, "linalg_ldl_factor_ex": {"out": TENSORS}, "unbind_copy": {"out": TENSORS},
+    "lu_unpack": {"out": TENSORS},
     "linalg_matrix_rank": {"tol": FLOAT}, "eye": {"m": INT}, "arange": {"start": BOUND, "end": BOUND},
     "where": {**OVERRIDES["where"], "input": OPERAND, "other": OPERAND},
     "normal": {"std": TENSOR_OR_NUMBER, "size": INTS}, "new": {"size": INTS},
@@ -588,8 +590,10 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True, python_lev
 # gets that check's ValueError or NotImplementedError, not the parser's TypeError. Those two types are the
 # Python-level ones (torch's C-level checks raise RuntimeError, IndexError or TypeError, which ember's
 # F functions raise for checks torch makes after parsing). So in such a function a ValueError or
-# NotImplementedError that ember raised itself (a `raise` statement in ember's code) stands; every other
-# error, and one from inside Python or NumPy, is re-checked as above.
+# NotImplementedError that ember raised itself (a `raise` statement in ember's code) stands, and so does such
+# an IndexError (torch's Python code reads input.size(-3) or the input's sizes before its C-level call:
+# fractional_max_pool2d, max_unpool3d on a 2-d input); every other error, and one from inside Python or
+# NumPy, is re-checked as above.
 
 _RAISE = dis.opmap["RAISE_VARARGS"]
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -599,7 +603,7 @@ def _python_level_error(e):
     """Whether e is a ValueError or NotImplementedError raised by a `raise` statement in ember's own code (not
     by Python, NumPy or a library): a Python-level check (Note [Python-level checks])."""
     tb = e.__traceback__
-    if tb is None or not isinstance(e, (ValueError, NotImplementedError)):
+    if tb is None or not isinstance(e, (ValueError, NotImplementedError, IndexError)):
         return False
     while tb.tb_next is not None:
         tb = tb.tb_next

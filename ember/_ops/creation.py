@@ -170,8 +170,8 @@ def _np_dtype(np_dtype):
                         f"supported types are: {D.NUMPY_TYPES}.") from None
 
 
-def _leaf_dtype(v):
-    """dtype torch infers for one scalar element."""
+def _leaf_dtype(v, into=None):
+    """dtype torch infers for one scalar element (into: the dtype given, which torch converts it to)."""
     t = type(v)
     if t is float:
         return D.get_default_dtype()
@@ -191,14 +191,18 @@ def _leaf_dtype(v):
         raise TypeError(f"new(): invalid data type '{t.__name__}'")
     if _is_seq(v):
         raise TypeError(f"'{t.__name__}' object cannot be interpreted as an integer")
+    if into is not None:  # tensor(None, dtype=float32): torch converts the element to the dtype's Python type
+        if into.category in (D.FLOAT, D.COMPLEX):
+            raise TypeError(f"must be real number, not {t.__name__}")
+        raise TypeError(f"'{t.__name__}' object cannot be interpreted as an integer")
     raise RuntimeError(f"Could not infer dtype of {t.__name__}")
 
 
-def _scan(obj, dim, shape, found):
+def _scan(obj, dim, shape, found, into=None):
     """Check obj is rectangular with shape[dim:]; collect its elements' Python types (plain
     numbers) or dtypes (tensors, NumPy arrays and scalars) into `found`."""
     if dim == len(shape):
-        found.add(_leaf_dtype(obj))
+        found.add(_leaf_dtype(obj, into))
         return
     if isinstance(obj, np.ndarray):
         if obj.shape != tuple(shape[dim:]):
@@ -220,7 +224,7 @@ def _scan(obj, dim, shape, found):
             found.update(types)
             return
     for v in obj:
-        _scan(v, dim + 1, shape, found)
+        _scan(v, dim + 1, shape, found, into)
 
 
 def _found_dtype(found):
@@ -317,7 +321,7 @@ def _array_from_data(data, dtype=None):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     shape = _sizes(data)
     found = set()
-    _scan(data, 0, shape, found)
+    _scan(data, 0, shape, found, dtype)
     d = dtype or _found_dtype(found)
     if any(not isinstance(f, type) for f in found):
         if d is D.uint64:

@@ -1,6 +1,8 @@
 """F.fractional_max_pool2d/3d (Graham 2014): max over windows at pseudo-random, increasing offsets drawn per
 (batch, channel) plane from `_random_samples` (uniform [0, 1), one per pooled dim), by ATen's interval rule.
 Given the same samples the result is torch's; without them ember draws its own from ember's generator."""
+from collections.abc import Iterable
+
 import numpy as np
 
 from .. import _dtype as D
@@ -76,8 +78,6 @@ class FractionalMaxPool3d(FractionalMaxPool):
 
 
 def _check(name, input, kernel, output_size, output_ratio, samples, nd):
-    if output_size is None and output_ratio is None:
-        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: {list(input.shape)}")
     if input._dtype.category != D.FLOAT:
@@ -86,12 +86,25 @@ def _check(name, input, kernel, output_size, output_ratio, samples, nd):
 
 def _fractional(name, nd, input, kernel_size, output_size, output_ratio, return_indices, _random_samples):
     from .random import rand
+    # first what torch's Python-level F function computes, in its order, before its C-level call checks anything:
+    # a bad call fails where torch's does (a 2-d input's size(-3): IndexError; a bare float output_ratio of the 2-d
+    # form: len()'s TypeError; Note [Python-level checks] in _argcheck.py)
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        if nd == 2 and len(output_ratio) > 2:
+            raise ValueError(f"{name} requires output_ratio to either be a single Int or tuple of Ints.")
+        ratio = output_ratio
+        if ratio.__class__ is not tuple and ratio.__class__ is not list:  # torch's _pair/_triple
+            ratio = tuple(ratio) if isinstance(ratio, Iterable) else (ratio,) * nd
+        spatial = input._data.shape[-nd:] if input._data.ndim >= nd else input.size(-nd)  # size(): an IndexError
+        output_size = [int(spatial[d] * ratio[d]) for d in range(nd)]
+    if _random_samples is None:
+        n = 1 if input.dim() == nd + 1 else input.size(0)
+        _random_samples = rand(n, input.size(-nd - 1), nd, dtype=input.dtype, device=input.device)
     kernel = tuple(kernel_size) if isinstance(kernel_size, (tuple, list)) else (kernel_size,) * nd
     _check(name, input, kernel, output_size, output_ratio, _random_samples, nd)
     spatial = tuple(input.shape[-nd:])
-    if output_size is None:
-        ratio = output_ratio if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * nd
-        output_size = tuple(int(s * r) for s, r in zip(spatial, ratio))
     out_size = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * nd
     dims = "THW"[3 - nd:]
     for d in range(nd):
@@ -101,9 +114,7 @@ def _fractional(name, nd, input, kernel_size, output_size, output_ratio, return_
     batched = input.dim() == nd + 2
     n = input.shape[0] if batched else 1
     c = input.shape[-nd - 1]
-    if _random_samples is None:
-        _random_samples = rand(n, c, nd, dtype=input._dtype)
-    elif _random_samples._dtype is not input._dtype:
+    if _random_samples._dtype is not input._dtype:
         raise RuntimeError("Expect _random_samples to have the same dtype as input")
     s = _random_samples
     if s.dim() != 3:

@@ -211,8 +211,12 @@ def _index_copy_plan(input, dim, index, source):
 
 @register()
 def index_copy(input, dim, index, source, *, out=None):
+    if out is not None and isinstance(out, Tensor) and out._dtype is not input._dtype:  # a structured op: out's
+        _wrap_dim(dim, input._data.ndim)  # dtype is checked after the dim, before the index (torch's order)
+        raise RuntimeError(f"Expected out tensor to have dtype {D.C_TYPE_NAMES[input._dtype]}, but got "
+                           f"{D.C_TYPE_NAMES[out._dtype]} instead")
     r = apply_plan(input, _index_copy_plan(input, dim, index, source))
-    return r if out is None else write_out(out, r, "index_copy")
+    return r if out is None else write_out(out, r, "index_copy", (index, source))  # out may be the input
 
 
 inplace_variant(index_copy, "index_copy_", _index_copy_plan)

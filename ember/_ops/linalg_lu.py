@@ -146,6 +146,8 @@ def linalg_lu(A, *, pivot=True, out=None):
 
 def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """Solve A X = B (or X A = B, with A^H if adjoint) from lu_factor's output."""
+    if pivots._dtype is not D.int32:  # torch checks it first
+        raise RuntimeError("linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32")
     P, L, U = _unpack(LU, pivots)
     if left and not adjoint:      # P L U X = B
         y = linalg_solve_triangular(L, matmul(P.mT, B), upper=False, unitriangular=True)

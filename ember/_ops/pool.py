@@ -7,12 +7,14 @@ of the gradient to those positions, whose own backward is a gather: gradients of
 Average pooling is a sum over the kernel taps of strided views times a per-position scale; its
 backward (one strided add per tap) and that backward's backward are the same two kernels.
 """
+from collections.abc import Iterable
+
 import numpy as np
 
 from .. import _dtype as D
 from .._backend import conv_numpy as K
 from .._backend import depthwise_numpy as DW
-from .._tensor import Tensor
+from .._tensor import Tensor, _wrap_dim
 from ._registry import Op, install
 from .sampling import _area_map, _named, apply_maps
 
@@ -270,6 +272,8 @@ def _check_input(input, nd, fname):
     if not isinstance(input, Tensor):
         raise TypeError(f"{fname}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if input.dim() not in (nd + 1, nd + 2):
+        if fname == "avg_pool2d" and input.dim() < 3:
+            _wrap_dim(-3, input.dim())  # ATen's avg_pool2d reads input.size(-3) before this check: an IndexError
         if nd == 1:
             raise RuntimeError(f"{fname}: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
                                f"input, but got:{list(input.shape)}")
@@ -601,6 +605,11 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 
 def _lp_pool(nd, input, norm_type, kernel_size, stride, ceil_mode):
     """(sum over the window of x^p)^(1/p): avg_pool of x^p times the window size (torch's composite)."""
+    if nd > 1 and kernel_size.__class__ is not int:  # torch's F unpacks _pair/_triple(kernel_size) first
+        n_kernel = len(tuple(kernel_size)) if isinstance(kernel_size, Iterable) else nd
+        if n_kernel != nd:
+            raise ValueError(f"{'not enough' if n_kernel < nd else 'too many'} values to unpack (expected {nd}, "
+                             f"got {n_kernel})")
     kernel = _tuple_arg(kernel_size, nd, f"lp_pool{nd}d", "kernel_size")
     pool = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[nd]
     if stride is not None:
@@ -630,9 +639,10 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
     fname = f"max_unpool{nd}d"
-    if input.dim() < nd:  # torch's F reads the output size from input.size() first
-        raise IndexError("tuple index out of range")
     if input.dim() not in (nd + 1, nd + 2):
+        n_kernel = len(tuple(kernel_size)) if isinstance(kernel_size, Iterable) else nd  # torch's _single/_pair/...
+        if input.dim() < n_kernel:  # torch's F reads the output size from input.size()[-len(kernel_size)] first
+            raise IndexError("tuple index out of range")
         kernel_nd = max(nd, 2)  # max_unpool1d runs max_unpool2d on an unsqueezed input
         raise RuntimeError(f"Input to max_unpooling{kernel_nd}d should be a {kernel_nd + 1}d or {kernel_nd + 2}d "
                            f"Tensor, but got a tensor with {input.dim() + (nd == 1)} dimensions.")

@@ -178,14 +178,14 @@ def bilinear(input1, input2, weight, bias=None):
         if input1.shape[i] != input2.shape[i]:
             raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: got "
                                f"{input1.shape[i]} and {input2.shape[i]}")
-    if input1.shape[-1] != weight.shape[1]:
+    if input1.shape[-1] != weight.size(1):  # size(): a weight of fewer dims is torch's IndexError
         raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} but "
                            f"expected {weight.shape[1]}")
-    if weight.dim() != 3:
-        raise RuntimeError(f"bilinear(): weight must be 3-dimensional, got {weight.dim()}-D")
-    if input2.shape[-1] != weight.shape[2]:
+    if input2.shape[-1] != weight.size(2):
         raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but "
                            f"expected {weight.shape[2]}")
+    if weight.dim() != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-dimensional, got {weight.dim()}-D")
     if bias is not None and bias.shape[0] != weight.shape[0]:
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} but expected "
                            f"{weight.shape[0]}")
@@ -209,7 +209,13 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(||input||_p over dim, eps); p=None is the 2-norm (torch's Tensor.norm default).
     See torch.nn.functional.normalize."""
     from .. import linalg
-    denom = linalg.vector_norm(input, 2.0 if p is None else p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    try:
+        norm = linalg.vector_norm(input, 2.0 if p is None else p, dim, keepdim=True)
+    except TypeError:
+        if not isinstance(p, str):
+            raise
+        norm = input.norm(p, dim, keepdim=True)  # torch's Tensor.norm: 'fro' over one dim is the 2-norm
+    denom = norm.clamp_min(eps).expand_as(input)
     if out is None:
         return input / denom
     from .._ops.pointwise import div
