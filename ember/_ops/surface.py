@@ -6,7 +6,7 @@ import warnings
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ._argcheck import _is_number, _type_name
+from ._argcheck import OPTIONAL_BOOL, OVERRIDES, _is_number, _type_name
 from ._registry import check_inplace, install
 
 
@@ -118,6 +118,7 @@ def native_dropout(input, p, train):
     return input.clone(), input.new_ones(input.shape, dtype=D.bool)
 
 
+OVERRIDES["native_dropout"] = {"train": OPTIONAL_BOOL}  # torch's `bool?` (None: training)
 for _fn in (bilinear, adaptive_max_pool1d, native_dropout):
     install(_fn, _fn.__name__, method=False)
 del _fn
@@ -164,37 +165,34 @@ def frobenius_norm(input, dim, keepdim=False, *, out=None):
 
 
 def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
-    """Deprecated torch.nuclear_norm: linalg.matrix_norm(input, 'nuc', dim, keepdim); without dim the input
-    must be a matrix. Torch's two overloads (input, keepdim) and (input, dim, keepdim) in one signature."""
+    """Deprecated torch.nuclear_norm: linalg.matrix_norm(input, 'nuc', dim, keepdim), dim the last two by
+    default. Torch's two overloads (input, keepdim) and (input, dim, keepdim) in one signature."""
     from .linalg_norm import linalg_matrix_norm
     _deprecated_once("nuclear_norm", "linalg.matrix_norm(A, 'nuc', dim, keepdim)")
     if isinstance(dim, bool):  # nuclear_norm(A, True): the (input, keepdim) overload
         dim, keepdim = None, dim
     if dim is None:
-        if input.dim() != 2:
-            raise RuntimeError(f"Expected a tensor with 2 dimensions, but got a tensor with {input.dim()} "
-                               f"dimension{'' if input.dim() == 1 else 's'} instead.")
         dim = (-2, -1)
     return linalg_matrix_norm(input, "nuc", dim, keepdim, out=out)
 
 
 def native_norm(input, p=2, dim=None, keepdim=False, dtype=None):
-    """torch.native_norm: the p-norm of a sparse COO tensor's values (torch's only kernels are sparse ones,
-    and they reduce over all dims); a dense input raises NotImplementedError, as torch's dispatcher."""
+    """torch.native_norm: the p-norm of a sparse COO tensor's values (torch's only kernels are sparse ones:
+    full reductions, no keepdim or dtype); a dense input raises NotImplementedError, as torch's dispatcher."""
     from .. import norm
     if not input.is_sparse:
         raise NotImplementedError("Could not run 'aten::native_norm' with arguments from the 'CPU' backend. "
                                   "'aten::native_norm' is only available for these backends: [SparseCPU].")
+    if keepdim:
+        raise RuntimeError("norm_sparse currently does not support keepdim=True")
+    if dtype is not None:
+        raise RuntimeError("norm_sparse currently does not support 'dtype' argument")
     if dim is not None:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         if dims and sorted(d % input.dim() for d in dims) != list(range(input.dim())):
             raise RuntimeError("norm_sparse currently only supports full reductions, so 'dim' must either be "
                                "empty or contain all dimensions of the input")
-    values = input.coalesce()._values()
-    if dtype is not None:
-        values = values.to(dtype)
-    r = norm(values, 2 if p is None else p)
-    return r.reshape((1,) * input.dim()) if keepdim else r
+    return norm(input.coalesce()._values(), 2 if p is None else p)
 
 
 for _fn in (vander, frobenius_norm, nuclear_norm, native_norm):
