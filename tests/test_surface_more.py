@@ -295,3 +295,200 @@ def lib_dtype(lib):
 
 def _none(lib):
     return None
+
+
+# ---- frombuffer, get_device, set_flush_denormal -------------------------------------------------------
+
+@pytest.mark.parametrize("kw", [dict(), dict(count=2, offset=4), dict(offset=2, count=3), dict(count=-2),
+                                dict(count=4), dict(offset=12)])
+def test_frombuffer_values_and_aliasing(kw):
+    raw = np.arange(16, dtype=np.uint8).tobytes()
+    out = []
+    for lib in LIBS:
+        buf = bytearray(raw)
+        t = lib.frombuffer(buf, dtype=lib.int32, **kw)
+        t[0] = -7  # writes go to the buffer
+        out.append((t, bytes(buf)))
+    same(out[1][0], out[0][0])
+    assert out[1][1] == out[0][1]
+
+
+def test_frombuffer_dtypes_and_grad():
+    import array
+    src = array.array("d", [1.5, -2.0, 3.25])
+    for dtype in ("float64", "float32", "uint8", "bool", "complex64", "int16"):
+        out = [lib.frombuffer(array.array("d", src), dtype=getattr(lib, dtype)) for lib in LIBS]
+        same(out[1], out[0])
+    out = [lib.frombuffer(bytearray(8), dtype=lib.float32, requires_grad=True) for lib in LIBS]
+    same(out[1], out[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = [lib.frombuffer(b"\x00\x00\x80\x3f", dtype=lib.float32) for lib in LIBS]  # read-only: torch warns
+    same(out[1], out[0])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.frombuffer(bytearray(16), dtype=lib.int32, count=5),
+    lambda lib: lib.frombuffer(bytearray(16), dtype=lib.int32, offset=16),
+    lambda lib: lib.frombuffer(bytearray(16), dtype=lib.int32, offset=-1),
+    lambda lib: lib.frombuffer(bytearray(16), dtype=lib.int32, count=0),
+    lambda lib: lib.frombuffer(bytearray(0), dtype=lib.int32),
+    lambda lib: lib.frombuffer(bytearray(5), dtype=lib.int32),
+    lambda lib: lib.frombuffer(bytearray(16), dtype=lib.int32, offset=2),
+    lambda lib: lib.frombuffer([1, 2], dtype=lib.float32),
+    lambda lib: lib.frombuffer(bytearray(16)),
+    lambda lib: lib.frombuffer(memoryview(bytearray(16))[::2], dtype=lib.uint8),
+    lambda lib: lib.frombuffer(bytearray(8), dtype=lib.int32, requires_grad=True),
+])
+def test_frombuffer_errors(fn):
+    raises_same(fn)
+
+
+def test_get_device_and_flush_denormal():
+    assert ember.get_device(ember.ones(2)) == torch.get_device(torch.ones(2)) == -1
+    raises_same(lambda lib: lib.get_device(2))
+    tiny = np.array([1e-40], np.float32)
+    try:
+        for lib in LIBS:  # both set the same thread's floating-point state: one library at a time
+            assert lib.set_flush_denormal(True) is torch.set_flush_denormal(True)
+            flushed = float((lib.tensor(tiny) * 1.0)[0])
+            assert lib.set_flush_denormal(False) is torch.set_flush_denormal(False)
+            kept = float((lib.tensor(tiny) * 1.0)[0])
+            assert (flushed == 0.0) is torch.set_flush_denormal(False) and kept != 0.0
+    finally:
+        torch.set_flush_denormal(False)
+
+
+# ---- binomial -------------------------------------------------------------------------------------------
+
+def test_binomial():
+    rng = np.random.default_rng(7)
+    count = rng.integers(0, 60, (3, 4)).astype(np.float64)
+    prob = rng.uniform(0, 1, (3, 4))
+    prob[0, 0], prob[1, 1], prob[2, 2], prob[2, 3] = 0.0, 1.0, 1.5, np.nan
+    for dtype in (np.float64, np.float32):
+        for c, p in ((count, prob), (count, prob[0]), (count[:, :1], prob)):
+            out = []
+            for lib in LIBS:
+                g = lib.Generator().manual_seed(3)
+                out.append(lib.binomial(lib.tensor(c.astype(dtype)), lib.tensor(p.astype(dtype)), generator=g))
+            # the same shape, dtype and range, and (checked here) the same draws as torch's sampler
+            same(out[1], out[0])
+            v = out[1].numpy()
+            assert ((v >= 0) & (v <= np.broadcast_to(c, v.shape)) | np.isnan(v)).all()
+    a = [lib.binomial(lib.tensor(count, requires_grad=True), lib.tensor(prob)) for lib in LIBS]
+    assert a[1].requires_grad and a[1].grad_fn.name() == a[0].grad_fn.name()
+    raises_same(lambda lib: lib.binomial(lib.tensor(count), lib.tensor(prob), None).sum().backward())
+    raises_same(lambda lib: lib.binomial(lib.tensor(count, requires_grad=True), lib.tensor(prob)).sum().backward())
+    raises_same(lambda lib: lib.binomial(lib.tensor(count), lib.tensor(prob, dtype=lib.float32)))
+    raises_same(lambda lib: lib.binomial(lib.tensor([5]), lib.tensor([0])))
+    raises_same(lambda lib: lib.binomial(lib.tensor([5.0], dtype=lib.float16), lib.tensor([0.5], dtype=lib.float16)))
+
+
+# ---- as_subclass, dim_order, resize_as, apply_, map_ -------------------------------------------------------
+
+def test_as_subclass():
+    out = []
+    for lib in LIBS:
+        class Sub(lib.Tensor):
+            pass
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        b = a * 2
+        s = b.as_subclass(Sub)
+        assert type(s) is Sub and s.data_ptr() == b.data_ptr()
+        (s * lib.tensor([3.0, 5.0])).sum().backward()
+        out.append((s, s.grad_fn.name(), a.grad))
+    same(out[1][0], out[0][0])
+    assert out[1][1] == out[0][1]
+    same(out[1][2], out[0][2])
+    raises_same(lambda lib: lib.ones(2).as_subclass(int))
+    raises_same(lambda lib: lib.ones(2).as_subclass(3))
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.empty(2, 3, 4), lambda lib: lib.empty(2, 3, 4).permute(2, 0, 1),
+    lambda lib: lib.empty(2, 3, 5, 7).transpose(1, 2), lambda lib: lib.empty(1, 2, 3, 4),
+    lambda lib: lib.empty(2, 3, 4, 5).contiguous(memory_format=lib.channels_last),
+    lambda lib: lib.empty(2, 1, 4, 4).contiguous(memory_format=lib.channels_last),
+    lambda lib: lib.empty(2, 3, 4)[:, ::2], lambda lib: lib.empty(3, 4).expand(2, 3, 4), lambda lib: lib.tensor(1.0),
+    lambda lib: lib.empty(4, 4).t(), lambda lib: lib.empty(6, 5, 4).permute(1, 2, 0)[::2],
+])
+def test_dim_order(make):
+    for check in (False, True, "formats"):
+        def fn(lib):
+            arg = [lib.contiguous_format, lib.channels_last] if check == "formats" else check
+            return make(lib).dim_order(ambiguity_check=arg)
+        try:
+            expected = fn(torch)
+        except RuntimeError:
+            raises_same(fn)
+            continue
+        assert fn(ember) == expected
+
+
+def test_is_contiguous_channels_last_ignores_size_one_dims():
+    for shape, perm in (((2, 1, 4, 4), (0, 2, 3, 1)), ((1, 3, 1, 5), (0, 2, 3, 1)), ((2, 3, 4, 5), (0, 2, 3, 1)),
+                        ((2, 3, 4, 5), (0, 1, 2, 3)), ((0, 3, 2, 2), (0, 2, 3, 1)), ((2, 3, 4, 5), (0, 3, 2, 1))):
+        got = []
+        for lib in LIBS:
+            t = lib.empty(tuple(shape[p] for p in perm)).permute(*np.argsort(perm).tolist())
+            got.append((t.is_contiguous(memory_format=lib.channels_last), t.is_contiguous()))
+        assert got[1] == got[0], (shape, perm)
+
+
+def test_dim_order_errors():
+    raises_same(lambda lib: lib.empty(2, 3).dim_order(ambiguity_check=3))
+    raises_same(lambda lib: lib.empty(2, 3).dim_order(ambiguity_check=[lib.float32]))
+
+
+def test_resize_as():
+    x = np.arange(6.0).reshape(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grads(lambda lib, a: a.resize_as(lib.ones(3, 2)), [x])
+        grads(lambda lib, a: a.t().resize_as(lib.ones(6)), [x])
+        raises_same(lambda lib: lib.ones(2, 3).resize_as(lib.ones(3, 3)))
+    for lib in LIBS:
+        with pytest.warns(UserWarning, match="non-inplace resize_as is deprecated"):
+            lib.ones(2, 3).resize_as(lib.ones(6))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "uint8", "bool", "complex64"])
+def test_apply_(dtype):
+    x = np.arange(6).reshape(2, 3).astype(dtype)
+    for fn in (lambda v: v * 2 + 1, lambda v: v * 2.7 if not isinstance(v, complex) else v * 1j, lambda v: v):
+        out = []
+        for lib in LIBS:
+            t = lib.tensor(x)
+            for view in (t, t.t()):  # and through a transposed view
+                r = view.apply_(fn)
+                assert r is view
+            out.append(t)
+        same(out[1], out[0])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.ones(2).apply_(lambda v: "a"), lambda lib: lib.ones(2).apply_(lambda v: None),
+    lambda lib: lib.ones(2).apply_(3), lambda lib: lib.ones(2, requires_grad=True).apply_(lambda v: v),
+    lambda lib: lib.ones(2, dtype=lib.int32).apply_(lambda v: 2 ** 40),
+    lambda lib: lib.ones(2, 3).map_(lib.ones(2, 1, 3), lambda a, b: a),
+    lambda lib: lib.ones(2).map_(lib.ones(2, dtype=lib.float64), lambda a, b: a),
+    lambda lib: lib.ones(2).map_(2, lambda a, b: a),
+    lambda lib: lib.ones(2, requires_grad=True).map_(lib.ones(2), lambda a, b: a),
+])
+def test_apply_map_errors(fn):
+    raises_same(fn)
+
+
+def test_map_():
+    x = np.arange(6.0).reshape(2, 3)
+    for other in (np.array([1.0, 2.0, 3.0]), np.ones((2, 1)) * 4, x):
+        out = [lib.tensor(x).map_(lib.tensor(other), lambda a, b: a * b - 1) for lib in LIBS]
+        same(out[1], out[0])
+    out = []
+    for lib in LIBS:
+        t = lib.tensor(x)
+        v = t._version
+        t.apply_(lambda a: a)
+        out.append(t._version - v)  # torch bumps no version for these
+    assert out[1] == out[0]

@@ -6,6 +6,7 @@ from .. import _dtype as D
 from .._layout import channels_last, memory_format as _MemoryFormat
 from .._tensor import Tensor
 from ..autograd.function import Function
+from ._argcheck import OVERRIDES
 from ._registry import install
 from .random import _Sampled
 
@@ -100,7 +101,7 @@ def binomial(count, prob, generator=None):
 class _NoBinomialDerivative(_Sampled):
     """grad_fn of a draw from inputs that require grad: torch has no derivative for binomial."""
     __slots__ = ()
-    _name = "NotImplemented"
+    _name = "torch::autograd::NotImplemented"  # torch's name(); repr shows NotImplemented
 
     def backward(ctx, grad):
         raise RuntimeError("derivative for aten::binomial is not implemented")
@@ -270,6 +271,7 @@ def map_(self, other, callable):
 
 
 install(as_subclass, "as_subclass", function=False)
+OVERRIDES["dim_order"] = {"ambiguity_check": None}  # a bool or a list of memory formats: checked in dim_order
 install(dim_order, "dim_order", function=False)
 install(resize_as, "resize_as", function=False)
 install(apply_, "apply_", function=False)
