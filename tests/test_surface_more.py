@@ -492,3 +492,30 @@ def test_map_():
         t.apply_(lambda a: a)
         out.append(t._version - v)  # torch bumps no version for these
     assert out[1] == out[0]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.nuclear_norm(lib.ones(3, 4), None), lambda lib: lib.nuclear_norm(lib.ones(3, 4), 5),
+    lambda lib: lib.nuclear_norm(lib.ones(3, 4), 1), lambda lib: lib.nuclear_norm(lib.ones(3, 4), (0, -3)),
+    lambda lib: lib.frobenius_norm(lib.ones(3, 4), {}), lambda lib: lib.frobenius_norm(lib.ones(3, 4), 1.0),
+    lambda lib: lib.native_norm(lib.ones(3, 4).to_sparse(), 2, None),
+    lambda lib: lib.native_norm(lib.ones(3, 4).to_sparse(), 2, [0, 1], False),
+    lambda lib: lib.native_norm(lib.ones(3, 4).to_sparse(), None), lambda lib: lib.native_norm(lib.ones(3), "a"),
+    lambda lib: lib.set_flush_denormal(1), lambda lib: lib.set_flush_denormal(None),
+    lambda lib: lib.vander(lib.ones(3), 2.0), lambda lib: lib.vander(lib.ones(3), True),
+    lambda lib: lib.bilinear(lib.ones(2, 3), lib.ones(2, 4), lib.ones(5, 3)),
+])
+def test_overload_and_type_errors(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        raises_same(fn)
+
+
+def test_overloads_that_torch_takes():
+    x = np.random.default_rng(8).standard_normal((3, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for fn in (lambda lib: lib.native_norm(lib.tensor(x).to_sparse(), None, [0, 1], False, None),
+                   lambda lib: lib.native_norm(lib.tensor(x).to_sparse(), 2, dim=[0, 1], keepdim=False, dtype=None),
+                   lambda lib: lib.vander(lib.tensor(x[0]), lib.tensor(2))):
+            same(fn(ember), fn(torch))

@@ -6,7 +6,7 @@ import warnings
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ._argcheck import OPTIONAL_BOOL, OVERRIDES, _is_number, _type_name
+from ._argcheck import OPTIONAL_BOOL, OVERRIDES, _ints_error, _is_int, _is_number, _type_name
 from ._registry import check_inplace, install
 
 
@@ -95,6 +95,8 @@ del _fn
 def bilinear(input1, input2, weight, bias=None):
     """torch.bilinear: nn.functional.bilinear (imported on call: nn is loaded after the ops)."""
     from ..nn.functional import bilinear as f
+    if input1.dim() == input2.dim() and weight.dim() < 3:  # torch reads weight.size(1), size(2) before its dim
+        weight.size(1 if weight.dim() < 2 else 2)
     return f(input1, input2, weight, bias)
 
 
@@ -130,9 +132,11 @@ def vander(x, N=None, increasing=False):
     """Columns x**0, x**1, ... (decreasing powers unless increasing): torch's cumprod of x, so integer and
     bool inputs give int64 and gradients flow through cumprod. Differs from linalg.vander's argument order."""
     from .. import cat, flip, ones
+    if N is not None and not _is_int(N):
+        raise TypeError(f"vander(): argument 'N' (position 2) must be int, not {_type_name(N)}")
     if x.dim() != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
-    n = x.shape[0] if N is None else N
+    n = x.shape[0] if N is None else int(N)
     if n < 0:
         raise RuntimeError("N must be non-negative.")
     dtype = D.promote_types(x.dtype, D.int64)
@@ -157,6 +161,8 @@ def _deprecated_once(name, instead):
 def frobenius_norm(input, dim, keepdim=False, *, out=None):
     """Deprecated torch.frobenius_norm: norm(input, 2, dim, keepdim) over at most 2 dims."""
     from .. import norm
+    if _ints_error(dim) is not None:
+        raise TypeError(f"frobenius_norm(): argument 'dim' (position 2) must be tuple of ints{_ints_error(dim)}")
     _deprecated_once("frobenius_norm", "linalg.vector_norm(A, 2., dim, keepdim)")
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     if len(dims) > 2:
@@ -164,22 +170,52 @@ def frobenius_norm(input, dim, keepdim=False, *, out=None):
     return norm(input, 2, dims, keepdim, out=out)
 
 
-def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
-    """Deprecated torch.nuclear_norm: linalg.matrix_norm(input, 'nuc', dim, keepdim), dim the last two by
-    default. Torch's two overloads (input, keepdim) and (input, dim, keepdim) in one signature."""
+def nuclear_norm(input, dim=(-2, -1), keepdim=False, *, out=None):
+    """Deprecated torch.nuclear_norm: linalg.matrix_norm(input, 'nuc', dim, keepdim). Torch's two overloads
+    (input, keepdim) and (input, dim, keepdim) in one signature: a bool in dim's place is keepdim."""
     from .linalg_norm import linalg_matrix_norm
+    if dim is None:  # neither overload takes it
+        raise TypeError(_no_overload("nuclear_norm", (input, dim), _NUCLEAR_OVERLOADS))
     _deprecated_once("nuclear_norm", "linalg.matrix_norm(A, 'nuc', dim, keepdim)")
     if isinstance(dim, bool):  # nuclear_norm(A, True): the (input, keepdim) overload
-        dim, keepdim = None, dim
-    if dim is None:
-        dim = (-2, -1)
-    return linalg_matrix_norm(input, "nuc", dim, keepdim, out=out)
+        dim, keepdim = (-2, -1), dim
+    dims = (dim, dim) if _is_int(dim) else tuple(dim)  # torch's int[2]: one int stands for both
+    n = input.dim()
+    for d in dims if n >= 2 else ():  # torch wraps the dims before matrix_norm checks that there are two
+        if not -n <= d < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+    return linalg_matrix_norm(input, "nuc", dims, keepdim, out=out)
 
 
-def native_norm(input, p=2, dim=None, keepdim=False, dtype=None):
+_NUCLEAR_OVERLOADS = ("(Tensor input, tuple of ints dim, bool keepdim = False, *, Tensor out = None)",
+                      "(Tensor input, bool keepdim = False, *, Tensor out = None)")
+_NATIVE_NORM_OVERLOADS = ("(Tensor input, Number p = 2)",
+                          "(Tensor input, Number p, tuple of ints dim, bool keepdim, torch.dtype dtype)")
+_NOT_GIVEN = type("NotGiven", (), {"__repr__": lambda self: "<not given>", "__slots__": ()})()
+
+
+def _no_overload(name, args, overloads):
+    """torch's TypeError for arguments that match none of an op's overloads."""
+    got = ", ".join(type(a).__name__ if not isinstance(a, Tensor) else "Tensor" for a in args)
+    lines = "".join(f"\n * {o}" for o in overloads)
+    return f"{name}() received an invalid combination of arguments - got ({got}), but expected one of:{lines}\n"
+
+
+def native_norm(input, p=2, dim=_NOT_GIVEN, keepdim=_NOT_GIVEN, dtype=_NOT_GIVEN):
     """torch.native_norm: the p-norm of a sparse COO tensor's values (torch's only kernels are sparse ones:
-    full reductions, no keepdim or dtype); a dense input raises NotImplementedError, as torch's dispatcher."""
+    full reductions, no keepdim or dtype); a dense input raises NotImplementedError, as torch's dispatcher.
+    Torch's overloads (input, p=2) and (input, p, dim, keepdim, dtype): the last three all or none."""
     from .. import norm
+    rest = (dim, keepdim, dtype)
+    given = [v is not _NOT_GIVEN for v in rest]
+    if any(given) and not (all(given) and dim is not None and keepdim.__class__ is bool):
+        args = (input, p) + tuple(v for v in rest if v is not _NOT_GIVEN)
+        raise TypeError(_no_overload("native_norm", args, _NATIVE_NORM_OVERLOADS))
+    if p is None and not all(given):
+        raise TypeError("native_norm(): argument 'p' (position 2) must be Number, not NoneType")
+    dim, keepdim, dtype = (dim, keepdim, dtype) if all(given) else (None, False, None)
+    if p is not None:
+        _number_arg("native_norm", "p", 2, p)
     if not input.is_sparse:
         raise NotImplementedError("Could not run 'aten::native_norm' with arguments from the 'CPU' backend. "
                                   "'aten::native_norm' is only available for these backends: [SparseCPU].")
@@ -195,6 +231,9 @@ def native_norm(input, p=2, dim=None, keepdim=False, dtype=None):
     return norm(input.coalesce()._values(), 2 if p is None else p)
 
 
+# the overloads' arguments are checked in the ops themselves (torch's words, None where an overload takes it)
+OVERRIDES["native_norm"] = {"p": None, "dim": None, "keepdim": None, "dtype": None}
+OVERRIDES["frobenius_norm"] = {"dim": None}
 for _fn in (vander, frobenius_norm, nuclear_norm, native_norm):
     install(_fn, _fn.__name__, method=False)
 del _fn

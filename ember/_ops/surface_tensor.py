@@ -6,7 +6,7 @@ from .. import _dtype as D
 from .._layout import channels_last, memory_format as _MemoryFormat
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._argcheck import OVERRIDES
+from ._argcheck import OVERRIDES, _type_name
 from ._registry import install
 from .random import _Sampled
 
@@ -68,7 +68,9 @@ def set_flush_denormal(mode):
     """Flush denormal floats to zero on this thread (x86 SSE3: MXCSR's DAZ and FTZ bits), as torch; True when
     the CPU supports it, False (and nothing changed) elsewhere."""
     from .._backend.cpu_features import set_flush_denormal as set_mxcsr
-    return set_mxcsr(bool(mode))
+    if mode.__class__ is not bool:
+        raise RuntimeError(f"flush_denormal expects a bool, but got {_type_name(mode)}")
+    return set_mxcsr(mode)
 
 
 install(get_device, "get_device", method=False)
