@@ -193,7 +193,7 @@ def test_adaptive_max_pool1d():
 
 def test_native_dropout():
     x = np.random.default_rng(4).standard_normal((5, 6)).astype(np.float32)
-    for p, train in ((0.5, True), (0.2, None), (0.0, True), (1.0, True), (0.5, False)):
+    for p, train in ((0.5, True), (0.2, None), (0.7, True), (0.0, True), (1.0, True), (0.5, False)):
         out = []
         for lib in LIBS:
             lib.manual_seed(11)
@@ -412,6 +412,8 @@ def test_as_subclass():
     lambda lib: lib.empty(2, 1, 4, 4).contiguous(memory_format=lib.channels_last),
     lambda lib: lib.empty(2, 3, 4)[:, ::2], lambda lib: lib.empty(3, 4).expand(2, 3, 4), lambda lib: lib.tensor(1.0),
     lambda lib: lib.empty(4, 4).t(), lambda lib: lib.empty(6, 5, 4).permute(1, 2, 0)[::2],
+    lambda lib: lib.empty(3, 1, 4).permute(2, 0, 1), lambda lib: lib.empty(3, 1, 4).permute(2, 1, 0),
+    lambda lib: lib.empty(2, 1, 1, 3).permute(3, 1, 2, 0), lambda lib: lib.empty(5, 1, 4).permute(0, 2, 1),
 ])
 def test_dim_order(make):
     for check in (False, True, "formats"):
