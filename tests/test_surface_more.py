@@ -521,3 +521,27 @@ def test_overloads_that_torch_takes():
                    lambda lib: lib.native_norm(lib.tensor(x).to_sparse(), 2, dim=[0, 1], keepdim=False, dtype=None),
                    lambda lib: lib.vander(lib.tensor(x[0]), lib.tensor(2))):
             same(fn(ember), fn(torch))
+
+
+def test_norm_except_dim():
+    v = np.random.default_rng(9).standard_normal((3, 4, 2))
+    for pow_, dim in ((2, 0), (2, 1), (2, 2), (2, -1), (3, 1), (1, 0), (2, -2)):
+        grads(lambda lib, a: lib.norm_except_dim(a, pow_, dim), [v])
+    grads(lambda lib, a: lib.norm_except_dim(a), [v[0]])
+    for bad in (lambda lib: lib.norm_except_dim(lib.tensor(v), 2, 5), lambda lib: lib.norm_except_dim(lib.tensor(2.0)),
+                lambda lib: lib.norm_except_dim(lib.ones(3, dtype=lib.int64)),
+                lambda lib: lib.norm_except_dim(lib.ones(2, 3), 2.5, 0)):
+        raises_same(bad)
+
+
+def test_map2_():
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    out = [lib.tensor(x).map2_(lib.tensor([1.0, 2.0, 3.0]), lib.tensor([[10.0], [20.0]]), lambda a, b, c: a * b + c)
+           for lib in LIBS]
+    same(out[1], out[0])
+    for bad in (lambda lib: lib.ones(2, 3).map2_(2, lib.ones(3), lambda a, b, c: a),
+                lambda lib: lib.ones(2, 3).map2_(lib.ones(3, dtype=lib.float64), lib.ones(3), lambda a, b, c: a),
+                lambda lib: lib.ones(2, 3).map2_(lib.ones(3), lib.ones(3, dtype=lib.int64), lambda a, b, c: a),
+                lambda lib: lib.ones(2, 3, requires_grad=True).map2_(lib.ones(3), lib.ones(3), lambda a, b, c: a),
+                lambda lib: lib.ones(2, 3).map2_(lib.ones(4), lib.ones(3), lambda a, b, c: a)):
+        raises_same(bad)

@@ -1,7 +1,7 @@
 """Small public APIs real programs touch (issue 13): Tensor.fill_diagonal_, the tensor predicates'
 function forms (is_nonzero, is_same_size, is_signed, is_inference), torch.detach/detach_, and torch's
-function forms of nn.functional ops and deprecated norms (bilinear, adaptive_max_pool1d, vander,
-frobenius_norm, nuclear_norm, native_dropout, native_norm). All composites of ember ops."""
+function forms of nn.functional ops and older norms (bilinear, adaptive_max_pool1d, vander,
+frobenius_norm, nuclear_norm, native_dropout, native_norm, norm_except_dim). All composites of ember ops."""
 import warnings
 
 from .. import _dtype as D
@@ -229,6 +229,28 @@ def native_norm(input, p=2, dim=_NOT_GIVEN, keepdim=_NOT_GIVEN, dtype=_NOT_GIVEN
             raise RuntimeError("norm_sparse currently only supports full reductions, so 'dim' must either be "
                                "empty or contain all dimensions of the input")
     return norm(input.coalesce()._values(), 2 if p is None else p)
+
+
+def norm_except_dim(v, pow=2, dim=0):
+    """The pow-norm over every dim but `dim`, kept as size-1 dims (weight_norm's g); dim=-1: one norm of all.
+    Torch's composite: a view to 2-d, norm, view back (other dims through transpose(0, dim))."""
+    if not _is_int(pow):
+        raise TypeError(f"norm_except_dim(): argument 'pow' (position 2) must be int, not {_type_name(pow)}")
+    if dim == -1:
+        return v.norm(pow)
+    n = v.dim()
+    if dim != 0 and dim != n - 1:
+        return norm_except_dim(v.transpose(0, dim), pow, 0).transpose(0, dim)
+    if n == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    size = [1] * n
+    size[dim] = v.shape[dim]
+    if dim == 0:
+        return v.contiguous().view(v.shape[0], -1).norm(pow, 1).view(size)
+    return v.contiguous().view(-1, v.shape[dim]).norm(pow, 0).view(size)
+
+
+install(norm_except_dim, "norm_except_dim", method=False)
 
 
 # the overloads' arguments are checked in the ops themselves (torch's words, None where an overload takes it)

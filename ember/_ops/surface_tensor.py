@@ -272,6 +272,24 @@ def map_(self, other, callable):
     return _callback_into(self, "map_", [callable(a, b) for a, b in pairs])
 
 
+def map2_(self, x, y, callable):
+    """self[i] = callable(self[i], x[i], y[i]) with x and y broadcast to self's shape (same dtype)."""
+    from ..autograd.graph import _type_name as legacy_name
+    for pos, (name, t) in enumerate((("x", x), ("y", y)), 1):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"map2_(): argument '{name}' (position {pos}) must be Tensor, not {type(t).__name__}")
+    if self._requires_grad:
+        raise RuntimeError("Can't call map2_() on Variable that requires grad. Use var.detach().map2_() instead.")
+    for name, t in (("x", x), ("y", y)):
+        if t._dtype is not self._dtype:
+            raise TypeError(f"map2_: expected torch.{legacy_name(self)} for argument '{name}' (got "
+                            f"torch.{legacy_name(t)})")
+    xs = x.expand(self.shape)._data.ravel().tolist()
+    ys = y.expand(self.shape)._data.ravel().tolist()
+    return _callback_into(self, "map2_", [callable(a, b, c) for a, b, c in zip(self._data.ravel().tolist(), xs, ys)])
+
+
+install(map2_, "map2_", function=False)
 install(as_subclass, "as_subclass", function=False)
 OVERRIDES["dim_order"] = {"ambiguity_check": None}  # a bool or a list of memory formats: checked in dim_order
 install(dim_order, "dim_order", function=False)
