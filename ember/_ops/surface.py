@@ -130,7 +130,8 @@ del _fn
 
 def vander(x, N=None, increasing=False):
     """Columns x**0, x**1, ... (decreasing powers unless increasing): torch's cumprod of x, so integer and
-    bool inputs give int64 and gradients flow through cumprod. Differs from linalg.vander's argument order."""
+    bool inputs give int64. Gradients flow through cumprod (torch 2.13's own vander backward raises an in-place
+    error). Differs from linalg.vander's argument order."""
     from .. import cat, flip, ones
     if N is not None and not _is_int(N):
         raise TypeError(f"vander(): argument 'N' (position 2) must be int, not {_type_name(N)}")
