@@ -199,8 +199,8 @@ class Tensor:
 
     def is_contiguous(self, memory_format=None):
         if memory_format is not None and str(memory_format) == "torch.channels_last":
-            from ._backend.numpy_cpu import is_channels_last
-            return is_channels_last(self._data)
+            from ._backend.numpy_cpu import is_channels_last_contiguous
+            return is_channels_last_contiguous(self._data)
         if memory_format is not None and str(memory_format) == "torch.channels_last_3d":
             from ._layout import format_strides  # C innermost for 5-d tensors; size-1 dims may stride anyhow
             shape = self._data.shape

@@ -24,3 +24,27 @@ def onednn_bf16():
     """Whether torch's oneDNN would run bfloat16 kernels on this CPU."""
     f = flags()
     return {"avx512bw", "avx512vl", "avx512dq"} <= f or "avx_ne_convert" in f
+
+
+def set_flush_denormal(mode):
+    """Set (or clear) MXCSR's denormals-are-zero and flush-to-zero bits of the calling thread through libm's
+    fegetenv/fesetenv (x86-64 glibc, whose fenv_t ends with MXCSR): torch's set_flush_denormal. False where
+    the CPU (no SSE3) or the C library cannot."""
+    import ctypes
+    import ctypes.util
+    import platform
+    if platform.machine() not in ("x86_64", "AMD64") or "pni" not in flags():  # pni: SSE3
+        return False
+    name = ctypes.util.find_library("m")
+    if name is None:
+        return False
+    try:
+        libm = ctypes.CDLL(name)
+    except OSError:
+        return False
+    env = (ctypes.c_uint32 * 8)()  # glibc x86-64 fenv_t: 28 bytes of x87 state, then MXCSR
+    if libm.fegetenv(env) != 0:
+        return False
+    daz_ftz = 0x0040 | 0x8000
+    env[7] = env[7] | daz_ftz if mode else env[7] & ~daz_ftz
+    return libm.fesetenv(env) == 0

@@ -126,6 +126,21 @@ def is_channels_last(arr):
     return st[1] == 1 and st[3] == c and st[2] == c * w
 
 
+def is_channels_last_contiguous(arr):
+    """Tensor.is_contiguous(memory_format=channels_last), torch's rule: strides grow in the order C, W, H, N
+    over the dims of size other than 1 (size-1 dims may stride anyhow, unlike is_channels_last above)."""
+    if arr.ndim != 4:
+        return False
+    expected = 1
+    for d in (1, 3, 2, 0):
+        n = arr.shape[d]
+        if n != 1:
+            if arr.strides[d] // arr.itemsize != expected:
+                return False
+            expected *= n
+    return True
+
+
 def sliding_windows(arr, dim, size, step):
     """Tensor.unfold as a view: windows of `size` every `step` along dim, as a new last dim."""
     shape = list(arr.shape)

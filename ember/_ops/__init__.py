@@ -12,3 +12,5 @@ from . import sampling  # noqa: F401
 from . import grid_volumetric  # noqa: F401  (grid_sampler, grid_sampler_2d/3d)
 from . import window_functions  # noqa: F401  (hann_window, hamming_window ...)
 from . import spectral  # noqa: F401  (stft, istft)
+from . import surface  # noqa: F401  (fill_diagonal_, is_nonzero, vander, torch.* forms of small APIs)
+from . import surface_tensor  # noqa: F401  (frombuffer, binomial, Tensor.dim_order/apply_/map_ ...)
