@@ -524,7 +524,8 @@ def _story_copy_overlap(lib):
 def _story_fill_value(lib):
     return (_raised(lambda: lib.zeros(2).fill_(lib.ones(2))), _raised(lambda: lib.zeros(2).fill_("a")),
             lib.zeros(2, dtype=lib.int64).fill_(lib.tensor(2.7)).tolist(),
-            lib.zeros(2, dtype=lib.uint8).fill_(-1).tolist(), _warned(lambda: lib.zeros(2).fill_(np.float64(1.5)).tolist()))
+            lib.zeros(2, dtype=lib.uint8).fill_(-1).tolist(),
+            _warned(lambda: lib.zeros(2).fill_(np.float64(1.5)).tolist()))
 
 
 CREATION_STORIES = {

@@ -221,7 +221,8 @@ def _story_trunc_normal_warns(lib):
     return warned(lambda: tuple(lib.nn.init.trunc_normal_(lib.empty(10), mean=10.0, std=1.0, a=-2.0, b=2.0).shape))
 
 
-_GEN_INITS = (lambda lib, t, g: lib.nn.init.uniform_(t, generator=g), lambda lib, t, g: lib.nn.init.normal_(t, generator=g),
+_GEN_INITS = (lambda lib, t, g: lib.nn.init.uniform_(t, generator=g),
+              lambda lib, t, g: lib.nn.init.normal_(t, generator=g),
               lambda lib, t, g: lib.nn.init.xavier_uniform_(t, generator=g),
               lambda lib, t, g: lib.nn.init.kaiming_normal_(t, generator=g),
               lambda lib, t, g: lib.nn.init.trunc_normal_(t, generator=g))

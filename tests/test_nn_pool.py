@@ -263,7 +263,8 @@ def test_pool_grad_fn_names_match_torch():
         out = []
         for d, shape in ((2, (1, 2, 6, 6)), (3, (1, 2, 4, 4, 4))):
             x = lib.ones(*shape, requires_grad=True)
-            out += [F_.__dict__[f"max_pool{d}d"](x, 2).grad_fn.name(), F_.__dict__[f"avg_pool{d}d"](x, 2).grad_fn.name(),
+            out += [F_.__dict__[f"max_pool{d}d"](x, 2).grad_fn.name(),
+                    F_.__dict__[f"avg_pool{d}d"](x, 2).grad_fn.name(),
                     F_.__dict__[f"adaptive_avg_pool{d}d"](x, 3).grad_fn.name(),
                     F_.__dict__[f"adaptive_max_pool{d}d"](x, 3).grad_fn.name(),
                     F_.__dict__[f"max_pool{d}d"](x, 2, return_indices=True)[0].grad_fn.name()]

@@ -585,7 +585,8 @@ def _story_packed_sequence(lib):
     p = rnn.PackedSequence(lib.ones(3), lib.tensor([2, 1]), lib.tensor([1, 0]))
     return [data, batch_sizes, sorted_indices, unsorted_indices, type(d).__name__, d.data, ep.to(lib.float32) is ep,
             ep.to("cpu") is ep, ep.double().data, ep.is_cuda, p.sorted_indices, p.unsorted_indices,
-            rnn.invert_permutation(lib.tensor([2, 0, 1])), rnn.PackedSequence((lib.ones(3), lib.tensor([2, 1]))).batch_sizes]
+            rnn.invert_permutation(lib.tensor([2, 0, 1])),
+            rnn.PackedSequence((lib.ones(3), lib.tensor([2, 1]))).batch_sizes]
 
 
 @pytest.mark.parametrize("story", [_story_truncated_bptt, _story_packed_sequence],

@@ -398,7 +398,8 @@ def _story_parametrized_copy(lib):
 
 
 @pytest.mark.parametrize("story", [_story_weight_norm_twice, _story_parametrized_copy],
-                         ids=["weight_norm_hook_form_warns_and_rejects_twice", "parametrized_module_deepcopy_and_pickle"])
+                         ids=["weight_norm_hook_form_warns_and_rejects_twice",
+                              "parametrized_module_deepcopy_and_pickle"])
 def test_utils_stories_match_torch(story):
     """Warnings, raised types, state_dict keys and seeded outputs (within float32 rounding) are torch's."""
     check_story(story, atol=1e-6)
