@@ -562,3 +562,19 @@ def test_workers_outlast_a_pause_longer_than_their_status_check(monkeypatch):
                 time.sleep(1.5)
         results.append(batches)
     assert results[1] == results[0]
+
+
+class _TorchRandomAugment(RandomAugment):
+    def __getitem__(self, i):
+        return [random.random(), float(np.random.rand()), torch.rand(()).item(), tdata.get_worker_info().seed]
+
+
+def test_worker_seeds_match_torch():
+    """test_worker_seeds_differ_per_worker_and_reproduce_under_manual_seed against torch's workers: under the same
+    manual_seed (or loader generator) each worker's seed and its Python, NumPy and library draws are torch's."""
+    def epoch(lib, data, dataset, **kwargs):
+        lib.manual_seed(0)
+        return [b for b in data.DataLoader(dataset, batch_size=None, num_workers=2, **kwargs)]
+    assert epoch(ember, edata, RandomAugment()) == epoch(torch, tdata, _TorchRandomAugment())
+    assert epoch(ember, edata, RandomAugment(), generator=ember.Generator().manual_seed(5)) == \
+        epoch(torch, tdata, _TorchRandomAugment(), generator=torch.Generator().manual_seed(5))
