@@ -852,3 +852,19 @@ def test_optimizer_stories_match_torch(name):
     theirs = OPTIM_STORIES[name](torch)
     ours = OPTIM_STORIES[name](ember)
     assert str(ours).replace("torch.", "") == str(theirs).replace("torch.", "")
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD", "RMSprop"])
+def test_capturable_on_cpu_is_refused_like_torch(name):
+    """test_unsupported_modes_are_refused's capturable half against torch: capturable=True on CPU parameters
+    raises torch's exception type at step (or steps where torch's does). (differentiable=True is an ember
+    limitation: torch supports it; not compared.)"""
+    def story(lib):
+        p = lib.zeros(2, requires_grad=True)
+        try:
+            opt = getattr(lib.optim, name)([p], lr=0.1, capturable=True)
+        except Exception as e:  # noqa: BLE001 - the type is the observation
+            return ["init", type(e).__name__]
+        p.grad = lib.ones(2)
+        return ["step", _raised(opt.step), p.tolist()]
+    assert story(ember) == story(torch)
