@@ -524,8 +524,9 @@ def _load_legacy(f, path, weights_only):
     where = f" (file: {path})" if path else ""
     try:
         magic = _Unpickler(f, None, True).load()
-    except Exception:
-        magic = None
+    except Exception as e:  # not even a pickle: torch's legacy reader fails in pickle too
+        raise pickle.UnpicklingError(f"not a torch checkpoint ({e}): neither a zip archive nor the legacy "
+                                     f"format{where}; it may be truncated or corrupt") from None
     if magic != _LEGACY_MAGIC:
         raise RuntimeError(f"not a torch checkpoint (invalid magic number): neither a zip archive nor the legacy "
                            f"format{where}; it may be truncated or corrupt")

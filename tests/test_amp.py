@@ -2,6 +2,7 @@
 (lower-precision, float32 and promote policies, and ops autocast leaves alone), a small model's
 forward and backward (gradients in the parameters' dtype), nesting, disabled regions, the
 decorator, the state functions, custom_fwd/custom_bwd, and the deprecated aliases."""
+import importlib
 import warnings
 import zlib
 
@@ -608,3 +609,26 @@ def test_fft_runs_in_float32_under_autocast(name):
             y = getattr(lib.fft, name)(x)
         got.append((str(y.dtype).replace("torch.", ""), tuple(y.shape)))
     assert got[1] == got[0]
+
+
+def test_region_exit_and_import_forms_as_in_torch():
+    """test_region_exits_on_exception_and_is_per_thread and test_import_forms, told on both libraries."""
+    import threading
+
+    def story(lib):
+        importlib.import_module(f"{lib.__name__}.cpu.amp")
+        importlib.import_module(f"{lib.__name__}.cuda.amp")
+        try:
+            with lib.autocast("cpu"):
+                raise ValueError
+        except ValueError:
+            pass
+        seen = [lib.is_autocast_enabled("cpu")]
+        with lib.autocast("cpu"):
+            th = threading.Thread(target=lambda: seen.append(lib.is_autocast_enabled("cpu")))
+            th.start()
+            th.join()
+            seen.append(lib.is_autocast_enabled("cpu"))
+        return seen + [lib.autocast is lib.amp.autocast, issubclass(lib.cpu.amp.autocast, lib.amp.autocast),
+                       lib.cuda.amp.amp_definitely_not_available()]
+    assert story(ember) == story(torch)

@@ -1229,3 +1229,16 @@ def test_node_hook_sees_none_for_inputs_without_grad(op):
             z.sum().backward()
         seen.append(out)
     assert seen[1] == seen[0]
+
+
+def test_backward_through_10000_ops_like_torch():
+    """test_backward_through_100000_ops (a long chain) on both libraries, shorter: torch's gradient, value and dtype."""
+    def story(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x
+        for _ in range(10_000):
+            y = y + 1e-6
+        y = y * 3
+        y.sum().backward()
+        return [x.grad.tolist(), y.tolist(), str(y.dtype)]
+    assert story(ember) == story(torch)

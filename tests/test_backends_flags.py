@@ -116,3 +116,11 @@ def test_sdp_flags_and_opt_einsum():
             assert lib.backends.opt_einsum.enabled is False
         assert lib.backends.opt_einsum.strategy is None
         assert lib.backends.opt_einsum.get_opt_einsum() is None
+
+
+def test_submodules_import_as_in_torch():
+    """test_submodules_import_like_torch on torch too: the same submodules import, each the package attribute."""
+    for lib in (torch, ember):
+        for name in ("cudnn", "cuda", "mps", "mkldnn", "mkl", "openmp", "opt_einsum"):
+            mod = importlib.import_module(f"{lib.__name__}.backends.{name}")
+            assert mod is getattr(lib.backends, name), (lib.__name__, name)

@@ -14,6 +14,8 @@ import torch.utils.checkpoint
 import ember
 import ember.utils.checkpoint
 
+from ._stories import check_story
+
 torch.set_num_threads(1)
 
 
@@ -296,3 +298,43 @@ def test_weight_cast_cached_before_the_region():
             grads[lib, ckpt] = w.grad.numpy()
     np.testing.assert_array_equal(grads[ember, True], grads[ember, False])
     np.testing.assert_allclose(grads[ember, True], grads[torch, True], rtol=3e-2, atol=3e-2)
+
+
+# ---- the ember-only checkpoint tests above, told again on torch (issue 19) ------------------------------------
+
+@pytest.mark.parametrize("how", HOWS)
+def test_gradients_with_dropout_match_torch(how):
+    """test_gradients_identical_with_dropout on both libraries: the checkpointed gradients (dropout masks
+    replayed) and the RNG stream after backward are torch's."""
+    x_np = _rng("x").standard_normal((6, 8)).astype(np.float32)
+    out = {}
+    for lib in (torch, ember):
+        model = _mlp(lib, [8, 16, 16, 16, 4], dropout=0.3)
+        out[lib] = _grads(lib, model, lib.from_numpy(x_np), how)
+    for e, t in zip(out[ember][0], out[torch][0]):
+        np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-6)
+    assert out[ember][1].tolist() == out[torch][1].tolist()
+
+
+def test_context_fn_runs_like_torch():
+    """test_context_fn_runs_around_forward_and_recompute on both libraries: the same log and gradient."""
+    def story(lib):
+        log = []
+
+        class Ctx:
+            def __init__(self, name):
+                self.name = name
+
+            def __enter__(self):
+                log.append(self.name)
+
+            def __exit__(self, *exc):
+                log.append("exit " + self.name)
+                return False
+        x = lib.ones(2, requires_grad=True)
+        y = lib.utils.checkpoint.checkpoint(lambda a: a.exp(), x, use_reentrant=False,
+                                            context_fn=lambda: (Ctx("forward"), Ctx("recompute")))
+        first = list(log)
+        y.sum().backward()
+        return [first, log, y, x.grad]
+    check_story(story, atol=1e-6)  # float32 exp: NumPy's is within an ulp of torch's

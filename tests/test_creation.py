@@ -422,3 +422,126 @@ def test_aliasing_as_torch(name):
         theirs = ALIASING[name](torch)
         ours = ALIASING[name](ember)
     assert [str(v).replace("torch.", "") for v in ours] == [str(v).replace("torch.", "") for v in theirs]
+
+
+# ---- the ember-only behaviour tests above, told again on torch ---------------------------
+
+def _raised(fn):
+    """The exception type fn raises (its name), or its result when it returns."""
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - the type is the observation
+        return type(e).__name__
+
+
+def _warned(fn):
+    """(categories of the warnings fn emits, fn's result or raised type)."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = _raised(fn)
+    return [c.category.__name__ for c in w], r
+
+
+def _story_from_numpy_read_only(lib):
+    a = np.arange(3.0)
+    a.flags.writeable = False
+    return _warned(lambda: lib.from_numpy(a).tolist())
+
+
+def _story_tensor_copies_a_tensor(lib):
+    src = lib.ones(2, requires_grad=True)
+    cats, c = _warned(lambda: lib.tensor(src))
+    return cats, c.requires_grad, c.grad_fn is None, np.shares_memory(c.numpy(), src.detach().numpy())
+
+
+def _story_numpy_shares(lib):
+    t = lib.zeros(3)
+    n = t.numpy()
+    t.fill_(2)
+    return n.tolist(), np.shares_memory(n, t.numpy())
+
+
+def _story_subclass(lib):
+    class MyTensor(lib.Tensor):
+        pass
+
+    m = MyTensor([1, 2])
+    return type(m) is MyTensor, str(m.dtype), m.tolist(), type(MyTensor(2, 2)) is MyTensor, tuple(MyTensor(2, 2).shape)
+
+
+def _story_factory_out(lib):
+    out = lib.empty(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the resize warning of a non-empty out
+        r = lib.zeros(2, 3, out=out)
+    out2 = lib.empty(4, dtype=lib.int64)
+    return (r is out, tuple(out.shape), out.tolist(), lib.arange(4, out=out2) is out2, out2.tolist(),
+            _raised(lambda: lib.zeros(2, out=lib.zeros(2, requires_grad=True))))
+
+
+def _story_new_tensors(lib):
+    x = lib.ones(3)
+    made = (lib.zeros_like(x), lib.ones_like(x), lib.full_like(x, 2), lib.empty_like(x), x.new_zeros(3),
+            x.new_tensor([1, 2, 3]), lib.tensor(x.numpy()))
+    return [(np.shares_memory(y.numpy(), x.numpy()), str(y.dtype), tuple(y.shape)) for y in made]
+
+
+def _story_versions(lib):
+    x = lib.zeros(3)
+    v = x._version
+    same = [x.fill_(1) is x, x.zero_() is x, x.copy_(lib.ones(3)) is x, x.uniform_() is x, x.normal_() is x,
+            x.bernoulli_(0.5) is x, x.random_(3) is x, x.exponential_() is x]
+    return same, x._version - v
+
+
+def _story_copy_autograd(lib):
+    leaf = lib.zeros(3, requires_grad=True)
+    out = [_raised(lambda: leaf.copy_(lib.ones(3))), _raised(lambda: leaf[1:].fill_(2))]
+    with lib.no_grad():
+        leaf.copy_(lib.ones(3))
+        leaf.fill_(3)
+    out += [leaf.tolist(), leaf.requires_grad, leaf.grad_fn is None]
+    w = lib.tensor([1.0, 2.0], requires_grad=True)
+    buf = lib.zeros(2)
+    buf.copy_(w * w)
+    out += [buf.requires_grad, type(buf.grad_fn).__name__]
+    buf.sum().backward()
+    return out + [w.grad.tolist()]
+
+
+def _story_copy_overlap(lib):
+    t = lib.arange(5.0)
+    out = [t.copy_(t) is t, t.tolist(), _raised(lambda: t[1:].copy_(t[:-1])),
+           _raised(lambda: lib.zeros(1).expand(3).copy_(lib.ones(3)))]
+    m = lib.arange(4.0).reshape(2, 2)
+    out.append(_raised(lambda: m.copy_(m.t())))
+    m[0].copy_(m[1])
+    b = lib.arange(8.0)
+    b[:6:2].copy_(b[2::2])
+    return out + [m.tolist(), b.tolist()]
+
+
+def _story_fill_value(lib):
+    return (_raised(lambda: lib.zeros(2).fill_(lib.ones(2))), _raised(lambda: lib.zeros(2).fill_("a")),
+            lib.zeros(2, dtype=lib.int64).fill_(lib.tensor(2.7)).tolist(),
+            lib.zeros(2, dtype=lib.uint8).fill_(-1).tolist(),
+            _warned(lambda: lib.zeros(2).fill_(np.float64(1.5)).tolist()))
+
+
+CREATION_STORIES = {
+    "from_numpy_read_only_warns": _story_from_numpy_read_only, "tensor_always_copies": _story_tensor_copies_a_tensor,
+    "numpy_shares_with_tensor": _story_numpy_shares, "tensor_subclass_construction": _story_subclass,
+    "factory_out_is_written_and_returned": _story_factory_out,
+    "new_tensors_do_not_share_memory": _story_new_tensors,
+    "in_place_writers_return_self_and_bump_version": _story_versions,
+    "copy_respects_autograd_rules": _story_copy_autograd, "copy_and_overlap": _story_copy_overlap,
+    "fill_checks_value": _story_fill_value,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CREATION_STORIES))
+def test_creation_stories_match_torch(name):
+    """Each observation of the ember-only creation tests (flags, values, dtypes, warnings, raised types) is torch's."""
+    theirs = CREATION_STORIES[name](torch)
+    ours = CREATION_STORIES[name](ember)
+    assert str(ours).replace("torch.", "") == str(theirs).replace("torch.", "")

@@ -16,6 +16,8 @@ import torch.utils.data as tdata
 import ember
 import ember.utils.data as edata
 
+from ._stories import check_story, warned
+
 LIBS = ((torch, tdata), (ember, edata))
 
 
@@ -540,3 +542,95 @@ def test_generic_type_parameters_match_torch():
     for n in names:
         assert params(getattr(edata, n)) == params(getattr(tdata, n)), n
     assert edata.DataLoader[int].__origin__ is edata.DataLoader
+
+
+# ---- the ember-only data tests above, told again on torch (issue 19) ------------------------------------------
+
+def _lib_data(lib):
+    return tdata if lib is torch else edata
+
+
+def _story_collate_mapping(lib):
+    out = _lib_data(lib).default_collate([collections.defaultdict(list, {"k": i}) for i in range(2)])
+    return [type(out).__name__, out.default_factory is list, out["k"]]
+
+
+def _story_random_sampler(lib):
+    data = _lib_data(lib)
+    a = list(data.RandomSampler(range(7), num_samples=17, generator=lib.Generator().manual_seed(11)))
+    b = list(data.RandomSampler(range(5), replacement=True, num_samples=70, generator=lib.Generator().manual_seed(2)))
+    lib.manual_seed(123)
+    c, d = list(data.RandomSampler(range(50))), list(data.RandomSampler(range(50)))
+    return [a, b, c, d, lib.rand(2)]
+
+
+def _story_subset_weighted(lib):
+    data = _lib_data(lib)
+    s = list(data.SubsetRandomSampler([10, 20, 30, 40], generator=lib.Generator().manual_seed(4)))
+    w = data.WeightedRandomSampler([0.0, 1.0, 0.0, 3.0], 50, generator=lib.Generator().manual_seed(1))
+    lib.manual_seed(5)
+    no_repeat = list(data.WeightedRandomSampler([1.0, 1.0, 1.0], 3, replacement=False))
+    return [s, list(w), w.weights, no_repeat, lib.rand(2)]
+
+
+def _story_getitems(lib):
+    calls = []
+
+    class Batched(Squares):
+        def __getitems__(self, indices):
+            calls.append(list(indices))
+            return [self[i] for i in indices]
+    return [[b for b in _lib_data(lib).DataLoader(Batched(5), batch_size=2)], calls]
+
+
+def _story_shuffle_generator(lib):
+    loader = _lib_data(lib).DataLoader(Squares(12), batch_size=5, shuffle=True,
+                                       generator=lib.Generator().manual_seed(7))
+    return [len(loader), [b for b in loader], [b for b in loader], loader.generator.get_state()]
+
+
+def _story_shuffle_manual_seed(lib):
+    lib.manual_seed(0)
+    a = [b for b in _lib_data(lib).DataLoader(Squares(9), batch_size=4, shuffle=True)]
+    return [a, lib.get_rng_state()]
+
+
+def _story_pin_memory(lib):
+    return warned(lambda: [b for b in _lib_data(lib).DataLoader(Squares(3), batch_size=3, pin_memory=True)])
+
+
+def _story_training_loop(lib):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 3)).astype(np.float32)
+    y = (x @ np.array([1.0, -2.0, 0.5], dtype=np.float32) + 0.3).astype(np.float32)
+    data = _lib_data(lib)
+    ds = data.TensorDataset(lib.from_numpy(x), lib.from_numpy(y))
+    w = lib.zeros(3, requires_grad=True)
+    b = lib.zeros((), requires_grad=True)
+    opt = lib.optim.SGD([w, b], lr=0.1)
+    loader = data.DataLoader(ds, batch_size=16, shuffle=True, generator=lib.Generator().manual_seed(0))
+    losses = []
+    for _ in range(5):
+        for xb, yb in loader:
+            opt.zero_grad()
+            loss = (((xb * w).sum(1) + b - yb) ** 2).mean()
+            loss.backward()
+            opt.step()
+        losses.append(loss.item())
+    return [np.round(losses, 5).tolist(), w, b]
+
+
+DATA_STORIES = {"default_collate_keeps_mapping_type_and_factory": _story_collate_mapping,
+                "random_sampler_draws_like_torch_algorithm": _story_random_sampler,
+                "subset_and_weighted_samplers": _story_subset_weighted, "loader_uses_getitems": _story_getitems,
+                "loader_shuffle_follows_the_generator": _story_shuffle_generator,
+                "loader_without_generator_is_seeded_by_manual_seed": _story_shuffle_manual_seed,
+                "pin_memory_warns_without_accelerator": _story_pin_memory,
+                "training_loop_end_to_end": _story_training_loop}
+
+
+@pytest.mark.parametrize("name", sorted(DATA_STORIES))
+def test_data_stories_match_torch(name):
+    """Sampler orders, batches, generator states, warnings and the trained values (float32, within 1e-5) are
+    torch's."""
+    check_story(DATA_STORIES[name], atol=1e-5)

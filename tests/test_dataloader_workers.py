@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -562,3 +563,44 @@ def test_workers_outlast_a_pause_longer_than_their_status_check(monkeypatch):
                 time.sleep(1.5)
         results.append(batches)
     assert results[1] == results[0]
+
+
+class _TorchRandomAugment(RandomAugment):
+    def __getitem__(self, i):
+        return [random.random(), float(np.random.rand()), torch.rand(()).item(), tdata.get_worker_info().seed]
+
+
+def test_worker_seeds_match_torch():
+    """test_worker_seeds_differ_per_worker_and_reproduce_under_manual_seed against torch's workers: under the same
+    manual_seed (or loader generator) each worker's seed and its Python, NumPy and library draws are torch's."""
+    def epoch(lib, data, dataset, **kwargs):
+        lib.manual_seed(0)
+        return [b for b in data.DataLoader(dataset, batch_size=None, num_workers=2, **kwargs)]
+    assert epoch(ember, edata, RandomAugment()) == epoch(torch, tdata, _TorchRandomAugment())
+    assert epoch(ember, edata, RandomAugment(), generator=ember.Generator().manual_seed(5)) == \
+        epoch(torch, tdata, _TorchRandomAugment(), generator=torch.Generator().manual_seed(5))
+
+
+class _TorchSlow(Slow):
+    def __getitem__(self, i):
+        time.sleep(self.delay)
+        return torch.full((256,), float(i))
+
+
+def test_worker_order_init_fn_in_order_and_warnings_match_torch():
+    """test_sampler_order_kept_when_workers_finish_out_of_order, test_worker_init_fn_runs_once_in_each_worker,
+    test_in_order_false_yields_every_batch and test_too_many_workers_warns against torch's workers."""
+    def story(lib, data, slow):
+        g = lib.Generator().manual_seed(3)
+        ordered = [b.tolist() for b in data.DataLoader(Uneven(), batch_size=2, shuffle=True, generator=g,
+                                                        num_workers=2)]
+        init = list(data.DataLoader(InitProbe(), batch_size=None, num_workers=2, worker_init_fn=_record_init))
+        unordered = sorted(b[0, 0].item() for b in data.DataLoader(slow(12, 0), batch_size=2, num_workers=2,
+                                                                   in_order=False))
+        loader = data.DataLoader(Squares(4), num_workers=os.cpu_count() + 1)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            loader.check_worker_number_rationality()
+        return [ordered, init, list(_init_calls), unordered, [c.category.__name__ for c in w]]
+    assert story(ember, edata, Slow) == story(torch, tdata, _TorchSlow)
+

@@ -248,6 +248,11 @@ def test_namespace_paths_as_torch():
     from ember.nn.parallel import DataParallel, DistributedDataParallel, data_parallel  # noqa: F401
     assert ember.nn.DataParallel is ember.nn.parallel.DataParallel
     assert issubclass(DistributedDataParallel, ember.nn.Module)
+    for lib in (torch, ember):  # the same paths and relations in torch
+        assert lib.nn.DataParallel is lib.nn.parallel.DataParallel
+        assert lib.nn.parallel.DistributedDataParallel is lib.nn.parallel.distributed.DistributedDataParallel
+        assert issubclass(lib.nn.parallel.DistributedDataParallel, lib.nn.Module)
+        assert callable(lib.nn.parallel.data_parallel)
 
 
 def test_data_parallel_is_a_pass_through_as_torch_without_accelerators():

@@ -91,3 +91,29 @@ def test_exported_where_torch_has_it():
     loader = edata.DataLoader(edata.TensorDataset(ember.arange(10)), batch_size=2,
                               sampler=edata.DistributedSampler(range(10), 2, 1, shuffle=False))
     assert [b[0].tolist() for b in loader] == [[1, 3], [5, 7], [9]]
+
+
+@pytest.mark.parametrize("n,replicas", [(10, 3), (64, 4), (9, 2)])
+def test_shuffled_parts_match_torch(n, replicas):
+    """test_shuffled_parts_form_one_permutation_per_epoch against torch: every rank's indices, for each epoch, seed,
+    drop_last and padding, and the lengths, are torch's."""
+    def parts(data):
+        out = []
+        for epoch, seed, drop_last in ((0, 0, True), (1, 0, True), (0, 5, True), (0, 0, False), (3, 2, False)):
+            for r in range(replicas):
+                s = data.DistributedSampler(range(n), num_replicas=replicas, rank=r, seed=seed, drop_last=drop_last)
+                s.set_epoch(epoch)
+                out.append((list(s), len(s), s.total_size))
+        return out
+    assert parts(edata) == parts(tdata)
+
+
+def test_distributed_sampler_in_a_loader_matches_torch():
+    """test_exported_where_torch_has_it's loader on both libraries: the same batches."""
+    def batches(lib, data):
+        loader = data.DataLoader(data.TensorDataset(lib.arange(10)), batch_size=2,
+                                 sampler=data.DistributedSampler(range(10), 2, 1, shuffle=False))
+        return [b[0].tolist() for b in loader]
+    assert batches(ember, edata) == batches(torch, tdata)
+    assert isinstance(edata.DistributedSampler(range(3), 1, 0), edata.Sampler) == \
+        isinstance(tdata.DistributedSampler(range(3), 1, 0), tdata.Sampler)

@@ -12,6 +12,8 @@ import torch.distributions as TD
 import ember
 import ember.distributions as ED
 
+from ._stories import check_story, raised
+
 N = 100_000
 TOL = dict(rtol=1e-6, atol=1e-8)
 
@@ -583,7 +585,7 @@ def test_register_kl_dispatch():
     assert ED.kl_divergence(MyNormal(0.0, 1.0), ED.Normal(1.0, 1.0)).item() == 0.0
     assert ED.kl_divergence(ED.Normal(0.0, 1.0), MyNormal(1.0, 1.0)).item() == pytest.approx(0.5)
     with pytest.raises(TypeError):
-        ED.register_kl(int, ED.Normal)
+        ED.register_kl(3, ED.Normal)
 
 
 def test_expfamily_kl_matches_closed_form():
@@ -886,3 +888,120 @@ def test_vae_with_reparameterized_normal_trains():
     floor = 8 * 0.5 * math.log(2 * math.pi)  # the unit-variance decoder's constant
     assert np.mean(losses[-10:]) - floor < 0.3 * (np.mean(losses[:10]) - floor)
     assert recon_mse < 0.5  # the data's variance per coordinate is about 9
+
+
+# ---- the ember-only distribution tests above, told again on torch (issue 19) ----------------------------------
+
+def _story_register_kl(lib):
+    D = lib_dist(lib)
+
+    class MyNormal(D.Normal):
+        pass
+
+    @D.register_kl(MyNormal, D.Normal)
+    def _kl(p, q):
+        return lib.zeros(())
+    return [D.kl_divergence(MyNormal(0.0, 1.0), D.Normal(1.0, 1.0)), D.kl_divergence(D.Normal(0.0, 1.0),
+                                                                                     MyNormal(1.0, 1.0)),
+            raised(lambda: D.register_kl(3, D.Normal)), raised(lambda: D.register_kl(D.Normal, "Normal")),
+            callable(D.register_kl(int, D.Normal))]  # any class passes torch's check
+
+
+def _story_expfamily_kl(lib):
+    D = lib_dist(lib)
+    kl = __import__(D.__name__ + ".kl", fromlist=["kl"])
+
+    def t(v):
+        return lib.tensor(v, dtype=lib.float64)
+    pairs = [(D.Normal(t([0.3, -1.0]), t([1.2, 0.5])), D.Normal(t([1.0, 0.0]), t([0.7, 2.0]))),
+             (D.Gamma(t([2.0]), t([1.5])), D.Gamma(t([0.5]), t([3.0]))), (D.Poisson(t([2.0])), D.Poisson(t([0.5]))),
+             (D.Dirichlet(t([2.0, 1.0, 0.5])), D.Dirichlet(t([1.0, 1.0, 3.0])))]
+    return [[kl._kl_expfamily_expfamily(p, q), D.kl_divergence(p, q)] for p, q in pairs]
+
+
+def _story_dependent(lib):
+    C = lib_dist(lib).constraints
+    d = C.dependent(is_discrete=True, event_dim=1)
+    return [C.is_dependent(C.dependent), C.is_dependent(C.real), raised(lambda: C.dependent.check(lib.ones(1))),
+            d.is_discrete, d.event_dim, C.is_dependent(lib_dist(lib).Uniform.support),
+            C.is_dependent(lib_dist(lib).Categorical.support), raised(lambda: C.dependent.event_dim), repr(d)]
+
+
+def _story_transform_cache(lib):
+    D = lib_dist(lib)
+    t = D.ExpTransform(cache_size=1)
+    x = lib.tensor([0.5])
+    y = t(x)
+    return [t.inv(y) is x, D.ExpTransform() == D.ExpTransform(), D.ExpTransform() != D.SigmoidTransform(),
+            t.inv.inv is t, raised(lambda: D.ExpTransform(cache_size=2)), y, t(x) is y]
+
+
+def _story_validate_args(lib):
+    D = lib_dist(lib)
+    out = [D.Normal(0.0, -1.0, validate_args=False).log_prob(lib.tensor(0.0)),
+           D.Uniform(0.0, 1.0, validate_args=False).log_prob(lib.tensor(2.0))]
+    D.Distribution.set_default_validate_args(False)
+    try:
+        out += [D.Normal(0.0, -1.0).scale, D.Bernoulli(0.3).log_prob(lib.tensor(0.5))]
+    finally:
+        D.Distribution.set_default_validate_args(True)
+    return out + [raised(lambda: D.Normal(0.0, -1.0))]
+
+
+def _story_reinforce(lib):
+    D = lib_dist(lib)
+    lib.manual_seed(0)
+    rng = np.random.default_rng(0)
+    policy = lib.nn.Linear(6, 4)
+    opt = lib.optim.Adam(policy.parameters(), lr=0.05)
+    baseline, out = 0.0, []
+    for _ in range(8):
+        ctx = lib.tensor(rng.standard_normal((64, 6)), dtype=lib.float32)
+        dist = D.Categorical(logits=policy(ctx))
+        action = dist.sample()
+        reward = (action == ctx[:, :4].argmax(1)).float()
+        loss = -(dist.log_prob(action) * (reward - baseline)).mean() - 0.01 * dist.entropy().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        baseline = 0.9 * baseline + 0.1 * reward.mean().item()
+        out += [action, loss]
+    return out
+
+
+def _story_vae(lib):
+    D = lib_dist(lib)
+    lib.manual_seed(0)
+    rng = np.random.default_rng(1)
+    centers = rng.standard_normal((2, 8)) * 3
+    data = lib.tensor((centers[rng.integers(0, 2, 128)] + 0.3 * rng.standard_normal((128, 8))).astype(np.float32))
+    enc = lib.nn.Sequential(lib.nn.Linear(8, 32), lib.nn.Tanh(), lib.nn.Linear(32, 4))
+    dec = lib.nn.Sequential(lib.nn.Linear(2, 32), lib.nn.Tanh(), lib.nn.Linear(32, 8))
+    opt = lib.optim.Adam(list(enc.parameters()) + list(dec.parameters()), lr=0.01)
+    prior = D.Normal(lib.zeros(2), lib.ones(2))
+    losses = []
+    for step in range(6):
+        batch = data[(step * 32) % 128:(step * 32) % 128 + 32]
+        h = enc(batch)
+        q = D.Normal(h[:, :2], lib.nn.functional.softplus(h[:, 2:]) + 1e-3)
+        z = q.rsample()
+        loss = (D.kl_divergence(q, prior).sum(-1) - D.Normal(dec(z), 1.0).log_prob(batch).sum(-1)).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss)
+    return losses + list(enc.parameters())
+
+
+DIST_STORIES = {"register_kl_dispatch": _story_register_kl, "expfamily_kl_matches_closed_form": _story_expfamily_kl,
+                "dependent_constraints": _story_dependent, "transform_cache_and_equality": _story_transform_cache,
+                "validate_args_switches": _story_validate_args,
+                "reinforce_policy_gradient_learns_a_contextual_bandit": _story_reinforce,
+                "vae_with_reparameterized_normal_trains": _story_vae}
+
+
+@pytest.mark.parametrize("name", sorted(DIST_STORIES))
+def test_distribution_stories_match_torch(name):
+    """KL dispatch and fallback, constraints, transform caching, validation switches and two short seeded
+    training runs (sampled actions bit for bit; float32 losses and weights within 1e-4) are torch's."""
+    check_story(DIST_STORIES[name], atol=1e-4)

@@ -255,3 +255,23 @@ def test_jit_deprecation_warnings_attributed_like_torch():
     ours = _jit_warnings(ember)
     assert ours == [(DeprecationWarning, False), (FutureWarning, True), (DeprecationWarning, False)]
     assert set(ours) == set(_jit_warnings(torch))
+
+
+def test_old_style_script_module_subclass_as_in_torch():
+    """test_old_style_script_module_subclass on torch too: the warning, the module and its output."""
+    def story(lib):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+
+            class Scale(lib.jit.ScriptModule):
+                def __init__(self):
+                    super().__init__()
+                    self.w = lib.nn.Parameter(lib.tensor([2.0, 3.0]))
+
+                @lib.jit.script_method
+                def forward(self, x):
+                    return x * self.w
+            m = Scale()
+        return [sorted({c.category.__name__ for c in w}), isinstance(m, lib.nn.Module), list(m.state_dict()),
+                m(lib.ones(2)).tolist()]
+    assert story(ember) == story(torch)

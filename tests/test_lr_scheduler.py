@@ -8,6 +8,8 @@ import torch
 
 import ember
 
+from ._stories import check_story, warned
+
 STEPS = 100
 
 
@@ -296,3 +298,49 @@ def test_tensor_lr_is_filled_in_place():
         sched.step()
         assert opt.param_groups[0]["lr"] is lr
         assert abs(float(lr) - 0.05) < 1e-7
+
+
+# ---- the ember-only tests above, told again on torch (issue 19) -----------------------------------------------
+
+def _story_round_trip(name):
+    def story(lib):
+        build = SCHEDULERS[name]
+        opt = make_optimizer(lib)
+        sched = build(lib.optim.lr_scheduler, opt)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(10):
+                opt.step()
+                sched.step()
+        saved_sched, saved_opt = sched.state_dict(), opt.state_dict()
+        opt2 = make_optimizer(lib)
+        sched2 = build(lib.optim.lr_scheduler, opt2)
+        opt2.load_state_dict(saved_opt)
+        sched2.load_state_dict(saved_sched)
+        resumed = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(10):
+                opt2.step()
+                sched2.step()
+                resumed.append(list(sched2.get_last_lr()))
+        keys = sorted(k for k in saved_sched if not callable(saved_sched[k]))
+        return [resumed, keys]
+    return story
+
+
+@pytest.mark.parametrize("name", ["StepLR", "CosineAnnealingLR", "CyclicLR-triangular2", "OneCycleLR-cos",
+                                  "CosineAnnealingWarmRestarts-mult", "SequentialLR", "ChainedScheduler",
+                                  "LambdaLR", "MultiStepLR"])
+def test_state_dict_round_trip_matches_torch(name):
+    """test_state_dict_round_trip on both libraries: the resumed lrs and the saved state_dict's keys are torch's."""
+    check_story(_story_round_trip(name), atol=1e-12)
+
+
+def test_warnings_match_torch():
+    """test_warnings' three warnings, and their categories, are torch's."""
+    def story(lib):
+        opt = make_optimizer(lib)
+        sched = lib.optim.lr_scheduler.StepLR(opt, 3)
+        return [warned(sched.step)[0], warned(sched.get_lr), warned(lambda: sched.step(5))[0], sched.get_last_lr()]
+    check_story(story)

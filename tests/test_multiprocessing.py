@@ -156,7 +156,7 @@ def test_parameter_survives_forking_pickler_round_trip():
     p = ember.nn.Parameter(ember.randn(3, 2))
     p.note = "kept"
     q = ForkingPickler.loads(ForkingPickler.dumps(p))
-    assert type(q) is ember.nn.Parameter and q.requires_grad and q.note == "kept"
+    assert type(q) is ember.nn.Parameter and q.requires_grad and not hasattr(q, "note")  # torch drops attributes
     assert q.data_ptr() == p.data_ptr() and shm.segment_of(q._data) is shm.segment_of(p._data)
 
 
@@ -207,3 +207,27 @@ def test_hogwild_example_trains_the_shared_model():
     before = float(re.search(r"accuracy before: ([0-9.]+)", out.stdout).group(1))
     after = float(re.search(r"accuracy after:  ([0-9.]+)", out.stdout).group(1))
     assert before < 0.3 and after > 0.8, out.stdout
+
+
+def _t_square(t):
+    return (t * t).sum().item()
+
+
+def test_forking_pickler_and_pool_map_as_in_torch():
+    """test_parameter_survives_forking_pickler_round_trip and test_pool_map_passes_tensors on torch too: the
+    parameter comes back a shared Parameter with its attributes and memory, and a Pool maps over tensors alike."""
+    def story(lib, pickler):  # torch.multiprocessing registers its reductions on multiprocessing's ForkingPickler
+        lib.manual_seed(0)
+        p = lib.nn.Parameter(lib.randn(3, 2))
+        p.note = "kept"
+        q = pickler.loads(pickler.dumps(p))
+        t = lib.ones(2)
+        t.note = "dropped too"
+        u = pickler.loads(pickler.dumps(t))
+        return [type(q).__name__, q.requires_grad, hasattr(q, "note"), q.data_ptr() == p.data_ptr(), q.tolist(),
+                p.is_shared(), hasattr(u, "note"), u.is_shared()]
+    assert story(ember, ForkingPickler) == story(torch, ForkingPickler)
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        ours = pool.map(_square, [ember.full((3,), float(i)) for i in range(4)])
+        theirs = pool.map(_t_square, [torch.full((3,), float(i)) for i in range(4)])
+    assert ours == theirs

@@ -14,6 +14,8 @@ import torch
 
 import ember
 
+from ._stories import check_story
+
 LIBS = (torch, ember)
 TOL = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-10), "float16": (1e-2, 1e-2), "complex128": (1e-9, 1e-10)}
 
@@ -517,3 +519,16 @@ def test_conv_transpose_empty_or_negative_output_like_torch(dtype, padding):
         except RuntimeError as e:
             results.append(str(e) if dtype in ("float64", "float16") else "RuntimeError")
     assert results[1] == results[0]
+
+
+@pytest.mark.parametrize("cls,args", [("Conv2d", (6, 8, 3)), ("Conv1d", (4, 6, 5, 1, 0, 1, 2)),
+                                      ("ConvTranspose2d", (6, 4, (3, 2))), ("Conv3d", (2, 3, 2))])
+def test_conv_reset_parameters_matches_torch(cls, args):
+    """test_conv_reset_parameters_bounds seeded alike: construction and reset_parameters draw torch's weights."""
+    def story(lib):
+        lib.manual_seed(0)
+        m = getattr(lib.nn, cls)(*args)
+        out = [m.weight, m.bias]
+        m.reset_parameters()
+        return out + [m.weight, m.bias]
+    check_story(story)

@@ -10,6 +10,8 @@ import torch
 import ember
 import ember.nn as enn
 
+from ._stories import check_story, warned
+
 LIBS = (torch, ember)
 SHAPE = (300, 400)  # 120k samples: sample statistics are within a few 1e-3 of the truth
 
@@ -211,3 +213,56 @@ def test_zero_element_warns_and_deprecated_aliases():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         enn.init.orthogonal_(ember.empty(0, 3))  # empty: returned as is, no warning (as torch)
+
+
+# ---- the ember-only init tests above, told again on torch (issue 19) ------------------------------------------
+
+def _story_trunc_normal_warns(lib):
+    return warned(lambda: tuple(lib.nn.init.trunc_normal_(lib.empty(10), mean=10.0, std=1.0, a=-2.0, b=2.0).shape))
+
+
+_GEN_INITS = (lambda lib, t, g: lib.nn.init.uniform_(t, generator=g),
+              lambda lib, t, g: lib.nn.init.normal_(t, generator=g),
+              lambda lib, t, g: lib.nn.init.xavier_uniform_(t, generator=g),
+              lambda lib, t, g: lib.nn.init.kaiming_normal_(t, generator=g),
+              lambda lib, t, g: lib.nn.init.trunc_normal_(t, generator=g))
+
+
+def _story_generator_init(lib):
+    out = []
+    for fn in _GEN_INITS:
+        g = lib.Generator().manual_seed(7)
+        out += [fn(lib, lib.empty(20, 30), g), g.get_state()]
+    return out
+
+
+def _story_init_on_parameters(lib):
+    p = lib.nn.Parameter(lib.empty(4, 5))
+    out = []
+    lib.manual_seed(0)
+    for name in ("uniform_", "normal_", "xavier_uniform_", "kaiming_uniform_", "trunc_normal_", "orthogonal_",
+                 "zeros_", "ones_", "eye_"):
+        r = getattr(lib.nn.init, name)(p)
+        out.append([r is p, p.requires_grad, p.grad_fn is None, p.is_leaf, type(r).__name__,
+                    np.round(p.detach().numpy(), 5).tolist()])
+    return out
+
+
+INIT_STORIES = {"trunc_normal_warns_far_mean": _story_trunc_normal_warns,
+                "generator_makes_init_reproducible": _story_generator_init,
+                "init_runs_under_no_grad_on_parameters": _story_init_on_parameters}
+
+
+@pytest.mark.parametrize("name", sorted(INIT_STORIES))
+def test_init_stories_match_torch(name):
+    """The ember-only init tests' observations (warnings, seeded values to 5 decimals, generator states, leaf
+    flags) are torch's."""
+    check_story(INIT_STORIES[name], decimals=5)
+
+
+def test_orthogonal_with_generator_matches_torch():
+    """orthogonal_ seeded by a generator: torch's matrix (to QR's rounding) and torch's generator state after."""
+    t, e = torch.Generator().manual_seed(7), ember.Generator().manual_seed(7)
+    np.testing.assert_allclose(N(enn.init.orthogonal_(ember.empty(20, 30), generator=e)),
+                               N(torch.nn.init.orthogonal_(torch.empty(20, 30), generator=t)), atol=1e-6)
+    assert e.get_state().tolist() == t.get_state().tolist()

@@ -555,3 +555,51 @@ def test_embedding_backward_big_vocabulary_matches_torch():
         lib.nn.functional.embedding(lib.tensor(idx), w).backward(lib.tensor(g))
         grads.append(w.grad.numpy())
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-5)
+
+
+# ---- the seeded dropout tests above, drawn again on torch: the same masks, values and gradients (issue 19) ----
+
+def _dropout_grad(lib, fn, x, seed):
+    """fn(x) after lib.manual_seed(seed), and the gradient of a fixed weighting of it."""
+    lib.manual_seed(seed)
+    y = fn(lib, x)
+    w = np.random.default_rng(0).standard_normal(tuple(y.shape)).astype(str(y.dtype).split(".")[-1])
+    (gx,) = lib.autograd.grad(y, x, lib.tensor(w))
+    return [y, gx]
+
+
+DROPOUT_STORIES = {
+    "dropout_statistics_and_gradient": [
+        (lambda lib, p=p, d=d: _dropout_grad(lib, lambda t, x: t.nn.functional.dropout(x, p),
+                                             lib.ones(200, 50, dtype=getattr(lib, d), requires_grad=True), 0))
+        for p in (0.1, 0.8) for d in ("float32", "float64")],
+    "dropout_is_reproducible_with_manual_seed": [
+        lambda lib: (lib.manual_seed(123), [lib.nn.functional.dropout(lib.ones(1000), 0.5) for _ in range(2)])[1]],
+    "channel_dropout_masks_whole_channels": [
+        (lambda lib, fn=fn, shape=shape: _dropout_grad(
+            lib, lambda t, x: getattr(t.nn.functional, fn)(x, 0.4), lib.ones(shape, requires_grad=True), 1))
+        for fn, shape in (("dropout1d", (8, 30, 6)), ("dropout1d", (300, 5)), ("dropout2d", (8, 30, 3, 4)),
+                          ("dropout3d", (6, 40, 2, 2, 3)), ("dropout3d", (200, 2, 2, 3)))],
+    "alpha_dropout_keeps_selu_moments": [
+        (lambda lib, p=p: (lib.manual_seed(2), [lib.nn.functional.alpha_dropout(lib.randn(100, 50), p, training=True),
+                                                lib.nn.functional.feature_alpha_dropout(lib.randn(50, 20, 10), p,
+                                                                                        training=True)])[1])
+        for p in (0.2, 0.5)],
+    "torch_level_dropout_functions": [
+        lambda lib: (lib.manual_seed(0), [lib.dropout(lib.ones(100, 100), 0.25, True),
+                                          lib.feature_dropout(lib.ones(10, 200, 3), 0.5, True),
+                                          lib.dropout_(lib.ones(10, 10), 0.5, True),
+                                          lib.alpha_dropout(lib.ones(10, 10), 0.5, True)])[1]],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DROPOUT_STORIES))
+def test_seeded_dropout_matches_torch(name):
+    """Seeded alike, ember's dropout masks, outputs, dtypes and gradients are torch's, bit for bit."""
+    for story in DROPOUT_STORIES[name]:
+        theirs, ours = story(torch), story(ember)
+        assert len(ours) == len(theirs)
+        for e, t in zip(ours, theirs):
+            assert str(e.dtype) == str(t.dtype)
+            assert tuple(e.shape) == tuple(t.shape)
+            np.testing.assert_array_equal(N(e), N(t))

@@ -979,3 +979,107 @@ def test_module_constructor_signatures_match_torch():
             assert _params(ec) == _params(tc), name
             checked.append(name)
     assert len(checked) > 100
+
+
+# ---- the ember-only module tests above, told again on torch (issue 19) ----------------------------------------
+
+def _plain(v):
+    """Tensors as (type name, dtype, shape, values, requires_grad); containers element-wise."""
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, (torch.Tensor, ember.Tensor)):
+        return (type(v).__name__, str(v.dtype), tuple(v.shape), v.detach().tolist(), v.requires_grad)
+    return v
+
+
+def _story_parameter_copy(lib):
+    p = lib.nn.Parameter(lib.tensor([1.0, 2.0]))
+    p.grad = lib.tensor([0.5, 0.5])
+    q = copy.deepcopy(p)
+    out = [q, q.grad is None]
+    q.data.mul_(3)
+    r = pickle.loads(pickle.dumps(lib.nn.Parameter(lib.tensor([1.0, 2.0]), requires_grad=False)))
+    return out + [p, q, r, r.grad is None]
+
+
+def _story_dir(lib):
+    m = lib.nn.Linear(2, 3)
+    names = ("weight", "bias", "forward", "in_features", "out_features", "training", "_parameters", "0")
+    return [[n in dir(m) for n in names], "0" in dir(lib.nn.Sequential(lib.nn.Identity())),
+            "0" in dir(lib.nn.ModuleList([lib.nn.Identity()]))]
+
+
+def _story_zero_grad(lib):
+    lib.manual_seed(0)
+    m = lib.nn.Linear(3, 2)
+    m(lib.ones(4, 3)).sum().backward()
+    g = m.weight.grad
+    out = [g]
+    m.zero_grad(set_to_none=False)
+    out += [m.weight.grad is g, m.weight.grad, m.bias.grad]
+    m.zero_grad()
+    return out + [m.weight.grad is None, m.bias.grad is None]
+
+
+def _story_load_state_dict(lib):
+    lib.manual_seed(0)
+    m = lib.nn.Linear(2, 3)
+    w = m.weight
+    new = {"weight": lib.ones(3, 2), "bias": lib.zeros(3)}
+    out = [repr(m.load_state_dict(new)), m.weight is w, w, new["weight"] is not w]
+    m.load_state_dict(new, assign=True)
+    out += [type(m.weight).__name__, m.weight.requires_grad, m.weight.data_ptr() == new["weight"].data_ptr()]
+    m2 = lib.nn.Linear(1, 1)
+    m2.load_state_dict({"weight": lib.ones(1, 1), "bias": lib.ones(1)})
+    s = lib.nn.Module()
+    s.p = lib.nn.Parameter(lib.tensor(2.0))
+    s.load_state_dict({"p": lib.tensor([5.0])})
+    return out + [m2.weight, m2.bias, s.p]
+
+
+def _story_deepcopy_module(lib):
+    lib.manual_seed(0)
+    m = Net.build(lib)
+    c = copy.deepcopy(m)
+    out = [c.shared is c.seq[0], c.seq[0].weight is not m.seq[0].weight]
+    x = lib.randn(3, 4)
+    out += [np.round(m(x).detach().numpy(), 5).tolist(), np.round(c(x).detach().numpy(), 5).tolist()]  # matmul order
+    c.seq[0].weight.data.mul_(0)
+    out.append(m.seq[0].weight)
+    p = pickle.loads(pickle.dumps(lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Flatten())))
+    return out + [tuple(p(lib.ones(1, 2)).shape), type(p[0].weight).__name__, list(p.state_dict())]
+
+
+def _story_reset_parameters(lib):
+    lib.manual_seed(3)
+    m = lib.nn.Linear(50, 40)
+    w = m.weight
+    before = m.weight.detach().clone()
+    m.reset_parameters()
+    nb = lib.nn.Linear(5, 4, bias=False)
+    return [before, m.weight is w, m.weight, m.bias, nb.bias is None, list(nb.state_dict()),
+            lib.nn.Linear(3, 2, dtype=lib.float64).weight]
+
+
+def _story_share_memory_to_empty(lib):
+    m = lib.nn.Linear(3, 2)
+    w = m.weight
+    out = [m.share_memory() is m, m.weight is w]
+    m.to_empty(device="cpu")
+    return out + [m.weight is w, tuple(w.shape), str(w.dtype), type(m.weight).__name__]
+
+
+MODULE_STORIES = {"parameter_deepcopy_and_pickle": _story_parameter_copy, "dir_lists_members": _story_dir,
+                  "zero_grad": _story_zero_grad, "load_state_dict_copies_or_assigns": _story_load_state_dict,
+                  "deepcopy_and_pickle_module": _story_deepcopy_module,
+                  "reset_parameters_is_separate_from_construction": _story_reset_parameters,
+                  "share_memory_to_empty": _story_share_memory_to_empty}
+
+
+@pytest.mark.parametrize("name", sorted(MODULE_STORIES))
+def test_module_stories_match_torch(name):
+    """Each observation of the ember-only module tests above (identities, seeded values, dtypes, types, reprs) is
+    torch's."""
+    theirs = str(_plain(MODULE_STORIES[name](torch)))
+    ours = str(_plain(MODULE_STORIES[name](ember)))
+    assert ours.replace("torch.", "") == theirs.replace("torch.", "")

@@ -10,6 +10,8 @@ import torch
 
 import ember
 
+from ._stories import check_story
+
 # torch is the oracle on tiny tensors: its intra-op threads only spin-wait on a shared machine
 torch.set_num_threads(1)
 
@@ -534,3 +536,19 @@ def test_norm_error_messages(call):
             call(lib)
         msgs.append(str(info.value).replace("ember.", "torch."))
     assert msgs[1] == msgs[0]
+
+
+def test_batch_norm_reset_and_num_batches_tracked_matches_torch():
+    """test_batch_norm_reset_and_num_batches_tracked on both libraries: counters, dtypes and running stats."""
+    def story(lib):
+        lib.manual_seed(0)
+        m = lib.nn.BatchNorm1d(3, momentum=None)
+        x = lib.randn(5, 3)
+        for _ in range(4):
+            m(x)
+        out = [m.num_batches_tracked.clone(), m.running_mean.clone(), m.running_var.clone()]
+        m.reset_running_stats()
+        out += [m.num_batches_tracked.clone(), m.running_mean.clone(), m.running_var.clone()]
+        m.eval()
+        return out + [m(x), m.num_batches_tracked]
+    check_story(story, atol=3e-7)  # the running variance: float32 summation order

@@ -11,6 +11,8 @@ import ember
 
 from .test_nn_conv import check, check_module, raises_like
 
+from ._stories import check_story
+
 def _f(lib, name):
     return getattr(lib.nn.functional, name)
 
@@ -251,3 +253,21 @@ def test_avg_pool3d_input_smaller_than_kernel_raises_like_torch():
         msgs.append(str(info.value))
         assert tuple(lib.nn.functional.max_pool3d(lib.zeros(1, 1, 1, 4, 4), (3, 1, 1), 1, (1, 0, 0)).shape) == (1, 1, 1, 4, 4)
     assert msgs[1] == msgs[0]
+
+
+def test_pool_grad_fn_names_match_torch():
+    """test_pool_grad_fn_names against torch's names, 2-d and 3-d (torch's 1-d pools end in SqueezeBackward1, its
+    2-d kernel wrapped in unsqueeze/squeeze; ember's name the 2-d node: a known difference)."""
+    def story(lib):
+        F_ = lib.nn.functional
+        out = []
+        for d, shape in ((2, (1, 2, 6, 6)), (3, (1, 2, 4, 4, 4))):
+            x = lib.ones(*shape, requires_grad=True)
+            out += [F_.__dict__[f"max_pool{d}d"](x, 2).grad_fn.name(),
+                    F_.__dict__[f"avg_pool{d}d"](x, 2).grad_fn.name(),
+                    F_.__dict__[f"adaptive_avg_pool{d}d"](x, 3).grad_fn.name(),
+                    F_.__dict__[f"adaptive_max_pool{d}d"](x, 3).grad_fn.name(),
+                    F_.__dict__[f"max_pool{d}d"](x, 2, return_indices=True)[0].grad_fn.name()]
+        out.append(F_.lp_pool2d(lib.ones(1, 2, 4, 4, requires_grad=True), 2, 2).grad_fn.name())
+        return out
+    check_story(story)

@@ -15,6 +15,8 @@ import ember
 from torch.nn.utils import rnn as trnn
 from ember.nn.utils import rnn as ernn
 
+from ._stories import check_story
+
 torch.set_num_threads(1)  # the oracle's thread pool only adds contention on a shared 2-core machine
 
 TOL = {torch.float32: dict(rtol=2e-4, atol=2e-5), torch.float64: dict(rtol=1e-9, atol=1e-11)}
@@ -556,3 +558,39 @@ def test_lstm_output_written_in_place_before_backward_raises_like_torch(batch_fi
         out.mul_(2)
         out.sum().backward()
     raises_like(run)
+
+
+# ---- the ember-only tests above, told again on torch (issue 19) -----------------------------------------------
+
+def _story_truncated_bptt(lib):
+    lib.manual_seed(0)
+    m = lib.nn.LSTM(3, 4)
+    opt = lib.optim.SGD(m.parameters(), lr=0.1)
+    hidden, out = None, []
+    for _ in range(3):
+        y, hidden = m(lib.randn(5, 2, 3), hidden)
+        y.sum().backward()
+        opt.step()
+        opt.zero_grad()
+        hidden = tuple(h.detach() for h in hidden)
+        out += [y, *hidden]
+    return out + list(m.parameters())
+
+
+def _story_packed_sequence(lib):
+    rnn = lib.nn.utils.rnn
+    ep = rnn.pack_sequence([lib.ones(3, 2), lib.ones(1, 2)])
+    data, batch_sizes, sorted_indices, unsorted_indices = ep
+    d = ep.to(lib.float64)
+    p = rnn.PackedSequence(lib.ones(3), lib.tensor([2, 1]), lib.tensor([1, 0]))
+    return [data, batch_sizes, sorted_indices, unsorted_indices, type(d).__name__, d.data, ep.to(lib.float32) is ep,
+            ep.to("cpu") is ep, ep.double().data, ep.is_cuda, p.sorted_indices, p.unsorted_indices,
+            rnn.invert_permutation(lib.tensor([2, 0, 1])),
+            rnn.PackedSequence((lib.ones(3), lib.tensor([2, 1]))).batch_sizes]
+
+
+@pytest.mark.parametrize("story", [_story_truncated_bptt, _story_packed_sequence],
+                         ids=["hidden_state_detach_keeps_training", "packed_sequence_object"])
+def test_rnn_stories_match_torch(story):
+    """Seeded alike, the truncated-BPTT loop and the PackedSequence object observe what torch does."""
+    check_story(story, atol=1e-5)

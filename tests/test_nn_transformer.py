@@ -15,6 +15,8 @@ import torch.nn.functional as TF
 import ember
 import ember.nn.functional as EF
 
+from ._stories import check_story
+
 torch.set_num_threads(1)  # the oracle's thread pool only adds contention on a shared 2-core machine
 
 TOL = {torch.float32: dict(rtol=2e-4, atol=2e-5), torch.float64: dict(rtol=1e-9, atol=1e-11)}
@@ -567,3 +569,33 @@ def test_transformer_dropout_and_errors():
     raises_like(lambda lib: tr(lib)(lib.randn(5, 2, 8), lib.randn(4, 3, 8)))
     raises_like(lambda lib: tr(lib)(lib.randn(5, 2, 8), lib.randn(4, 2, 6)))
     raises_like(lambda lib: lib.nn.TransformerEncoderLayer(8, 2, activation="tanh"))
+
+
+# ---- the seeded dropout tests above, drawn again on torch (issue 19) ------------------------------------------
+
+def _story_sdpa_dropout(lib):
+    lib.manual_seed(0)
+    sdpa = lib.nn.functional.scaled_dot_product_attention
+    q, k, v = lib.randn(2, 2, 16, 8), lib.randn(2, 2, 16, 8), lib.ones(2, 2, 16, 8)
+    out = [sdpa(q, k, v, dropout_p=0.5), sdpa(q, k, v, dropout_p=0.5), sdpa(q, k, v, dropout_p=1.0)]
+    qg = q.clone().requires_grad_()
+    y = sdpa(qg, k, lib.randn(2, 2, 16, 8), dropout_p=0.3)
+    y.sum().backward()
+    return out + [y, qg.grad]
+
+
+def _story_mha_dropout(lib):
+    lib.manual_seed(1)
+    m = lib.nn.MultiheadAttention(8, 2, dropout=0.5)
+    x = lib.randn(6, 2, 8, requires_grad=True)
+    out = [*m(x, x, x), *m(x, x, x)]
+    out[0].sum().backward()
+    m.eval()
+    return out + [x.grad, *m(x, x, x)]
+
+
+@pytest.mark.parametrize("story", [_story_sdpa_dropout, _story_mha_dropout], ids=["sdpa_dropout", "mha_dropout"])
+def test_seeded_attention_dropout_matches_torch(story):
+    """test_sdpa_dropout / test_mha_dropout_drops_in_training seeded alike on both libraries: torch's masks, outputs,
+    weights and gradients (within 1e-5: the matmuls' summation order)."""
+    check_story(story, atol=1e-5)

@@ -11,6 +11,8 @@ import torch
 import ember
 import ember.nn as enn
 
+from ._stories import check_story, raised, warned
+
 LIBS = (torch, ember)
 
 
@@ -373,3 +375,31 @@ def test_spectral_norm_hook_form_loads_version0_state_dict():
     em.eval()
     x = torch.randn(3, 5)
     close(t2(x), em(E(x)), rtol=1e-4, atol=1e-5)
+
+
+# ---- the ember-only tests above, told again on torch (issue 19) -----------------------------------------------
+
+def _story_weight_norm_twice(lib):
+    cats, m = warned(lambda: lib.nn.utils.weight_norm(lib.nn.Linear(2, 2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = raised(lambda: lib.nn.utils.weight_norm(m))
+    return [cats, again, list(m.state_dict()), [tuple(v.shape) for v in m.state_dict().values()]]
+
+
+def _story_parametrized_copy(lib):
+    lib.manual_seed(0)
+    m = lib.nn.utils.parametrizations.weight_norm(lib.nn.Linear(3, 2))
+    c = copy.deepcopy(m)
+    x = lib.ones(1, 3)
+    import pickle
+    return [m(x), c(x), c.parametrizations.weight.original0 is not m.parametrizations.weight.original0,
+            type(c).__name__, list(c.state_dict()), raised(lambda: pickle.dumps(m))]
+
+
+@pytest.mark.parametrize("story", [_story_weight_norm_twice, _story_parametrized_copy],
+                         ids=["weight_norm_hook_form_warns_and_rejects_twice",
+                              "parametrized_module_deepcopy_and_pickle"])
+def test_utils_stories_match_torch(story):
+    """Warnings, raised types, state_dict keys and seeded outputs (within float32 rounding) are torch's."""
+    check_story(story, atol=1e-6)

@@ -268,49 +268,58 @@ def test_errors_match_torch(name):
 # ---- reproducibility and state ------------------------------------------------------------
 
 DRAWS = {
-    "rand": lambda g: ember.rand(5, generator=g),
-    "randn": lambda g: ember.randn(5, dtype=ember.float64, generator=g),
-    "randint": lambda g: ember.randint(0, 100, (5,), generator=g),
-    "randperm": lambda g: ember.randperm(20, generator=g),
-    "normal": lambda g: ember.normal(ember.zeros(5), ember.ones(5), generator=g),
-    "normal-floats": lambda g: ember.normal(0.0, 1.0, (5,), generator=g),
-    "bernoulli": lambda g: ember.bernoulli(ember.full((20,), 0.5), generator=g),
-    "multinomial": lambda g: ember.multinomial(ember.ones(10), 5, generator=g),
-    "multinomial-replacement": lambda g: ember.multinomial(ember.ones(2, 10), 5, True, generator=g),
-    "poisson": lambda g: ember.poisson(ember.full((5,), 4.0), generator=g),
-    "rand_like": lambda g: ember.rand_like(ember.zeros(5), generator=g),
-    "randn_like": lambda g: ember.randn_like(ember.zeros(5), generator=g),
-    "randint_like": lambda g: ember.randint_like(ember.zeros(5), 0, 9, generator=g),
-    "uniform_": lambda g: ember.empty(5).uniform_(-1, 1, generator=g),
-    "normal_": lambda g: ember.empty(5).normal_(generator=g),
-    "random_": lambda g: ember.empty(5, dtype=ember.int64).random_(generator=g),
-    "exponential_": lambda g: ember.empty(5).exponential_(generator=g),
-    "geometric_": lambda g: ember.empty(5).geometric_(0.2, generator=g),
-    "cauchy_": lambda g: ember.empty(5).cauchy_(generator=g),
-    "log_normal_": lambda g: ember.empty(5).log_normal_(generator=g),
-    "bernoulli_": lambda g: ember.empty(20).bernoulli_(0.5, generator=g),
-    "bernoulli_-tensor": lambda g: ember.empty(20).bernoulli_(ember.full((20,), 0.5), generator=g),
+    "rand": lambda t, g: t.rand(5, generator=g),
+    "randn": lambda t, g: t.randn(5, dtype=t.float64, generator=g),
+    "randint": lambda t, g: t.randint(0, 100, (5,), generator=g),
+    "randperm": lambda t, g: t.randperm(20, generator=g),
+    "normal": lambda t, g: t.normal(t.zeros(5), t.ones(5), generator=g),
+    "normal-floats": lambda t, g: t.normal(0.0, 1.0, (5,), generator=g),
+    "bernoulli": lambda t, g: t.bernoulli(t.full((20,), 0.5), generator=g),
+    "multinomial": lambda t, g: t.multinomial(t.ones(10), 5, generator=g),
+    "multinomial-replacement": lambda t, g: t.multinomial(t.ones(2, 10), 5, True, generator=g),
+    "poisson": lambda t, g: t.poisson(t.full((5,), 4.0), generator=g),
+    "rand_like": lambda t, g: t.rand_like(t.zeros(5), generator=g),
+    "randn_like": lambda t, g: t.randn_like(t.zeros(5), generator=g),
+    "randint_like": lambda t, g: t.randint_like(t.zeros(5), 0, 9, generator=g),
+    "uniform_": lambda t, g: t.empty(5).uniform_(-1, 1, generator=g),
+    "normal_": lambda t, g: t.empty(5).normal_(generator=g),
+    "random_": lambda t, g: t.empty(5, dtype=t.int64).random_(generator=g),
+    "exponential_": lambda t, g: t.empty(5).exponential_(generator=g),
+    "geometric_": lambda t, g: t.empty(5).geometric_(0.2, generator=g),
+    "cauchy_": lambda t, g: t.empty(5).cauchy_(generator=g),
+    "log_normal_": lambda t, g: t.empty(5).log_normal_(generator=g),
+    "bernoulli_": lambda t, g: t.empty(20).bernoulli_(0.5, generator=g),
+    "bernoulli_-tensor": lambda t, g: t.empty(20).bernoulli_(t.full((20,), 0.5), generator=g),
 }
+
+
+def _same_seed_story(lib, draw):
+    """The draws of test_same_seed_same_numbers on one library, as lists."""
+    lib.manual_seed(1234)
+    a = draw(lib, None).tolist()
+    lib.manual_seed(1234)
+    b = draw(lib, None).tolist()
+    state = lib.get_rng_state()
+    c = draw(lib, lib.Generator().manual_seed(99)).tolist()
+    d = draw(lib, lib.Generator().manual_seed(99)).tolist()
+    after = lib.get_rng_state().tolist() == state.tolist()
+    lib.manual_seed(4321)
+    e = draw(lib, None).tolist()
+    return a, b, c, d, after, e
 
 
 @pytest.mark.parametrize("name", sorted(DRAWS))
 def test_same_seed_same_numbers(name):
-    draw = DRAWS[name]
+    a, b, c, d, untouched, e = _same_seed_story(ember, DRAWS[name])
     # the global generator, seeded by manual_seed
-    ember.manual_seed(1234)
-    a = draw(None).tolist()
-    ember.manual_seed(1234)
-    b = draw(None).tolist()
     assert a == b
     # explicit generators, and they leave the global generator alone
-    state = ember.get_rng_state()
-    c = draw(ember.Generator().manual_seed(99)).tolist()
-    d = draw(ember.Generator().manual_seed(99)).tolist()
     assert c == d
-    assert ember.get_rng_state().tolist() == state.tolist()
+    assert untouched
     # a different seed gives different numbers
-    ember.manual_seed(4321)
-    assert draw(None).tolist() != a or draw(None).tolist() != a
+    assert e != a
+    # and every one of these numbers is torch's
+    assert _same_seed_story(torch, DRAWS[name]) == (a, b, c, d, untouched, e)
 
 
 def test_manual_seed_and_seed():
@@ -618,3 +627,155 @@ def test_like_functions_follow_the_input():
     check_moments(ember.randn_like(x, generator=g()).numpy(), 0.0, 1.0)
     y = ember.randint_like(x, 3, generator=g()).numpy()
     assert y.dtype == np.float64 and set(np.unique(y)) == {0.0, 1.0, 2.0}
+
+
+# ---- the same stories on torch: values, states and dtypes agree bit for bit ---------------
+
+def _story_round_trip(lib):
+    lib.manual_seed(11)
+    lib.rand(3)
+    state = lib.get_rng_state()
+    a = lib.randn(10)
+    lib.set_rng_state(state)
+    b = lib.randn(10)
+    before = state.clone()
+    lib.rand(5)
+    return [state, a, b, lib.initial_seed(), state, before, lib.get_rng_state()]
+
+
+def _story_generator_state(lib):
+    g = lib.Generator().manual_seed(5)
+    lib.rand(7, generator=g)
+    st = g.get_state()
+    out = [st, lib.rand(6, generator=g), g.set_state(st) is g, lib.rand(6, generator=g)]
+    g.set_state(st)
+    for other in (g.clone_state(), pickle.loads(pickle.dumps(g)), copy.deepcopy(g)):
+        out += [other is not g, other.initial_seed(), lib.rand(6, generator=other), other.get_state()]
+    h = lib.Generator().set_state(st)
+    return out + [lib.rand(6, generator=h), g.get_state()]
+
+
+def _story_fork_rng(lib):
+    lib.manual_seed(3)
+    with lib.random.fork_rng():
+        inside = lib.rand(4)
+    out = [inside, lib.rand(4)]
+    lib.manual_seed(3)
+    with lib.random.fork_rng(enabled=False):
+        lib.rand(4)
+    out.append(lib.rand(4))
+    lib.manual_seed(3)
+    with pytest.raises(ZeroDivisionError):
+        with lib.random.fork_rng(devices=[]):
+            lib.rand(2)
+            1 / 0
+    return out + [lib.rand(4), lib.get_rng_state(), lib.random.thread_safe_generator()]
+
+
+def _story_dtypes(lib):
+    out = []
+    for dtype in ("float16", "bfloat16", "float32", "float64", "complex64"):
+        lib.manual_seed(0)
+        out.append(lib.rand(8, dtype=getattr(lib, dtype)))
+    return out + [lib.get_rng_state()]
+
+
+def _as_plain(v):
+    """A story's value as comparable plain data: tensors as (dtype, shape, bytes); half types through float32."""
+    if isinstance(v, (torch.Tensor, ember.Tensor)):
+        name = str(v.dtype).split(".")[-1]
+        if v.is_complex():
+            v = (torch if isinstance(v, torch.Tensor) else ember).view_as_real(v)
+        if name in ("float16", "bfloat16"):
+            v = v.float()
+        return (name, tuple(v.shape), np.ascontiguousarray(v.numpy()).tobytes())
+    return v
+
+
+STORIES = {"rng_state_round_trip": _story_round_trip, "generator_state_clone_pickle": _story_generator_state,
+           "fork_rng_restores_the_state": _story_fork_rng, "state_does_not_leak_between_dtypes": _story_dtypes}
+
+
+@pytest.mark.parametrize("name", sorted(STORIES))
+def test_state_stories_match_torch(name):
+    """The stories of the state tests above give torch's numbers, states and flags, in order."""
+    torch_state = torch.get_rng_state()
+    try:
+        expected = [_as_plain(v) for v in STORIES[name](torch)]
+    finally:
+        torch.set_rng_state(torch_state)
+    assert [_as_plain(v) for v in STORIES[name](ember)] == expected
+
+
+def _normal_overloads(t, g):
+    gen = g()
+    return [t.normal(t.full((N,), 2.0), t.full((N,), 3.0), generator=gen),
+            t.normal(t.full((N,), -1.0), 0.5, generator=gen), t.normal(4.0, t.full((N,), 2.0), generator=gen),
+            t.normal(1.5, 2.5, (N,), generator=gen), t.normal(1.5, 2.5, (N,), dtype=t.float64, generator=gen),
+            t.normal(t.tensor([0.0, 10.0]), t.full((N // 2, 1), 1.0), generator=gen)]
+
+
+def _bernoulli_forms(t, g):
+    gen = g()
+    return [t.bernoulli(t.full((N,), 0.3), generator=gen),
+            t.bernoulli(t.zeros(N, dtype=t.int32), 0.7, generator=gen),
+            t.empty(N, dtype=t.bool).bernoulli_(0.2, generator=gen),
+            t.empty(N, dtype=t.float64).bernoulli_(generator=gen),
+            t.empty(N // 3, 3).bernoulli_(t.tensor([0.1, 0.5, 0.9]), generator=gen),
+            t.bernoulli(t.tensor([0.0, 1.0]).expand(N // 2, 2), generator=gen)]
+
+
+# the draws of each statistics test above, as functions of (library, seeded-generator factory)
+SAMPLES = {
+    "rand_uniform": lambda t, g: [t.rand(N, dtype=getattr(t, d), generator=g())
+                                  for d in ("float32", "float64", "float16", "bfloat16")],
+    "randn_standard_normal": lambda t, g: [t.randn(N, dtype=getattr(t, d), generator=g())
+                                           for d in ("float32", "float64", "float16")],
+    "randn_complex_parts": lambda t, g: [t.randn(N, dtype=t.complex64, generator=g())],
+    "rand_complex_parts": lambda t, g: [t.rand(N, dtype=t.complex128, generator=g())],
+    "normal_overloads": _normal_overloads,
+    "uniform_": lambda t, g: [t.empty(N).uniform_(-2, 5, generator=g()),
+                              t.empty(N, dtype=t.float64).t().uniform_(generator=g()),
+                              t.empty(N // 2, 2).t().uniform_(3, 4, generator=g())],
+    "normal_": lambda t, g: [t.empty(N).normal_(3, 2, generator=g()),
+                             t.empty(N, dtype=t.float16).normal_(-1, 0.5, generator=g()),
+                             t.empty(N, dtype=t.complex64).normal_(1.0, 2.0, generator=g())],
+    "exponential_": lambda t, g: [t.empty(N).exponential_(2.5, generator=g()),
+                                  t.empty(N, dtype=t.float64).exponential_(generator=g())],
+    "geometric_": lambda t, g: [t.empty(N, dtype=d).geometric_(0.3, generator=g())
+                                for d in (t.float32, t.int64, t.int16)],
+    "cauchy_": lambda t, g: [t.empty(N, dtype=t.float64).cauchy_(1.0, 2.0, generator=g())],
+    "log_normal_": lambda t, g: [t.empty(N).log_normal_(0.5, 0.4, generator=g())],
+    "bernoulli_forms": _bernoulli_forms,
+    "poisson": lambda t, g: [t.poisson(t.full((N // 10,), 3.5), generator=g())],
+    "randint_range_and_moments": lambda t, g: [
+        t.randint(-3, 7, (N,), generator=g()), t.randint(5, (N,), dtype=t.uint8, generator=g()),
+        t.randint(0, 2 ** 40, (N,), generator=g()),
+        t.randint_like(t.zeros(N, dtype=t.int16), 10, 20, generator=g())],
+    "random_": lambda t, g: [t.empty(N, dtype=d).random_(*a, generator=g()) for d, a in (
+        (t.int8, ()), (t.float32, ()), (t.int64, ()), (t.int64, (5,)), (t.int32, (-5, 5)), (t.bool, ()))],
+    "randperm_is_a_permutation": lambda t, g: [t.randperm(n, generator=g(n)) for n in (0, 1, 7, 1000)] + [
+        t.randperm(1000, generator=g()), t.stack([t.randperm(4, generator=g(s)) for s in range(40)]),
+        t.randperm(300, dtype=t.float32, generator=g())],
+    "multinomial_with_replacement": lambda t, g: [
+        t.multinomial(t.tensor(np.array([0.1, 0.2, 0.0, 0.3, 0.4]) * 7), N, replacement=True, generator=g()),
+        t.multinomial(t.tensor([[1.0, 3.0], [3.0, 1.0]], dtype=t.float64), N // 2, True, generator=g())],
+    "multinomial_without_replacement": lambda t, g: [
+        t.multinomial(t.tensor(np.tile([0.1, 0.2, 0.0, 0.3, 0.4], (20_000, 1))), 3, generator=g()),
+        t.multinomial(t.ones(50, 6), 6, generator=g())],
+    "like_functions_follow_the_input": lambda t, g: [
+        t.rand_like(t.zeros(N, dtype=t.float64), generator=g()),
+        t.randn_like(t.zeros(N, dtype=t.float64), generator=g()),
+        t.randint_like(t.zeros(N, dtype=t.float64), 3, generator=g())],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_statistics_draws_are_torchs(name):
+    """The samples whose moments the statistics tests check are torch's own, bit for bit, with its dtypes."""
+    expected = [_as_plain(v) for v in SAMPLES[name](torch, lambda seed=2024: lib_gen(torch, seed))]
+    got = [_as_plain(v) for v in SAMPLES[name](ember, lambda seed=2024: lib_gen(ember, seed))]
+    assert len(got) == len(expected)
+    for i, (a, b) in enumerate(zip(got, expected)):
+        assert a[:2] == b[:2], f"draw {i}: dtype/shape {a[:2]} vs torch {b[:2]}"
+        assert a[2] == b[2], f"draw {i}: values differ from torch's"

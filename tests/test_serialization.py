@@ -4,6 +4,7 @@ import os
 import pickle
 import subprocess
 import sys
+import warnings
 import zipfile
 from collections import OrderedDict
 
@@ -12,6 +13,8 @@ import pytest
 import torch
 
 import ember
+
+from ._stories import check_story
 
 DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
           "complex64", "complex128"]
@@ -169,7 +172,7 @@ def test_truncated_and_corrupt_files(tmp_path):
     with pytest.raises(RuntimeError, match="trunc.pt"):
         ember.load(tmp_path / "trunc.pt")
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint at all")
-    with pytest.raises(RuntimeError, match="junk.pt"):
+    with pytest.raises(pickle.UnpicklingError, match="junk.pt"):  # as torch: not even a pickle
         ember.load(tmp_path / "junk.pt")
 
 
@@ -339,3 +342,38 @@ def test_zip64_checkpoint_reads_in_torch(tmp_path, monkeypatch):
     ember.save([ember.tensor(v) for v in values], tmp_path / "many.pt")
     loaded = torch.load(tmp_path / "many.pt")
     assert len(loaded) == 6 and all(np.array_equal(t.numpy(), v) for t, v in zip(loaded, values))
+
+
+# ---- the ember-only tests above, told again on torch (issue 19) -----------------------------------------------
+
+def test_truncated_and_corrupt_files_raise_like_torch(tmp_path):
+    """test_truncated_and_corrupt_files' kinds of damage: torch's exception types (a zip cut short, bytes that are
+    not a pickle, a pickle that is not a checkpoint), with and without weights_only. (A zip cut in the middle of
+    its data makes torch raise OSError from its reader; ember's RuntimeError names the file: not compared.)"""
+    torch.save({"w": torch.arange(10000.)}, tmp_path / "c.pt")
+    raw = (tmp_path / "c.pt").read_bytes()
+    (tmp_path / "short.pt").write_bytes(raw[:100])
+    (tmp_path / "tiny.pt").write_bytes(raw[:10])
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint at all")
+    (tmp_path / "magic.pt").write_bytes(pickle.dumps(123))
+    for name in ("short.pt", "tiny.pt", "junk.pt", "magic.pt"):
+        for kwargs in ({}, {"weights_only": False}):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with pytest.raises(Exception) as te:
+                    torch.load(tmp_path / name, **kwargs)
+            with pytest.raises(Exception) as ee:
+                ember.load(tmp_path / name, **kwargs)
+            assert type(ee.value) is type(te.value), (name, kwargs, ee.value, te.value)
+
+
+def test_plain_pickle_of_tensors_like_torch():
+    """test_plain_pickle_of_tensors on both libraries: values, dtype, flags and what is not kept (grad_fn). (A view
+    unpickles contiguous in ember; torch keeps its storage and strides: a known difference, not compared.)"""
+    def story(lib):
+        x = lib.arange(6.).reshape(2, 3).requires_grad_()
+        y = pickle.loads(pickle.dumps(x))
+        z = pickle.loads(pickle.dumps(x * 2))
+        v = pickle.loads(pickle.dumps(lib.arange(6.).reshape(2, 3).t()))
+        return [y, y.is_leaf, y.grad_fn is None, z, z.is_leaf, v, type(y).__name__]
+    check_story(story)

@@ -10,6 +10,8 @@ import torch
 
 import ember
 
+from ._stories import check_story
+
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse invariant checks")
 
 
@@ -495,3 +497,29 @@ def test_sparse_methods_are_not_namespace_functions():
              "_values", "_indices"]
     assert [n for n in names if hasattr(ember, n)] == [n for n in names if hasattr(torch, n)]
     assert all(hasattr(ember.Tensor, n) for n in names)
+
+
+def test_gcn_training_matches_torch():
+    """test_gcn_trains_on_stochastic_block_model on both libraries, 4 steps: the seeded GCN's losses, gradients
+    through sparse.mm and sparse @ dense, and weights are torch's (float32, within 1e-5)."""
+    rng = np.random.default_rng(0)
+    idx, w, x, y = _sbm(rng)
+    n = y.size
+    train = rng.random(n) < 0.3
+
+    def story(lib):
+        lib.manual_seed(0)
+        adj = lib.sparse_coo_tensor(lib.tensor(idx), lib.tensor(w, dtype=lib.float32), (n, n))
+        feats, labels, mask = lib.tensor(x), lib.tensor(y), lib.tensor(train)
+        lin1, lin2 = lib.nn.Linear(8, 16), lib.nn.Linear(16, 3)
+        opt = lib.optim.Adam(list(lin1.parameters()) + list(lin2.parameters()), lr=0.02)
+        losses = []
+        for _ in range(4):
+            opt.zero_grad()
+            out = adj @ lin2(lib.relu(lib.sparse.mm(adj, lin1(feats))))
+            loss = lib.nn.functional.cross_entropy(out[mask], labels[mask])
+            loss.backward()
+            opt.step()
+            losses.append(loss)
+        return losses + [lin1.weight.grad, lin2.weight, lin1.weight]
+    check_story(story, atol=1e-5)

@@ -73,3 +73,21 @@ def test_float32_against_torch(name):
     assert np.array_equal(np.isfinite(got), np.isfinite(want))
     ours, theirs = _ulps(got, exact), _ulps(want, exact)
     assert np.all((ours <= MAX_ULP) | (ours <= theirs)), np.max(ours - np.maximum(theirs, MAX_ULP))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_inputs_match_torch(dtype):
+    """test_half_inputs_are_computed_in_float32 through the public calls: float16/bfloat16 ndtr, erfc and gelu
+    keep torch's dtype, and their values are torch's or closer to the exact value (torch's ndtr/gelu round
+    1 + erf(x / sqrt 2) first and lose the left tail: ember's keep it) within one ulp of the dtype."""
+    x = np.linspace(-5, 5, 101).astype(np.float32)
+    ulp = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}[dtype]
+    for fn in (lambda lib: lib.special.ndtr, lambda lib: lib.erfc, lambda lib: lib.nn.functional.gelu):
+        xh = torch.from_numpy(x).to(getattr(torch, dtype))
+        got = fn(ember)(ember.from_numpy(x).to(getattr(ember, dtype)))
+        want = fn(torch)(xh)
+        assert str(got.dtype) == str(want.dtype)
+        exact = fn(torch)(xh.double()).numpy()
+        ours = np.abs(got.float().numpy() - exact)
+        theirs = np.abs(want.float().numpy() - exact)
+        assert np.all(ours <= np.maximum(theirs, ulp * np.abs(exact) + 1e-7)), np.max(ours - theirs)

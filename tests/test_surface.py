@@ -11,6 +11,8 @@ import torch
 
 import ember
 
+from ._stories import check_story, raised, warned
+
 
 def _value(x):
     if isinstance(x, (torch.Tensor, ember.Tensor)):
@@ -504,3 +506,62 @@ def test_tensor_has_no_method_torch_lacks():
     """Tensor's public names are torch.Tensor's (torch.selu_ is a function, not a method: x.selu_() fails in torch)."""
     extra = {n for n in dir(ember.Tensor) if not n.startswith("_")} - set(dir(torch.Tensor))
     assert not extra
+
+
+# ---- the ember-only surface tests above, told again on torch (issue 19) ---------------------------------------
+
+def _story_rng_seeds(lib):
+    lib.manual_seed(123)
+    out = [lib.initial_seed()]
+    state = lib.get_rng_state()
+    out += [str(state.dtype), state.dim(), lib.rand(5)]
+    lib.set_rng_state(state)
+    out.append(lib.rand(5))
+    lib.manual_seed(7)
+    out.append(lib.randn(3))
+    return out + [raised(lambda: lib.set_rng_state([1, 2])), isinstance(lib.seed(), int)]
+
+
+def _story_rope_norms(lib):
+    lib.manual_seed(0)
+    q = lib.randn(1, 1, 5, 16)
+    r = _rope(lib, q)
+    k = lib.randn(16)
+    seq = lib.stack([k] * 5).reshape(1, 1, 5, 16)
+    qs = lib.stack([q[0, 0, 0]] * 5).reshape(1, 1, 5, 16)
+    rq, rk = _rope(lib, qs)[0, 0], _rope(lib, seq)[0, 0]
+    return [r, r.norm(dim=-1), q.norm(dim=-1), (rq[3] * rk[1]).sum(), (rq[4] * rk[2]).sum()]
+
+
+def _story_make_tensor(lib):
+    lib.manual_seed(0)
+    x = lib.testing.make_tensor(10, dtype=lib.float32, device="cpu", low=0, high=1e-30, exclude_zero=True)
+    cats, y = warned(lambda: lib.testing.make_tensor(3, dtype=lib.float32, device="cpu", low=2, high=2))
+    return [str(x.dtype), tuple(x.shape), bool((x != 0).all()), bool((x >= 0).all()), cats, y]
+
+
+def _story_channels_last_grad(lib):
+    lib.manual_seed(0)
+    x = lib.randn(1, 2, 3, 3, requires_grad=True)
+    y = x.contiguous(memory_format=lib.channels_last)
+    (y * 2).sum().backward()
+    return [y.stride(), x.grad, x.grad.stride(), y.is_contiguous(memory_format=lib.channels_last)]
+
+
+def _story_layout_copies(lib):
+    return [copy.deepcopy(lib.channels_last) is lib.channels_last, copy.copy(lib.strided) is lib.strided,
+            copy.deepcopy(lib.float16) is lib.float16,
+            pickle.loads(pickle.dumps(lib.channels_last)) is lib.channels_last]
+
+
+SURFACE_STORIES = {"rng_state_round_trip_and_seeds": _story_rng_seeds,
+                   "rotary_embedding_preserves_norm_and_relative_position": _story_rope_norms,
+                   "make_tensor_exclude_zero_float_and_low_equals_high": _story_make_tensor,
+                   "channels_last_gradient_flows": _story_channels_last_grad,
+                   "deepcopy_of_layout_objects": _story_layout_copies}
+
+
+@pytest.mark.parametrize("name", sorted(SURFACE_STORIES))
+def test_surface_stories_match_torch(name):
+    """Seeded values (within float32 rounding), strides, warnings and identities are torch's."""
+    check_story(SURFACE_STORIES[name], atol=1e-5)

@@ -380,3 +380,23 @@ def test_forward_mode_transforms_inside_vmap():
     assert _batched.stats["loop"] == before["loop"], _batched.last_fallback[0]
     assert _batched.stats["op_loop"] == before["op_loop"]
     _same(out, run(torch), rtol=1e-10, atol=1e-12)
+
+
+def test_errors_and_randomness_match_torch():
+    """test_errors_and_randomness's public half on both libraries: the raised types, and seeded draws under
+    randomness='different'/'same' give torch's numbers and leave torch's RNG state."""
+    def story(lib):
+        out = []
+        for fn in (lambda: lib.func.vmap(lambda a: a * 2, out_dims=None)(lib.ones(3)),
+                   lambda: lib.func.vmap(lambda a: lib.nn.functional.dropout(a, 0.5))(lib.ones(3, 2))):
+            try:
+                fn()
+                out.append(None)
+            except Exception as e:  # noqa: BLE001 - the type is the observation
+                out.append(type(e).__name__)
+        for mode in ("different", "same"):
+            lib.manual_seed(3)
+            out += [lib.func.vmap(lambda a: a + lib.rand(2), randomness=mode)(lib.zeros(3, 2)).tolist(),
+                    lib.rand(1).tolist()]
+        return out
+    assert story(ember) == story(torch)

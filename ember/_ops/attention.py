@@ -59,7 +59,8 @@ class _SDPA(Op):
         ctx.keep = None
         weights = probs
         if dropout_p > 0:
-            keep = dropout_keep(None, probs.shape)(dropout_p)
+            # torch's math path calls dropout, which at p = 1 zeroes without drawing
+            keep = dropout_keep(None, probs.shape)(dropout_p) if dropout_p < 1 else np.zeros(probs.shape, np.bool_)
             ctx.keep = (keep, 1.0 / (1.0 - dropout_p) if dropout_p < 1 else 0.0)
             weights = probs * keep
             weights *= np.asarray(ctx.keep[1], dtype=probs.dtype)

@@ -27,7 +27,7 @@ def tensor_args(t, handle):
     """The arguments of rebuild_tensor for tensor t whose memory lives in the segment of `handle`."""
     arr = t._data
     seg = shm.segment_of(arr)
-    state = dict(t.__dict__) if t.__dict__ else None
+    state = None  # as torch's reducer: a shared Tensor or Parameter arrives without its Python attributes
     return (type(t), handle, t._dtype.name, arr.shape, arr.strides, shm.offset_in(seg, arr), t._requires_grad, state)
 
 

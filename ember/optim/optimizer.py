@@ -74,7 +74,7 @@ def _wrap_step(step):
             return step(self, *args, **kwargs)
         span = _span(f"Optimizer.step#{type(self).__name__}.step")
         try:
-            return _hooked_step(step, self, args, kwargs)
+            return _hooked_step(step, self, (self, *args), kwargs)
         finally:
             _end_span(span)
     wrapper._ember_wrapped = True
@@ -82,7 +82,7 @@ def _wrap_step(step):
 
 
 def _hooked_step(step, self, args, kwargs):
-    """step between the pre and post hooks, under no_grad."""
+    """step between the pre and post hooks, under no_grad; as in torch, the hooks' args begin with self."""
     for hook in (*_global_step_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()):
         result = hook(self, args, kwargs)
         if result is not None:
@@ -94,7 +94,7 @@ def _hooked_step(step, self, args, kwargs):
     _grad_state.enabled = False
     self._in_step = True
     try:
-        out = step(self, *args, **kwargs)
+        out = step(*args, **kwargs)
     finally:
         _grad_state.enabled = prev
         self._in_step = False
@@ -156,7 +156,7 @@ class Optimizer:
     def __repr__(self):
         lines = [f"{type(self).__name__} ("]
         for i, group in enumerate(self.param_groups):
-            lines.append(f"Parameter Group {i}")
+            lines += [""] * (i > 0) + [f"Parameter Group {i}"]  # torch leaves a blank line between groups
             for key in sorted(group):
                 if key != "params":
                     lines.append(f"    {key}: {group[key]}")
