@@ -6,7 +6,7 @@ from .. import maximum, zeros_like
 from .._backend import parallel
 from .._tensor import Tensor
 from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_fused, _check_lr, _closure_loss,
-                        _init_state, _params_with_grad, _real, _step_tensor, _value)
+                        _init_state, _params_with_grad, _profiling, _real, _step_tensor, _value)
 
 __all__ = ["Adam"]
 
@@ -45,6 +45,7 @@ class Adam(Optimizer):
 
     def step(self, closure=None):
         loss = _closure_loss(closure)
+        fast = not _profiling()
         for group in self.param_groups:
             _check_capturable(group)
             lr = _value(group["lr"])
@@ -60,7 +61,7 @@ class Adam(Optimizer):
                     if amsgrad:
                         state["max_exp_avg_sq"] = zeros_like(p)
                 step_t = state["step"]
-                if weight_decay == 0 and not amsgrad and not group["differentiable"] and _plain(p, grad, state):
+                if fast and weight_decay == 0 and not amsgrad and not group["differentiable"] and _plain(p, grad, state):
                     _count(step_t)
                     _update(p, grad, state, lr, beta1, beta2, eps)
                     continue
@@ -70,7 +71,7 @@ class Adam(Optimizer):
                         p.mul_(1 - lr * weight_decay)
                     else:
                         grad = grad.add(p, alpha=weight_decay)
-                if not amsgrad and not group["differentiable"] and _plain(p, grad, state):
+                if fast and not amsgrad and not group["differentiable"] and _plain(p, grad, state):
                     _update(p, grad, state, lr, beta1, beta2, eps)
                     continue
                 param, grad, exp_avg, exp_avg_sq = _real(p, grad, state["exp_avg"], state["exp_avg_sq"])

@@ -60,6 +60,13 @@ def _span(name):
     return recorder.begin(name, is_user_annotation=True) if recorder is not None else None
 
 
+def _profiling():
+    """Whether a profiler records now: the optimizers then take their op-by-op path, so the step's updates
+    show as ops inside its span as in torch (their array fast paths record nothing)."""
+    recorder = sys.modules.get("ember.profiler._recorder")
+    return recorder is not None and recorder._state.recording
+
+
 def _end_span(evt):
     if evt is not None:
         sys.modules["ember.profiler._recorder"].end(evt)

@@ -4,7 +4,8 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import parallel
 from .._tensor import Tensor
-from .optimizer import Optimizer, _check_fused, _check_lr, _closure_loss, _params_with_grad, _value
+from .optimizer import (Optimizer, _check_fused, _check_lr, _closure_loss, _params_with_grad, _profiling,
+                        _value)
 
 __all__ = ["SGD"]
 
@@ -31,6 +32,7 @@ class SGD(Optimizer):
 
     def step(self, closure=None):
         loss = _closure_loss(closure)
+        fast = not _profiling()
         for group in self.param_groups:
             lr = _value(group["lr"])
             momentum = group["momentum"]
@@ -42,10 +44,10 @@ class SGD(Optimizer):
                 if momentum != 0:
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
-                    if buf is not None and _plain(p, grad, buf):
+                    if fast and buf is not None and _plain(p, grad, buf):
                         _update(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov)
                         continue
-                elif _plain(p, grad, None):
+                elif fast and _plain(p, grad, None):
                     _update(p, grad, None, lr, momentum, dampening, weight_decay, nesterov)
                     continue
                 if weight_decay != 0:
