@@ -65,12 +65,9 @@ def _index(d):
     return d.__index__()
 
 
-def one_dim(dim, ndim, op=None):
-    """A single wrapped dim; 0-d tensors accept 0 and -1. `op` names the op in the error, as torch's parser does."""
+def one_dim(dim, ndim):
+    """A single wrapped dim; 0-d tensors accept 0 and -1."""
     if isinstance(dim, (list, tuple)):
-        if op is not None:
-            raise TypeError(f"{op}() received an invalid combination of arguments - got dim of type "
-                            f"{type(dim).__name__}, but expected int")
         raise TypeError(f"dim must be an int, not {type(dim).__name__}")
     return _wrap_dim(_index(dim), ndim)
 
@@ -412,6 +409,10 @@ def prod_of_others(x, dim):
     return cat([one, left], dim) * cat([right, one], dim)
 
 
+_PROD_OVERLOADS = ("Tensor input, *, torch.dtype dtype = None",
+                   "Tensor input, int dim, bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None")
+
+
 @register()
 @numpy_names
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -419,12 +420,12 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(dim, D.dtype):
         dim, dtype = None, dim
     if dim is not None:
-        dims = (one_dim(dim, input._data.ndim, "prod"),) if input._data.ndim else ()
+        if isinstance(dim, (list, tuple)):  # neither overload takes several dims
+            raise invalid_combination("prod", (input, dim), {}, _PROD_OVERLOADS)
+        dims = (one_dim(dim, input._data.ndim),) if input._data.ndim else ()
     else:
         if out is not None:  # torch's out= overload is prod(input, int dim, keepdim, *, dtype, out)
-            raise invalid_combination("prod", (input,), {"out": out}, (
-                "Tensor input, *, torch.dtype dtype = None",
-                "Tensor input, int dim, bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None"))
+            raise invalid_combination("prod", (input,), {"out": out}, _PROD_OVERLOADS)
         dims = tuple(range(input._data.ndim))
     d = accumulate_dtype(dtype, input._dtype, "prod_out_cpu")
     r = Prod.apply(input, dims=dims, keepdim=keepdim, dtype=d)
