@@ -28,10 +28,10 @@ def _per_element(fn):
 
 
 def _choose(name):
-    ufunc, fn = getattr(np, name), getattr(math, name)
+    ufunc, exact = getattr(np, name), _per_element(getattr(math, name))
     x = _ARGS[name]
-    same = np.array_equal(ufunc(x).view(np.int64), np.fromiter(map(fn, x.tolist()), np.float64).view(np.int64))
-    _chosen[name] = ufunc if same else _per_element(fn)
+    same = np.array_equal(ufunc(x).view(np.int64), exact(x).view(np.int64))
+    _chosen[name] = ufunc if same else exact
     return _chosen[name]
 
 
