@@ -434,3 +434,101 @@ def test_integer_inputs_torch_accepts(call):
         out.append((str(r.dtype).replace("torch.", ""), r.tolist()))
     assert out[1][0] == out[0][0]
     np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-6)
+
+
+# max_unpool: torch's F computes the output size in Python (a dict is an iterable of its keys, short strides index
+# out of range), then the C++ kernel checks it: a grid of kernel/stride/padding forms over input ranks
+_UNPOOL_ARGS = [dict(kernel_size={}), dict(kernel_size=2, stride={}), dict(kernel_size={1: 0, 2: 0}),
+                dict(kernel_size=(1, 1)), dict(kernel_size=(1,)), dict(kernel_size=(1, 1, 1)), dict(kernel_size=1.5),
+                dict(kernel_size=2, padding={}), dict(kernel_size=2, stride=1), dict(kernel_size={"a": 1}),
+                dict(kernel_size=None), dict(kernel_size=2, stride=(2, 2, 2, 2)),
+                dict(kernel_size=2, padding=(0, 0, 0, 0)), dict(kernel_size=1, stride=-1),
+                dict(kernel_size=1, stride=0),
+                dict(kernel_size=1, stride=(2, 2.5, 2)), dict(kernel_size=1, padding=(0.5, 0, 0)),
+                dict(kernel_size=1, padding=(0, 0, 0.5)), dict(kernel_size=(4, 4, 4), padding=(0, 0, 3)),
+                dict(kernel_size=1, stride=1, output_size=(3, 4, 5)), dict(kernel_size=(1, 1.5, 1)),
+                dict(kernel_size=1, stride=(1, 1.5, 1), padding=(0, 0.5, 0), output_size=(3, 4.5, 5)),
+                dict(kernel_size=1, stride=(1, 1.5, 1), output_size=(3, 4.5, 5))]
+
+
+@pytest.mark.parametrize("nd,rank", [(1, 1), (1, 2), (1, 3), (1, 4), (2, 1), (2, 3), (2, 4), (2, 5), (3, 2), (3, 4),
+                                     (3, 5)])
+def test_max_unpool_argument_forms_like_torch(nd, rank):
+    shape = (1, 2, 3, 4, 5)[-rank:]
+    x = np.random.RandomState(0).randn(*shape).astype(np.float32)
+    for kwargs in _UNPOOL_ARGS:
+        out = {}
+        for lib in (torch, ember):
+            f = getattr(lib.nn.functional, f"max_unpool{nd}d")
+            try:
+                out[lib] = f(lib.tensor(x), lib.zeros(shape, dtype=lib.int64), **kwargs)
+            except Exception as e:  # noqa: BLE001 (the exception is the result compared)
+                out[lib] = (type(e).__name__, str(e))
+        if isinstance(out[torch], tuple):
+            assert out[ember] == out[torch], kwargs
+        else:
+            np.testing.assert_array_equal(out[ember].numpy(), out[torch].numpy())
+
+
+# a float inside an int list (kernel_size=(1, 1.5), size=(2, 1.5), normalized_shape=...): torch's parser refuses it,
+# ember used to truncate it silently in pooling, adaptive pooling, interpolate, empty_strided and layer_norm
+def _img(t):
+    return t.tensor(np.random.RandomState(4).randn(1, 2, 6, 6).astype(np.float32))
+
+
+FLOAT_IN_INT_LIST = [
+    lambda t: t.nn.functional.avg_pool2d(_img(t), (1, 1.5)),
+    lambda t: t.nn.functional.avg_pool2d(_img(t), (1.5, 1)),
+    lambda t: t.nn.functional.avg_pool2d(_img(t), 2, (1, 1.5)),
+    lambda t: t.nn.functional.avg_pool2d(_img(t), 2, 2, (0, 0.5)),
+    lambda t: t.nn.functional.max_pool2d(_img(t), (1, 1.5)),
+    lambda t: t.nn.functional.max_pool2d(_img(t), 2, (1, 1.5)),
+    lambda t: t.nn.functional.max_pool2d(_img(t), 2, 2, 0, (1, 1.5)),
+    lambda t: t.nn.functional.max_pool1d(_img(t)[0], (1.5, )),
+    lambda t: t.nn.functional.avg_pool1d(_img(t)[0], (1.5, )),
+    lambda t: t.nn.functional.avg_pool3d(_img(t), (1, 1, 1.5)),
+    lambda t: t.nn.functional.max_pool3d(_img(t), (1, 1, 1.5)),
+    lambda t: t.nn.functional.lp_pool2d(_img(t), 2, (1, 1.5)),
+    lambda t: t.nn.functional.adaptive_avg_pool2d(_img(t), (1, 1.5)),
+    lambda t: t.nn.functional.adaptive_max_pool2d(_img(t), (1, 1.5)),
+    lambda t: t.nn.functional.conv2d(_img(t), t.ones(2, 2, 1, 1), stride=(1, 1.5)),
+    lambda t: t.nn.functional.conv2d(_img(t), t.ones(2, 2, 1, 1), padding=(1, 1.5)),
+    lambda t: t.nn.functional.conv2d(_img(t), t.ones(2, 2, 1, 1), dilation=(1, 1.5)),
+    lambda t: t.nn.functional.conv_transpose2d(_img(t), t.ones(2, 2, 1, 1), stride=(1, 1.5)),
+    lambda t: t.nn.functional.conv_transpose2d(_img(t), t.ones(2, 2, 1, 1), output_padding=(0, 0.5)),
+    lambda t: t.nn.functional.unfold(_img(t), (1, 1.5)),
+    lambda t: t.nn.functional.interpolate(_img(t), size=(3, 3.5)),
+    lambda t: t.nn.functional.pad(_img(t), (1, 1.5)),
+    lambda t: _img(t).view(2, 1.5),
+    lambda t: _img(t).reshape(2, 1.5),
+    lambda t: _img(t).permute(0, 1, 2, 1.5),
+    lambda t: _img(t).repeat(1, 1.5),
+    lambda t: _img(t).expand(1, 2, 6, 6.0),
+    lambda t: _img(t).sum((0, 1.5)),
+    lambda t: _img(t).mean((0, 1.5)),
+    lambda t: _img(t).amax((0, 1.5)),
+    lambda t: _img(t).flip((0, 1.5)),
+    lambda t: _img(t).roll((1, 1.5), (0, 1)),
+    lambda t: _img(t).tile((1, 1.5)),
+    lambda t: t.zeros((2, 1.5)),
+    lambda t: _img(t).new_zeros((2, 1.5)),
+    lambda t: _img(t).squeeze((0, 1.5)),
+    lambda t: _img(t).std((0, 1.5)),
+    lambda t: _img(t).norm(2, (0, 1.5)),
+    lambda t: _img(t).logsumexp((0, 1.5)),
+    lambda t: _img(t).movedim((0, 1.5), (1, 0)),
+    lambda t: t.fft.fftn(_img(t), s=(2, 1.5)),
+    lambda t: _img(t).as_strided((2, 2), (1, 1.5)),
+    lambda t: t.empty_strided((2, 2), (1, 1.5)),
+    lambda t: _img(t).split([1, 1.5], 1),
+    lambda t: t.nn.functional.layer_norm(_img(t), (6, 6.0)),
+    lambda t: _img(t).unflatten(2, (2, 3.0)),
+]
+
+
+@pytest.mark.parametrize("i", range(len(FLOAT_IN_INT_LIST)))
+def test_float_in_an_int_list_raises_like_torch(i):
+    want = _outcome(FLOAT_IN_INT_LIST[i], torch)
+    got = _outcome(FLOAT_IN_INT_LIST[i], ember)
+    assert want[0] == "TypeError"
+    assert got[0] == want[0], (want, got)

@@ -137,7 +137,7 @@ KINDS_BY_NAME.update({
     "driver": STR, "upscale_factor": INT, "downscale_factor": INT, "minlength": INT, "r": INT,
     "num_classes": INT, "edge_order": INT, "steps": INT, "num_groups": INT, "padding_idx": INT, "n_fft": INT,
     "hop_length": INT, "win_length": INT, "sparse_dim": INT, "dense_dim": INT, "axis0": INT, "axis1": INT,
-    "dimension": INT, "repeats": INT_OR_TENSOR, "split_sizes": INTS, "shifts": INTS, "pad": INTS,
+    "dimension": INT, "repeats": INT_OR_TENSOR, "split_sizes": INTS, "sizes": INTS, "shifts": INTS, "pad": INTS,
     "normalized_shape": INTS, "padding": INTS, "nan": REAL, "posinf": REAL, "neginf": REAL, "margin": REAL,
     "max_norm": REAL, "norm_type": REAL, "median": REAL, "mean": FLOAT, "rcond": TOLERANCE, "tol": TOLERANCE,
     "p": FLOAT, "ord": ORD, "weights": OPTIONAL_TENSOR, "w_ih": TENSOR, "w_hh": TENSOR, "b_ih": OPTIONAL_TENSOR,
@@ -194,6 +194,10 @@ OVERRIDES.update({  # the names of KINDS_BY_NAME.update above that mean another 
     "max_pool2d": {"return_indices": None}, "max_pool3d": {"return_indices": None},
     "fractional_max_pool2d": {"return_indices": None}, "fractional_max_pool3d": {"return_indices": None},
 })
+# torch's Python max_unpool computes the output size from these with Python arithmetic (a dict is its keys), so
+# their errors are that arithmetic's and its C-level kernel's, which ember's max_unpool raises in the same order
+OVERRIDES.update({f"max_unpool{n}d": dict.fromkeys(("kernel_size", "stride", "padding", "output_size"))
+                  for n in (1, 2, 3)})
 
 # ---- issue 18, silent answers: torch's overloads refuse what ember's defaults would take ---------
 GIVEN = ("a value", lambda v: v is not None)  # a NOT_NONE parameter of no other kind
@@ -285,10 +289,15 @@ def wrong_type(opname, name, v, words, pos=None):
 
 
 def ints_error(opname, name, v, pos=None):
-    """torch's TypeError when v is neither an int nor a sequence of ints (roll's shifts=1.5), else None."""
+    """torch's TypeError when v is neither an int nor a sequence of ints (roll's shifts=1.5), else None; torch's
+    parser checks a sequence's first item, and unpacks the others later in other words."""
     words = _ints_error(v)
     if words is None:
         return None
+    if isinstance(v, (tuple, list)) and _is_int(v[0]):
+        i, bad = next((i, e) for i, e in enumerate(v) if not _is_int(e))
+        return TypeError(f"{opname}(): argument '{name}' failed to unpack the object at pos {i + 1} with error "
+                         f"\"type must be tuple of ints,but got {_type_name(bad)}\"")
     where = f" (position {pos})" if pos else ""
     return TypeError(f"{opname}(): argument '{name}'{where} must be tuple of ints{words}")
 
@@ -416,7 +425,7 @@ def _mismatch(fn, opname, args, kwargs, method=False):
         if kind is INTS and name == "dim" and default is _EMPTY and not isinstance(v, (tuple, list)):
             return TypeError(f"{opname}(): argument '{name}'{where} must be int, not {_type_name(v)}")
         if kind is INTS:
-            return TypeError(f"{opname}(): argument '{name}'{where} must be tuple of ints{_ints_error(v)}")
+            return ints_error(opname, name, v, i + shift if where else None)
         if kind is TENSORS and isinstance(v, (tuple, list)):
             for j, t in enumerate(v):
                 if not isinstance(t, Tensor):

@@ -13,6 +13,7 @@ from .. import _dtype as D
 from .._device import as_device, device as _device_cls
 from .._tensor import Tensor, Size
 from ..autograd import grad_mode
+from ._argcheck import ints_error
 from ._registry import install, namespace
 from .geometry import contiguous_strides, dense_strides_like, strides_of
 
@@ -599,6 +600,9 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
                   pin_memory=False):
     from .._backend.numpy_cpu import layout_buffer
     shape = size_args((size,), "empty_strided")
+    err = ints_error("empty_strided", "stride", stride, 2)
+    if err is not None:
+        raise err
     stride = tuple(int(s) for s in stride)
     if len(stride) != len(shape):
         raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match dimensionality of strides "

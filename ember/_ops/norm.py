@@ -20,6 +20,7 @@ from .. import _dtype as D
 from .._backend import allocator, parallel
 from .._tensor import Tensor, _wrap_dim
 from ..autograd import grad_mode
+from ._argcheck import ints_error
 from ._registry import Op, install
 
 _state = grad_mode._state
@@ -431,6 +432,9 @@ def _normalized_shape(normalized_shape, name):
     if isinstance(normalized_shape, numbers.Integral) or not isinstance(normalized_shape, (tuple, list)):
         raise TypeError(f"{name}(): argument 'normalized_shape' (position 2) must be tuple of ints, not "
                         f"{type(normalized_shape).__name__}")
+    err = ints_error(name, "normalized_shape", normalized_shape, 2)
+    if err is not None:
+        raise err
     return tuple(int(s) for s in normalized_shape)
 
 

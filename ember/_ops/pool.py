@@ -15,6 +15,7 @@ from .. import _dtype as D
 from .._backend import conv_numpy as K
 from .._backend import depthwise_numpy as DW
 from .._tensor import Tensor, _wrap_dim
+from ._argcheck import ints_error
 from ._registry import Op, install
 from .sampling import _area_map, _named, apply_maps
 
@@ -250,6 +251,9 @@ def _tuple_arg(value, nd, fname, what, allow_none=False):
         return None
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return (int(value),) * nd
+    err = ints_error(fname, what, value)
+    if err is not None:  # torch's parser takes no floats (the guard re-words this with the argument's position)
+        raise err
     items = tuple(value)
     if len(items) == 1:
         return (int(items[0]),) * nd
@@ -457,7 +461,11 @@ def _adaptive_sizes(input, nd, output_size, fname):
             raise RuntimeError(f"{fname}(): internal error: output_size.size() must be {nd}")
         raise RuntimeError(f"{fname}: output_size must be {nd}")
     spatial = input.shape[-nd:] if input.dim() >= nd else ()
-    sizes = tuple(int(spatial[i]) if s is None else int(s) for i, s in enumerate(sizes))
+    sizes = tuple(int(spatial[i]) if s is None else s for i, s in enumerate(sizes))  # torch's _list_with_default
+    err = ints_error(fname, "output_size", sizes, 2)
+    if err is not None:
+        raise err
+    sizes = tuple(int(s) for s in sizes)
     if any(s < 0 for s in sizes):
         raise RuntimeError(f"{fname}: elements of output_size must be greater than or equal to 0 but received "
                            f"{{{', '.join(map(str, sizes))}}}")
@@ -637,34 +645,66 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 # ---- max_unpool ----------------------------------------------------------------------------------
 
 
+def _ntuple(value, nd):
+    """torch.nn.modules.utils._single/_pair/_triple: any iterable becomes a tuple of its items (a dict: its keys)."""
+    return tuple(value) if isinstance(value, Iterable) else (value,) * nd
+
+
 def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
-    fname = f"max_unpool{nd}d"
-    if input.dim() not in (nd + 1, nd + 2):
-        n_kernel = len(tuple(kernel_size)) if isinstance(kernel_size, Iterable) else nd  # torch's _single/_pair/...
-        if input.dim() < n_kernel:  # torch's F reads the output size from input.size()[-len(kernel_size)] first
-            raise IndexError("tuple index out of range")
-        kernel_nd = max(nd, 2)  # max_unpool1d runs max_unpool2d on an unsqueezed input
-        raise RuntimeError(f"Input to max_unpooling{kernel_nd}d should be a {kernel_nd + 1}d or {kernel_nd + 2}d "
-                           f"Tensor, but got a tensor with {input.dim() + (nd == 1)} dimensions.")
-    kernel = _tuple_arg(kernel_size, nd, fname, "kernel_size")
-    stride = kernel if stride is None else _tuple_arg(stride, nd, fname, "stride")
-    padding = _tuple_arg(padding, nd, fname, "padding")
-    spatial = tuple(input.shape[-nd:])
-    default = [(s - 1) * st - 2 * p + k for s, st, p, k in zip(spatial, stride, padding, kernel)]
+    """torch's order: F computes the output size in Python (errors of its arithmetic surface as they are), then the
+    kernel of max_unpool2d (which max_unpool1d runs on an unsqueezed input) or max_unpool3d checks it."""
+    kernel = _ntuple(kernel_size, nd)
+    stride = kernel if stride is None else _ntuple(stride, nd)
+    padding = _ntuple(padding, nd)
+    shape = tuple(input.shape)
+    try:
+        default = [(shape[d - len(kernel)] - 1) * stride[d] + kernel[d] - 2 * padding[d] for d in range(len(kernel))]
+    except IndexError:  # as torch's F: input.size() or the stride/padding tuple is shorter than kernel_size
+        raise IndexError("tuple index out of range") from None
     if output_size is None:
         sizes = default
     else:
-        sizes = list(output_size)
-        if len(sizes) == nd + 2 or (len(sizes) == nd + 1 and input.dim() == nd + 1):
-            sizes = sizes[-nd:]
-        if len(sizes) != nd:
-            raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
-                             f"length of '{len(sizes)}'")
-        for d in range(nd):
+        if len(output_size) == len(kernel) + 2:
+            output_size = output_size[2:]
+        if len(output_size) != len(kernel):
+            raise ValueError(f"output_size should be a sequence containing {len(kernel)} or {len(kernel) + 2} "
+                             f"elements, but it has a length of '{len(output_size)}'")
+        for d in range(len(kernel)):
             lo, hi = default[d] - stride[d], default[d] + stride[d]
-            if not lo < sizes[d] < hi:
-                raise ValueError(f"invalid output_size \"{tuple(output_size)}\" (dim {d} must be between {lo} and "
-                                 f"{hi})")
+            if not lo < output_size[d] < hi:
+                raise ValueError(f"invalid output_size \"{output_size}\" (dim {d} must be between {lo} and {hi})")
+        sizes = list(output_size)
+    for d in range(len(kernel)):
+        if sizes[d] < 0:
+            raise ValueError(f"max_unpooling: output_size must contain non-negative spatial dimensions, but got "
+                             f"output_size[{d}]={sizes[d]}")
+    kernel_nd = max(nd, 2)
+    fname = f"max_unpool{kernel_nd}d"
+    if nd == 1:
+        sizes = sizes + [1]
+    c_args = [("output_size", 3, sizes)] + ([("stride", 4, stride), ("padding", 5, padding)] if nd == 3 else [])
+    for name, position, values in c_args:  # the C-level parser reads each int[]'s first item ...
+        if values and not isinstance(values[0], (int, np.integer)):
+            raise TypeError(f"{fname}(): argument '{name}' (position {position}) must be tuple of ints, but found "
+                            f"element of type {type(values[0]).__name__} at pos 0")
+    for name, position, values in c_args[::-1]:  # ... and unpacks the rest as the kernel's arguments, last first
+        for i, v in enumerate(values[1:], 2):
+            if not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{fname}(): argument '{name}' failed to unpack the object at pos {i} with error "
+                                f"\"type must be tuple of ints,but got {type(v).__name__}\"")
+    dims = input.dim() + (nd == 1)
+    bad_dims = dims not in (kernel_nd + 1, kernel_nd + 2)
+    words = {2: "two elements (height, width)", 3: "three elements (depth, height, width)"}[kernel_nd]
+    if kernel_nd == 3 and bad_dims or len(sizes) == kernel_nd and bad_dims:  # max_unpool3d checks dims first
+        raise RuntimeError(f"Input to max_unpooling{kernel_nd}d should be a {kernel_nd + 1}d or {kernel_nd + 2}d "
+                           f"Tensor, but got a tensor with {dims} dimensions.")
+    for name, _, values in c_args:
+        if len(values) != kernel_nd:
+            got = "" if name == "output_size" else ":"
+            raise RuntimeError(f"There should be exactly {words} in {name}, but got{got} {len(values)} elements.")
+    if nd == 3 and min(stride) <= 0:
+        raise RuntimeError(f"strides should be greater than zero, but got stride: {list(stride)}")
+    sizes = [int(v) for v in sizes[:nd]]
     if indices.dtype is not D.int64:
         raise RuntimeError(f"elements in indices should be type int64 but got: {_scalar(indices.dtype)}")
     if tuple(indices.shape) != tuple(input.shape):

@@ -18,6 +18,7 @@ from .. import _dtype as D
 from .._backend import conv_numpy as K
 from .._tensor import Tensor
 from ..autograd import grad_mode
+from ._argcheck import _is_int
 from ._limited import refuse
 from ._registry import Op, install
 from .joining import stack
@@ -337,14 +338,17 @@ def _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode):
                                  "Please "
                                  "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
                                  "...,oK) format.")
+            if not all(isinstance(s, (int, np.integer)) or _is_int(s) for s in size):  # torch's _is_integer
+                raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, int] or Tuple[int, int, "
+                                f"int], but got size with types {[type(s) for s in size]}")
             sizes = [int(s) for s in size]
+        elif dim == 0:
+            sizes = []  # as torch: nothing is read when there is no spatial dim
+        elif not _is_int(size):  # torch hands [size] * dim to its C-level kernel, whose parser takes no float
+            raise TypeError(f"interpolate(): argument 'size' must be tuple of ints, but found element of type "
+                            f"{type(size).__name__} at pos 0")
         else:
-            try:
-                sizes = [int(size)] * dim
-            except (TypeError, ValueError):
-                if dim > 0:
-                    raise
-                sizes = []  # as torch: nothing is read when there is no spatial dim
+            sizes = [int(size)] * dim
         scales = None
     elif scale_factor is not None:
         if isinstance(scale_factor, (list, tuple)):

@@ -7,6 +7,8 @@ unsqueeze's stride ...) are small pure functions below; NumPy builds the view fr
 (B.restride) wherever its own strides would differ (size-1 and zero-size dims).
 In-place writes through views rebase history here (see Note [In-place on views]).
 """
+import functools
+
 import numpy as np
 
 from .. import _dtype as D
@@ -236,6 +238,19 @@ def unflatten(input, dim, sizes):
                                f"{dim} ({n}) in the input tensor")
     shape = input._data.shape
     return view(input, shape[:d] + sizes + shape[d + 1:])
+
+
+def _unflatten_method(checked):
+    """Tensor.unflatten is Python code in torch: falsy sizes (None, {}, []) are refused before its parser runs."""
+    @functools.wraps(checked)
+    def unflatten(self, dim, sizes):
+        if not sizes:
+            raise RuntimeError("unflatten: sizes must be non-empty")
+        return checked(self, dim, sizes)
+    return unflatten
+
+
+Tensor.unflatten = _unflatten_method(Tensor.unflatten)
 
 
 @register()

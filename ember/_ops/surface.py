@@ -6,7 +6,7 @@ import warnings
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ._argcheck import OPTIONAL_BOOL, OVERRIDES, _ints_error, _is_int, _is_number, _type_name
+from ._argcheck import OPTIONAL_BOOL, OVERRIDES, _ints_error, _is_int, _is_number, _type_name, ints_error
 from ._registry import check_inplace, install
 
 
@@ -163,7 +163,7 @@ def frobenius_norm(input, dim, keepdim=False, *, out=None):
     """Deprecated torch.frobenius_norm: norm(input, 2, dim, keepdim) over at most 2 dims."""
     from .. import norm
     if _ints_error(dim) is not None:
-        raise TypeError(f"frobenius_norm(): argument 'dim' (position 2) must be tuple of ints{_ints_error(dim)}")
+        raise ints_error("frobenius_norm", "dim", dim, 2)
     _deprecated_once("frobenius_norm", "linalg.vector_norm(A, 2., dim, keepdim)")
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     if len(dims) > 2:
