@@ -532,3 +532,57 @@ def test_float_in_an_int_list_raises_like_torch(i):
     got = _outcome(FLOAT_IN_INT_LIST[i], ember)
     assert want[0] == "TypeError"
     assert got[0] == want[0], (want, got)
+
+
+# calls that match none of torch's overloads although each argument has a valid type (sum's out= needs dim, the
+# one-bound arange is (end) alone, Tensor.repeat_interleave needs repeats), and torch's Python-level Tensor.unflatten
+OVERLOAD_SHAPES = {
+    "sum-out-no-dim": lambda t: t.sum(_x(t), out=t.empty(0)),
+    "sum-out-int8-no-dim": lambda t: t.sum(_x(t), out=t.empty(0, dtype=t.int8)),
+    "sum-dtype-out-no-dim": lambda t: t.sum(_x(t), dtype=t.float64, out=t.empty(0, dtype=t.float64)),
+    "arange-start-only": lambda t: t.arange(start=2),
+    "arange-start-step": lambda t: t.arange(start=1, step=2),
+    "arange-one-bound-step": lambda t: t.arange(2, step=2),
+    "repeat_interleave-method-no-repeats": lambda t: _i(t).flatten().repeat_interleave(),
+    "repeat_interleave-method-output_size": lambda t: _i(t).flatten().repeat_interleave(output_size=3),
+    "repeat_interleave-function-output_size": lambda t: t.repeat_interleave(t.tensor([1, 2]), output_size=4),
+    "unflatten-method-None": lambda t: _x(t).unflatten(0, None),
+    "unflatten-method-dict": lambda t: _x(t).unflatten(0, {}),
+    "unflatten-method-str-item": lambda t: _x(t).unflatten(0, [3, "a"]),
+    "unflatten-function-None": lambda t: t.unflatten(_x(t), 0, None),
+    "sum-dtype-positional": lambda t: t.sum(_x(t), t.float64),
+    "sum-method-dtype-positional": lambda t: _x(t).sum(t.float64),
+    "prod-dtype-positional": lambda t: t.prod(_x(t), t.float64),
+    "prod-method-dtype-positional": lambda t: _x(t).prod(t.float64),
+    "mean-method-dtype-positional": lambda t: _x(t).mean(t.float64),
+    "nansum-method-dtype-positional": lambda t: _x(t).nansum(t.float64),
+    "scatter_-src-and-value": lambda t: t.zeros(3).scatter_(0, t.tensor([0, 1]), t.ones(2), "add"),
+    "scatter-src-and-value": lambda t: t.scatter(t.zeros(3), 0, t.tensor([0, 1]), t.ones(2), 1.0),
+    "scatter-value-and-value": lambda t: t.zeros(3).scatter(0, t.tensor([0, 1]), 1.0, 2.0),
+}
+OVERLOAD_SHAPES_VALID = {
+    "sum-None-out": lambda t: t.sum(_x(t), None, out=t.empty(0)),
+    "sum-dim-out": lambda t: t.sum(_x(t), (0, 1), out=t.empty(0)),
+    "sum-dtype-keyword": lambda t: t.sum(_x(t), dtype=t.float64),
+    "arange-end-keyword": lambda t: t.arange(end=3),
+    "arange-start-end-keywords": lambda t: t.arange(start=1, end=7, step=2),
+    "repeat_interleave-repeats-only": lambda t: t.repeat_interleave(t.tensor([1, 2]), output_size=3),
+    "unflatten-method": lambda t: _x(t).unflatten(1, (2, 2)),
+    "scatter-value-keyword": lambda t: t.zeros(3).scatter(0, t.tensor([0, 1]), value=2.0),
+    "scatter-value-positional-reduce": lambda t: t.scatter(t.zeros(3), 0, t.tensor([0, 1]), 2.0, reduce="add"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OVERLOAD_SHAPES))
+def test_calls_matching_no_overload_raise_like_torch(name):
+    want = _outcome(OVERLOAD_SHAPES[name], torch)
+    got = _outcome(OVERLOAD_SHAPES[name], ember)
+    assert want[0] != "no exception"
+    assert got[0] == want[0], (want, got)
+
+
+@pytest.mark.parametrize("name", sorted(OVERLOAD_SHAPES_VALID))
+def test_calls_beside_them_compute_like_torch(name):
+    got, want = OVERLOAD_SHAPES_VALID[name](ember), OVERLOAD_SHAPES_VALID[name](torch)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

@@ -24,14 +24,9 @@ DELIBERATE = {
     ("torch", "searchsorted"): _SCALAR_SELF,
 }
 
-# Calls torch refuses with TypeError that ember accepts, (namespace, name) -> why. Each is a keyword-only
-# argument given positionally that lands in a positional slot of another type (x.sum(torch.float64) fills
-# dim=); torch refuses it by the slot's type. Refusing it is argument type checking (issue 18).
-_SLOT_TYPE = "a keyword-only argument given positionally fills a slot of another type (issue 18's type checks)"
-DELIBERATE_REJECTIONS = {
-    ("Tensor", "sum"): _SLOT_TYPE,            # x.sum(torch.float64): dim=dtype
-    ("Tensor", "scatter_"): _SLOT_TYPE,       # x.scatter_(0, index, src, 'add'): value='add'
-}
+# Calls torch refuses with TypeError that ember accepts, (namespace, name) -> why (none left: x.sum(torch.float64)
+# and x.scatter_(0, index, src, 'add') are refused now, tests/test_bad_input.py).
+DELIBERATE_REJECTIONS = {}
 
 
 class _Built:

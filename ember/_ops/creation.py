@@ -2,6 +2,7 @@
 new_), arange, range, linspace, logspace, eye, empty_strided, scalar_tensor, and the
 legacy Tensor(...) / FloatTensor(...) constructors."""
 import collections.abc
+import functools
 import math
 import warnings
 
@@ -13,7 +14,7 @@ from .. import _dtype as D
 from .._device import as_device, device as _device_cls
 from .._tensor import Tensor, Size
 from ..autograd import grad_mode
-from ._argcheck import ints_error
+from ._argcheck import ints_error, invalid_combination
 from ._registry import install, namespace
 from .geometry import contiguous_strides, dense_strides_like, strides_of
 
@@ -695,6 +696,30 @@ def _num_str(v):
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
+_ARANGE_OVERLOADS = (
+    "Number end, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, torch.device device = "
+    "None, bool pin_memory = False, bool requires_grad = False",
+    "Number start, Number end, *, torch.dtype dtype = None, torch.layout layout = None, torch.device device = None, "
+    "bool pin_memory = False, bool requires_grad = False",
+    "Number start, Number end, Number step = 1, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout "
+    "= None, torch.device device = None, bool pin_memory = False, bool requires_grad = False")
+
+
+def _one_bound_is_end(fn):
+    """torch's one-bound arange is (end) alone: start= or step= without an end matches none of its overloads."""
+    @functools.wraps(fn)
+    def arange(*args, **kwargs):
+        if kwargs and len(args) < 2 and kwargs.get("end") is None and ("start" in kwargs or "step" in kwargs):
+            if "step" not in kwargs:
+                raise TypeError('arange() missing 1 required positional arguments: "end"')
+            if args or "start" in kwargs:
+                given = {k: kwargs[k] for k in ("step", "start") if k in kwargs}
+                raise invalid_combination("arange", args, given, _ARANGE_OVERLOADS)
+        return fn(*args, **kwargs)
+    return arange
+
+
+@_one_bound_is_end
 def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
            pin_memory=False):
     """Values start + i * step computed in torch's accumulate type (int64 / double / float); start=None: not given

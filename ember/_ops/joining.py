@@ -1,6 +1,7 @@
 """Joining and rearranging copies: cat/stack and friends, flip/roll/rot90, repeat/tile/
 repeat_interleave, tril/triu, diag/diag_embed/diagflat/trace, meshgrid, broadcasting helpers,
 atleast_Nd."""
+import functools
 import warnings
 
 import operator
@@ -9,7 +10,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Size, Tensor, _wrap_dim
-from ._argcheck import _is_int, ints_error, wrong_type
+from ._argcheck import _is_int, ints_error, invalid_combination, wrong_type
 from ._limited import refuse_flip
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
 from .geometry import diagonal_geometry, strides_of
@@ -489,6 +490,8 @@ def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
         if counts.size and counts.min() < 0:
             raise RuntimeError("repeats can not be negative")
         r = np.repeat(np.arange(counts.size, dtype=reps._data.dtype), counts)
+        if output_size is not None and output_size != r.size:
+            raise RuntimeError("allocated size does not match required size")
         return _make(r)
     if dim is None:
         input = input.reshape(-1)
@@ -520,6 +523,24 @@ def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
         return input.index_select(d, _make(idx))
     from .index_ops import IndexSelect  # torch: expand + flatten, which takes every dtype
     return IndexSelect.apply(input, _make(idx), dim=d)
+
+
+_REPEAT_INTERLEAVE_METHODS = ("Tensor repeats, int dim = None, *, int output_size = None",
+                              "int repeats, int dim = None, *, int output_size = None")
+
+
+def _repeat_interleave_method(checked):
+    """Tensor.repeat_interleave: the repeats-only form (the repeated positions) is torch.repeat_interleave's alone."""
+    @functools.wraps(checked)
+    def repeat_interleave(self, *args, **kwargs):
+        if (args[0] if args else kwargs.get("repeats")) is None:
+            given = {k: v for k, v in kwargs.items() if v is not None and k != "repeats"}
+            raise invalid_combination("repeat_interleave", args[1:], given, _REPEAT_INTERLEAVE_METHODS)
+        return checked(self, *args, **kwargs)
+    return repeat_interleave
+
+
+Tensor.repeat_interleave = _repeat_interleave_method(Tensor.repeat_interleave)
 
 
 # ---- tril / triu -------------------------------------------------------------------------------

@@ -255,12 +255,33 @@ class Sum(Op):
         return expand_grad(grad, *ctx.args)
 
 
+_SUM_OVERLOADS = ("Tensor input, *, torch.dtype dtype = None",
+                  "Tensor input, tuple of ints dim, bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None")
+_NO_DIM = object()  # sum(x) vs sum(x, None): torch's out= overload needs dim given (None allowed)
+
+
+def _dim_shown_as_none(fn):
+    """fn's signature as torch documents it (dim=None), over the _NO_DIM default that tells an omitted dim."""
+    import inspect
+    sig = inspect.signature(fn)
+    fn.__signature__ = sig.replace(parameters=[p.replace(default=None) if p.name == "dim" else p
+                                               for p in sig.parameters.values()])
+    return fn
+
+
 @register()
 @numpy_names
-def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+@_dim_shown_as_none
+def sum(input, dim=_NO_DIM, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "sum")
-    if isinstance(dim, D.dtype):
-        dim, dtype = None, dim
+    if dim is _NO_DIM:
+        if out is not None:
+            if dtype is not None:
+                raise TypeError('sum() missing 1 required positional arguments: "dim"')
+            raise invalid_combination("sum", (input,), {"out": out}, _SUM_OVERLOADS)
+        dim = None
+    elif isinstance(dim, D.dtype):  # neither overload takes a dtype in dim's place
+        raise invalid_combination("sum", (input, dim), {}, _SUM_OVERLOADS)
     dims = reduce_dims(dim, input._data.ndim)
     d = accumulate_dtype(dtype, input._dtype, "sum_cpu")
     r = Sum.apply(input, dims=dims, keepdim=keepdim, dtype=d)
@@ -417,8 +438,8 @@ _PROD_OVERLOADS = ("Tensor input, *, torch.dtype dtype = None",
 @numpy_names
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     check_tensor(input, "prod")
-    if isinstance(dim, D.dtype):
-        dim, dtype = None, dim
+    if isinstance(dim, D.dtype):  # neither overload takes a dtype in dim's place
+        raise invalid_combination("prod", (input, dim), {}, _PROD_OVERLOADS)
     if dim is not None:
         if isinstance(dim, (list, tuple)):  # neither overload takes several dims
             raise invalid_combination("prod", (input, dim), {}, _PROD_OVERLOADS)

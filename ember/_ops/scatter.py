@@ -11,6 +11,7 @@ from .. import _dtype as D
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor, _wrap_dim
 from ..autograd import grad_mode
+from ._argcheck import invalid_combination
 from ._limited import check_class_op
 from ._registry import Op, assign_result, check_inplace, install, register, write_out
 from .complex import cj
@@ -232,7 +233,16 @@ def _reduce_arg(reduce, name):
     return reduce
 
 
+_SCATTER_OVERLOADS = ("Tensor input, int dim, Tensor index, Tensor src, *, Tensor out = None",
+                      "Tensor input, int dim, Tensor index, Tensor src, *, str reduce, Tensor out = None",
+                      "Tensor input, int dim, Tensor index, Number value, *, Tensor out = None",
+                      "Tensor input, int dim, Tensor index, Number value, *, str reduce, Tensor out = None")
+
+
 def _scatter_plan(input, dim, index, src=None, value=None, *, reduce=None):
+    if src is not None and value is not None:  # one overload takes src, the other value: never both
+        raise invalid_combination("scatter", (input, dim, index, src, value), {} if reduce is None else
+                                  {"reduce": reduce}, _SCATTER_OVERLOADS)
     if src is not None and not isinstance(src, Tensor):
         src, value = None, src
     if src is None and value is None:
