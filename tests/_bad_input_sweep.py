@@ -19,7 +19,7 @@ import torch
 
 import ember
 
-BAD = {"None": None, "str": "a", "list-of-str": ["a", "b"], "float": 1.5, "dict": {}}
+BAD = {"None": None, "str": "a", "list-of-str": ["a", "b"], "float": 1.5, "dict": {}, "ints-float": [1, 1.5]}
 NAMESPACES = [("torch", torch, ember), ("F", torch.nn.functional, ember.nn.functional),
               ("linalg", torch.linalg, ember.linalg), ("special", torch.special, ember.special),
               ("fft", torch.fft, ember.fft)]

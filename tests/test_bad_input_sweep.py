@@ -1,4 +1,4 @@
-"""The generated bad-input sweep (issue 18, tests/_bad_input_sweep.py): about 15,000 calls with a wrong value in
+"""The generated bad-input sweep (issue 18, tests/_bad_input_sweep.py): about 18,000 calls with a wrong value in
 each position and keyword of every function of ember's op table that torch has, the Tensor methods and
 torch.nn.functional/linalg/special/fft, run on torch and ember. The whole sweep runs (no sampling, ~20 s on 2 cores).
 Argument checking is ember/_ops/_argcheck.py (Note [Checked at the boundary])."""

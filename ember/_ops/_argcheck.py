@@ -255,6 +255,7 @@ CHECKED_FIRST = {
     "to_dense": ("masked_grad",), "asarray": ("copy",), "cov": ("correction",), "embedding": ("padding_idx",),
     "gradient": ("dim",), "constant_pad_nd": ("pad",), "linalg_ldl_factor": ("out",),
     "linalg_ldl_factor_ex": ("out",), "unbind_copy": ("out",), "lu_unpack": ("out",),
+    "linalg_matrix_rank": ("atol", "rtol"), "linalg_pinv": ("atol", "rtol"),
 }
 OVERRIDES.update({  # torch's `bool` (not `bool?`) and the kinds the parameter names above do not give
     "tensor": {"requires_grad": BOOL, "pin_memory": BOOL}, "new_tensor": {"requires_grad": BOOL, "pin_memory": BOOL},
