@@ -1,7 +1,7 @@
 """The generated bad-input sweep (issue 18): every public function of ember's op table that torch also has,
 the Tensor methods, and torch.nn.functional / linalg / special / fft, called with a wrong value (None, a
-string, a list of strings, a float for an int, a dict, an int list holding a float) in each position and keyword, with out-of-range
-dims and with a bad out=, on torch and on ember from the same NumPy inputs.
+string, a list of strings, a float for an int, a dict, an int list holding a float) in each position and
+keyword, with out-of-range dims and with a bad out=, on torch and on ember from the same NumPy inputs.
 
 Each call is classified: `match` (both raise, ember's type is torch's or a subclass, not an internal
 error), `same` (both return the same result), and the mismatches `silent` (torch raises, ember returns),
