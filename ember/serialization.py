@@ -12,6 +12,7 @@ globals may be unpickled; anything else raises pickle.UnpicklingError naming it.
 """
 import collections
 import io
+import operator
 import os
 import pickle
 import secrets
@@ -83,8 +84,8 @@ def _tensor_storage(t, storages):
 class _Pickler(pickle._Pickler):
     """Writes ember objects under torch's names (pure-Python pickler: it lets us emit GLOBALs)."""
 
-    def __init__(self, file, storages):
-        super().__init__(file, protocol=DEFAULT_PROTOCOL)
+    def __init__(self, file, storages, protocol=DEFAULT_PROTOCOL):
+        super().__init__(file, protocol=protocol)
         self.storages = storages
 
     def persistent_id(self, obj):
@@ -150,10 +151,10 @@ def _padded_info(zf, name):
     return info
 
 
-def _write_archive(obj, f, prefix):
+def _write_archive(obj, f, prefix, protocol=DEFAULT_PROTOCOL):
     storages = {}
     buf = io.BytesIO()
-    _Pickler2(buf, storages).dump(obj)
+    _Pickler2(buf, storages, protocol).dump(obj)
     with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         def record(name, data):
             info = _padded_info(zf, f"{prefix}/{name}")
@@ -175,6 +176,10 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL, _use_ne
          _disable_byteorder_record=False):
     """torch.save. A path is written through a temporary file in the same directory that
     replaces the target only once complete, so a failure leaves any old file intact."""
+    if pickle_protocol is not None:  # the C pickler's checks of the protocol, before any file is touched
+        pickle_protocol = operator.index(pickle_protocol)
+        if pickle_protocol > pickle.HIGHEST_PROTOCOL:
+            raise ValueError(f"pickle protocol must be <= {pickle.HIGHEST_PROTOCOL}")
     if not _use_new_zipfile_serialization:
         import warnings
         warnings.warn("ember.save writes only the zip checkpoint format (torch >= 1.6 reads it); "
@@ -186,7 +191,7 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL, _use_ne
         fd, tmp = tempfile.mkstemp(prefix=".ember-save-", dir=directory)
         try:
             with os.fdopen(fd, "wb") as fh:
-                _write_archive(obj, fh, prefix)
+                _write_archive(obj, fh, prefix, pickle_protocol)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
@@ -197,7 +202,7 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL, _use_ne
                 pass
             raise
         return
-    _write_archive(obj, f, "archive")
+    _write_archive(obj, f, "archive", pickle_protocol)
 
 
 # ---- load -----------------------------------------------------------------------------------
@@ -590,6 +595,10 @@ def _check_map_location(m):
     from ._device import device
     if callable(m) or isinstance(m, dict):
         return
+    if isinstance(m, (bytes, bytearray)):  # torch matches its device pattern against it
+        raise TypeError("cannot use a string pattern on a bytes-like object")
+    if not isinstance(m, (str, device)):  # torch calls what is neither a str, a device nor a dict
+        raise TypeError(f"'{type(m).__name__}' object is not callable")
     d = device(m) if isinstance(m, str) else m
     if isinstance(d, device) and d.type != "cpu":
         raise RuntimeError(f"Attempting to deserialize object on a {d.type.upper()} device but "

@@ -53,10 +53,13 @@ def into_out(out, arr, dtype):
     return out
 
 
-def _out_dtype(dtype, out):
-    """Factories with out= and no dtype take out's dtype."""
+def _out_dtype(dtype, out, name):
+    """Factories with out= and no dtype take out's dtype; a dtype that is not one is refused here too, for the
+    callers inside ember (nn modules' factory_kwargs) that reach the factory past its argument check."""
     if dtype is None:
         return out._dtype if out is not None else D.get_default_dtype()
+    if not isinstance(dtype, D.dtype):
+        raise TypeError(f"{name}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
     return dtype
 
 
@@ -484,7 +487,7 @@ def _filled(name, fill):
     def fn(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
            pin_memory=False, memory_format=None):
         shape = size_args(sizes if size is None else varargs_or(sizes, size, "size", name), name)
-        d = _out_dtype(dtype, out)
+        d = _out_dtype(dtype, out, name)
         if fill is None:
             arr = B.empty(shape, d.np)
             if memory_format is not None and str(memory_format) != "torch.preserve_format":
@@ -879,7 +882,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     m = int(m.__index__())
     if m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
-    d = _out_dtype(dtype, out)
+    d = _out_dtype(dtype, out, "eye")
     if d.limited:
         raise NotImplementedError(f"\"eye\" not implemented for '{D.SCALAR_NAMES[d]}'")
     arr = np.eye(n, m, dtype=d.np)

@@ -54,6 +54,8 @@ def _index_array(item):
         arr = np.array(_plain(item)) if len(item) else np.array([], dtype=np.int64)
     if arr.dtype.kind == "b" or arr.dtype == np.uint8:
         return arr.astype(bool, copy=False)
+    if arr.dtype.kind in "US":  # torch makes a tensor of the sequence first
+        raise TypeError(f"new(): invalid data type '{'str' if arr.dtype.kind == 'U' else 'bytes'}'")
     if arr.dtype.kind not in "iu":
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     return arr.astype(np.int64, copy=False)
@@ -98,6 +100,8 @@ def _classify(item):
         return "array", arr
     if hasattr(item, "__index__"):
         return "int", int(item.__index__())
+    if isinstance(item, (str, bytes)):  # a sequence: torch makes a tensor of it first
+        raise TypeError(f"new(): invalid data type '{type(item).__name__}'")
     raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
                      f"indices (got {type(item).__name__})")
 

@@ -97,6 +97,10 @@ def _hooked_step(step, self, args, kwargs):
                 raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), but got "
                                    f"{result}.")
             args, kwargs = result
+    differentiable = self.defaults.get("differentiable", False)
+    if differentiable.__class__ is not bool:  # torch's step runs under set_grad_enabled(differentiable)
+        raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
+                        f"{_typename(differentiable)}")
     prev = _grad_state.enabled
     _grad_state.enabled = False
     self._in_step = True
@@ -134,7 +138,7 @@ class Optimizer:
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             f"but got {_typename(params)}")
-        if defaults.get("differentiable"):
+        if defaults.get("differentiable") is True:
             raise NotImplementedError("ember optimizers do not support differentiable=True yet")
         self.state = defaultdict(dict)
         self.param_groups = []

@@ -4,6 +4,7 @@ Construction allocates the parameters; reset_parameters() draws their initial va
 (kaiming_uniform_ with a=sqrt(5), bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as torch).
 """
 import math
+from collections.abc import Iterable
 
 from ..._ops.creation import empty
 from .. import functional as F
@@ -16,12 +17,13 @@ from .module import Module
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",
            "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]
 
-_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+_PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}  # a set, as torch: an unhashable mode is a TypeError
 
 
 def _ntuple(n):
+    """torch.nn.modules.utils' _single/_pair/...: any iterable becomes the tuple of its items (a dict: its keys)."""
     def parse(x):
-        if isinstance(x, (tuple, list, str)):
+        if isinstance(x, Iterable):
             return tuple(x)
         return (x,) * n
     return parse

@@ -237,6 +237,9 @@ class _FractionalMaxPoolNd(Module):
         super().__init__()
         t = _pair if self._nd == 2 else _triple
         name = type(self).__name__
+        if self._nd == 3 and ((isinstance(kernel_size, int) and kernel_size <= 0) or (
+                isinstance(kernel_size, (tuple, list)) and not all(k > 0 for k in kernel_size))):  # torch's 3-d only
+            raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
         self.kernel_size = t(kernel_size)
         self.return_indices = return_indices
         self.register_buffer("_random_samples", _random_samples)
@@ -246,7 +249,7 @@ class _FractionalMaxPoolNd(Module):
             raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
         if output_size is not None and output_ratio is not None:
             raise ValueError("only one of output_size and output_ratio may be specified")
-        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+        if self.output_ratio is not None and not all(0 < self.output_ratio[i] < 1 for i in range(self._nd)):
             raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
 
     def forward(self, input):
