@@ -1,8 +1,8 @@
-"""The generated bad-input sweep over classes (issue 18): every torch.nn module ember has, the optimizers, the
-learning-rate schedulers, DataLoader and the samplers, and torch.save/load, constructed (or called) with a wrong
-value (tests/_bad_input_sweep.py's BAD) in each parameter, on torch and on ember. Where both construct, what
-they built is compared: a module's parameter and buffer shapes, an optimizer's parameters after one step, a
-scheduler's learning rates over three steps, a loader's first batches.
+"""The generated bad-input sweep over classes (issue 18): every torch.nn module ember has (also called on a wrong
+input), the optimizers, the learning-rate schedulers, DataLoader and the samplers, and torch.save/load,
+constructed (or called) with a wrong value (tests/_bad_input_sweep.py's BAD) in each parameter, on torch and on
+ember. Where both construct, what they built is compared: a module's parameter and buffer shapes, an optimizer's
+parameters after one step, a scheduler's learning rates over three steps, a loader's first batches.
 
 Run `python -m tests._bad_module_sweep [-v]` for the counts (and the rows that are not a match)."""
 import inspect
@@ -81,6 +81,11 @@ def _module_cases():
         for p in params:
             for label, bad in BAD.items():
                 out.append(("nn", n, p.name, label, lambda lib, b=build, k=p.name, v=bad: b(lib, key=k, bad=v)))
+
+        def forward(lib, n=n, required=required, bad=None):
+            return (lambda: getattr(lib.nn, n)(**required)(bad)), (), {}
+        for label, bad in BAD.items():  # the module called on a wrong input
+            out.append(("nn.forward", n, "input", label, lambda lib, f=forward, v=bad: f(lib, bad=v)))
     return out
 
 

@@ -105,7 +105,7 @@ class ReLU6(Hardtanh):
 
 class Sigmoid(Module):
     def forward(self, input):
-        return input.sigmoid()
+        return F.sigmoid(input)
 
 
 class Hardsigmoid(_InplaceOnly):
@@ -118,7 +118,7 @@ class Hardsigmoid(_InplaceOnly):
 
 class Tanh(Module):
     def forward(self, input):
-        return input.tanh()
+        return F.tanh(input)
 
 
 class SiLU(_InplaceOnly):
