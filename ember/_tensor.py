@@ -157,7 +157,7 @@ class Tensor:
     is_meta = False
     is_mps = False
     is_nested = False
-    layout = _strided
+    layout = property(lambda self: _strided, doc="torch.strided (read-only, as torch's)")
 
     def get_device(self):
         return -1
@@ -235,6 +235,8 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value):
+        if value.__class__ is not builtins.bool:
+            raise RuntimeError("requires_grad must be a bool")
         if self._grad_fn is not None:
             if not value:
                 raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to "
@@ -441,15 +443,17 @@ class Tensor:
 
     def __float__(self):
         if self._data.size != 1:
-            raise TypeError("only one element tensors can be converted to Python scalars")
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return builtins.float(self.item())
 
     def __int__(self):
         if self._data.size != 1:
-            raise TypeError("only one element tensors can be converted to Python scalars")
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return builtins.int(self.item())
 
     def __complex__(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return builtins.complex(self.item())
 
     def __index__(self):
@@ -468,6 +472,9 @@ class Tensor:
         return self.flip(0)
 
     def __contains__(self, element):
+        if not isinstance(element, (Tensor, builtins.int, builtins.float, builtins.complex, np.number, np.bool_)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                               f"{type(element)}.")
         return builtins.bool((self == element).any())
 
     def __format__(self, spec):

@@ -586,3 +586,45 @@ def test_calls_beside_them_compute_like_torch(name):
     got, want = OVERLOAD_SHAPES_VALID[name](ember), OVERLOAD_SHAPES_VALID[name](torch)
     assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+# the Tensor's own protocol and attributes: setters, conversions, `in`, autograd.grad's arguments
+def _set(t, name, value):
+    setattr(t, name, value)
+    return getattr(t, name)
+
+
+PROTOCOL = {
+    **{f"requires_grad-{k}": (lambda t, v=v: _set(t.ones(2), "requires_grad", v))
+       for k, v in {"None": None, "str": "x", "float": 1.5, "int": 1, "list": [1]}.items()},
+    "layout-set": lambda t: _set(t.ones(2), "layout", t.strided),
+    "int-multi": lambda t: int(t.ones(3)),
+    "float-multi": lambda t: float(t.ones(3)),
+    "complex-multi": lambda t: complex(t.ones(3)),
+    "float-empty": lambda t: float(t.ones(0)),
+    "contains-str": lambda t: "a" in t.ones(2),
+    "contains-None": lambda t: None in t.ones(2),
+    "grad-input-str": lambda t: t.autograd.grad(t.ones(2, requires_grad=True).sum(), "a"),
+    "grad-input-int": lambda t: (lambda x: t.autograd.grad(x.sum(), (x, 1)))(t.ones(2, requires_grad=True)),
+    "grad-output-str": lambda t: t.autograd.grad("a", t.ones(2, requires_grad=True)),
+}
+PROTOCOL_VALID = {
+    "requires_grad-True": lambda t: _set(t.ones(2), "requires_grad", True),
+    "float-one": lambda t: float(t.ones(1, 1)),
+    "contains-number": lambda t: 1.0 in t.ones(2),
+    "contains-tensor": lambda t: t.ones(1) in t.ones(2),
+    "contains-bool": lambda t: True in t.ones(2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROTOCOL))
+def test_tensor_protocol_raises_like_torch(name):
+    want = _outcome(PROTOCOL[name], torch)
+    got = _outcome(PROTOCOL[name], ember)
+    assert want[0] != "no exception"
+    assert got[0] == want[0], (want, got)
+
+
+@pytest.mark.parametrize("name", sorted(PROTOCOL_VALID))
+def test_tensor_protocol_valid_like_torch(name):
+    assert PROTOCOL_VALID[name](ember) == PROTOCOL_VALID[name](torch)

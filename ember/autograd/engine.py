@@ -95,10 +95,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
                              materialize_grads)
     captures = {}
-    for i, t in enumerate(inputs):
+    for t in inputs:
         if not isinstance(t, Tensor):
-            raise TypeError(f"grad(): argument 'inputs' must be tuple of Tensors, but found element of type "
-                            f"{type(t).__name__} at pos {i}")
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
+    for o in outputs:
+        if not isinstance(o, Tensor):  # torch's Python grad() asserts it
+            raise AssertionError("Expected output to be a torch.Tensor")
+    for i, t in enumerate(inputs):
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         captures.setdefault(gradient_edge(t), []).append(i)
