@@ -1,4 +1,4 @@
-"""torch's AVX2 float32 normal fill (normal_fill_16_AVX2) in NumPy, bit for bit, in few cache-resident passes.
+"""torch's AVX2 float32 normal fill (normal_fill_16_AVX2) in NumPy, bit for bit, in few passes.
 
 torch's kernel is Julien Pommier's Cephes-derived log256_ps/sincos256_ps (avx_mathfun.h) on float32
 uniforms, every step a float32 operation and GCC contracting its multiply-adds into single-rounding
@@ -8,12 +8,10 @@ general, but over the kernel's whole input domain (the 2**24 float32 uniforms k 
 such float64 sum is either exact or not on a float32 halfway point, so the result is the FMA's.
 Where a step's result stays in one binade [2**(q-1), 2**q) for every input, it is rounded to float32
 in float64 by adding and subtracting 1.5 * 2**(q+28) (whose float64 ulp is that binade's float32 ulp).
-The ~110 passes run over sub-blocks of _SUB radii and angles in buffers reused per thread (Scratch),
-so they stay in the L2 cache and allocate nothing (Note [Normal fill passes]).
+The ~100 passes run over sub-blocks of at most _SUB radii and angles in two buffers allocated once per
+call (Note [Normal fill passes]).
 tests/test_random_avx2.py checks this against the step-by-step emulation on every input.
 """
-import threading
-
 import numpy as np
 
 from .mt19937 import fma32
@@ -58,38 +56,17 @@ _CS2 = np.array([[_COS[2] + _KC2], [_SIN[2] + _KS2]])
 _CS2K = np.array([[_KC2], [_KS2]])
 _TAIL_ADD = np.array([[-0.5], [1.0]])
 
-_SUB = 32768  # radii (and angles) per sub-block: ~15 buffers of 32-64 KB stay in L2 (Note [Normal fill passes])
+_SUB = 32768  # radii (and angles) per sub-block: one piece of random_draws._CHUNK draws (Note [Normal fill passes])
 
-# Note [Normal fill passes]: randn(1_000_000) float32 is ~110 NumPy passes over 500,000 radii and 500,000
-# angles. Over whole arrays (4 MB of float64 each, a fresh allocation per temporary) a pass cost ~0.7 ns
-# per element; over sub-blocks of 8,192 in reused buffers ~0.2-0.3 ns, the NumPy call's ~1 us then a
-# fifth of it (2 cores, AMD EPYC, 2026-11). Ufunc calls that cast on the fly (a float32 operand into a
-# float64 loop, a float64 result into a float32 `out`) cost more than the cast as a pass of its own
-# (0.6 ns against 0.2 + 0.3), so every rounding is an explicit copyto.
-
-
-class Scratch:
-    """One thread's buffers for sub-blocks of up to m radii and m angles, reused across calls."""
-    __slots__ = ("f", "d")
-
-    def __init__(self, m):
-        self.f = np.empty(8 * m, _f32)  # 8 float32 rows (and int32 views): 0-1 draws, 2-3 cos/sin, 4-7 temporaries
-        self.d = np.empty(5 * m, _f64)  # 5 float64 rows: 0-1 the (cos, sin) polynomials, 2-3 (z, x), 4 temporary
-
-    def rows(self, n):
-        """The buffers as rows of n elements, one after the other (so runs of rows are contiguous too)."""
-        return self.f[:8 * n].reshape(8, n), self.d[:5 * n].reshape(5, n)
-
-
-_local = threading.local()
-
-
-def scratch():
-    """This thread's Scratch of _SUB elements (made once per thread)."""
-    s = getattr(_local, "scratch", None)
-    if s is None:
-        s = _local.scratch = Scratch(_SUB)
-    return s
+# Note [Normal fill passes]: randn(1_000_000) float32 is ~100 NumPy passes over 500,000 radii and 500,000
+# angles, ~0.2 ns per element for a float32 or int32 pass and ~0.33 ns for a float64 one over 32,768
+# elements, the NumPy call's ~1-1.5 us included: ~13 ms of CPU time against ~4 ms for the draws and ~4-6 ms
+# for torch's whole randn (2 cores, AMD EPYC, loaded, 2026-11-28). Smaller sub-blocks that stay in L2 were
+# not faster (8,192: +30%, the calls' overhead), nor was reusing one thread's buffers across calls against
+# allocating them per call (within 4%). Ufunc calls that cast on the fly (a float32 operand into a float64
+# loop, a float64 result into a float32 `out`) cost more than the cast as a pass of its own (~0.6 ns
+# against 0.2 + 0.3), so every rounding is an explicit copyto. What shortens the time is the threads:
+# random_draws._blocks fills the pieces on the intra-op threads while this thread draws.
 
 
 def _radius(x, scale, f, d):
@@ -220,17 +197,19 @@ _HALF_BLOCK = np.dtype((np.void, 32))  # 8 float32 values (or 8 uint32 draws), m
 def normal_fill(k, mean, std, out):
     """normal_fill_16_AVX2 over blocks of 16 float32 uniforms u = k * 2**-24, given by their numerators k
     (the low 24 bits of the draws, uint32, shape (blocks, 16)), into out (float32, the same shape), in
-    sub-blocks on this thread's Scratch: radii from the first 8 of a block (1 - u enters as the integer
+    sub-blocks of _SUB radii and angles: radii from the first 8 of a block (1 - u enters as the integer
     2**24 - k, exact in float32), angles from the last 8; n * std + mean is one FMA."""
     sub = _SUB // 8
-    ws = scratch()
+    m = min(k.shape[0], sub) * 8
+    f = np.empty(8 * m, _f32)  # the passes' buffers, reused by every sub-block: 8 float32 rows, 5 float64 rows
+    d = np.empty(5 * m, _f64)
     for a in range(0, k.shape[0], sub):
-        _fill(k[a:a + sub], mean, std, out[a:a + sub], ws)
+        b = min(sub, k.shape[0] - a)
+        _fill(k[a:a + b], mean, std, out[a:a + b], f[:64 * b].reshape(8, 8 * b), d[:40 * b].reshape(5, 8 * b))
 
 
-def _fill(k, mean, std, out, ws):
+def _fill(k, mean, std, out, f, d):
     b = k.shape[0]
-    f, d = ws.rows(8 * b)
     # radii and angles gathered into contiguous runs: half blocks moved as single items (a fast copy)
     np.copyto(f[:2].reshape(-1).view(_HALF_BLOCK).reshape(2, b), k.view(_HALF_BLOCK).T)
     kr, ka = f[0].view(np.int32), f[1].view(np.int32)  # below 2**24: int32 converts to float32 exactly
