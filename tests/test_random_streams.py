@@ -111,6 +111,42 @@ def test_float32_fill_at_piece_boundaries(threads, monkeypatch):
         ember.set_num_threads(before)
 
 
+def test_float32_fill_at_sub_block_boundaries(monkeypatch):
+    """The AVX2 kernel runs a piece in sub-blocks of normal_avx2._SUB radii (made 64 here: 8 blocks of 16):
+    sizes on both sides of one, two and several sub-blocks, with and without mean/std, float32 and float16."""
+    from ember._backend import normal_avx2
+    monkeypatch.setattr(normal_avx2, "_SUB", 64)
+    s = 16 * 8  # draws per sub-block
+
+    def program(t):
+        out = []
+        for n in (s - 1, s, s + 1, s + 16, 2 * s - 3, 2 * s, 2 * s + 17, 5 * s + 9):
+            out += [t.randn(n), t.empty(n).normal_(0.75, 2.5), t.randn(n, dtype=t.float16)]
+        return out
+    same_stream(program, seeds=SEEDS[:2])
+
+
+def test_fill_split_from_two_pieces(monkeypatch):
+    """With the default thresholds a normal fill goes to the intra-op threads once it has two pieces
+    (randn(1_000_000) float32 is 4 MB, under the split threshold of one-pass work): one piece stays on
+    the calling thread, two and more are split, and the values stay torch's."""
+    from ember._backend import parallel
+    from ember._ops import random_draws
+    c = random_draws._CHUNK
+    split = []
+    executor = parallel._executor
+    monkeypatch.setattr(parallel, "_executor", lambda workers: split.append(workers) or executor(workers))
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    try:
+        for n, splits in ((c + 15, 0), (c + 16, 1), (2 * c + 7, 1)):
+            split.clear()
+            same_stream(lambda t: [t.randn(n), t.randn(n, dtype=t.float64)], seeds=SEEDS[4:5])
+            assert len(split) == 2 * splits, f"randn({n}): {len(split)} splits"
+    finally:
+        ember.set_num_threads(before)
+
+
 # ---- every other sampler at sizes around the switches ------------------------------------------
 
 SAMPLERS = {

@@ -91,19 +91,28 @@ def box_muller(u):
 
 # ---- normals: the vectorized fill (size >= 16, contiguous) --------------------------------------
 
-def normal_fill_f64(u, mean, std):
-    """torch's normal_fill_16 over whole blocks of 16 uniforms u (float64, shape (blocks, 16))."""
-    u1 = 1.0 - u[:, :8]
-    radius = np.sqrt(-2.0 * libm("log")(u1))
-    theta = (2.0 * np.pi) * u[:, 8:]
-    out = np.empty_like(u)
-    if std == 1 and mean == 0:
-        out[:, :8] = radius * libm("cos")(theta)
-        out[:, 8:] = radius * libm("sin")(theta)
-        return out
-    out[:, :8] = fma64(radius * libm("cos")(theta), std, mean)  # GCC contracts `* std + mean`
-    out[:, 8:] = fma64(radius * libm("sin")(theta), std, mean)
-    return out
+_HALF_BLOCK64 = np.dtype((np.void, 64))  # 8 float64 values, moved as one item
+
+
+def normal_fill_f64(u, mean, std, out):
+    """torch's normal_fill_16 over whole blocks of 16 uniforms u (float64, shape (blocks, 16)) into out (the
+    same shape): radii from the first 8 of a block, angles from the last 8. The halves are gathered into
+    contiguous runs first (half blocks moved as single items), so the libm passes are not strided."""
+    b = u.shape[0]
+    halves = np.empty((2, b), dtype=_HALF_BLOCK64)
+    np.copyto(halves, u.view(_HALF_BLOCK64).T)
+    r, theta = halves.view(np.float64).reshape(2, 8 * b)
+    np.subtract(1.0, r, out=r)
+    r = libm("log")(r)
+    r *= -2.0
+    np.sqrt(r, out=r)
+    theta *= 2.0 * np.pi
+    w = np.empty((2, 8 * b))
+    np.multiply(r, libm("cos")(theta), out=w[0])
+    np.multiply(r, libm("sin")(theta), out=w[1])
+    if not (std == 1 and mean == 0):
+        w = fma64(w, std, mean)  # GCC contracts `* std + mean`
+    np.copyto(out.view(_HALF_BLOCK64), w.reshape(-1).view(_HALF_BLOCK64).reshape(2, b).T)
 
 
 def fma64(a, b, c):
