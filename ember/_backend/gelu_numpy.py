@@ -1,9 +1,9 @@
 """GELU's forward and backward as NumPy kernels (torch.nn.functional.gelu, both forms).
 
-The tanh form is computed as x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): 0.5 (1 + tanh(u)) equals
-sigmoid(2u) exactly, NumPy's float32 exp costs about half its tanh (measured on an AVX2 machine: ~25 and
-~50 multiply passes), and the quotient has no cancellation for x < 0. The erf form in float32 (and half)
-reads tables (Note [GELU tables]); in float64 it uses special.ndtr_pdf.
+Float32 (and half, computed in float32) reads interpolation tables for both forms (Note [GELU tables]).
+Float64: the tanh form is computed as x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): 0.5 (1 + tanh(u))
+equals sigmoid(2u) exactly, NumPy's exp costs about half its tanh, and the quotient has no cancellation for
+x < 0; the erf form uses special.ndtr_pdf.
 """
 import math
 
@@ -48,17 +48,22 @@ def _gelu_tanh_grad(g, w):
     return e
 
 
-# Note [GELU tables]: NumPy's float32 exp costs ~30 multiply passes on the AVX2 machines measured (it
-# is not vectorized there), and Phi from a rational function and an exp is ~45 passes. In float32 the erf
-# form instead interpolates tables: Phi(x) for the forward, x Phi(x)' = Phi(x) + x phi(x) for the backward,
-# on nodes k h, h = 2^-10, |k h| <= 9 (Phi(-9) ~ 1e-19), each node a line a_k + b_k d for d = x - k h in
-# [-h/2, h/2] (the tangent shifted by f''(k h) h^2 / 16, half the largest deviation of the parabola).
-# The node and d come exactly from adding the magic number M = 1.5 * 2^13 (ulp 2^-10 there): t = x + M
-# rounds x to its node, d = x - (t - M) is exact, and t's bits minus those of M - 9 are the table index
-# (monotonic in t, so |x| >= 9, inf and the other binades land on the end nodes with np.take's clip).
-# Error against float64 Phi (tests/test_gelu_tables.py): forward < 3e-8 relative in Phi (so x Phi(x)
-# keeps its relative precision near 0 and in the left tail), backward < 6e-8 absolute; torch's float32
-# erf is within 1.5e-7 absolute. ~9 passes and two gathers against ~45 passes.
+# Note [GELU tables]: NumPy's float32 exp costs ~30 multiply passes on the AVX2 machines measured (it is
+# not vectorized there), Phi from a rational function and an exp ~45 passes, sigmoid(2u) and its
+# derivative ~20. In float32 (and half) both forms instead interpolate tables, f(x) = Phi(x) or
+# sigmoid(2u(x)) for the forward (then x f(x)) and (x f(x))' for the backward, on nodes k h, h = 2^-10,
+# |k h| <= 9 (Phi(-9) ~ 1e-19, sigmoid(2u(-9)) ~ 1e-29). Each node holds a line a_k + b_k d for d = x - k h
+# in [-h/2, h/2]: the chord slope of [k h - h/2, k h + h/2], and the value shifted by a quarter of the
+# second difference there (half the largest deviation of the parabola: a_k = (2 f(k h) + f(k h - h/2) +
+# f(k h + h/2)) / 4). The node and d come exactly from adding the magic number M = 1.5 * 2^13 (ulp 2^-10
+# there): t = x + M rounds x to its node, d = x - (t - M) is exact, and t's bits minus those of M - 9 are the
+# table index (monotonic in t, so |x| >= 9 and the other binades land on the end nodes with np.take's
+# clip; the end nodes hold the limits 0 and 1 exactly, flat). inf gives d = nan, torch's nan for the
+# backward; the forward reads f at x clipped to +-9, so x = inf gives inf and -inf gives -inf * 0 = nan.
+# Measured (tests/test_gelu_tables.py): the forward within 1e-6 relative for |x| < 3 and 5e-6 out to
+# |x| = 8 (the line's error grows as (x h)^2 / 16 in Phi's tail), both within 1.5 ulp or 2e-7 absolute;
+# torch's own float32 gelu is off by up to 3.7e-7 and loses all relative precision in the left tail.
+# ~9 passes and two gathers against ~45 (erf) / ~20 (tanh) passes.
 _H = 2.0 ** -10
 _SPAN = 9
 _MAGIC = 1.5 * 2.0 ** 13
@@ -68,27 +73,41 @@ _CLIP_HI = np.array(_SPAN, np.float32)
 _tables = {}
 
 
-def _line_table(f, df, ddf):
-    """(a, b) float32 node lines of f over the nodes k h, |k h| <= _SPAN (see Note [GELU tables])."""
+def _line_table(f):
+    """(a, b) float32 node lines of the float64 function f over the nodes k h, |k h| <= _SPAN."""
     z = np.arange(-_SPAN / _H, _SPAN / _H + 1) * _H
-    a = f(z) + ddf(z) * (_H * _H / 16)
-    b = df(z)
+    mid, lo, hi = f(z), f(z - _H / 2), f(z + _H / 2)
+    a = (2 * mid + lo + hi) / 4
+    b = (hi - lo) / _H
     a[[0, -1]] = np.round(a[[0, -1]])  # the end nodes hold the limits 0 and 1 exactly, flat
     b[[0, -1]] = 0
     return a.astype(np.float32), b.astype(np.float32)
 
 
-def _erf_tables(name):
-    """The forward ('cdf') or backward ('grad') table pair, built (float64, ~1 ms) on first use."""
-    tab = _tables.get(name)
+def _pdf(z):
+    return np.exp(-0.5 * z * z) * (1 / math.sqrt(2 * math.pi))
+
+
+def _sigmoid_2u(z, sign=1.0):
+    """sigmoid(2u(z)) (sign -1: sigmoid(-2u(z)) = 1 - sigmoid(2u(z)) without cancellation), float64."""
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-sign * 2 * _C * (z + _A * z * z * z)))
+
+
+_TABLE_FUNCTIONS = {  # (tanh, backward) -> the float64 function tabulated
+    (False, False): lambda z: special.ndtr(z),
+    (False, True): lambda z: special.ndtr(z) + z * _pdf(z),
+    (True, False): _sigmoid_2u,
+    (True, True): lambda z: _sigmoid_2u(z) * (1 + z * 2 * _C * (1 + 3 * _A * z * z) * _sigmoid_2u(z, -1.0)),
+}
+
+
+def _table(tanh, backward):
+    """The table of one form's forward or backward, built (float64, a few ms) on first use."""
+    key = (tanh, backward)
+    tab = _tables.get(key)
     if tab is None:
-        pdf = lambda z: np.exp(-0.5 * z * z) * (1 / math.sqrt(2 * math.pi))
-        if name == "cdf":
-            tab = _line_table(special.ndtr, pdf, lambda z: -z * pdf(z))
-        else:  # (x Phi)' = Phi + x phi, its slope phi (2 - x^2), its curvature x phi (x^2 - 4)
-            tab = _line_table(lambda z: special.ndtr(z) + z * pdf(z), lambda z: pdf(z) * (2 - z * z),
-                              lambda z: z * pdf(z) * (z * z - 4))
-        _tables[name] = tab
+        tab = _tables[key] = _line_table(_TABLE_FUNCTIONS[key])
     return tab
 
 
@@ -105,29 +124,40 @@ def _interpolate(x, tab):
     return out
 
 
-def _gelu_erf32(w):
-    """x Phi(x) from the table; Phi is read at x clipped to the table's span (end nodes exactly 0 and 1),
-    so that x = inf gives inf and x = -inf gives -inf * 0 = nan (torch's values)."""
-    out = _interpolate(clamp_between(w, _CLIP_LO, _CLIP_HI), _erf_tables("cdf"))
+def _gelu32(w, tanh):
+    """x f(x) from the table, f read at x clipped to the table's span."""
+    out = _interpolate(clamp_between(w, _CLIP_LO, _CLIP_HI), _table(tanh, False))
     out *= w
     return out
 
 
+def _gelu_backward32(g, w, tanh):
+    out = _interpolate(w, _table(tanh, True))
+    if tanh:
+        _nan_where_square_overflows(out, w)
+    out *= g
+    return out
+
+
+def _nan_where_square_overflows(out, w):
+    """nan where x * x overflows (|x| > 1.8e19), as torch's tanh-form backward gives (its x^2 term is inf
+    there and multiplies 1 - tanh^2 = 0). One BLAS dot finds whether any can (an overflowing sum only
+    costs the exact elementwise check)."""
+    flat = w.reshape(-1)
+    if np.isfinite(np.dot(flat, flat)):
+        return
+    with np.errstate(over="ignore"):
+        out[np.isinf(np.multiply(w, w))] = np.nan
+
+
 def _gelu_erf(w):
-    if w.dtype == np.float32:
-        return _gelu_erf32(w)
     out = special.ndtr(w)
     out *= w
     return out
 
 
 def _gelu_erf_grad(g, w):
-    """g (Phi(x) + x phi(x)): float32 from the table (inf gives nan, as torch's inf * 0), float64 with Phi
-    and phi from one exp."""
-    if w.dtype == np.float32:
-        out = _interpolate(w, _erf_tables("grad"))
-        out *= g
-        return out
+    """g (Phi(x) + x phi(x)), Phi and phi from one exp."""
     cdf, out = special.ndtr_pdf(w)
     out *= w
     out += cdf
@@ -138,7 +168,10 @@ def _gelu_erf_grad(g, w):
 def gelu(x, tanh):
     """gelu(x) for a float array (half precision computed in float32, returned in x's dtype)."""
     w = opmath(x)
-    out = _gelu_tanh(w) if tanh else _gelu_erf(w)
+    if w.dtype == np.float32:
+        out = _gelu32(w, tanh)
+    else:
+        out = _gelu_tanh(w) if tanh else _gelu_erf(w)
     return out.astype(x.dtype, copy=False)
 
 
@@ -148,5 +181,8 @@ def gelu_backward(grad, x, tanh):
     g = opmath(grad)
     if g.dtype != w.dtype or g.shape != w.shape:
         g = np.broadcast_to(g.astype(w.dtype, copy=False), w.shape)
-    out = _gelu_tanh_grad(g, w) if tanh else _gelu_erf_grad(g, w)
+    if w.dtype == np.float32:
+        out = _gelu_backward32(g, w, tanh)
+    else:
+        out = _gelu_tanh_grad(g, w) if tanh else _gelu_erf_grad(g, w)
     return out.astype(grad.dtype, copy=False)
