@@ -98,3 +98,19 @@ def test_gelu_tables_reach_every_node(approximate):
         np.testing.assert_allclose(ey[inside], ry[inside], rtol=bound, atol=2e-18)  # the end node is exactly 0
         ulp = np.spacing(np.abs(ry).astype(np.float32)).astype(np.float64)
         assert (np.abs(ey - ry) <= np.maximum(1.5 * ulp, 2e-7)).all()
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_tables_zero_dim_arrays(approximate):
+    """The kernels on 0-d arrays (NumPy's ufuncs return scalars for them), against torch."""
+    tanh = approximate == "tanh"
+    for v in (0.7, -2.5, 0.0):
+        x = np.array(v, np.float32)
+        tx = torch.tensor(v, requires_grad=True)
+        ty = torch.nn.functional.gelu(tx, approximate=approximate)
+        ty.backward(torch.tensor(1.5))
+        y = G.gelu(x, tanh)
+        gx = G.gelu_backward(np.array(1.5, np.float32), x, tanh)
+        assert y.shape == () and gx.shape == () and y.dtype == gx.dtype == np.float32
+        np.testing.assert_allclose(y, ty.item(), rtol=1.3e-6, atol=1e-7)
+        np.testing.assert_allclose(gx, tx.grad.item(), rtol=1.3e-6, atol=1e-7)

@@ -128,12 +128,16 @@ def _interpolate(x, tab):
 
 def _gelu_erf32(w):
     """x Phi(x), Phi from the table read at x clipped to the table's span."""
+    if not w.ndim:  # NumPy returns scalars, not arrays, from ufuncs on 0-d arrays
+        return _gelu_erf32(w.reshape(1)).reshape(())
     out = _interpolate(clamp_between(w, _CLIP_LO, _CLIP_HI), _table(False, False))
     out *= w
     return out
 
 
 def _gelu_backward32(g, w, tanh):
+    if not w.ndim:
+        return _gelu_backward32(g.reshape(1), w.reshape(1), tanh).reshape(())
     out = _interpolate(w, _table(tanh, True))
     if tanh:
         _nan_where_square_overflows(out, w)
