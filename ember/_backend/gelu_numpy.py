@@ -128,16 +128,12 @@ def _interpolate(x, tab):
 
 def _gelu_erf32(w):
     """x Phi(x), Phi from the table read at x clipped to the table's span."""
-    if not w.ndim:  # NumPy returns scalars, not arrays, from ufuncs on 0-d arrays
-        return _gelu_erf32(w.reshape(1)).reshape(())
     out = _interpolate(clamp_between(w, _CLIP_LO, _CLIP_HI), _table(False, False))
     out *= w
     return out
 
 
 def _gelu_backward32(g, w, tanh):
-    if not w.ndim:
-        return _gelu_backward32(g.reshape(1), w.reshape(1), tanh).reshape(())
     out = _interpolate(w, _table(tanh, True))
     if tanh:
         _nan_where_square_overflows(out, w)
@@ -173,6 +169,8 @@ def _gelu_erf_grad(g, w):
 
 def gelu(x, tanh):
     """gelu(x) for a float array (half precision computed in float32, returned in x's dtype)."""
+    if not x.ndim:  # NumPy's ufuncs return scalars, not arrays, for 0-d arrays: the kernels take 1-d
+        return gelu(x.reshape(1), tanh).reshape(())
     w = opmath(x)
     if tanh:
         out = _gelu_tanh(w)
@@ -185,6 +183,8 @@ def gelu(x, tanh):
 
 def gelu_backward(grad, x, tanh):
     """grad * gelu'(x) (half precision computed in float32, returned in grad's dtype)."""
+    if not x.ndim:
+        return gelu_backward(np.reshape(grad, 1), x.reshape(1), tanh).reshape(())
     w = opmath(x)
     g = opmath(grad)
     if g.dtype != w.dtype or g.shape != w.shape:
