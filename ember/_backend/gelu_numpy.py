@@ -49,42 +49,59 @@ def _gelu_tanh_grad(g, w):
     return e
 
 
-# Note [GELU tables]: NumPy's float32 exp costs ~30 multiply passes on the AVX2 machines measured (it is
-# not vectorized there), Phi from a rational function and an exp ~45 passes, sigmoid(2u) and its
-# derivative ~20. In float32 (and half) gelu instead interpolates tables, f(x) = Phi(x) for the erf
-# form's forward (then x f(x); the tanh forward's 6 passes and one exp measured faster than a table of
-# sigmoid(2u(x)): 0.53 vs 0.80 ms at 256x1024) and f(x) = (x Phi(x))' or (x sigmoid(2u(x)))' for the
-# backwards (tanh: 0.85 vs 1.0 ms), on nodes k h, h = 2^-10, |k h| <= 9 (Phi(-9) ~ 1e-19,
-# sigmoid(2u(-9)) ~ 1e-29). Each node holds a line a_k + b_k d for d = x - k h
-# in [-h/2, h/2]: the chord slope of [k h - h/2, k h + h/2], and the value shifted by a quarter of the
-# second difference there (half the largest deviation of the parabola: a_k = (2 f(k h) + f(k h - h/2) +
-# f(k h + h/2)) / 4). The node and d come exactly from adding the magic number M = 1.5 * 2^13 (ulp 2^-10
-# there): t = x + M rounds x to its node, d = x - (t - M) is exact, and t's bits minus those of M - 9 are the
-# table index (monotonic in t, so |x| >= 9 and the other binades land on the end nodes with np.take's
-# clip; the end nodes hold the limits 0 and 1 exactly, flat). inf gives d = nan, torch's nan for the
-# backward; the forward reads f at x clipped to +-9, so x = inf gives inf and -inf gives -inf * 0 = nan.
-# Measured (tests/test_gelu_tables.py): the forward within 1e-6 relative for |x| < 3 and 5e-6 out to
-# |x| = 8 (the line's error grows as (x h)^2 / 16 in Phi's tail), both within 1.5 ulp or 2e-7 absolute;
-# torch's own float32 gelu is off by up to 3.7e-7 and loses all relative precision in the left tail.
-# ~9 passes and two gathers against ~45 (erf) / ~20 (tanh backward) passes and an exp.
+# Note [GELU tables]: NumPy's float32 exp costs ~10-30 multiply passes on the AVX2 machines measured, Phi
+# from a rational function and an exp ~45 passes, sigmoid(2u)'s derivative ~20. In float32 (and half)
+# gelu instead reads tables on nodes k h, h = 2^-10 (Phi(-14) ~ 8e-45, sigmoid(2u(-9)) ~ 1e-29):
+# - the erf forward, x Phi(x): Phi's Taylor parabola a_k + d (b_k + d c_k) at each node, |k h| <= 14, for
+#   d = x - k h in [-h/2, h/2] (error below f''' h^3 / 48, relative (x h)^3 / 48 in the left tail: Phi
+#   keeps float32's relative precision down to x = -13, where it turns subnormal; a line's (x h)^2 / 16
+#   measured 5-11 ulp from |x| = 2 on);
+# - the backwards, f(x) = (x Phi(x))' or (x sigmoid(2u(x)))', |k h| <= 9: a line a_k + b_k d with the chord
+#   slope of [k h - h/2, k h + h/2] and the value shifted by a quarter of the second difference there (half
+#   the largest deviation of the parabola), within 2e-7 absolute (torch's float32 is off by up to 2.6e-7).
+# The tanh forward's 6 passes and one exp measured faster than a table (0.53 vs 0.80 ms at 256x1024).
+# The node and d come exactly from adding the magic number M = 1.5 * 2^13 (ulp 2^-10 there): t = x + M
+# rounds x to its node, d = x - (t - M) is exact, and t's bits minus those of M - span are the table index
+# (monotonic in t, so |x| >= span and the other binades land on the end nodes with np.take's clip; the end
+# nodes hold the limits 0 and 1 exactly, flat). inf gives d = nan, torch's nan for the backward; the
+# forward reads Phi at x clipped to +-14, so x = inf gives inf and -inf gives -inf * 0 = nan.
+# Erf forward: ~12 passes and three gathers against ~45 passes and an exp; backwards ~9 and two gathers.
 _H = 2.0 ** -10
-_SPAN = 9
 _MAGIC = 1.5 * 2.0 ** 13
-_MAGIC_BASE = int(np.float32(_MAGIC - _SPAN).view(np.int32))
-_CLIP_LO = np.array(-_SPAN, np.float32)
-_CLIP_HI = np.array(_SPAN, np.float32)
+_CDF_SPAN = 14
+_CLIP_LO = np.array(-_CDF_SPAN, np.float32)
+_CLIP_HI = np.array(_CDF_SPAN, np.float32)
 _tables = {}
 
 
-def _line_table(f):
-    """(a, b) float32 node lines of the float64 function f over the nodes k h, |k h| <= _SPAN."""
-    z = np.arange(-_SPAN / _H, _SPAN / _H + 1) * _H
+def _nodes(span):
+    """The nodes k h, |k h| <= span (float64), and the bits of M - span (the index of node 0)."""
+    return np.arange(-span / _H, span / _H + 1) * _H, int(np.float32(_MAGIC - span).view(np.int32))
+
+
+def _flat_ends(a, *slopes):
+    """The end nodes hold the limits 0 and 1 exactly, flat."""
+    a[[0, -1]] = np.round(a[[0, -1]])
+    for b in slopes:
+        b[[0, -1]] = 0
+
+
+def _line_table(f, span=9):
+    """(index base, (a, b)): float32 node lines of the float64 function f (see Note [GELU tables])."""
+    z, base = _nodes(span)
     mid, lo, hi = f(z), f(z - _H / 2), f(z + _H / 2)
     a = (2 * mid + lo + hi) / 4
     b = (hi - lo) / _H
-    a[[0, -1]] = np.round(a[[0, -1]])  # the end nodes hold the limits 0 and 1 exactly, flat
-    b[[0, -1]] = 0
-    return a.astype(np.float32), b.astype(np.float32)
+    _flat_ends(a, b)
+    return base, (a.astype(np.float32), b.astype(np.float32))
+
+
+def _cdf_table():
+    """(index base, (a, b, c)): Phi's Taylor parabolas at the nodes, |k h| <= 14."""
+    z, base = _nodes(_CDF_SPAN)
+    a, b, c = special.ndtr(z), _pdf(z), -0.5 * z * _pdf(z)
+    _flat_ends(a, b, c)
+    return base, (a.astype(np.float32), b.astype(np.float32), c.astype(np.float32))
 
 
 def _pdf(z):
@@ -97,10 +114,11 @@ def _sigmoid_2u(z, sign=1.0):
         return 1 / (1 + np.exp(-sign * 2 * _C * (z + _A * z * z * z)))
 
 
-_TABLE_FUNCTIONS = {  # (tanh, backward) -> the float64 function tabulated
-    (False, False): lambda z: special.ndtr(z),
-    (False, True): lambda z: special.ndtr(z) + z * _pdf(z),
-    (True, True): lambda z: _sigmoid_2u(z) * (1 + z * 2 * _C * (1 + 3 * _A * z * z) * _sigmoid_2u(z, -1.0)),
+_TABLES = {  # (tanh, backward) -> how the table is built
+    (False, False): _cdf_table,
+    (False, True): lambda: _line_table(lambda z: special.ndtr(z) + z * _pdf(z)),
+    (True, True): lambda: _line_table(
+        lambda z: _sigmoid_2u(z) * (1 + z * 2 * _C * (1 + 3 * _A * z * z) * _sigmoid_2u(z, -1.0))),
 }
 
 
@@ -109,20 +127,24 @@ def _table(tanh, backward):
     key = (tanh, backward)
     tab = _tables.get(key)
     if tab is None:
-        tab = _tables[key] = _line_table(_TABLE_FUNCTIONS[key])
+        tab = _tables[key] = _TABLES[key]()
     return tab
 
 
 def _interpolate(x, tab):
-    """a_k + b_k d at each element of the float32 array x (Note [GELU tables]); inf gives nan."""
-    a, b = tab
+    """a_k + d (b_k + d c_k ...) at each element of the float32 array x (Note [GELU tables]); inf gives nan."""
+    base, coeffs = tab
     t = np.add(x, _MAGIC, dtype=np.float32)
     d = np.subtract(t, _MAGIC, dtype=np.float32)
     np.subtract(x, d, out=d)
-    k = np.subtract(t.view(np.int32), _MAGIC_BASE, dtype=np.intp)
-    out = np.take(b, k, mode="clip", out=t)
+    k = np.subtract(t.view(np.int32), base, dtype=np.intp)
+    out = np.take(coeffs[-1], k, mode="clip", out=t)
+    buf = np.empty_like(d) if len(coeffs) > 2 else None
+    for c in coeffs[-2:0:-1]:
+        out *= d
+        out += np.take(c, k, mode="clip", out=buf)
     out *= d
-    out += np.take(a, k, mode="clip", out=d)
+    out += np.take(coeffs[0], k, mode="clip", out=d)
     return out
 
 
