@@ -86,6 +86,8 @@ SELECTION = {
                                      ["tests/test_nn_sampling.py", "tests/test_nn_pool.py"],
                                      ["tests/ops", "-k", "grid_sample or interpolate or pool or conv"]],
     "ember/_backend/polynomials.py": ["tests/test_special.py"],
+    "ember/_backend/gelu_numpy.py": [["tests/test_gelu_tables.py", "tests/test_gelu_fuzz.py", "tests/test_special32.py"],
+                                     ["tests/ops", "-k", "gelu"]],
     "ember/_backend/depthwise_numpy.py": [["tests/test_nn_conv.py", "tests/test_nn_conv_fuzz.py"],
                                           ["tests/test_nn_pool.py"]],
     "ember/_backend/blas.py": ["tests/test_matmul_fuzz.py"],
