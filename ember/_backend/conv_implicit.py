@@ -88,10 +88,15 @@ def forward(x, w, b, dilation, lo, hi, groups):
     yg = scratch((o, length), x.dtype)
     it = x.itemsize
     row = flat.shape[1]
-    for t, off in enumerate(plan.offsets):
-        for gi in range(groups):
-            cblas.gemm(x.dtype, og, length, cg, wt[t, gi].ctypes.data, cg,
-                       flat.ctypes.data + (gi * cg * row + off) * it, row,
-                       yg.ctypes.data + gi * og * length * it, length, 0.0 if t == 0 else 1.0)
+    plane = plan.plane
+
+    def samples(n0, n1):  # the GEMMs of samples n0..n1-1: columns n0 * P .. n1 * P of the grid
+        a = n0 * plane
+        for t, off in enumerate(plan.offsets):
+            for gi in range(groups):
+                cblas.gemm(x.dtype, og, (n1 - n0) * plane, cg, wt[t, gi].ctypes.data, cg,
+                           flat.ctypes.data + (gi * cg * row + off + a) * it, row,
+                           yg.ctypes.data + (gi * og * length + a) * it, length, 0.0 if t == 0 else 1.0)
+    parallel.run_blas(samples, plan.n, 2 * o * cg * taps * length)
     return plan.crop(yg, b)
 

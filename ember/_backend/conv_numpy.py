@@ -143,6 +143,38 @@ def im2col(x, kernel, stride, dilation, lo, hi, out, groups, layout=BATCH_SECOND
     return cols.reshape(groups, rows, n * positions)
 
 
+def matmul_split(a, b, out=None):
+    """np.matmul(a, b) into out (or a fresh array): when b has a leading samples axis that a lacks
+    ((O, C) @ (N, C, P), (G, M, K) @ (N, G, K, L)) the samples, else b's columns, are split across the
+    intra-op threads (Note [BLAS pieces] in ember/_backend/parallel.py)."""
+    if out is None:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+        out = allocator.empty(shape, np.result_type(a, b))
+    flops = 2 * out.size * a.shape[-1]
+    if b.ndim > a.ndim:
+        parallel.run_blas(lambda i, j: np.matmul(a, b[i:j], out=out[i:j]), b.shape[0], flops)
+    else:
+        parallel.run_blas(lambda i, j: np.matmul(a, b[..., i:j], out=out[..., i:j]), b.shape[-1], flops)
+    return out
+
+
+def matmul_reduce(a, bt):
+    """a (G, M, L) @ bt (G, L, N) for a long reduction L (a weight gradient's batch and positions):
+    on 2+ threads each intra-op thread multiplies a range of L and the partial products are summed
+    (Note [BLAS pieces] in ember/_backend/parallel.py)."""
+    g, m, length = a.shape
+    n = bt.shape[2]
+    partial = {}
+
+    def piece(i, j):
+        partial[i] = np.matmul(a[:, :, i:j], bt[:, i:j])
+    parallel.run_blas(piece, length, 2 * g * m * n * length)
+    res = partial.pop(0)
+    for p in partial.values():
+        res += p
+    return res
+
+
 def scatter_windows(cols, kernel, stride, dilation, lo, hi, spatial):
     """Transpose of a window view: cols (A, *kernel, B, *out) summed into a zero (A, B, *padded)
     buffer with one strided add per tap; returns the (A, B, *spatial) crop (a view)."""

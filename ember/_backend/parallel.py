@@ -73,6 +73,51 @@ def run(fn, length, nbytes):
     if len(parts) == 1:
         fn(0, length)
         return
+    _run_parts(fn, parts)
+
+
+# Note [BLAS pieces]: NumPy's OpenBLAS splits each GEMM across its own threads, with a barrier at
+# the end of every call. A convolution makes many narrow GEMMs (one per kernel tap, K = C), and on
+# 2 cores those barriers cost what the second core gains (on a loaded machine far more: a
+# descheduled BLAS thread stalls every call). run_blas gives each intra-op thread a whole piece
+# (half the batch) and runs OpenBLAS on one thread meanwhile, so both cores do their piece's
+# copies and GEMMs with one hand-off per kernel. The setting is process-wide: it is put back when
+# the last region in flight ends.
+_blas_lock = threading.Lock()
+_blas_regions = 0
+_blas_restore = None
+_MIN_FLOPS = 1 << 24  # below ~16 MFLOP (~0.2 ms) the hand-off costs more than a core gains
+
+
+def blas_chunks(length, flops):
+    """chunks() for pieces that are GEMMs: split when the work (flops) is worth a hand-off."""
+    return chunks(length, _MIN_BYTES if flops >= _MIN_FLOPS else 0)
+
+
+def run_blas(fn, length, flops):
+    """run() for pieces that call BLAS (the GEMMs of fn(start, stop) run on the calling thread):
+    NumPy's OpenBLAS is on one thread while the pieces run (Note [BLAS pieces])."""
+    parts = blas_chunks(length, flops)
+    if len(parts) == 1:
+        fn(0, length)
+        return
+    global _blas_regions, _blas_restore
+    from . import blas
+    with _blas_lock:
+        if _blas_regions == 0:
+            _blas_restore = blas.get_threads()
+            blas.set_threads(1)
+        _blas_regions += 1
+    try:
+        _run_parts(fn, parts)
+    finally:
+        with _blas_lock:
+            _blas_regions -= 1
+            if _blas_regions == 0:
+                blas.set_threads(_blas_restore)
+
+
+def _run_parts(fn, parts):
     pool = _executor(len(parts) - 1)
     futures = [pool.submit(fn, a, b) for a, b in parts[1:]]
     try:
