@@ -175,6 +175,20 @@ def matmul_reduce(a, bt):
     return res
 
 
+def matmul_sum(a, bt):
+    """sum over n of a[n] @ bt[n] for stacks a (N, M, L), bt (N, L, K) (a 1x1 convolution's weight
+    gradient), the samples split across the intra-op threads (Note [BLAS pieces])."""
+    partial = {}
+
+    def piece(i, j):
+        partial[i] = np.matmul(a[i:j], bt[i:j]).sum(axis=0)
+    parallel.run_blas(piece, a.shape[0], 2 * a.size * bt.shape[2])
+    res = partial.pop(0)
+    for p in partial.values():
+        res += p
+    return res
+
+
 def scatter_windows(cols, kernel, stride, dilation, lo, hi, spatial):
     """Transpose of a window view: cols (A, *kernel, B, *out) summed into a zero (A, B, *padded)
     buffer with one strided add per tap; returns the (A, B, *spatial) crop (a view)."""

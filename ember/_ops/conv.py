@@ -269,8 +269,7 @@ def _pointwise_weight(x, y, geo, w_shape):
     xs = B.contiguous(x[_read(y.shape[2:], geo.stride)])
     n, c = xs.shape[:2]
     y3 = B.contiguous(y).reshape(n, y.shape[1], -1)
-    per_sample = np.matmul(y3, xs.reshape(n, c, -1).transpose(0, 2, 1))  # (N, O, C)
-    return per_sample.sum(axis=0).reshape(w_shape)
+    return K.matmul_sum(y3, xs.reshape(n, c, -1).transpose(0, 2, 1)).reshape(w_shape)
 
 
 def _depthwise_plan(x_shape, w_shape, geo):
