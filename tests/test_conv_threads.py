@@ -134,3 +134,31 @@ def test_blas_threads_restored_after_a_piece_raises(split):
         parallel.run_blas(piece, 4, 1 << 30)
     assert split == [2]
     assert blas.get_threads() == 2
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_split_max_pooling_matches_torch(nd, split, monkeypatch):
+    """Max pooling's window maxima and gradient scatter split by channel ranges (every copy split too),
+    NaN included: values, indices and the input gradient."""
+    monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
+    rng = np.random.default_rng(20 + nd)
+    for _ in range(8):
+        size = [int(rng.integers(3, 12)) for _ in range(nd)]
+        x = rng.standard_normal([int(rng.integers(1, 3)), int(rng.integers(2, 6))] + size).astype(np.float32)
+        x[rng.random(x.shape) < 0.05] = np.nan
+        k = [int(rng.integers(1, 4)) for _ in range(nd)]
+        kw = dict(kernel_size=k, stride=[int(rng.integers(1, 3)) for _ in range(nd)],
+                  padding=[int(rng.integers(0, kk // 2 + 1)) for kk in k], dilation=1,
+                  ceil_mode=bool(rng.random() < 0.5), return_indices=True)
+        g = None
+        results = []
+        for lib in (ember, torch):
+            xs = lib.from_numpy(x.copy()).requires_grad_()
+            y, idx = getattr(lib.nn.functional, f"max_pool{nd}d")(xs, **kw)
+            if g is None:
+                g = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+            y.backward(lib.from_numpy(g.copy()))
+            results.append([y.detach().numpy(), idx.numpy(), xs.grad.numpy()])
+        for e, t in zip(*results):
+            np.testing.assert_allclose(e, t, rtol=1e-6, atol=1e-6, err_msg=f"x{x.shape} {kw}")
+    assert split and all(n == 2 for n in split)
