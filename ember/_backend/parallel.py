@@ -4,8 +4,10 @@ NumPy releases the GIL inside copies and ufunc loops, so splitting one large str
 im2col gather, a layout change) into slices along a leading axis and running them on two threads
 takes ~0.55-0.65x the time of one call (measured: im2col gathers of 5-75 MB, 2 cores). Contiguous
 elementwise work under a few MB does not gain (the hand-off costs ~50 us), so only callers with
-big strided work use this. The pool has ember.get_num_threads() - 1 workers (the calling thread
-does one share), is built lazily and is dropped in a forked child, where its threads do not exist.
+big strided work use this. run_blas splits work whose pieces are GEMMs (the dense convolutions),
+with OpenBLAS on one thread meanwhile (Note [BLAS pieces]). The pool has ember.get_num_threads() - 1
+workers (the calling thread does one share), is built lazily and is dropped in a forked child, where
+its threads do not exist.
 """
 import collections
 import os
@@ -37,9 +39,14 @@ def _executor(workers):
 
 
 def _forget_pool():
-    global _pool, _pool_size
+    global _pool, _pool_size, _blas_lock, _blas_regions
     _pool = None
     _pool_size = 0
+    _blas_lock = threading.Lock()
+    if _blas_regions:  # forked while another thread ran BLAS pieces: its OpenBLAS setting comes back
+        _blas_regions = 0
+        from . import blas
+        blas.set_threads(_blas_restore)
 
 
 # Note [Split threshold]: a ResNet-8 training step at batch 32 makes ~36 splits, nearly all of
