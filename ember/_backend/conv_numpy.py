@@ -12,6 +12,8 @@ measurements sit with the thresholds in ember/_ops/conv.py):
   runs of out[-1] * N contiguous elements instead of out[-1], 2x faster overall at 16x16 and below.
 - per sample: cols (N, C * taps, positions); the GEMM writes NCHW directly and a sample's matrix is
   still in cache when its GEMM reads it. Fastest forward from 32x32 up.
+On 2+ threads every layout's GEMM runs in pieces, one per intra-op thread, with OpenBLAS on one
+thread meanwhile (matmul_split, matmul_reduce, matmul_sum below; Note [BLAS pieces] in parallel.py).
 The transposed scatter (col2im, for strided input gradients) is one strided add per kernel tap,
 vectorised over channels, batch and positions. Stride-1 forwards and input gradients of 16 to 64
 channels run without im2col instead (Note [Implicit GEMM], ember/_backend/conv_implicit.py: per-tap
