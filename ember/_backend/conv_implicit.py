@@ -11,7 +11,11 @@ Positions of the grid outside the output (the padding rows and columns) are comp
 the crop that copies y_grid to (N, O, *out): prod(padded) / prod(out) more work (1.13x at 32x32
 with padding 1, 1.27x at 16x16, 1.56x at 8x8). Each row of X carries a zero tail of max off(t)
 elements, so the last positions' reads stay in the buffer. A stride-1 input gradient is a
-convolution too (conv_input's flipped form), so it takes this path as well.
+convolution too (conv_input's flipped form), so it takes this path as well. On 2+ threads each
+intra-op thread takes a range of samples whole: its padded copy, GEMMs and crop (Note [BLAS
+pieces], ember/_backend/parallel.py). The last grid positions of a range read up to `tail` elements
+into the next range's columns, which another thread may be writing: those are padding positions,
+which the crop drops.
 
 Measured against im2col in ember/_ops/conv.py (where the thresholds sit). Rejected: the weight
 gradient the same way, dW_t = G (O, N * P) @ X[:, off(t):]^T with the output gradient G on the grid
@@ -50,29 +54,38 @@ class FlatPlan:
 
     def input(self, x):
         """x (N, C, *spatial) padded into flat channel-major (C, N * P + tail) memory."""
-        flat = allocator.empty((self.c, self.length + self.tail), x.dtype)
-        grid = flat[:, :self.length].reshape((self.c, self.n) + self.padded)
-        src = x.transpose((1, 0) + tuple(range(2, x.ndim)))
-        inner = (Ellipsis,) + tuple(slice(a, a + s) for a, s in zip(self.lo, self.spatial))
-
-        def part(i, j):
-            flat[i:j] = 0
-            grid[i:j][inner] = src[i:j]
-        parallel.run(part, self.c, flat.nbytes)
+        flat = self.buffer(x.dtype)
+        parallel.run(lambda i, j: self.fill(flat, x, i, j), self.n, flat.nbytes)
         return flat
+
+    def buffer(self, dtype):
+        """Uninitialised flat (C, N * P + tail) memory for the padded input, its zero tail written."""
+        flat = allocator.empty((self.c, self.length + self.tail), dtype)
+        flat[:, self.length:] = 0
+        return flat
+
+    def fill(self, flat, x, n0, n1):
+        """Samples n0..n1-1 of x (N, C, *spatial) padded into their columns of the flat buffer."""
+        grid = flat[:, n0 * self.plane:n1 * self.plane].reshape((self.c, n1 - n0) + self.padded)
+        grid[...] = 0
+        inner = (Ellipsis,) + tuple(slice(a, a + s) for a, s in zip(self.lo, self.spatial))
+        grid[inner] = x[n0:n1].transpose((1, 0) + tuple(range(2, x.ndim)))
 
     def crop(self, yg, bias):
         """yg (O, N * P) on the grid -> a fresh (N, O, *out), adding bias (O,)."""
-        o = yg.shape[0]
-        grid = yg.reshape((o, self.n) + self.padded)[(Ellipsis,) + tuple(slice(0, s) for s in self.out)]
-        src = grid.transpose((1, 0) + tuple(range(2, grid.ndim)))
-        res = allocator.empty(src.shape, src.dtype)
-        if bias is None:
-            parallel.copyto(res, src)
-        else:
-            b = bias.reshape((-1,) + (1,) * (src.ndim - 2)).astype(src.dtype, copy=False)
-            parallel.run(lambda i, j: np.add(src[i:j], b, out=res[i:j]), src.shape[0], res.nbytes)
+        res = allocator.empty((self.n, yg.shape[0]) + self.out, yg.dtype)
+        parallel.run(lambda i, j: self.crop_into(res, yg, bias, i, j), self.n, res.nbytes)
         return res
+
+    def crop_into(self, res, yg, bias, n0, n1):
+        """Samples n0..n1-1 of the grid yg (O, N * P) cropped into res (N, O, *out), adding bias (O,)."""
+        o = yg.shape[0]
+        part = yg[:, n0 * self.plane:n1 * self.plane].reshape((o, n1 - n0) + self.padded)
+        src = part[(Ellipsis,) + tuple(slice(0, s) for s in self.out)].transpose((1, 0) + tuple(range(2, part.ndim)))
+        if bias is None:
+            np.copyto(res[n0:n1], src)
+        else:
+            np.add(src, bias.reshape((-1,) + (1,) * len(self.out)).astype(src.dtype, copy=False), out=res[n0:n1])
 
 
 def forward(x, w, b, dilation, lo, hi, groups):
@@ -83,15 +96,23 @@ def forward(x, w, b, dilation, lo, hi, groups):
     og = o // groups
     taps = len(plan.offsets)
     wt = np.ascontiguousarray(w.reshape(groups, og, cg, taps).transpose(3, 0, 1, 2))  # (taps, g, O/g, C/g)
-    flat = plan.input(x)
+    flat = plan.buffer(x.dtype)
     length = plan.length
     yg = scratch((o, length), x.dtype)
+    res = allocator.empty((plan.n, o) + plan.out, x.dtype)
     it = x.itemsize
     row = flat.shape[1]
-    for t, off in enumerate(plan.offsets):
-        for gi in range(groups):
-            cblas.gemm(x.dtype, og, length, cg, wt[t, gi].ctypes.data, cg,
-                       flat.ctypes.data + (gi * cg * row + off) * it, row,
-                       yg.ctypes.data + gi * og * length * it, length, 0.0 if t == 0 else 1.0)
-    return plan.crop(yg, b)
+    plane = plan.plane
+
+    def samples(n0, n1):  # columns n0 * P .. n1 * P of the grid: padded copy, GEMMs, crop
+        plan.fill(flat, x, n0, n1)
+        a = n0 * plane
+        for t, off in enumerate(plan.offsets):
+            for gi in range(groups):
+                cblas.gemm(x.dtype, og, (n1 - n0) * plane, cg, wt[t, gi].ctypes.data, cg,
+                           flat.ctypes.data + (gi * cg * row + off + a) * it, row,
+                           yg.ctypes.data + (gi * og * length + a) * it, length, 0.0 if t == 0 else 1.0)
+        plan.crop_into(res, yg, b, n0, n1)
+    parallel.run_blas(samples, plan.n, 2 * o * cg * taps * length)
+    return res
 

@@ -12,6 +12,8 @@ measurements sit with the thresholds in ember/_ops/conv.py):
   runs of out[-1] * N contiguous elements instead of out[-1], 2x faster overall at 16x16 and below.
 - per sample: cols (N, C * taps, positions); the GEMM writes NCHW directly and a sample's matrix is
   still in cache when its GEMM reads it. Fastest forward from 32x32 up.
+On 2+ threads every layout's GEMM runs in pieces, one per intra-op thread, with OpenBLAS on one
+thread meanwhile (matmul_split, matmul_reduce, matmul_sum below; Note [BLAS pieces] in parallel.py).
 The transposed scatter (col2im, for strided input gradients) is one strided add per kernel tap,
 vectorised over channels, batch and positions. Stride-1 forwards and input gradients of 16 to 64
 channels run without im2col instead (Note [Implicit GEMM], ember/_backend/conv_implicit.py: per-tap
@@ -141,6 +143,52 @@ def im2col(x, kernel, stride, dilation, lo, hi, out, groups, layout=BATCH_SECOND
     if layout == PER_SAMPLE:
         return cols.reshape(n, groups, rows, positions)
     return cols.reshape(groups, rows, n * positions)
+
+
+def matmul_split(a, b, out=None):
+    """np.matmul(a, b) into out (or a fresh array): when b has a leading samples axis that a lacks
+    ((O, C) @ (N, C, P), (G, M, K) @ (N, G, K, L)) the samples, else b's columns, are split across the
+    intra-op threads (Note [BLAS pieces] in ember/_backend/parallel.py)."""
+    if out is None:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+        out = allocator.empty(shape, np.result_type(a, b))
+    flops = 2 * out.size * a.shape[-1]
+    if b.ndim > a.ndim:
+        parallel.run_blas(lambda i, j: np.matmul(a, b[i:j], out=out[i:j]), b.shape[0], flops)
+    else:
+        parallel.run_blas(lambda i, j: np.matmul(a, b[..., i:j], out=out[..., i:j]), b.shape[-1], flops)
+    return out
+
+
+def matmul_reduce(a, bt):
+    """a (G, M, L) @ bt (G, L, N) for a long reduction L (a weight gradient's batch and positions):
+    on 2+ threads each intra-op thread multiplies a range of L and the partial products are summed
+    (Note [BLAS pieces] in ember/_backend/parallel.py)."""
+    g, m, length = a.shape
+    n = bt.shape[2]
+    partial = {}
+
+    def piece(i, j):
+        partial[i] = np.matmul(a[:, :, i:j], bt[:, i:j])
+    parallel.run_blas(piece, length, 2 * g * m * n * length)
+    res = partial.pop(0)
+    for p in partial.values():
+        res += p
+    return res
+
+
+def matmul_sum(a, bt):
+    """sum over n of a[n] @ bt[n] for stacks a (N, M, L), bt (N, L, K) (a 1x1 convolution's weight
+    gradient), the samples split across the intra-op threads (Note [BLAS pieces])."""
+    partial = {}
+
+    def piece(i, j):
+        partial[i] = np.matmul(a[i:j], bt[i:j]).sum(axis=0)
+    parallel.run_blas(piece, a.shape[0], 2 * a.size * bt.shape[2])
+    res = partial.pop(0)
+    for p in partial.values():
+        res += p
+    return res
 
 
 def scatter_windows(cols, kernel, stride, dilation, lo, hi, spatial):

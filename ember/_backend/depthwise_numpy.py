@@ -269,18 +269,21 @@ class DepthwisePlan:
         # a running maximum of k * (v_k > m): integer arithmetic, ~50x faster than masked assignment
         code = np.uint8 if len(self.taps) < 256 else np.int32
         arg = np.zeros((self.c, self.row), dtype=code)
-        for c0, c1, a, b, gb in self._scratch_blocks(0, self.c, bool):
-            mb = m[c0:c1, a:b]
-            ab = arg[c0:c1, a:b]
-            for k, (ph, off) in enumerate(self.taps):
-                v = src[ph, c0:c1, a + off:b + off]
-                if k == 0:
-                    np.copyto(mb, v)
-                    continue
-                np.greater(v, mb, out=gb)
-                step = gb.view(np.uint8) if code is np.uint8 else gb.astype(code)
-                np.maximum(ab, step * code(k), out=ab)
-                np.maximum(mb, v, out=mb)  # NaN propagates into the max
+
+        def part(start, stop):
+            for c0, c1, a, b, gb in self._scratch_blocks(start, stop, bool):
+                mb = m[c0:c1, a:b]
+                ab = arg[c0:c1, a:b]
+                for k, (ph, off) in enumerate(self.taps):
+                    v = src[ph, c0:c1, a + off:b + off]
+                    if k == 0:
+                        np.copyto(mb, v)
+                        continue
+                    np.greater(v, mb, out=gb)
+                    step = gb.view(np.uint8) if code is np.uint8 else gb.astype(code)
+                    np.maximum(ab, step * code(k), out=ab)
+                    np.maximum(mb, v, out=mb)  # NaN propagates into the max
+        self._each_channel_range(self.c, part, x.itemsize)
         val = self._valid(m)
         if x.dtype.kind == "f":
             nan = np.isnan(val)
@@ -295,13 +298,16 @@ class DepthwisePlan:
         """The transpose of window_max: g (N, C, *out) sent to the tap arg (channel rows) chose."""
         gz = self._grad_rows(g)[:, self.tail:]
         dst = np.zeros((len(self.phases), self.c, self.row + self.tail), dtype=g.dtype)
-        for c0, c1, a, b, t, e in self._scratch_blocks(0, self.c, g.dtype, bool):
-            gb = gz[c0:c1, a:b]
-            ab = arg[c0:c1, a:b]
-            for k, (ph, off) in enumerate(self.taps):
-                np.equal(ab, k, out=e)
-                np.multiply(gb, e, out=t)
-                dst[ph, c0:c1, a + off:b + off] += t
+
+        def part(start, stop):
+            for c0, c1, a, b, t, e in self._scratch_blocks(start, stop, g.dtype, bool):
+                gb = gz[c0:c1, a:b]
+                ab = arg[c0:c1, a:b]
+                for k, (ph, off) in enumerate(self.taps):
+                    np.equal(ab, k, out=e)
+                    np.multiply(gb, e, out=t)
+                    dst[ph, c0:c1, a + off:b + off] += t
+        self._each_channel_range(self.c, part, g.itemsize)
         return self.from_phases(dst)
 
     def valid_taps(self, arg):

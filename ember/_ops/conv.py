@@ -74,7 +74,7 @@ def conv_forward(x, w, b, geo):
         g = geo.groups
         layout = K.PER_SAMPLE if _per_sample(out) else _channel_major(out)
         cols = K.im2col(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g, layout)
-        y = B.matmul(w.reshape(g, w.shape[0] // g, -1), cols)
+        y = K.matmul_split(w.reshape(g, w.shape[0] // g, -1), cols)
         if layout == K.PER_SAMPLE:
             y = _add_bias(y.reshape((n, w.shape[0]) + out), b)
         else:
@@ -98,7 +98,7 @@ def conv_input(y, w, geo, x_shape):
         g = geo.groups
         wt = w.reshape(g, w.shape[0] // g, -1).transpose(0, 2, 1)
         yt = K.to_channel_major(y, g)
-        cols = np.matmul(wt, yt, out=K.scratch((g, wt.shape[1], yt.shape[2]), yt.dtype))
+        cols = K.matmul_split(wt, yt, out=K.scratch((g, wt.shape[1], yt.shape[2]), yt.dtype))
         x = K.col2im(cols, x_shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out)
     return x if x.dtype == dtype else x.astype(dtype)
 
@@ -155,7 +155,7 @@ def conv_weight(x, y, geo, w_shape):
         cols = K.im2col(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g, layout)
         # cols @ y^T, transposed, measured faster than y @ cols^T (OpenBLAS packs the long
         # reduction dim better this way round)
-        w = np.matmul(cols, yt.transpose(0, 2, 1)).transpose(0, 2, 1).reshape(w_shape)
+        w = K.matmul_reduce(cols, yt.transpose(0, 2, 1)).transpose(0, 2, 1).reshape(w_shape)
     return w if w.dtype == dtype else w.astype(dtype)
 
 
@@ -249,13 +249,13 @@ def _read(out, stride):
 def _pointwise_forward(x, w, b, geo):
     xs = x[_read(geo.out_size(x.shape[2:], w.shape[2:]), geo.stride)]
     n, c = xs.shape[:2]
-    y = B.matmul(w.reshape(w.shape[0], c), B.contiguous(xs).reshape(n, c, -1))
+    y = K.matmul_split(w.reshape(w.shape[0], c), B.contiguous(xs).reshape(n, c, -1))
     return _add_bias(y, b).reshape((n, w.shape[0]) + xs.shape[2:])
 
 
 def _pointwise_input(y, w, geo, x_shape):
     n, o = y.shape[:2]
-    gx = B.matmul(w.reshape(o, -1).T, B.contiguous(y).reshape(n, o, -1))
+    gx = K.matmul_split(w.reshape(o, -1).T, B.contiguous(y).reshape(n, o, -1))
     gx = gx.reshape((n, gx.shape[1]) + y.shape[2:])
     if gx.shape == tuple(x_shape):
         return gx
@@ -269,8 +269,7 @@ def _pointwise_weight(x, y, geo, w_shape):
     xs = B.contiguous(x[_read(y.shape[2:], geo.stride)])
     n, c = xs.shape[:2]
     y3 = B.contiguous(y).reshape(n, y.shape[1], -1)
-    per_sample = np.matmul(y3, xs.reshape(n, c, -1).transpose(0, 2, 1))  # (N, O, C)
-    return per_sample.sum(axis=0).reshape(w_shape)
+    return K.matmul_sum(y3, xs.reshape(n, c, -1).transpose(0, 2, 1)).reshape(w_shape)
 
 
 def _depthwise_plan(x_shape, w_shape, geo):
