@@ -19,6 +19,7 @@ from .. import _dtype as D
 from .._backend import cblas
 from .._backend import conv_implicit as IM
 from .._backend import conv_numpy as K
+from .._backend import conv_rows as CR
 from .._backend import cpu_features
 from .._backend import depthwise_numpy as DW
 from .._tensor import Tensor
@@ -69,6 +70,9 @@ def conv_forward(x, w, b, geo):
         y = _pointwise_forward(x, w, b, geo)
     elif _implicit(x, w.shape, out, geo):
         y = IM.forward(x, w, b, geo.dilation, geo.lo, geo.hi, geo.groups)
+    elif _rows(x, w.shape, out, geo):
+        plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi)
+        y = K.from_channel_major(CR.conv(plan, x, w), x.shape[0], out, b, K.BATCH_LAST)
     else:
         n = x.shape[0]
         g = geo.groups
@@ -148,6 +152,9 @@ def conv_weight(x, y, geo, w_shape):
         w = _depthwise_weight(x, y, geo, w_shape)
     elif _pointwise(y.shape, kernel, geo):
         w = _pointwise_weight(x, y, geo, w_shape)
+    elif _rows(x, w_shape, out, geo):
+        plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi)
+        w = CR.weight(plan, x, K.to_channel_major(y, 1, K.BATCH_LAST).reshape(w_shape[0], -1), w_shape)
     else:
         g = geo.groups
         layout = _channel_major(out)
@@ -218,6 +225,30 @@ def _implicit(x, w_shape, out, geo):
     lo, hi = _IMPLICIT_CHANNELS
     return (lo <= w_shape[1] <= hi and w_shape[0] // geo.groups <= hi
             and int(np.prod(out)) >= _IMPLICIT_MIN_POSITIONS)
+
+
+# 2-D convolutions of groups 1 that _implicit leaves (strides, few positions, wide channels) copy the input
+# kw times instead of kh * kw (Note [Row im2col], ember/_backend/conv_rows.py): kh GEMMs with K = C * kw
+# accumulate. CPU time at 1 thread, batch 32, float32, forward / weight gradient, im2col -> rows (ms):
+#   32->64 5x5 at 15x15 (AlexNet)      15.9 -> 13.6 / 14.2 -> 13.1
+#   64->32 5x5 at 15x15 (its input gradient, flipped)  18.4 -> 14.7 / 20.7 -> 16.4
+#   16->32 3x3 stride 2 at 32x32       4.2 -> 3.7 / 3.9 -> 3.7
+#   96->64 3x3 at 7x7                  3.1 -> 3.4 / 3.5 -> 4.2 (M = 1568: too short)
+#   3->32 5x5 stride 2 at 64x64        4.8 -> 11.2 / 7.3 -> 11.1 (K = 15: too narrow)
+# so: from K = C * kw >= 48 and 100 output positions per sample. ROWS_MODE "always" takes it for every 2-D
+# convolution of groups 1, "never" keeps im2col (the tests force both).
+ROWS_MODE = "auto"
+_ROWS_MIN_K = 48
+_ROWS_MIN_POSITIONS = 100
+
+
+def _rows(x, w_shape, out, geo):
+    """Whether the 2-D convolution of x with a weight of w_shape takes the row-im2col path."""
+    if ROWS_MODE == "never" or x.ndim != 4 or geo.groups != 1 or x.shape[0] == 0 or 0 in out:
+        return False
+    if ROWS_MODE == "always":
+        return True
+    return w_shape[1] * w_shape[3] >= _ROWS_MIN_K and out[0] * out[1] >= _ROWS_MIN_POSITIONS
 
 
 def _add_bias(y, b):
