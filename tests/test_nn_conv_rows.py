@@ -150,10 +150,12 @@ def test_default_thresholds_reach_path(dtype, calls):
 
 
 def test_default_thresholds_keep_im2col_elsewhere(calls):
-    """Narrow rows (AlexNet's 3-channel first layer), few positions, groups and 3-D stay where they were."""
+    """Narrow rows (AlexNet's 3-channel first layer), few positions, strides, groups and 3-D stay where they
+    were."""
     rng = np.random.default_rng(8)
     for shape, wshape, kw in (((2, 3, 64, 64), (32, 3, 5, 5), dict(stride=2, padding=2)),
                               ((2, 96, 7, 7), (64, 96, 3, 3), dict(padding=1)),
+                              ((2, 32, 16, 16), (64, 32, 3, 3), dict(padding=1, stride=2)),
                               ((2, 32, 15, 15), (64, 16, 5, 5), dict(padding=2, groups=2)),
                               ((2, 32, 6, 15, 15), (8, 32, 1, 5, 5), dict(padding=(0, 2, 2)))):
         x = ember.from_numpy(rng.standard_normal(shape).astype(np.float32))

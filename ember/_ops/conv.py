@@ -227,16 +227,16 @@ def _implicit(x, w_shape, out, geo):
             and int(np.prod(out)) >= _IMPLICIT_MIN_POSITIONS)
 
 
-# 2-D convolutions of groups 1 that _implicit leaves (strides, few positions, wide channels) copy the input
-# kw times instead of kh * kw (Note [Row im2col], ember/_backend/conv_rows.py): kh GEMMs with K = C * kw
-# accumulate. CPU time at 1 thread, batch 32, float32, forward / weight gradient, im2col -> rows (ms):
-#   32->64 5x5 at 15x15 (AlexNet)      15.9 -> 13.6 / 14.2 -> 13.1
-#   64->32 5x5 at 15x15 (its input gradient, flipped)  18.4 -> 14.7 / 20.7 -> 16.4
-#   16->32 3x3 stride 2 at 32x32       4.2 -> 3.7 / 3.9 -> 3.7
-#   96->64 3x3 at 7x7                  3.1 -> 3.4 / 3.5 -> 4.2 (M = 1568: too short)
-#   3->32 5x5 stride 2 at 64x64        4.8 -> 11.2 / 7.3 -> 11.1 (K = 15: too narrow)
-# so: from K = C * kw >= 48 and 100 output positions per sample. ROWS_MODE "always" takes it for every 2-D
-# convolution of groups 1, "never" keeps im2col (the tests force both).
+# 2-D convolutions of groups 1 that _implicit leaves (wide channels, few positions) copy the input kw
+# times instead of kh * kw (Note [Row im2col], ember/_backend/conv_rows.py): kh GEMMs with K = C * kw
+# accumulate. CPU time at 1 thread, batch 32, float32, im2col -> rows, medians of 21 alternating pairs
+# (ms, forward / input gradient / weight gradient):
+#   32->64 5x5 at 15x15 (AlexNet)      16.2 -> 15.2 / 17.6 -> 14.7 / 14.4 -> 13.1
+#   64->96, 96->96, 96->64 3x3 at 7x7  even (0.91-1.03x: M = 1568 is short)
+#   16->32, 32->64 3x3 stride 2 at 32x32, 16x16  even to 1.06x slower
+#   3->32 5x5 stride 2 at 64x64        4.7 -> 8.4 / - / 5.8 -> 10.4 (K = 15: too narrow)
+# so: stride 1, from K = C * kw >= 48 and 100 output positions per sample. ROWS_MODE "always" takes it
+# for every 2-D convolution of groups 1 (strided too), "never" keeps im2col (the tests force both).
 ROWS_MODE = "auto"
 _ROWS_MIN_K = 48
 _ROWS_MIN_POSITIONS = 100
@@ -248,7 +248,8 @@ def _rows(x, w_shape, out, geo):
         return False
     if ROWS_MODE == "always":
         return True
-    return w_shape[1] * w_shape[3] >= _ROWS_MIN_K and out[0] * out[1] >= _ROWS_MIN_POSITIONS
+    return (all(s == 1 for s in geo.stride) and w_shape[1] * w_shape[3] >= _ROWS_MIN_K
+            and out[0] * out[1] >= _ROWS_MIN_POSITIONS)
 
 
 def _add_bias(y, b):
