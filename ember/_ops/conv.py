@@ -244,7 +244,7 @@ _ROWS_MIN_POSITIONS = 100
 
 def _rows(x, w_shape, out, geo):
     """Whether the 2-D convolution of x with a weight of w_shape takes the row-im2col path."""
-    if ROWS_MODE == "never" or x.ndim != 4 or geo.groups != 1 or x.shape[0] == 0 or 0 in out:
+    if ROWS_MODE == "never" or x.ndim != 4 or geo.groups != 1 or 0 in x.shape[:2] or 0 in w_shape or 0 in out:
         return False
     if ROWS_MODE == "always":
         return True
