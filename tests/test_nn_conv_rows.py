@@ -162,3 +162,23 @@ def test_default_thresholds_keep_im2col_elsewhere(calls):
         w = ember.from_numpy(rng.standard_normal(wshape).astype(np.float32))
         getattr(ember.nn.functional, f"conv{len(shape) - 2}d")(x, w, **kw)
     assert calls == []
+
+
+@pytest.mark.parametrize("kw", [dict(padding=1), dict(stride=2, padding=1, output_padding=1),
+                                dict(stride=(1, 2), dilation=(2, 1), output_padding=(1, 0))])
+def test_forced_path_conv_transpose_matches_torch(forced, calls, kw):
+    """A transposed convolution's forward is conv's input gradient (the flipped convolution at stride 1) and
+    its weight gradient is conv's, both of which take the row path."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 4, 6, 7))
+    w = rng.standard_normal((4, 3, 3, 3))
+    b = rng.standard_normal(3)
+    results = []
+    for lib in (ember, torch):
+        xs, ws, bs = (lib.from_numpy(a.copy()).requires_grad_() for a in (x, w, b))
+        y = lib.nn.functional.conv_transpose2d(xs, ws, bs, **kw)
+        y.backward(lib.from_numpy(np.linspace(-1, 1, y.numel()).reshape(tuple(y.shape))))
+        results.append([t.detach().numpy() for t in (y, xs.grad, ws.grad, bs.grad)])
+    assert "conv" in calls and "weight" in calls
+    for e, t in zip(*results):
+        np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)

@@ -18,15 +18,17 @@ from .conv_numpy import BATCH_LAST, padded, scratch
 
 
 class RowPlan:
-    """The row im2col R of a 2-D convolution of x (N, C, H, W): its shape and where kernel row i's block starts."""
+    """The row im2col R of a 2-D convolution of x (N, C, H, W) with out (oh, ow) positions (fewer than the
+    geometry gives when x carries a transposed convolution's output_padding): its shape and where kernel row
+    i's block starts."""
     __slots__ = ("n", "c", "kernel", "stride", "dilation", "lo", "hi", "out", "rows", "phase_rows", "ld", "starts")
 
-    def __init__(self, x_shape, kernel, stride, dilation, lo, hi):
+    def __init__(self, x_shape, kernel, stride, dilation, lo, hi, out):
         self.n, self.c = x_shape[:2]
         self.kernel, self.stride, self.dilation = tuple(kernel), tuple(stride), tuple(dilation)
         self.lo, self.hi = tuple(lo), tuple(hi)
         padded_hw = [s + a + b for s, a, b in zip(x_shape[2:], lo, hi)]
-        self.out = tuple((p - d * (k - 1) - 1) // s + 1 for p, k, s, d in zip(padded_hw, kernel, stride, dilation))
+        self.out = tuple(out)
         (kh, _), (sh, _), (dh, _) = self.kernel, self.stride, self.dilation
         oh, ow = self.out
         self.phase_rows = oh + (kh - 1) * dh // sh  # rows kept per phase: what the kernel rows read

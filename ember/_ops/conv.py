@@ -71,7 +71,7 @@ def conv_forward(x, w, b, geo):
     elif _implicit(x, w.shape, out, geo):
         y = IM.forward(x, w, b, geo.dilation, geo.lo, geo.hi, geo.groups)
     elif _rows(x, w.shape, out, geo):
-        plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi)
+        plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out)
         y = K.from_channel_major(CR.conv(plan, x, w), x.shape[0], out, b, K.BATCH_LAST)
     else:
         n = x.shape[0]
@@ -153,7 +153,7 @@ def conv_weight(x, y, geo, w_shape):
     elif _pointwise(y.shape, kernel, geo):
         w = _pointwise_weight(x, y, geo, w_shape)
     elif _rows(x, w_shape, out, geo):
-        plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi)
+        plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out)
         w = CR.weight(plan, x, K.to_channel_major(y, 1, K.BATCH_LAST).reshape(w_shape[0], -1), w_shape)
     else:
         g = geo.groups
