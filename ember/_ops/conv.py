@@ -68,11 +68,11 @@ def conv_forward(x, w, b, geo):
         y = _depthwise_forward(x, w, b, geo, out)
     elif _pointwise(x.shape, kernel, geo):
         y = _pointwise_forward(x, w, b, geo)
-    elif _implicit(x, w.shape, out, geo):
-        y = IM.forward(x, w, b, geo.dilation, geo.lo, geo.hi, geo.groups)
     elif _rows(x, w.shape, out, geo):
         plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out)
         y = K.from_channel_major(CR.conv(plan, x, w), x.shape[0], out, b, K.BATCH_LAST)
+    elif _implicit(x, w.shape, out, geo):
+        y = IM.forward(x, w, b, geo.dilation, geo.lo, geo.hi, geo.groups)
     else:
         n = x.shape[0]
         g = geo.groups
@@ -227,19 +227,28 @@ def _implicit(x, w_shape, out, geo):
             and int(np.prod(out)) >= _IMPLICIT_MIN_POSITIONS)
 
 
-# 2-D convolutions of groups 1 that _implicit leaves (wide channels, few positions) copy the input kw
-# times instead of kh * kw (Note [Row im2col], ember/_backend/conv_rows.py): kh GEMMs with K = C * kw
-# accumulate. CPU time at 1 thread, batch 32, float32, im2col -> rows, medians of 21 alternating pairs
-# (ms, forward / input gradient / weight gradient):
-#   32->64 5x5 at 15x15 (AlexNet)      16.2 -> 15.2 / 17.6 -> 14.7 / 14.4 -> 13.1
-#   64->96, 96->96, 96->64 3x3 at 7x7  even (0.91-1.03x: M = 1568 is short)
-#   16->32, 32->64 3x3 stride 2 at 32x32, 16x16  even to 1.06x slower
-#   3->32 5x5 stride 2 at 64x64        4.7 -> 8.4 / - / 5.8 -> 10.4 (K = 15: too narrow)
-# so: stride 1, from K = C * kw >= 48 and 100 output positions per sample. ROWS_MODE "always" takes it
-# for every 2-D convolution of groups 1 (strided too), "never" keeps im2col (the tests force both).
+# 2-D convolutions of groups 1 with kernels of 5x5 and more, and those _implicit leaves (wide channels,
+# few positions), copy the input kw times instead of kh * kw (Note [Row im2col],
+# ember/_backend/conv_rows.py): kh GEMMs with K = C * kw accumulate. CPU time at 1 thread, batch 32,
+# float32, medians of 15-21 alternating pairs, forward / input gradient / weight gradient (ms):
+#   im2col -> rows
+#     32->64 5x5 at 15x15 (AlexNet)      16.2 -> 15.2 / 17.6 -> 14.7 / 14.4 -> 13.1
+#     64->96, 96->96, 96->64 3x3 at 7x7  even (0.91-1.03x: M = 1568 is short)
+#     16->32, 32->64 3x3 stride 2 at 32x32, 16x16  even to 1.06x slower
+#     3->32 5x5 stride 2 at 64x64        4.7 -> 8.4 / - / 5.8 -> 10.4 (K = 15: too narrow)
+#   implicit GEMM (forward, input gradient; the weight gradient im2col) -> rows
+#     32->64 5x5 at 32x32                0.82x / 0.90x / 0.98x
+#     16->32 5x5 at 32x32                0.85x / 0.86x / 1.07x
+#     64->64 5x5 at 16x16                0.66x / 0.67x / 0.87x
+#     32->32 7x7 at 32x32                0.65x / 0.62x / 0.75x
+#     64->64, 16->16 3x3 at 32x32        1.12x / 1.05x / 1.14x, 1.34x / 1.42x / 1.23x (implicit stays)
+# so: stride 1, K = C * kw >= 48, 100 output positions per sample, and a kernel of >= 25 taps or one the
+# implicit GEMM does not take (IMPLICIT_MODE "always" keeps its own). ROWS_MODE "always" takes it for every 2-D convolution of groups 1 (strided
+# too), "never" keeps the other paths (the tests force both).
 ROWS_MODE = "auto"
 _ROWS_MIN_K = 48
 _ROWS_MIN_POSITIONS = 100
+_ROWS_OVER_IMPLICIT_TAPS = 25
 
 
 def _rows(x, w_shape, out, geo):
@@ -248,8 +257,10 @@ def _rows(x, w_shape, out, geo):
         return False
     if ROWS_MODE == "always":
         return True
-    return (all(s == 1 for s in geo.stride) and w_shape[1] * w_shape[3] >= _ROWS_MIN_K
-            and out[0] * out[1] >= _ROWS_MIN_POSITIONS)
+    if (IMPLICIT_MODE == "always" or any(s != 1 for s in geo.stride) or w_shape[1] * w_shape[3] < _ROWS_MIN_K
+            or out[0] * out[1] < _ROWS_MIN_POSITIONS):
+        return False
+    return w_shape[2] * w_shape[3] >= _ROWS_OVER_IMPLICIT_TAPS or not _implicit(x, w_shape, out, geo)
 
 
 def _add_bias(y, b):
