@@ -153,7 +153,8 @@ def test_default_thresholds_take_large_kernels_from_implicit_gemm(calls):
     """Stride-1 5x5 and 7x7 kernels that the implicit GEMM would take (16-64 channels, >= 256 positions) take
     the row path; a 3x3 one stays implicit."""
     rng = np.random.default_rng(10)
-    for shape, wshape, want in (((1, 16, 16, 16), (32, 16, 5, 5), ["conv"]), ((1, 16, 16, 16), (16, 16, 7, 7), ["conv"]),
+    for shape, wshape, want in (((1, 16, 16, 16), (32, 16, 5, 5), ["conv"]),
+                                ((1, 16, 16, 16), (16, 16, 7, 7), ["conv"]),
                                 ((1, 16, 16, 16), (16, 16, 3, 3), [])):
         calls.clear()
         x = ember.from_numpy(rng.standard_normal(shape).astype(np.float32))

@@ -243,8 +243,8 @@ def _implicit(x, w_shape, out, geo):
 #     32->32 7x7 at 32x32                0.65x / 0.62x / 0.75x
 #     64->64, 16->16 3x3 at 32x32        1.12x / 1.05x / 1.14x, 1.34x / 1.42x / 1.23x (implicit stays)
 # so: stride 1, K = C * kw >= 48, 100 output positions per sample, and a kernel of >= 25 taps or one the
-# implicit GEMM does not take (IMPLICIT_MODE "always" keeps its own). ROWS_MODE "always" takes it for every 2-D convolution of groups 1 (strided
-# too), "never" keeps the other paths (the tests force both).
+# implicit GEMM does not take (IMPLICIT_MODE "always" keeps its own). ROWS_MODE "always" takes it for every
+# 2-D convolution of groups 1 (strided too), "never" keeps the other paths (the tests force both).
 ROWS_MODE = "auto"
 _ROWS_MIN_K = 48
 _ROWS_MIN_POSITIONS = 100

@@ -136,8 +136,9 @@ def _pool_indices(pool):
 # of accumulation) rather than per tap through the phase rows (window_scatter: a compare, a multiply and an
 # add per tap, then the phase rows copied back). Backward alone, CPU time at 1 thread, batch 32, medians of
 # 21 alternating pairs (ms), window_scatter -> by index: 3x3 stride 2, float32: 64 channels at 15x15
-# 2.5 -> 1.6, 64 at 7x7 1.0 -> 0.55, 32 at 32x32 3.4 -> 3.5 (the float64 counts of a large input plane
-# cost what the taps save); float64 32 at 32x32 7.8 -> 3.9. Kept on window_scatter: windows that do not
+# 2.5 -> 1.6, 64 at 7x7 1.0 -> 0.55, 32 at 32x32 3.4 -> 3.5 (bincount's float64 sums over a large input
+# plane cost what the taps save); float64 32 at 32x32 7.8 -> 3.9; the three pools of an AlexNet-style step
+# (bench/models.py), backward 8.2 -> 6.0 ms per step. Kept on window_scatter: windows that do not
 # overlap (2x2 stride 2: even to 1.33x slower by index, with np.put_along_axis), stride 1 (1.07x slower),
 # padding (an all -inf window may keep a padding tap, which has no input index), half precision (its sums
 # in that precision). BY_INDEX = False turns it off (the tests compare both).
