@@ -4,7 +4,8 @@ ember/_ops/pool.py) against torch, and against the per-tap window_scatter it rep
 Random 1-3-d shapes with overlapping strided windows (dilation and ceil_mode included, no padding), ties and
 NaN in the input, float64 and float32; a spy checks which kernel ran. float64 gradients must equal torch's
 bit for bit (both accumulate in output order); float32 ones match to rounding (the counts are summed in
-float64). The double backward goes through the same indices.
+float64). The double backward goes through the same indices. With padding, windows of nothing but -inf (or an
+integer type's minimum) point at their first in-bounds position, as torch's do.
 """
 import numpy as np
 import pytest
@@ -116,3 +117,31 @@ def test_other_pools_keep_window_scatter(ran, kw, dtype):
     torch.nn.functional.max_pool2d(ts, **kw).sum().backward()
     assert ran == ["taps"]
     np.testing.assert_array_equal(xs.grad.numpy(), ts.grad.numpy())
+
+
+@pytest.mark.parametrize("nd,kw", [(1, dict(kernel_size=3, stride=2, padding=1)),
+                                   (2, dict(kernel_size=3, stride=2, padding=1)),
+                                   (2, dict(kernel_size=(3, 2), stride=(1, 2), padding=1, dilation=(2, 1))),
+                                   (2, dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+                                   (3, dict(kernel_size=2, stride=1, padding=1))])
+def test_padded_windows_of_fill_values_point_inside(nd, kw):
+    """A window whose inputs are all -inf (or an integer type's minimum) reports, and sends its gradient to,
+    its first in-bounds position, as torch does, not the padding tap its scan started from."""
+    rng = np.random.default_rng(4)
+    shape = (2, 2) + (6,) * nd
+    for dtype in (np.float32, np.float64) + ((np.int64,) if nd > 1 else ()):  # torch: no integer max_pool1d
+        low = -np.inf if dtype is not np.int64 else np.iinfo(np.int64).min
+        x = np.where(rng.random(shape) < 0.7, low, rng.integers(-3, 3, shape)).astype(dtype)
+        outs = []
+        for lib in (ember, torch):
+            xs = lib.from_numpy(x.copy())
+            if dtype is not np.int64:
+                xs.requires_grad_()
+            y, idx = getattr(lib.nn.functional, f"max_pool{nd}d")(xs, return_indices=True, **kw)
+            got = [y.detach().numpy(), idx.numpy()]
+            if dtype is not np.int64:
+                y.backward(lib.from_numpy(np.arange(y.numel(), dtype=dtype).reshape(tuple(y.shape))))
+                got.append(xs.grad.numpy())
+            outs.append(got)
+        for e, t in zip(*outs):
+            np.testing.assert_array_equal(e, t, err_msg=f"{dtype.__name__} {kw}")

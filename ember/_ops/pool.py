@@ -114,6 +114,8 @@ class MaxPool(Op):
         hi = tuple(_hi_pad(*a, o) for a, o in zip(zip(spatial, kernel, stride, padding, dilation), out))
         plan = DW.DepthwisePlan(x.shape, kernel, stride, dilation, padding, hi, 1)
         val, arg = plan.window_max(x)
+        if any(padding):
+            _first_valid_on_ties(plan, val, arg, kernel, stride, padding, dilation, out)
         ctx.save_for_backward(x)
         ctx.pool = (plan, arg, kernel, stride, padding, dilation, out)
         if want_indices:
@@ -124,6 +126,22 @@ class MaxPool(Op):
         name = ctx.name().replace("Backward0", "BackwardBackward0")
         (x,) = ctx.saved_tensors
         return _named(MaxPoolBackward, name)(grad, x, pool=ctx.pool)
+
+
+def _first_valid_on_ties(plan, val, arg, kernel, stride, padding, dilation, out):
+    """Windows whose maximum is the padding's fill value (all -inf, or an integer type's minimum) keep the
+    first tap, which with padding may lie outside the input; torch's scan starts at the window's first
+    in-bounds position and keeps it. Those windows' taps (arg, channel rows) are set to it."""
+    fill = -np.inf if val.dtype.kind in "fV" else np.iinfo(val.dtype).min
+    tied = val == fill
+    if not tied.any():
+        return
+    first = np.zeros((), dtype=np.int64)  # per output position, the tap number of its first in-bounds tap
+    for k, s, p, d, o in zip(kernel, stride, padding, dilation, out):
+        origin = np.arange(o) * s - p
+        first = np.add.outer(first * k, np.maximum(0, -(origin // d)))  # ceil(-origin / d) taps lie before 0
+    taps = plan._valid(arg)  # a view of arg at the outputs, (N, C, *out)
+    taps[tied] = np.broadcast_to(first, taps.shape)[tied]
 
 
 def _pool_indices(pool):
@@ -140,8 +158,7 @@ def _pool_indices(pool):
 # plane cost what the taps save); float64 32 at 32x32 7.8 -> 3.9; the three pools of an AlexNet-style step
 # (bench/models.py), backward 8.2 -> 6.0 ms per step. Kept on window_scatter: windows that do not
 # overlap (2x2 stride 2: even to 1.33x slower by index, with np.put_along_axis), stride 1 (1.07x slower),
-# padding (an all -inf window may keep a padding tap, which has no input index), half precision (its sums
-# in that precision). BY_INDEX = False turns it off (the tests compare both).
+# padding (not measured), half precision (its sums in that precision). BY_INDEX = False turns it off (the tests compare both).
 BY_INDEX = True
 _BY_INDEX_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
