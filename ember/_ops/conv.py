@@ -19,6 +19,7 @@ from .. import _dtype as D
 from .._backend import cblas
 from .._backend import conv_implicit as IM
 from .._backend import conv_numpy as K
+from .._backend import conv_rows as CR
 from .._backend import cpu_features
 from .._backend import depthwise_numpy as DW
 from .._tensor import Tensor
@@ -67,6 +68,9 @@ def conv_forward(x, w, b, geo):
         y = _depthwise_forward(x, w, b, geo, out)
     elif _pointwise(x.shape, kernel, geo):
         y = _pointwise_forward(x, w, b, geo)
+    elif _rows(x, w.shape, out, geo):
+        plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out)
+        y = K.from_channel_major(CR.conv(plan, x, w), x.shape[0], out, b, K.BATCH_LAST)
     elif _implicit(x, w.shape, out, geo):
         y = IM.forward(x, w, b, geo.dilation, geo.lo, geo.hi, geo.groups)
     else:
@@ -148,6 +152,9 @@ def conv_weight(x, y, geo, w_shape):
         w = _depthwise_weight(x, y, geo, w_shape)
     elif _pointwise(y.shape, kernel, geo):
         w = _pointwise_weight(x, y, geo, w_shape)
+    elif _rows(x, w_shape, out, geo):
+        plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out)
+        w = CR.weight(plan, x, K.to_channel_major(y, 1, K.BATCH_LAST).reshape(w_shape[0], -1), w_shape)
     else:
         g = geo.groups
         layout = _channel_major(out)
@@ -218,6 +225,42 @@ def _implicit(x, w_shape, out, geo):
     lo, hi = _IMPLICIT_CHANNELS
     return (lo <= w_shape[1] <= hi and w_shape[0] // geo.groups <= hi
             and int(np.prod(out)) >= _IMPLICIT_MIN_POSITIONS)
+
+
+# 2-D convolutions of groups 1 with kernels of 5x5 and more, and those _implicit leaves (wide channels,
+# few positions), copy the input kw times instead of kh * kw (Note [Row im2col],
+# ember/_backend/conv_rows.py): kh GEMMs with K = C * kw accumulate. CPU time at 1 thread, batch 32,
+# float32, medians of 15-21 alternating pairs, forward / input gradient / weight gradient (ms):
+#   im2col -> rows
+#     32->64 5x5 at 15x15 (AlexNet)      16.2 -> 15.2 / 17.6 -> 14.7 / 14.4 -> 13.1
+#     64->96, 96->96, 96->64 3x3 at 7x7  even (0.91-1.03x: M = 1568 is short)
+#     16->32, 32->64 3x3 stride 2 at 32x32, 16x16  even to 1.06x slower
+#     3->32 5x5 stride 2 at 64x64        4.7 -> 8.4 / - / 5.8 -> 10.4 (K = 15: too narrow)
+#   implicit GEMM (forward, input gradient; the weight gradient im2col) -> rows
+#     32->64 5x5 at 32x32                0.82x / 0.90x / 0.98x
+#     16->32 5x5 at 32x32                0.85x / 0.86x / 1.07x
+#     64->64 5x5 at 16x16                0.66x / 0.67x / 0.87x
+#     32->32 7x7 at 32x32                0.65x / 0.62x / 0.75x
+#     64->64, 16->16 3x3 at 32x32        1.12x / 1.05x / 1.14x, 1.34x / 1.42x / 1.23x (implicit stays)
+# so: stride 1, K = C * kw >= 48, 100 output positions per sample, and a kernel of >= 25 taps or one the
+# implicit GEMM does not take (IMPLICIT_MODE "always" keeps its own). ROWS_MODE "always" takes it for every
+# 2-D convolution of groups 1 (strided too), "never" keeps the other paths (the tests force both).
+ROWS_MODE = "auto"
+_ROWS_MIN_K = 48
+_ROWS_MIN_POSITIONS = 100
+_ROWS_OVER_IMPLICIT_TAPS = 25
+
+
+def _rows(x, w_shape, out, geo):
+    """Whether the 2-D convolution of x with a weight of w_shape takes the row-im2col path."""
+    if ROWS_MODE == "never" or x.ndim != 4 or geo.groups != 1 or 0 in x.shape[:2] or 0 in w_shape or 0 in out:
+        return False
+    if ROWS_MODE == "always":
+        return True
+    if (IMPLICIT_MODE == "always" or any(s != 1 for s in geo.stride) or w_shape[1] * w_shape[3] < _ROWS_MIN_K
+            or out[0] * out[1] < _ROWS_MIN_POSITIONS):
+        return False
+    return w_shape[2] * w_shape[3] >= _ROWS_OVER_IMPLICIT_TAPS or not _implicit(x, w_shape, out, geo)
 
 
 def _add_bias(y, b):
