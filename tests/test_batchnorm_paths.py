@@ -56,3 +56,15 @@ def test_batch_norm_kernels_match_torch(split, dtype, kind):
         for e, t in zip(got, want):
             assert e.shape == t.shape and e.dtype == t.dtype
             np.testing.assert_allclose(e, t, err_msg=f"{c} {x_grad} {affine}", **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batch_norm_variance_of_offset_channels_matches_torch(split, dtype):
+    """Channels whose mean is large against their spread take the two-pass variance (Note [Batch norm
+    one-pass variance]); the others in the same input keep the one-pass one."""
+    rng = np.random.default_rng(7)
+    offsets = np.array([0.0, 100.0, -30.0, 1.5, 2000.0])[None, :, None, None]
+    x = (rng.standard_normal((6, 5, 5, 4)) * np.array([1, 1, 0.5, 1, 10])[None, :, None, None] + offsets).astype(dtype)
+    got, want = _run(ember, x, "contiguous", True, True, dtype), _run(torch, x, "contiguous", True, True, dtype)
+    for e, t in zip(got, want):
+        np.testing.assert_allclose(e, t, rtol=TOL[dtype]["rtol"], atol=TOL[dtype]["atol"] * 10)
