@@ -87,6 +87,28 @@ def test_random_depthwise_convolutions_match_torch(dtype, keep, block):
         _compare(e, t, dtype, f"{case[0]} x{case[1].shape} w{case[2].shape} {case[4]} grads {case[5]}")
 
 
+@pytest.mark.parametrize("mult", [1, 2])
+def test_depthwise_split_over_channel_ranges_matches_torch(monkeypatch, keep, mult):
+    """Forced onto two intra-op threads from the smallest size: one split per kernel runs the phase rows,
+    the taps and the crop, and in backward the gradient rows, both gradients and the gather, each over
+    its own channel range (Note [Depthwise one split]); a multiplier above 1 splits stage by stage."""
+    from ember._backend import parallel
+    monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "threads", lambda: 2)
+    rng = np.random.default_rng(23 + mult)
+    for stride, bias, grads in ((1, True, (True, True)), (2, False, (True, True)), (2, True, (False, True)),
+                                (1, False, (True, False))):
+        x = rng.standard_normal((3, 5, 9, 7)).astype(np.float32)
+        w = rng.standard_normal((5 * mult, 1, 3, 3)).astype(np.float32)
+        b = rng.standard_normal(5 * mult).astype(np.float32) if bias else None
+        case = ("conv2d", x, w, b, dict(stride=stride, padding=1, groups=5), grads)
+        g = {}
+
+        def g_of(shape):
+            return g.setdefault(shape, rng.standard_normal(shape).astype(np.float32)).copy()
+        _compare(_run(ember, *case, g_of), _run(torch, *case, g_of), np.float32, f"stride {stride} {grads}")
+
+
 def test_the_kept_rows_are_used_and_freed():
     """The forward saves the phase rows when the weight requires grad (and only then); the backward
     releases them with the other saved tensors."""

@@ -113,3 +113,24 @@ def test_hardtanh_second_derivative(inplace):
         out[lib] = (g, xs.grad)
     for e, t in zip(out[ember], out[torch]):
         np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_hardtanh_gradient_stays_on_the_input_history(inplace):
+    """The backward's result requires grad through the (old) input, as torch's does through the clone it
+    saves, even when the incoming gradient does not (Note [Hardtanh in place]): a second derivative
+    through it exists (zero) and reaches the leaf through the op before the hardtanh."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((40, 30)) * 4
+    out = {}
+    for lib in (torch, ember):
+        xs = lib.from_numpy(x.copy()).requires_grad_()
+        y = lib.nn.functional.relu6(xs * 2, inplace=inplace)
+        (g,) = lib.autograd.grad(y.sum(), xs, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), xs, allow_unused=True)
+        out[lib] = (g.requires_grad, type(g.grad_fn).__name__, g.detach().numpy(), gg is None,
+                    None if gg is None else gg.numpy())
+    e, t = out[ember], out[torch]
+    assert e[:2] == t[:2] and e[3] == t[3]
+    np.testing.assert_array_equal(e[2], t[2])
+    np.testing.assert_array_equal(e[4], t[4])

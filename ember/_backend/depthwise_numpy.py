@@ -22,6 +22,14 @@ from . import allocator, parallel
 # Measured on 32x192x28x28 (3x3): ~5x faster than per-tap products of 4-D views, and 25% faster than
 # the same flat scheme in sample-major rows with precomputed weight planes.
 
+# Note [Depthwise one split]: a forward is three passes per channel (the phase rows, the taps, the
+# crop) and a backward four (the gradient rows, the input gradient's taps, the gather back to
+# (N, C, *S), the weight gradient's taps), each touching only its own channels' rows. With a channel
+# multiplier of 1, input and output channel ranges coincide, so one split over channel ranges runs
+# them all, one range per intra-op thread: one hand-off per kernel instead of up to four, and the
+# crops and layout copies, which split on their own only from 4 MB (Note [Split threshold]), run on
+# both threads with the taps. On one thread the work is the same as stage by stage.
+
 # Note [Depthwise phases kept]: the weight gradient reads the same phase rows of x as the forward.
 # When the weight requires grad, the forward keeps them for the backward (Convolution saves them),
 # and a first-order backward builds g's channel rows once for both gradients: in a MobileNetV2-style
@@ -95,32 +103,44 @@ class DepthwisePlan:
             views.append((self._grid(buf, i)[lead + qs], xt[lead + xs]))
         return views
 
-    def to_phases(self, x, fill=0, held=False):
-        """x (N, C, *S) -> (phases, C, row + tail): channel rows per phase, padded with `fill`; held: kept
-        until the backward (see Note [Depthwise phases kept])."""
+    def _phase_buffer(self, dtype, held=False):
+        """An uninitialised (phases, C, row + tail) buffer; held: kept until the backward, from the pool
+        (see Note [Depthwise phases kept])."""
         shape = (len(self.phases), self.c, self.row + self.tail)
         if held and allocator.enabled:
-            buf = allocator.pooled(shape, x.dtype, allocator.nbytes(shape, x.dtype.itemsize))
-        else:
-            buf = allocator.empty(shape, x.dtype)
+            return allocator.pooled(shape, dtype, allocator.nbytes(shape, np.dtype(dtype).itemsize))
+        return allocator.empty(shape, dtype)
+
+    def _phases_in(self, buf, x, fill):
+        """part(start, stop) writing channels start:stop of x (N, C, *S) into buf as to_phases does."""
         views = self._phase_views(buf, x)
 
         def part(start, stop):  # the fill, then the copies, for a range of channels
             np.copyto(buf[:, start:stop], fill, casting="unsafe")
             for grid, xv in views:
                 grid[start:stop] = xv[start:stop]
-        parallel.run(part, self.c, buf.nbytes)
-        return buf
+        return part
 
-    def from_phases(self, buf):
-        """The transpose of to_phases: (phases, C, row + tail) -> a fresh (N, C, *S) array."""
-        x = allocator.empty((self.n, self.c) + self.spatial, buf.dtype)
+    def _phases_out(self, buf, x):
+        """part(start, stop) writing channels start:stop of buf's phase rows back into x (N, C, *S)."""
         views = self._phase_views(buf, x)
 
         def part(start, stop):
             for grid, xv in views:
                 xv[start:stop] = grid[start:stop]
-        parallel.run(part, self.c, x.nbytes)
+        return part
+
+    def to_phases(self, x, fill=0, held=False):
+        """x (N, C, *S) -> (phases, C, row + tail): channel rows per phase, padded with `fill`; held: kept
+        until the backward (see Note [Depthwise phases kept])."""
+        buf = self._phase_buffer(x.dtype, held)
+        parallel.run(self._phases_in(buf, x, fill), self.c, buf.nbytes)
+        return buf
+
+    def from_phases(self, buf):
+        """The transpose of to_phases: (phases, C, row + tail) -> a fresh (N, C, *S) array."""
+        x = allocator.empty((self.n, self.c) + self.spatial, buf.dtype)
+        parallel.run(self._phases_out(buf, x), self.c, x.nbytes)
         return x
 
     def _blocks(self, start, stop):
@@ -138,24 +158,28 @@ class DepthwisePlan:
             shape = (c1 - c0, b - a)
             yield (c0, c1, a, b) + tuple(buf[:shape[0] * shape[1]].reshape(shape) for buf in bufs)
 
-    def _each_channel_range(self, channels, body, itemsize):
-        """body(start, stop) over channel ranges, one per intra-op thread: every kernel below writes
-        only the rows of its own channels, so the ranges run concurrently."""
+    def _each_channel_range(self, channels, parts, itemsize):
+        """Each of parts(start, stop), in order, over channel ranges, one range per intra-op thread (see
+        Note [Depthwise one split]): every kernel below writes only the rows of its own channels, so the
+        ranges run concurrently."""
+        def body(start, stop):
+            for part in parts:
+                part(start, stop)
         parallel.run(body, channels, channels * self.row * itemsize * len(self.taps))
-
-    def _source(self, x, held=False):
-        """Phase rows of x, one per output channel (repeated for a channel multiplier)."""
-        if self.mult > 1:
-            return np.repeat(self.to_phases(x), self.mult, axis=1)
-        return self.to_phases(x, held=held)
 
     def forward(self, x, w, bias, keep=False):
         """The convolution (N, C*mult, *out); with keep, (it, the phase rows of x) so that the weight
         gradient need not build them again (see Note [Depthwise phases kept])."""
-        src = self._source(x, held=keep)
         channels = self.c * self.mult
+        parts = []
+        if self.mult > 1:  # input channel ranges are not output ones: the phase rows first, on their own
+            src = np.repeat(self.to_phases(x), self.mult, axis=1)
+        else:
+            src = self._phase_buffer(x.dtype, keep)
+            parts.append(self._phases_in(src, x, 0))
         taps = w.reshape(channels, -1)
         y = np.empty((channels, self.row), dtype=x.dtype)
+        out = np.empty((self.n, channels) + self.out, dtype=x.dtype)
 
         def part(start, stop):
             for c0, c1, a, b, t in self._scratch_blocks(start, stop, x.dtype):
@@ -167,8 +191,9 @@ class DepthwisePlan:
                     else:
                         np.multiply(src[ph, c0:c1, a + off:b + off], wk, out=t)
                         yb += t
-        self._each_channel_range(channels, part, y.itemsize)
-        return (self._crop(y, bias), src) if keep else self._crop(y, bias)
+        parts += [part, self._crop(y, bias, out)]
+        self._each_channel_range(channels, parts, y.itemsize)
+        return (out, src) if keep else out
 
     def _valid_rows(self, rows, out=None):
         """The (channels, N, *out) view of channel rows at the outputs' positions (the first `out`,
@@ -180,45 +205,50 @@ class DepthwisePlan:
         valid = self._valid_rows(rows)
         return valid.transpose((1, 0) + tuple(range(2, valid.ndim)))  # (N, channels, *out)
 
-    def _crop(self, y, bias):
-        valid = self._valid(y)
-        out = np.empty(valid.shape, dtype=y.dtype)
-        if bias is None:
-            np.copyto(out, valid)
-        else:
-            np.add(valid, bias.reshape((-1,) + (1,) * len(self.out)).astype(y.dtype, copy=False), out=out)
-        return out
+    def _crop(self, y, bias, out):
+        """part(start, stop) writing channels start:stop of the rows y, at the outputs' positions, plus
+        bias, into out (N, channels, *out)."""
+        valid = self._valid_rows(y)
+        dst = out.transpose((1, 0) + tuple(range(2, out.ndim)))
+        if bias is not None:
+            bias = bias.reshape((-1,) + (1,) * (len(self.out) + 1)).astype(y.dtype, copy=False)
 
-    def _grad_rows(self, g):
-        """g (N, C*mult, *out) as channel rows, zero at the garbage positions, after `tail` zeros (the
-        input gradient reads up to `tail` before a row's start; the rows themselves are
-        [:, tail:]). g may cover fewer positions than out (a transposed convolution's output_padding
-        at stride 1 makes the plan's input longer than the gradient reaches): the rest is zero."""
-        gp = allocator.empty((g.shape[1], self.tail + self.row), g.dtype)
+        def part(start, stop):
+            if bias is None:
+                dst[start:stop] = valid[start:stop]
+            else:
+                np.add(valid[start:stop], bias[start:stop], out=dst[start:stop])
+        return part
+
+    def _grad_rows_in(self, gp, g):
+        """part(start, stop) writing channels start:stop of g (N, C*mult, *out) into gp as channel rows,
+        zero at the garbage positions, after `tail` zeros (the input gradient reads up to `tail`
+        before a row's start; the rows themselves are [:, tail:]). g may cover fewer positions than
+        out (a transposed convolution's output_padding at stride 1 makes the plan's input longer than
+        the gradient reaches): the rest is zero."""
         valid = self._valid_rows(gp[:, self.tail:], g.shape[2:])
         src = g.transpose((1, 0) + tuple(range(2, g.ndim)))
 
         def part(start, stop):
             gp[start:stop] = 0
             valid[start:stop] = src[start:stop]
-        parallel.run(part, gp.shape[0], gp.nbytes)
+        return part
+
+    def _grad_rows(self, g):
+        """g's channel rows (see _grad_rows_in), a fresh (C*mult, tail + row) array."""
+        gp = allocator.empty((g.shape[1], self.tail + self.row), g.dtype)
+        parallel.run(self._grad_rows_in(gp, g), gp.shape[0], gp.nbytes)
         return gp
 
-    def input_grad(self, g, w, gp=None):
-        """The input gradient; gp: _grad_rows(g) when the caller has it already.
-        Each phase row gathers its taps' shifted gradient rows (a correlation with the taps: the same
-        multiply-accumulate as forward, with no zeroed scatter target): tap k sends g at j to
-        position j + off_k, so position i receives g at i - off_k (zero before the row: gp's lead)."""
-        if gp is None:
-            gp = self._grad_rows(g)
-        channels = self.c * self.mult
-        taps = w.reshape(channels, -1)
+    def _input_taps(self, gp, w, dst):
+        """part(start, stop) gathering channels start:stop of the input gradient's phase rows into dst
+        (phases, C*mult, row) from the gradient rows gp: see input_grad."""
+        taps = w.reshape(dst.shape[1], -1)
         by_phase = [[(k, off) for k, (p, off) in enumerate(self.taps) if p == ph] for ph in range(len(self.phases))]
-        dst = allocator.empty((len(self.phases), channels, self.row), g.dtype)
         lead = self.tail
 
         def part(start, stop):
-            for c0, c1, a, b, t in self._scratch_blocks(start, stop, g.dtype):
+            for c0, c1, a, b, t in self._scratch_blocks(start, stop, dst.dtype):
                 for ph, phase_taps in enumerate(by_phase):
                     db = dst[ph, c0:c1, a:b]
                     if not phase_taps:  # a kernel smaller than the stride reaches no position of this phase
@@ -230,34 +260,80 @@ class DepthwisePlan:
                         else:
                             np.multiply(gb, taps[c0:c1, k:k + 1], out=t)
                             db += t
-        self._each_channel_range(channels, part, dst.itemsize)
-        if self.mult > 1:
-            dst = dst.reshape(len(self.phases), self.c, self.mult, -1).sum(2)
-        return self.from_phases(dst)
+        return part
 
-    def weight_grad(self, x, g, w_shape, src=None, gp=None):
-        """The weight gradient; src, gp: x's phase rows (from forward(keep=True)) and _grad_rows(g)
-        when the caller has them already (x is then not read)."""
-        if src is None:
-            src = self._source(x)
-        gz = (self._grad_rows(g) if gp is None else gp)[:, self.tail:]
+    def _input_parts(self, gp, w):
+        """(the input gradient's array, [parts]) when the multiplier is 1: the gathers, then the phase
+        rows back to (N, C, *S), per channel range; None otherwise."""
+        if self.mult > 1:
+            return None
+        dst = allocator.empty((len(self.phases), self.c, self.row), gp.dtype)
+        x = allocator.empty((self.n, self.c) + self.spatial, gp.dtype)
+        return x, [self._input_taps(gp, w, dst), self._phases_out(dst, x)]
+
+    def input_grad(self, g, w, gp=None):
+        """The input gradient; gp: _grad_rows(g) when the caller has it already.
+        Each phase row gathers its taps' shifted gradient rows (a correlation with the taps: the same
+        multiply-accumulate as forward, with no zeroed scatter target): tap k sends g at j to
+        position j + off_k, so position i receives g at i - off_k (zero before the row: gp's lead)."""
         channels = self.c * self.mult
-        gw = np.zeros((channels, len(self.taps)), dtype=g.dtype)
+        parts = []
+        if gp is None:
+            gp = allocator.empty((g.shape[1], self.tail + self.row), g.dtype)
+            parts.append(self._grad_rows_in(gp, g))
+        single = self._input_parts(gp, w)
+        if single is not None:
+            self._each_channel_range(channels, parts + single[1], g.itemsize)
+            return single[0]
+        dst = allocator.empty((len(self.phases), channels, self.row), g.dtype)
+        self._each_channel_range(channels, parts + [self._input_taps(gp, w, dst)], g.itemsize)
+        return self.from_phases(dst.reshape(len(self.phases), self.c, self.mult, -1).sum(2))
+
+    def _weight_taps(self, gp, src, gw):
+        """part(start, stop) summing channels start:stop of the weight gradient into gw (C*mult, taps)."""
+        gz = gp[:, self.tail:]
 
         def part(start, stop):
             for c0, c1, a, b in self._blocks(start, stop):
                 gb = gz[c0:c1, a:b]
                 for k, (ph, off) in enumerate(self.taps):
                     gw[c0:c1, k] += _rowdot(gb, src[ph, c0:c1, a + off:b + off])
-        self._each_channel_range(channels, part, gw.itemsize)
+        return part
+
+    def weight_grad(self, x, g, w_shape, src=None, gp=None):
+        """The weight gradient; src, gp: x's phase rows (from forward(keep=True)) and _grad_rows(g)
+        when the caller has them already (x is then not read)."""
+        if src is None:
+            src = self._source(x)
+        parts = []
+        if gp is None:
+            gp = allocator.empty((g.shape[1], self.tail + self.row), g.dtype)
+            parts.append(self._grad_rows_in(gp, g))
+        channels = self.c * self.mult
+        gw = np.zeros((channels, len(self.taps)), dtype=g.dtype)
+        self._each_channel_range(channels, parts + [self._weight_taps(gp, src, gw)], gw.itemsize)
         return gw.reshape(w_shape)
+
+    def _source(self, x):
+        """Phase rows of x, one per output channel (repeated for a channel multiplier)."""
+        phases = self.to_phases(x)
+        return np.repeat(phases, self.mult, axis=1) if self.mult > 1 else phases
 
     def backward(self, src, g, w, need_input):
         """(input gradient or None, weight gradient) from the phase rows src that forward(keep=True)
-        returned: g's channel rows are built once for both."""
-        gp = self._grad_rows(g)
-        gx = self.input_grad(g, w, gp) if need_input else None
-        return gx, self.weight_grad(None, g, w.shape, src, gp)
+        returned: g's channel rows are built once for both, and one split over channel ranges runs
+        the rows, both gradients' taps and the phase gather (Note [Depthwise one split])."""
+        gp = allocator.empty((g.shape[1], self.tail + self.row), g.dtype)
+        channels = self.c * self.mult
+        gw = np.zeros((channels, len(self.taps)), dtype=g.dtype)
+        parts = [self._grad_rows_in(gp, g)]
+        single = self._input_parts(gp, w) if need_input else None
+        if single is not None:
+            parts += single[1]
+        parts.append(self._weight_taps(gp, src, gw))
+        self._each_channel_range(channels, parts, g.itemsize)
+        gx = single[0] if single is not None else self.input_grad(g, w, gp) if need_input else None
+        return gx, gw.reshape(w.shape)
 
     def window_max(self, x):
         """Max pooling in the flat layout: (max, tap index of the max) per output, both (N, C, *out).

@@ -69,12 +69,13 @@ class _MaskGrad(Op):
 
     def backward(ctx, gg):
         need = ctx.needs_input_grad
+        gsrc = gg.new_zeros(gg.shape) if need[1] else None  # torch's derivative for self: zeros_like(grad)
         if not ctx._saved:
-            return _MaskGrad.apply(gg, None, None, keep=ctx.keep, slope=ctx.slope), None, None
+            return _MaskGrad.apply(gg, None, None, keep=ctx.keep, slope=ctx.slope), gsrc, None
         grad, slope_t = ctx.saved_tensors
         ggrad = _MaskGrad.apply(gg, None, slope_t, keep=ctx.keep, slope=None) if need[0] else None
         gslope = _MaskGrad.apply(gg * grad, None, None, keep=~ctx.keep, slope=0) if need[2] else None
-        return ggrad, None, gslope
+        return ggrad, gsrc, gslope
 
 
 def _masked(grad, keep):
@@ -196,25 +197,53 @@ def threshold_(input, threshold, value):
     return _threshold_(input, threshold, value)
 
 
+# Note [Hardtanh in place]: torch's hardtanh_ (relu6 with inplace=True) saves a clone of its input for
+# the backward, so later writes to the result do not invalidate it. The backward reads that clone
+# only for the mask lo < x < hi, so in place the forward computes the mask before the input is
+# overwritten and saves it (a bool per element instead of a copy: one pass and 3/4 of the memory
+# less) with a stand-in for the old input that has its history and no data (_prior), which keeps
+# the double backward's graph exactly as the clone would.
+
 class Hardtanh(Op):
     _name = "HardtanhBackward0"
     elementwise = True
 
     @staticmethod
-    def forward(ctx, x, lo, hi):
-        ctx.save_for_backward(x)  # in place too: torch saves a copy of the input then (no version error
-        ctx.bounds = (lo, hi)     # when the result is modified later), which assign_result makes
+    def forward(ctx, x, lo, hi, prior=None):
+        if prior is None:
+            ctx.save_for_backward(x)
+        else:
+            ctx.save_for_backward(_hardtanh_keep(x, lo, hi), prior)
+        ctx.bounds = (lo, hi)
         # bound first, so ties return x itself (-0.0 stays -0.0, as torch)
         return clamp_between(x, np.array(lo).astype(x.dtype), np.array(hi).astype(x.dtype))
 
     def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
+        saved = ctx.saved_tensors
+        if len(saved) == 2:  # in place: the mask and the old input's stand-in
+            keep, prior = saved
+            return _mask_grad(grad, prior, keep._data)
+        (x,) = saved
         lo, hi = ctx.bounds
-        a = x._data
-        drop = np.empty(a.shape, dtype=bool)  # an array also when 0-d (Note [0-d kernels])
-        np.less_equal(a, lo, out=drop)
-        drop |= np.greater_equal(a, hi)
-        return _mask_grad(grad, x, np.logical_not(drop, out=drop))
+        return _mask_grad(grad, x, _hardtanh_keep(x._data, lo, hi))
+
+
+def _hardtanh_keep(a, lo, hi):
+    """Where hardtanh passes the gradient: not a <= lo, not a >= hi (NaN passes), as a bool array."""
+    drop = np.empty(a.shape, dtype=bool)  # an array also when 0-d (Note [0-d kernels])
+    np.less_equal(a, lo, out=drop)
+    drop |= np.greater_equal(a, hi)
+    return np.logical_not(drop, out=drop)
+
+
+def _prior(t):
+    """A stand-in for t's value before an in-place op overwrites it, for a backward that reads only
+    where t sits in the graph: t's history, a zero-stride array of t's shape and dtype (no memory)."""
+    h = _make(np.broadcast_to(np.zeros((), t._data.dtype), t._data.shape), t._dtype)
+    h._requires_grad = t._requires_grad
+    h._grad_fn = t._grad_fn
+    h._output_nr = t._output_nr
+    return h
 
 
 def _check_hardtanh(input, min_val):
@@ -246,7 +275,8 @@ def _hardtanh(input, min_val, max_val, inplace):
             clamp_between(a, np.array(min_val).astype(a.dtype), np.array(max_val).astype(a.dtype), out=a)
             input._version_counter.value += 1
             return input
-    return _finish(input, Hardtanh.apply(input, lo=min_val, hi=max_val), inplace, "hardtanh")
+    prior = _prior(input) if inplace else None  # Note [Hardtanh in place]
+    return _finish(input, Hardtanh.apply(input, lo=min_val, hi=max_val, prior=prior), inplace, "hardtanh")
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _backend as B
 from .. import _dtype as D
-from .._backend import allocator, parallel
+from .._backend import batchnorm_numpy as BN
 from .._tensor import Tensor, _wrap_dim
 from ..autograd import grad_mode
 from ._argcheck import ints_error
@@ -61,7 +61,7 @@ class BatchNorm(Op):
         x3 = _opmath(x).reshape(n, c, -1)
         count = x3.shape[0] * x3.shape[2]
         if training:
-            xc, mean, var, invstd = _batch_norm_train(x3, eps, _opmath(weight), _opmath(bias))
+            xc, mean, var, invstd = BN.train_forward(x3, eps, _opmath(weight), _opmath(bias))
             if running_mean is not None:
                 _update_running(running_mean, mean, momentum)
             if running_var is not None:
@@ -89,7 +89,7 @@ class BatchNorm(Op):
         x3 = _opmath(x._data).reshape(g3.shape)
         s = invstd._data
         w = None if weight is None else _opmath(weight._data)
-        gx, sum_g, sum_gxc = _batch_norm_train_grads(g3, x3, mean._data, s, w, training and need[0])
+        gx, sum_g, sum_gxc = BN.train_grads(g3, x3, mean._data, s, w, training and need[0])
         gw = _cast(sum_gxc * s, weight) if weight is not None and need[1] else None
         gb = _make(sum_g) if len(need) > 2 and need[2] else None  # the engine casts to bias's dtype
         if need[0]:
@@ -97,66 +97,6 @@ class BatchNorm(Op):
                 gx = g3 * (s if w is None else s * w)[:, None]
             gx = _make(gx.astype(x._data.dtype, copy=False).reshape(shape), x._dtype)
         return gx, gw, gb
-
-
-# Note [Batch norm across threads]: training batch norm makes several passes over (N, C, L), each
-# per channel (mean, centre, variance, scale, shift; five more backward), so the channels split into
-# one range per intra-op thread, each range running all its passes (NumPy releases the GIL in them).
-# Cache-sized blocks of channels were slower: an einsum over a block of a few channels is N strided
-# pieces. Forward / backward kernels on 32x64x32x32 float32: 1.10 / 1.64 ms vs 2.11 / 3.11 ms on one
-# thread over the whole tensor, and 4.0 / 3.9 ms in 256 KB blocks.
-
-
-def _over_channel_ranges(arr, body):
-    """body(a, b) over ranges of whole channels of arr (N, C, L), one per intra-op thread."""
-    parallel.run(body, arr.shape[1], arr.nbytes)
-
-
-def _batch_norm_train(x3, eps, weight, bias):
-    """(y, mean, biased var, invstd) of training batch norm on x3 (N, C, L), y in a fresh buffer."""
-    n, c, l = x3.shape
-    count = n * l
-    y = allocator.empty(x3.shape, x3.dtype)
-    stats = np.empty((3, c), dtype=x3.dtype)
-
-    def block(a, b):
-        xs = x3[:, a:b]
-        ys = y[:, a:b]
-        mean = np.einsum("ncl->c", xs) / count
-        np.subtract(xs, mean[:, None], out=ys)
-        var = np.einsum("ncl,ncl->c", ys, ys) / count
-        invstd = 1.0 / np.sqrt(var + eps)
-        stats[:, a:b] = mean, var, invstd
-        np.multiply(ys, (invstd if weight is None else invstd * weight[a:b])[:, None], out=ys)
-        if bias is not None:
-            ys += bias[a:b][:, None]
-    _over_channel_ranges(x3, block)
-    return y, stats[0], stats[1], stats[2]
-
-
-def _batch_norm_train_grads(g3, x3, mean, invstd, weight, need_gx):
-    """(gx or None, sum of g, sum of g * (x - mean)) per channel; gx is training batch norm's input
-    gradient (g - mean(g) - xhat * mean(g * xhat)) * invstd * w, in a fresh buffer."""
-    n, c, l = g3.shape
-    count = n * l
-    gx = allocator.empty(g3.shape, g3.dtype) if need_gx else None
-    sums = np.empty((2, c), dtype=g3.dtype)
-
-    def block(a, b):
-        gs = g3[:, a:b]
-        s = invstd[a:b]
-        buf = gx[:, a:b] if need_gx else np.empty(gs.shape, g3.dtype)
-        np.subtract(x3[:, a:b], mean[a:b, None], out=buf)
-        sum_g = np.einsum("ncl->c", gs)
-        sum_gxc = np.einsum("ncl,ncl->c", gs, buf)
-        sums[:, a:b] = sum_g, sum_gxc
-        if need_gx:
-            np.multiply(buf, (s * s * sum_gxc / count)[:, None], out=buf)
-            np.subtract(gs, buf, out=buf)
-            buf -= (sum_g / count)[:, None]
-            buf *= (s if weight is None else s * weight[a:b])[:, None]
-    _over_channel_ranges(g3, block)
-    return gx, sums[0], sums[1]
 
 
 def _cast(arr, like):
