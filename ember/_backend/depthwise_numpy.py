@@ -359,7 +359,7 @@ class DepthwisePlan:
                     step = gb.view(np.uint8) if code is np.uint8 else gb.astype(code)
                     np.maximum(ab, step * code(k), out=ab)
                     np.maximum(mb, v, out=mb)  # NaN propagates into the max
-        self._each_channel_range(self.c, part, x.itemsize)
+        self._each_channel_range(self.c, [part], x.itemsize)
         val = self._valid(m)
         if x.dtype.kind == "f":
             nan = np.isnan(val)
@@ -383,7 +383,7 @@ class DepthwisePlan:
                     np.equal(ab, k, out=e)
                     np.multiply(gb, e, out=t)
                     dst[ph, c0:c1, a + off:b + off] += t
-        self._each_channel_range(self.c, part, g.itemsize)
+        self._each_channel_range(self.c, [part], g.itemsize)
         return self.from_phases(dst)
 
     def valid_taps(self, arg):
