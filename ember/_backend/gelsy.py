@@ -1,0 +1,300 @@
+"""LAPACK's xGELSY least squares in NumPy: torch.linalg.lstsq's default CPU driver.
+
+Per matrix, in the input's precision, as the reference routine does it:
+1. scale A and B into the safe range (xLASCL) when their largest entry is tiny or huge;
+2. QR with column pivoting (xGEQP3 with every column free): the column of largest remaining
+   norm goes next; norms are downdated after each step and recomputed when cancellation
+   makes the downdate inaccurate; the reflectors are applied to B as they are made (Q^H B);
+3. rank by incremental condition estimation (xLAIC1): estimates of the largest and smallest
+   singular values of the leading block R11 grow one column at a time, and the rank is the
+   largest k with smax * rcond <= smin (0 when R[0, 0] == 0);
+4. the minimum-norm solution of the truncated system [R11 R12] z = (Q^H B)[:rank]
+   (xTZRZF/xORMRZ's complete orthogonal factorization; here a QR of [R11 R12]^H), and
+   x = P z undoes the pivoting.
+
+torch 2.13.0 hands LAPACK an uninitialized pivot array that it also reuses across a batch,
+so its own result for a rank-deficient A can depend on memory left by earlier allocations
+(pytorch/pytorch#187411, fixed by zeroing it: #187436). This is the routine as documented
+(every column free, every matrix of the batch alike).
+"""
+import numpy as np
+
+
+def gelsy(a, b, rcond):
+    """Solutions (batch, n, k) and ranks (batch,) of min ||a x - b|| for a (batch, m, n),
+    b (batch, m, k) of one dtype; rcond None is torch's default eps * max(m, n)."""
+    batch, m, n = a.shape
+    k = b.shape[-1]
+    real = a.real.dtype.type
+    if rcond is None:
+        rcond = np.finfo(real).eps * max(m, n)
+    rcond = real(rcond)
+    x = np.zeros((batch, n, k), a.dtype)
+    rank = np.zeros(batch, np.int64)
+    if min(m, n) == 0 or k == 0:  # LAPACK returns at once: rank 0, and torch's solution stays 0
+        return x, rank
+    for i in range(batch):
+        x[i], rank[i] = _solve(a[i], b[i], rcond)
+    return x, rank
+
+
+def _solve(a, b, rcond):
+    """One matrix: steps 1-4 of the module docstring."""
+    real = a.real.dtype.type
+    n = a.shape[1]
+    precision = np.finfo(real).eps
+    small = np.finfo(real).tiny / precision
+    big = 1 / small
+    anrm = np.max(np.abs(a))
+    if anrm == 0:
+        return 0, 0
+    a_to = _safe_range(anrm, small, big)
+    a = a * (a_to / anrm) if a_to else a.copy()
+    bnrm = np.max(np.abs(b))
+    b_to = _safe_range(bnrm, small, big) if bnrm > 0 else None
+    b = b * (b_to / bnrm) if b_to else b.copy()
+    perm = _pivoted_qr(a, b)
+    rank = _estimated_rank(a, rcond)
+    if rank == 0:
+        return 0, 0
+    c = b[:rank]
+    r = np.triu(a[:rank])
+    if rank == n:
+        z = _back_substitution(r, c)
+    else:
+        z = _min_norm_solution(r, c)
+    x = np.empty_like(z)
+    x[perm] = z
+    if a_to:
+        x = x * (a_to / anrm)
+    if b_to:
+        x = x * (bnrm / b_to)
+    return x, rank
+
+
+def _safe_range(norm, small, big):
+    """xGELSY's scaling target for a matrix whose largest magnitude is norm, or None."""
+    if norm < small:
+        return small
+    if norm > big:
+        return big
+    return None
+
+
+def _pivoted_qr(a, b):
+    """xGEQP3 (all columns free) in place: R in a's upper triangle, Q^H b in b; returns the
+    permutation (column j of R came from column perm[j] of a)."""
+    m, n = a.shape
+    real = a.real.dtype.type
+    tol3z = np.sqrt(real(np.finfo(real).eps / 2))  # sqrt of LAPACK's eps (unit roundoff)
+    perm = np.arange(n)
+    vn1 = _norm(a)  # norms of the columns' remaining parts
+    vn2 = vn1.copy()  # the norms when last computed exactly
+    for i in range(min(m, n)):
+        p = i + int(np.argmax(vn1[i:]))  # first of the largest, as IxAMAX
+        if p != i:
+            a[:, [i, p]] = a[:, [p, i]]
+            perm[[i, p]] = perm[[p, i]]
+            vn1[p] = vn1[i]
+            vn2[p] = vn2[i]
+        tau, v = _reflector(a[i:, i])
+        if tau != 0:
+            rest = a[i:, i + 1:]
+            rest -= np.conj(tau) * np.outer(v, np.conj(v) @ rest)  # H^H = I - conj(tau) v v^H
+            b[i:] -= np.conj(tau) * np.outer(v, np.conj(v) @ b[i:])
+        _downdate_norms(a, i, vn1, vn2, tol3z)
+    return perm
+
+
+def _norm(x):
+    """2-norms of x's columns (of x, for a vector) without the underflow or overflow of
+    squaring tiny or huge entries in their own precision (as xNRM2 avoids them)."""
+    mag = np.abs(x)
+    top = np.max(mag, axis=0, initial=0)
+    safe = np.where(top > 0, top, 1)
+    return top * np.sqrt(np.sum((mag / safe) ** 2, axis=0))
+
+
+def _reflector(col):
+    """xLARFG in place on col: beta (stored in col[0]) and the reflector H = I - tau v v^H with
+    v[0] = 1 and H^H col = (beta, 0, ..., 0); returns (tau, v)."""
+    alpha = col[0]
+    xnorm = _norm(col[1:])
+    v = np.zeros_like(col)
+    v[0] = 1
+    if xnorm == 0 and alpha.imag == 0:
+        return 0, v
+    beta = -np.copysign(_norm(np.array([alpha.real, alpha.imag, xnorm])), alpha.real)
+    if np.iscomplexobj(col):
+        tau = (beta - alpha.real) / beta - 1j * (alpha.imag / beta)
+    else:
+        tau = (beta - alpha) / beta
+    v[1:] = col[1:] * (1 / (alpha - beta))
+    col[0] = beta
+    col[1:] = 0
+    return col.dtype.type(tau), v
+
+
+def _downdate_norms(a, i, vn1, vn2, tol3z):
+    """xLAQP2's update of the remaining columns' norms after step i: downdate by the entry
+    row i took, or recompute where the downdate has lost too many digits."""
+    m, n = a.shape
+    j = np.arange(i + 1, n)
+    j = j[vn1[j] != 0]
+    if not j.size:
+        return
+    temp = 1 - (np.abs(a[i, j]) / vn1[j]) ** 2
+    temp = np.maximum(temp, 0)
+    temp2 = temp * (vn1[j] / vn2[j]) ** 2
+    redo = temp2 <= tol3z
+    keep = j[~redo]
+    vn1[keep] = vn1[keep] * np.sqrt(temp[~redo])
+    redo = j[redo]
+    if i + 1 < m:
+        vn1[redo] = _norm(a[i + 1:, redo])
+    else:
+        vn1[redo] = 0
+    vn2[redo] = vn1[redo]
+
+
+def _estimated_rank(r, rcond):
+    """xGELSY's rank: grow the leading block while smax * rcond <= smin (xLAIC1 estimates)."""
+    mn = min(r.shape)
+    smax = np.abs(r[0, 0])
+    if smax == 0:
+        return 0
+    smin = smax
+    xmin = np.zeros(mn, r.dtype)  # approximate singular vectors of R11 for smin and smax
+    xmax = np.zeros(mn, r.dtype)
+    xmin[0] = 1
+    xmax[0] = 1
+    rank = 1
+    while rank < mn:
+        w = r[:rank, rank]
+        gamma = r[rank, rank]
+        sminpr, s1, c1 = _smallest(xmin[:rank], smin, w, gamma)
+        smaxpr, s2, c2 = _largest(xmax[:rank], smax, w, gamma)
+        if not smaxpr * rcond <= sminpr:
+            break
+        xmin[:rank] *= s1
+        xmin[rank] = c1
+        xmax[:rank] *= s2
+        xmax[rank] = c2
+        smin = sminpr
+        smax = smaxpr
+        rank += 1
+    return rank
+
+
+def _largest(x, sest, w, gamma):
+    """xLAIC1 job 1: the largest singular value of [[R11, w], [0, gamma]] from that of R11
+    (sest, vector x); returns (estimate, s, c) with the new vector (s * x, c)."""
+    real = type(np.abs(gamma))
+    eps = real(np.finfo(real).eps / 2)
+    alpha = np.vdot(x, w)
+    absalp = np.abs(alpha)
+    absgam = np.abs(gamma)
+    absest = np.abs(sest)
+    if sest == 0:
+        s1 = max(absgam, absalp)
+        if s1 == 0:
+            return real(0), 0, 1
+        s = alpha / s1
+        c = gamma / s1
+        tmp = np.sqrt(np.abs(s) ** 2 + np.abs(c) ** 2)
+        return s1 * tmp, s / tmp, c / tmp
+    if absgam <= eps * absest:
+        tmp = max(absest, absalp)
+        return tmp * np.sqrt((absest / tmp) ** 2 + (absalp / tmp) ** 2), 1, 0
+    if absalp <= eps * absest:
+        return (absest, 1, 0) if absgam <= absest else (absgam, 0, 1)
+    if absest <= eps * absalp or absest <= eps * absgam:
+        big = max(absgam, absalp)
+        small = min(absgam, absalp)
+        scl = np.sqrt(1 + (small / big) ** 2)
+        return big * scl, (alpha / big) / scl, (gamma / big) / scl
+    zeta1 = absalp / absest
+    zeta2 = absgam / absest
+    b = (1 - zeta1 * zeta1 - zeta2 * zeta2) * real(0.5)
+    c = zeta1 * zeta1
+    if b > 0:
+        t = c / (b + np.sqrt(b * b + c))
+    else:
+        t = np.sqrt(b * b + c) - b
+    sine = -(alpha / absest) / t
+    cosine = -(gamma / absest) / (1 + t)
+    tmp = np.sqrt(np.abs(sine) ** 2 + np.abs(cosine) ** 2)
+    return np.sqrt(t + 1) * absest, sine / tmp, cosine / tmp
+
+
+def _smallest(x, sest, w, gamma):
+    """xLAIC1 job 2: as _largest, for the smallest singular value."""
+    real = type(np.abs(gamma))
+    eps = real(np.finfo(real).eps / 2)
+    alpha = np.vdot(x, w)
+    absalp = np.abs(alpha)
+    absgam = np.abs(gamma)
+    absest = np.abs(sest)
+    if sest == 0:
+        if max(absgam, absalp) == 0:
+            sine, cosine = 1, 0
+        else:
+            sine, cosine = -np.conj(gamma), np.conj(alpha)
+        s1 = max(np.abs(sine), np.abs(cosine))
+        s = sine / s1
+        c = cosine / s1
+        tmp = np.sqrt(np.abs(s) ** 2 + np.abs(c) ** 2)
+        return real(0), s / tmp, c / tmp
+    if absgam <= eps * absest:
+        return absgam, 0, 1
+    if absalp <= eps * absest:
+        return (absgam, 0, 1) if absgam <= absest else (absest, 1, 0)
+    if absest <= eps * absalp or absest <= eps * absgam:
+        if absgam <= absalp:
+            tmp = absgam / absalp
+            scl = np.sqrt(1 + tmp * tmp)
+            return absest * (tmp / scl), -(np.conj(gamma) / absalp) / scl, (np.conj(alpha) / absalp) / scl
+        tmp = absalp / absgam
+        scl = np.sqrt(1 + tmp * tmp)
+        return absest / scl, -(np.conj(gamma) / absgam) / scl, (np.conj(alpha) / absgam) / scl
+    zeta1 = absalp / absest
+    zeta2 = absgam / absest
+    norma = max(1 + zeta1 * zeta1 + zeta1 * zeta2, zeta1 * zeta2 + zeta2 * zeta2)
+    test = 1 + 2 * (zeta1 - zeta2) * (zeta1 + zeta2)
+    if test >= 0:
+        b = (zeta1 * zeta1 + zeta2 * zeta2 + 1) * real(0.5)
+        c = zeta2 * zeta2
+        t = c / (b + np.sqrt(np.abs(b * b - c)))
+        sine = (alpha / absest) / (1 - t)
+        cosine = -(gamma / absest) / t
+        est = np.sqrt(t + 4 * eps * eps * norma) * absest
+    else:
+        b = (zeta2 * zeta2 + zeta1 * zeta1 - 1) * real(0.5)
+        c = zeta1 * zeta1
+        if b >= 0:
+            t = -c / (b + np.sqrt(b * b + c))
+        else:
+            t = b - np.sqrt(b * b + c)
+        sine = -(alpha / absest) / t
+        cosine = -(gamma / absest) / (1 + t)
+        est = np.sqrt(1 + t + 4 * eps * eps * norma) * absest
+    tmp = np.sqrt(np.abs(sine) ** 2 + np.abs(cosine) ** 2)
+    return est, sine / tmp, cosine / tmp
+
+
+def _min_norm_solution(r, c):
+    """The minimum-norm z with r z = c for r (rank, n) of full row rank: with r^H = Q2 R2,
+    z = Q2 R2^-H c (the same z as xTZRZF's r = [T11 0] Y and z = Y^H [T11^-1 c; 0])."""
+    q2, r2 = np.linalg.qr(np.conj(r.T))
+    y = np.linalg.solve(np.conj(r2.T), c)
+    return q2 @ y
+
+
+def _back_substitution(r, c):
+    """z with r z = c for an upper triangular r, row by row as xTRSM: a zero on the diagonal
+    (kept by rcond=0) gives inf/nan as LAPACK's does, not an error."""
+    z = np.array(c)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i in range(r.shape[0] - 1, -1, -1):
+            z[i] = (z[i] - r[i, i + 1:] @ z[i + 1:]) / r[i, i]
+    return z
