@@ -60,7 +60,7 @@ def _solve(a, b, rcond):
     c = b[:rank]
     r = np.triu(a[:rank])
     if rank == n:
-        z = _back_substitution(r, c)
+        z = _substitution(r, c)
     else:
         z = _min_norm_solution(r, c)
     x = np.empty_like(z)
@@ -286,15 +286,17 @@ def _min_norm_solution(r, c):
     """The minimum-norm z with r z = c for r (rank, n) of full row rank: with r^H = Q2 R2,
     z = Q2 R2^-H c (the same z as xTZRZF's r = [T11 0] Y and z = Y^H [T11^-1 c; 0])."""
     q2, r2 = np.linalg.qr(np.conj(r.T))
-    y = np.linalg.solve(np.conj(r2.T), c)
+    y = _substitution(np.conj(r2.T), c, lower=True)
     return q2 @ y
 
 
-def _back_substitution(r, c):
-    """z with r z = c for an upper triangular r, row by row as xTRSM: a zero on the diagonal
-    (kept by rcond=0) gives inf/nan as LAPACK's does, not an error."""
+def _substitution(t, c, lower=False):
+    """z with t z = c for a triangular t, row by row as xTRSM: a zero on the diagonal (kept by
+    rcond=0) gives inf/nan as LAPACK's does, not an error."""
     z = np.array(c)
+    rows = range(t.shape[0]) if lower else range(t.shape[0] - 1, -1, -1)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for i in range(r.shape[0] - 1, -1, -1):
-            z[i] = (z[i] - r[i, i + 1:] @ z[i + 1:]) / r[i, i]
+        for i in rows:
+            done = slice(0, i) if lower else slice(i + 1, None)
+            z[i] = (z[i] - t[i, done] @ z[done]) / t[i, i]
     return z
