@@ -33,128 +33,117 @@ def gelsy(a, b, rcond):
     rank = np.zeros(batch, np.int64)
     if min(m, n) == 0 or k == 0:  # LAPACK returns at once: rank 0, and torch's solution stays 0
         return x, rank
-    for i in range(batch):
-        x[i], rank[i] = _solve(a[i], b[i], rcond)
-    return x, rank
-
-
-def _solve(a, b, rcond):
-    """One matrix: steps 1-4 of the module docstring."""
-    real = a.real.dtype.type
-    n = a.shape[1]
-    precision = np.finfo(real).eps
-    small = np.finfo(real).tiny / precision
-    big = 1 / small
-    anrm = np.max(np.abs(a))
-    if anrm == 0:
-        return 0, 0
-    a_to = _safe_range(anrm, small, big)
-    a = a * (a_to / anrm) if a_to else a.copy()
-    bnrm = np.max(np.abs(b))
-    b_to = _safe_range(bnrm, small, big) if bnrm > 0 else None
-    b = b * (b_to / bnrm) if b_to else b.copy()
+    a_scale, a = _scaled(a)
+    b_scale, b = _scaled(b)
     perm = _pivoted_qr(a, b)
-    rank = _estimated_rank(a, rcond)
-    if rank == 0:
-        return 0, 0
-    c = b[:rank]
-    r = np.triu(a[:rank])
-    if rank == n:
-        z = _substitution(r, c)
-    else:
-        z = _min_norm_solution(r, c)
-    x = np.empty_like(z)
-    x[perm] = z
-    if a_to:
-        x = x * (a_to / anrm)
-    if b_to:
-        x = x * (bnrm / b_to)
-    return x, rank
+    for i in range(batch):
+        if a_scale[i] == 0:  # a zero matrix: rank 0, solution 0
+            continue
+        rank[i] = _estimated_rank(a[i], rcond)
+        if rank[i] == 0:
+            continue
+        c = b[i, :rank[i]]
+        r = np.triu(a[i, :rank[i]])
+        z = _substitution(r, c) if rank[i] == n else _min_norm_solution(r, c)
+        x[i, perm[i]] = z
+    return x * (a_scale / b_scale)[:, None, None], rank
 
 
-def _safe_range(norm, small, big):
-    """xGELSY's scaling target for a matrix whose largest magnitude is norm, or None."""
-    if norm < small:
-        return small
-    if norm > big:
-        return big
-    return None
+def _scaled(a):
+    """(factor, a * factor) per matrix: xGELSY's scaling of a matrix whose largest magnitude
+    is below tiny / eps or above its inverse into that range (factor 1 otherwise, 0 for zeros)."""
+    real = a.real.dtype.type
+    small = np.finfo(real).tiny / np.finfo(real).eps
+    big = 1 / small
+    top = np.max(np.abs(a), axis=(-2, -1))
+    target = np.where(top < small, small, np.where(top > big, big, top))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(top > 0, target / top, 0).astype(real)
+    return factor, a * np.where(factor > 0, factor, 1)[:, None, None]
 
 
 def _pivoted_qr(a, b):
-    """xGEQP3 (all columns free) in place: R in a's upper triangle, Q^H b in b; returns the
-    permutation (column j of R came from column perm[j] of a)."""
-    m, n = a.shape
+    """xGEQP3 (all columns free) in place on a batch: R in a's upper triangles, Q^H b in b;
+    returns the permutations (column j of R[i] came from column perm[i, j] of a[i])."""
+    batch, m, n = a.shape
     real = a.real.dtype.type
     tol3z = np.sqrt(real(np.finfo(real).eps / 2))  # sqrt of LAPACK's eps (unit roundoff)
-    perm = np.arange(n)
-    vn1 = _norm(a)  # norms of the columns' remaining parts
+    rows = np.arange(batch)
+    perm = np.tile(np.arange(n), (batch, 1))
+    vn1 = _norm(a, axis=-2)  # norms of the columns' remaining parts
     vn2 = vn1.copy()  # the norms when last computed exactly
     for i in range(min(m, n)):
-        p = i + int(np.argmax(vn1[i:]))  # first of the largest, as IxAMAX
-        if p != i:
-            a[:, [i, p]] = a[:, [p, i]]
-            perm[[i, p]] = perm[[p, i]]
-            vn1[p] = vn1[i]
-            vn2[p] = vn2[i]
-        tau, v = _reflector(a[i:, i])
-        if tau != 0:
-            rest = a[i:, i + 1:]
-            rest -= np.conj(tau) * np.outer(v, np.conj(v) @ rest)  # H^H = I - conj(tau) v v^H
-            b[i:] -= np.conj(tau) * np.outer(v, np.conj(v) @ b[i:])
+        p = i + np.argmax(vn1[:, i:], axis=1)  # first of the largest, as IxAMAX
+        col = a[:, :, i].copy()
+        a[:, :, i] = a[rows, :, p]
+        a[rows, :, p] = col
+        at = perm[:, i].copy()
+        perm[:, i] = perm[rows, p]
+        perm[rows, p] = at
+        vn1[rows, p] = vn1[:, i]
+        vn2[rows, p] = vn2[:, i]
+        tau, v = _reflector(a[:, i:, i])
+        _apply_reflector(a[:, i:, i + 1:], tau, v)
+        _apply_reflector(b[:, i:], tau, v)
         _downdate_norms(a, i, vn1, vn2, tol3z)
     return perm
 
 
-def _norm(x):
-    """2-norms of x's columns (of x, for a vector) without the underflow or overflow of
-    squaring tiny or huge entries in their own precision (as xNRM2 avoids them)."""
+def _apply_reflector(c, tau, v):
+    """c := H^H c = c - v (conj(tau) v^H c) in place, rounded in xLARF's order."""
+    w = np.conj(v)[:, None, :] @ c
+    c -= v[:, :, None] * (np.conj(tau)[:, None, None] * w)
+
+
+def _norm(x, axis):
+    """2-norms along axis without the underflow or overflow of squaring tiny or huge entries
+    in their own precision (as xNRM2 avoids them)."""
     mag = np.abs(x)
-    top = np.max(mag, axis=0, initial=0)
+    top = np.max(mag, axis=axis, keepdims=True, initial=0)
     safe = np.where(top > 0, top, 1)
-    return top * np.sqrt(np.sum((mag / safe) ** 2, axis=0))
+    return np.squeeze(top, axis) * np.sqrt(np.sum((mag / safe) ** 2, axis=axis))
 
 
-def _reflector(col):
-    """xLARFG in place on col: beta (stored in col[0]) and the reflector H = I - tau v v^H with
-    v[0] = 1 and H^H col = (beta, 0, ..., 0); returns (tau, v)."""
-    alpha = col[0]
-    xnorm = _norm(col[1:])
-    v = np.zeros_like(col)
-    v[0] = 1
-    if xnorm == 0 and alpha.imag == 0:
-        return 0, v
-    beta = -np.copysign(_norm(np.array([alpha.real, alpha.imag, xnorm])), alpha.real)
-    if np.iscomplexobj(col):
-        tau = (beta - alpha.real) / beta - 1j * (alpha.imag / beta)
+def _reflector(cols):
+    """xLARFG in place on each row of cols (batch, len): beta in cols[:, 0], zeros below, and
+    the reflectors H = I - tau v v^H with v[0] = 1 and H^H col = (beta, 0, ..., 0); returns
+    (tau, v); tau = 0 (H = I) where the column is already (real alpha, 0, ..., 0)."""
+    alpha = cols[:, 0]
+    xnorm = _norm(cols[:, 1:], axis=-1)
+    same = (xnorm == 0) & (alpha.imag == 0)
+    beta = -np.copysign(_norm(np.stack([alpha.real, alpha.imag, xnorm]), axis=0), alpha.real)
+    beta = np.where(same, alpha.real, beta)
+    safe = np.where(same, 1, beta)
+    if np.iscomplexobj(cols):
+        tau = (beta - alpha.real) / safe - 1j * (alpha.imag / safe)
     else:
-        tau = (beta - alpha) / beta
-    v[1:] = col[1:] * (1 / (alpha - beta))
-    col[0] = beta
-    col[1:] = 0
-    return col.dtype.type(tau), v
+        tau = (beta - alpha) / safe
+    v = np.empty_like(cols)
+    v[:, 0] = 1
+    v[:, 1:] = cols[:, 1:] * (1 / np.where(same, 1, alpha - beta))[:, None]
+    cols[:, 0] = beta
+    cols[:, 1:] = 0
+    return tau.astype(cols.dtype), v
 
 
 def _downdate_norms(a, i, vn1, vn2, tol3z):
     """xLAQP2's update of the remaining columns' norms after step i: downdate by the entry
     row i took, or recompute where the downdate has lost too many digits."""
-    m, n = a.shape
-    j = np.arange(i + 1, n)
-    j = j[vn1[j] != 0]
-    if not j.size:
-        return
-    temp = 1 - (np.abs(a[i, j]) / vn1[j]) ** 2
+    m = a.shape[1]
+    old = vn1[:, i + 1:]
+    live = old != 0
+    safe = np.where(live, old, 1)
+    temp = 1 - (np.abs(a[:, i, i + 1:]) / safe) ** 2
     temp = np.maximum(temp, 0)
-    temp2 = temp * (vn1[j] / vn2[j]) ** 2
-    redo = temp2 <= tol3z
-    keep = j[~redo]
-    vn1[keep] = vn1[keep] * np.sqrt(temp[~redo])
-    redo = j[redo]
-    if i + 1 < m:
-        vn1[redo] = _norm(a[i + 1:, redo])
+    temp2 = temp * (old / np.where(live, vn2[:, i + 1:], 1)) ** 2
+    redo = live & (temp2 <= tol3z)
+    keep = live & ~redo
+    if i + 1 < m and redo.any():
+        fresh = _norm(a[:, i + 1:, i + 1:], axis=-2)
     else:
-        vn1[redo] = 0
-    vn2[redo] = vn1[redo]
+        fresh = np.zeros_like(old)
+    vn1[:, i + 1:] = np.where(keep, old * np.sqrt(temp), np.where(redo, fresh, old))
+    vn2[:, i + 1:] = np.where(redo, fresh, vn2[:, i + 1:])
 
 
 def _estimated_rank(r, rcond):
