@@ -36,30 +36,29 @@ def gelsy(a, b, rcond):
     a_scale, a = _scaled(a)
     b_scale, b = _scaled(b)
     perm = _pivoted_qr(a, b)
-    for i in range(batch):
-        if a_scale[i] == 0:  # a zero matrix: rank 0, solution 0
-            continue
-        rank[i] = _estimated_rank(a[i], rcond)
-        if rank[i] == 0:
-            continue
-        c = b[i, :rank[i]]
-        r = np.triu(a[i, :rank[i]])
-        z = _substitution(r, c) if rank[i] == n else _min_norm_solution(r, c)
-        x[i, perm[i]] = z
+    rank = _estimated_rank(a, rcond)
+    for r in np.unique(rank[rank > 0]):  # matrices of one rank are solved together
+        idx = np.flatnonzero(rank == r)
+        t = np.triu(a[idx, :r])
+        c = b[idx, :r]
+        z = _substitution(t, c) if r == n else _min_norm_solution(t, c)
+        xs = np.empty_like(z)
+        np.put_along_axis(xs, perm[idx][:, :, None], z, axis=1)
+        x[idx] = xs
     return x * (a_scale / b_scale)[:, None, None], rank
 
 
 def _scaled(a):
     """(factor, a * factor) per matrix: xGELSY's scaling of a matrix whose largest magnitude
-    is below tiny / eps or above its inverse into that range (factor 1 otherwise, 0 for zeros)."""
+    is below tiny / eps or above its inverse into that range (factor 1 otherwise and for zeros)."""
     real = a.real.dtype.type
     small = np.finfo(real).tiny / np.finfo(real).eps
     big = 1 / small
     top = np.max(np.abs(a), axis=(-2, -1))
     target = np.where(top < small, small, np.where(top > big, big, top))
     with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.where(top > 0, target / top, 0).astype(real)
-    return factor, a * np.where(factor > 0, factor, 1)[:, None, None]
+        factor = np.where(top > 0, target / top, 1).astype(real)
+    return factor, a * factor[:, None, None]
 
 
 def _pivoted_qr(a, b):
@@ -147,145 +146,163 @@ def _downdate_norms(a, i, vn1, vn2, tol3z):
 
 
 def _estimated_rank(r, rcond):
-    """xGELSY's rank: grow the leading block while smax * rcond <= smin (xLAIC1 estimates)."""
-    mn = min(r.shape)
-    smax = np.abs(r[0, 0])
-    if smax == 0:
-        return 0
-    smin = smax
-    xmin = np.zeros(mn, r.dtype)  # approximate singular vectors of R11 for smin and smax
-    xmax = np.zeros(mn, r.dtype)
-    xmin[0] = 1
-    xmax[0] = 1
-    rank = 1
-    while rank < mn:
-        w = r[:rank, rank]
-        gamma = r[rank, rank]
-        sminpr, s1, c1 = _smallest(xmin[:rank], smin, w, gamma)
-        smaxpr, s2, c2 = _largest(xmax[:rank], smax, w, gamma)
-        if not smaxpr * rcond <= sminpr:
-            break
-        xmin[:rank] *= s1
-        xmin[rank] = c1
-        xmax[:rank] *= s2
-        xmax[rank] = c2
-        smin = sminpr
-        smax = smaxpr
-        rank += 1
+    """xGELSY's ranks for a batch of R factors: each leading block grows while
+    smax * rcond <= smin (xLAIC1's estimates), all matrices in step; 0 where R[0, 0] == 0."""
+    batch, m, n = r.shape
+    mn = min(m, n)
+    smax = np.abs(r[:, 0, 0])
+    smin = smax.copy()
+    xmin = np.zeros((batch, mn), r.dtype)  # approximate singular vectors of R11 for smin, smax
+    xmax = np.zeros((batch, mn), r.dtype)
+    xmin[:, 0] = 1
+    xmax[:, 0] = 1
+    growing = smax != 0
+    rank = growing.astype(np.int64)
+    with np.errstate(all="ignore"):  # matrices that stopped growing still flow through the arithmetic
+        for j in range(1, mn):
+            if not growing.any():
+                break
+            w = r[:, :j, j]
+            gamma = r[:, j, j]
+            sminpr, s1, c1 = _smallest(xmin[:, :j], smin, w, gamma)
+            smaxpr, s2, c2 = _largest(xmax[:, :j], smax, w, gamma)
+            growing = growing & (smaxpr * rcond <= sminpr)
+            xmin[growing, :j] *= s1[growing, None]
+            xmin[growing, j] = c1[growing]
+            xmax[growing, :j] *= s2[growing, None]
+            xmax[growing, j] = c2[growing]
+            smin = np.where(growing, sminpr, smin)
+            smax = np.where(growing, smaxpr, smax)
+            rank += growing
     return rank
 
 
+def _pick(cases, default, dtype):
+    """xLAIC1's if/elif chain over a batch: the first case whose condition holds, else default;
+    cases: [(condition, (estimate, s, c))]."""
+    conds = [cond for cond, _ in cases]
+    est = np.select(conds, [np.asarray(v[0]) for _, v in cases], default[0]).astype(np.finfo(dtype).dtype)
+    s = np.select(conds, [np.asarray(v[1], dtype) for _, v in cases], np.asarray(default[1], dtype)).astype(dtype)
+    c = np.select(conds, [np.asarray(v[2], dtype) for _, v in cases], np.asarray(default[2], dtype)).astype(dtype)
+    return est, s, c
+
+
 def _largest(x, sest, w, gamma):
-    """xLAIC1 job 1: the largest singular value of [[R11, w], [0, gamma]] from that of R11
-    (sest, vector x); returns (estimate, s, c) with the new vector (s * x, c)."""
-    real = type(np.abs(gamma))
+    """xLAIC1 job 1, per matrix of the batch: the largest singular value of [[R11, w], [0, gamma]]
+    from that of R11 (sest, vector x); returns (estimate, s, c), the new vector being (s x, c)."""
+    real = sest.dtype.type
     eps = real(np.finfo(real).eps / 2)
-    alpha = np.vdot(x, w)
+    alpha = (np.conj(x)[:, None, :] @ w[:, :, None])[:, 0, 0]
     absalp = np.abs(alpha)
     absgam = np.abs(gamma)
     absest = np.abs(sest)
-    if sest == 0:
-        s1 = max(absgam, absalp)
-        if s1 == 0:
-            return real(0), 0, 1
-        s = alpha / s1
-        c = gamma / s1
-        tmp = np.sqrt(np.abs(s) ** 2 + np.abs(c) ** 2)
-        return s1 * tmp, s / tmp, c / tmp
-    if absgam <= eps * absest:
-        tmp = max(absest, absalp)
-        return tmp * np.sqrt((absest / tmp) ** 2 + (absalp / tmp) ** 2), 1, 0
-    if absalp <= eps * absest:
-        return (absest, 1, 0) if absgam <= absest else (absgam, 0, 1)
-    if absest <= eps * absalp or absest <= eps * absgam:
-        big = max(absgam, absalp)
-        small = min(absgam, absalp)
-        scl = np.sqrt(1 + (small / big) ** 2)
-        return big * scl, (alpha / big) / scl, (gamma / big) / scl
+    # sest == 0
+    s1 = np.maximum(absgam, absalp)
+    one = np.where(s1 == 0, 1, s1)
+    s = alpha / one
+    c = gamma / one
+    tmp = np.sqrt(np.abs(s) ** 2 + np.abs(c) ** 2)
+    tmp1 = np.where(s1 == 0, 1, tmp)
+    zero_est = (s1 * tmp, np.where(s1 == 0, 0, s / tmp1), np.where(s1 == 0, 1, c / tmp1))
+    # gamma negligible
+    top = np.maximum(absest, absalp)
+    no_gamma = (top * np.sqrt((absest / top) ** 2 + (absalp / top) ** 2), 1, 0)
+    # alpha negligible
+    keep = absgam <= absest
+    no_alpha = (np.where(keep, absest, absgam), np.where(keep, 1, 0), np.where(keep, 0, 1))
+    # sest negligible
+    big = np.maximum(absgam, absalp)
+    scl = np.sqrt(1 + (np.minimum(absgam, absalp) / big) ** 2)
+    no_sest = (big * scl, (alpha / big) / scl, (gamma / big) / scl)
+    # the general case: the larger root of the secular equation
     zeta1 = absalp / absest
     zeta2 = absgam / absest
     b = (1 - zeta1 * zeta1 - zeta2 * zeta2) * real(0.5)
-    c = zeta1 * zeta1
-    if b > 0:
-        t = c / (b + np.sqrt(b * b + c))
-    else:
-        t = np.sqrt(b * b + c) - b
+    cc = zeta1 * zeta1
+    root = np.sqrt(b * b + cc)
+    t = np.where(b > 0, cc / (b + root), root - b)
     sine = -(alpha / absest) / t
     cosine = -(gamma / absest) / (1 + t)
     tmp = np.sqrt(np.abs(sine) ** 2 + np.abs(cosine) ** 2)
-    return np.sqrt(t + 1) * absest, sine / tmp, cosine / tmp
+    general = (np.sqrt(t + 1) * absest, sine / tmp, cosine / tmp)
+    return _pick([(sest == 0, zero_est), (absgam <= eps * absest, no_gamma), (absalp <= eps * absest, no_alpha),
+                  ((absest <= eps * absalp) | (absest <= eps * absgam), no_sest)], general, alpha.dtype)
 
 
 def _smallest(x, sest, w, gamma):
     """xLAIC1 job 2: as _largest, for the smallest singular value."""
-    real = type(np.abs(gamma))
+    real = sest.dtype.type
     eps = real(np.finfo(real).eps / 2)
-    alpha = np.vdot(x, w)
+    alpha = (np.conj(x)[:, None, :] @ w[:, :, None])[:, 0, 0]
     absalp = np.abs(alpha)
     absgam = np.abs(gamma)
     absest = np.abs(sest)
-    if sest == 0:
-        if max(absgam, absalp) == 0:
-            sine, cosine = 1, 0
-        else:
-            sine, cosine = -np.conj(gamma), np.conj(alpha)
-        s1 = max(np.abs(sine), np.abs(cosine))
-        s = sine / s1
-        c = cosine / s1
-        tmp = np.sqrt(np.abs(s) ** 2 + np.abs(c) ** 2)
-        return real(0), s / tmp, c / tmp
-    if absgam <= eps * absest:
-        return absgam, 0, 1
-    if absalp <= eps * absest:
-        return (absgam, 0, 1) if absgam <= absest else (absest, 1, 0)
-    if absest <= eps * absalp or absest <= eps * absgam:
-        if absgam <= absalp:
-            tmp = absgam / absalp
-            scl = np.sqrt(1 + tmp * tmp)
-            return absest * (tmp / scl), -(np.conj(gamma) / absalp) / scl, (np.conj(alpha) / absalp) / scl
-        tmp = absalp / absgam
-        scl = np.sqrt(1 + tmp * tmp)
-        return absest / scl, -(np.conj(gamma) / absgam) / scl, (np.conj(alpha) / absgam) / scl
+    # sest == 0
+    both0 = np.maximum(absgam, absalp) == 0
+    sine = np.where(both0, 1, -np.conj(gamma))
+    cosine = np.where(both0, 0, np.conj(alpha))
+    s1 = np.maximum(np.abs(sine), np.abs(cosine))
+    s = sine / s1
+    c = cosine / s1
+    tmp = np.sqrt(np.abs(s) ** 2 + np.abs(c) ** 2)
+    zero_est = (np.zeros_like(absest), s / tmp, c / tmp)
+    # gamma negligible
+    no_gamma = (absgam, 0, 1)
+    # alpha negligible
+    keep = absgam <= absest
+    no_alpha = (np.where(keep, absgam, absest), np.where(keep, 0, 1), np.where(keep, 1, 0))
+    # sest negligible
+    small_gam = absgam <= absalp
+    big = np.where(small_gam, absalp, absgam)
+    ratio = np.where(small_gam, absgam / absalp, absalp / absgam)
+    scl = np.sqrt(1 + ratio * ratio)
+    no_sest = (np.where(small_gam, absest * (ratio / scl), absest / scl),
+               -(np.conj(gamma) / big) / scl, (np.conj(alpha) / big) / scl)
+    # the general case: the smaller root of the secular equation
     zeta1 = absalp / absest
     zeta2 = absgam / absest
-    norma = max(1 + zeta1 * zeta1 + zeta1 * zeta2, zeta1 * zeta2 + zeta2 * zeta2)
+    norma = np.maximum(1 + zeta1 * zeta1 + zeta1 * zeta2, zeta1 * zeta2 + zeta2 * zeta2)
     test = 1 + 2 * (zeta1 - zeta2) * (zeta1 + zeta2)
-    if test >= 0:
-        b = (zeta1 * zeta1 + zeta2 * zeta2 + 1) * real(0.5)
-        c = zeta2 * zeta2
-        t = c / (b + np.sqrt(np.abs(b * b - c)))
-        sine = (alpha / absest) / (1 - t)
-        cosine = -(gamma / absest) / t
-        est = np.sqrt(t + 4 * eps * eps * norma) * absest
-    else:
-        b = (zeta2 * zeta2 + zeta1 * zeta1 - 1) * real(0.5)
-        c = zeta1 * zeta1
-        if b >= 0:
-            t = -c / (b + np.sqrt(b * b + c))
-        else:
-            t = b - np.sqrt(b * b + c)
-        sine = -(alpha / absest) / t
-        cosine = -(gamma / absest) / (1 + t)
-        est = np.sqrt(1 + t + 4 * eps * eps * norma) * absest
+    # test >= 0
+    b = (zeta1 * zeta1 + zeta2 * zeta2 + 1) * real(0.5)
+    cc = zeta2 * zeta2
+    t = cc / (b + np.sqrt(np.abs(b * b - cc)))
+    sine_p = (alpha / absest) / (1 - t)
+    cosine_p = -(gamma / absest) / t
+    est_p = np.sqrt(t + 4 * eps * eps * norma) * absest
+    # test < 0
+    b = (zeta2 * zeta2 + zeta1 * zeta1 - 1) * real(0.5)
+    cc = zeta1 * zeta1
+    root = np.sqrt(b * b + cc)
+    t = np.where(b >= 0, -cc / (b + root), b - root)
+    sine_n = -(alpha / absest) / t
+    cosine_n = -(gamma / absest) / (1 + t)
+    est_n = np.sqrt(1 + t + 4 * eps * eps * norma) * absest
+    pos = test >= 0
+    sine = np.where(pos, sine_p, sine_n)
+    cosine = np.where(pos, cosine_p, cosine_n)
     tmp = np.sqrt(np.abs(sine) ** 2 + np.abs(cosine) ** 2)
-    return est, sine / tmp, cosine / tmp
+    general = (np.where(pos, est_p, est_n), sine / tmp, cosine / tmp)
+    return _pick([(sest == 0, zero_est), (absgam <= eps * absest, no_gamma), (absalp <= eps * absest, no_alpha),
+                  ((absest <= eps * absalp) | (absest <= eps * absgam), no_sest)], general, alpha.dtype)
 
 
 def _min_norm_solution(r, c):
-    """The minimum-norm z with r z = c for r (rank, n) of full row rank: with r^H = Q2 R2,
+    """The minimum-norm z with r z = c for each r (rank, n) of full row rank: with r^H = Q2 R2,
     z = Q2 R2^-H c (the same z as xTZRZF's r = [T11 0] Y and z = Y^H [T11^-1 c; 0])."""
-    q2, r2 = np.linalg.qr(np.conj(r.T))
-    y = _substitution(np.conj(r2.T), c, lower=True)
+    q2, r2 = np.linalg.qr(np.conj(np.swapaxes(r, -1, -2)))
+    y = _substitution(np.conj(np.swapaxes(r2, -1, -2)), c, lower=True)
     return q2 @ y
 
 
 def _substitution(t, c, lower=False):
-    """z with t z = c for a triangular t, row by row as xTRSM: a zero on the diagonal (kept by
-    rcond=0) gives inf/nan as LAPACK's does, not an error."""
+    """z with t z = c for a batch of triangular t, row by row as xTRSM: a zero on the diagonal
+    (kept by rcond=0) gives inf/nan as LAPACK's does, not an error."""
     z = np.array(c)
-    rows = range(t.shape[0]) if lower else range(t.shape[0] - 1, -1, -1)
+    size = t.shape[-1]
+    rows = range(size) if lower else range(size - 1, -1, -1)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for i in rows:
             done = slice(0, i) if lower else slice(i + 1, None)
-            z[i] = (z[i] - t[i, done] @ z[done]) / t[i, i]
+            z[:, i] = (z[:, i] - (t[:, i:i + 1, done] @ z[:, done])[:, 0]) / t[:, i, i, None]
     return z
