@@ -138,6 +138,7 @@ def test_batched_and_broadcast_match_lapack_gelsy(dtype):
     kinds = ["full", "deficient", "near", "zero", "deficient", "full"]
     a = np.stack([_matrix(rng, k, m, n, dtype) for k in kinds]).reshape(3, 2, m, n)
     b = _rand(rng, (1, 2, m, 3), dtype).astype(dtype)  # broadcast against a's (3, 2) batch
+    b[0, 1, :, 0] = 0  # one zero column of B
     for rcond in RCONDS:
         x, rank = _ember(a, b, rcond)
         assert x.shape == (3, 2, n, 3) and rank.shape == (3, 2)
@@ -157,6 +158,21 @@ def test_vector_b_matches_lapack_gelsy(dtype):
             assert x.shape == (2, n)
             for i in range(2):
                 _check(x[i][:, None], int(rank[i]), a[i], b[i][:, None], rcond)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tiny_huge_and_zero_magnitudes_match_lapack_gelsy(dtype):
+    """LAPACK scales A and B into a safe range, and its norms neither underflow nor overflow."""
+    rng = np.random.default_rng(55 + DTYPES.index(dtype))
+    wide = dtype in ("float64", "complex128")
+    for scale in ((1e-300, 1e300, 1e-20) if wide else (1e-30, 1e30, 1e-20)):
+        for kind in ("full", "deficient"):
+            a = (_matrix(rng, kind, 6, 4, dtype) * scale).astype(dtype)
+            b = _rand(rng, (6, 2), dtype).astype(dtype)
+            for bb in (b, b * 0):
+                for rcond in (None, 0.5):
+                    x, rank = _ember(a, bb, rcond)
+                    _check(x, int(rank), a, bb, rcond)
 
 
 def test_issue_example():
