@@ -180,11 +180,12 @@ def _estimated_rank(r, rcond):
 def _pick(cases, default, dtype):
     """xLAIC1's if/elif chain over a batch: the first case whose condition holds, else default;
     cases: [(condition, (estimate, s, c))]."""
-    conds = [cond for cond, _ in cases]
-    est = np.select(conds, [np.asarray(v[0]) for _, v in cases], default[0]).astype(np.finfo(dtype).dtype)
-    s = np.select(conds, [np.asarray(v[1], dtype) for _, v in cases], np.asarray(default[1], dtype)).astype(dtype)
-    c = np.select(conds, [np.asarray(v[2], dtype) for _, v in cases], np.asarray(default[2], dtype)).astype(dtype)
-    return est, s, c
+    est, s, c = default
+    for cond, (e1, s1, c1) in reversed(cases):
+        est = np.where(cond, e1, est)
+        s = np.where(cond, s1, s)
+        c = np.where(cond, c1, c)
+    return est.astype(np.finfo(dtype).dtype, copy=False), s.astype(dtype, copy=False), c.astype(dtype, copy=False)
 
 
 def _largest(x, sest, w, gamma):
