@@ -175,6 +175,22 @@ def test_tiny_huge_and_zero_magnitudes_match_lapack_gelsy(dtype):
                     _check(x, int(rank), a, bb, rcond)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_cancelling_column_norms_match_lapack_gelsy(dtype):
+    """Nearly parallel columns: after the first step the other's norm is all cancellation, so LAPACK
+    recomputes it rather than downdating, and that choice decides the next pivot."""
+    rng = np.random.default_rng(57 + DTYPES.index(dtype))
+    for _ in range(40):
+        c0 = _rand(rng, 6, dtype)
+        e1, e2 = 10.0 ** rng.uniform(-12, -6, 2)
+        a = np.stack([c0, c0 + e1 * _rand(rng, 6, dtype), e2 * _rand(rng, 6, dtype), 1e-3 * _rand(rng, 6, dtype)], 1)
+        a = a.astype(dtype)
+        b = _rand(rng, (6, 1), dtype).astype(dtype)
+        for rcond in (1e-8, 1e-4):
+            x, rank = _ember(a, b, rcond)
+            _check(x, int(rank), a, b, rcond)
+
+
 def test_issue_example():
     """The reported case: A = randn(3, 4) float32, B = A[:, :1]; rcond 1.5 gives rank 1, 0.5 rank 2."""
     g = torch.Generator().manual_seed(0)
