@@ -165,10 +165,10 @@ def test_tiny_huge_and_zero_magnitudes_match_lapack_gelsy(dtype):
     """LAPACK scales A and B into a safe range, and its norms neither underflow nor overflow."""
     rng = np.random.default_rng(55 + DTYPES.index(dtype))
     wide = dtype in ("float64", "complex128")
-    for scale in ((1e-300, 1e300, 1e-20) if wide else (1e-30, 1e30, 1e-20)):
+    for scale in ((1e-300, 1e-310, 1e300, 1e-20) if wide else (1e-30, 1e-40, 1e30, 1e-20)):
         for kind in ("full", "deficient"):
             a = (_matrix(rng, kind, 6, 4, dtype) * scale).astype(dtype)
-            b = _rand(rng, (6, 2), dtype).astype(dtype)
+            b = (_rand(rng, (6, 2), dtype) * scale).astype(dtype)  # a solution of order 1 (no overflow)
             for bb in (b, b * 0):
                 for rcond in (None, 0.5):
                     x, rank = _ember(a, bb, rcond)
@@ -221,6 +221,22 @@ def test_against_torch_where_its_pivot_array_cannot_matter(dtype):
         if rcond is None or rcond < 1:
             tol = 1e-4 if dtype in ("float32", "complex64") else 1e-11
             np.testing.assert_allclose(e.solution.numpy(), t.solution.numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m, n", [(6, 2), (2, 6)])
+def test_default_rcond_is_eps_times_the_larger_dim(dtype, m, n):
+    """R = diag(1, 4 eps): rank 1 under rcond = eps * max(m, n) = 6 eps, rank 2 under 2 eps. The columns
+    are already in pivot order, so torch's pivot array cannot matter: torch.linalg.lstsq itself."""
+    a = np.zeros((m, n), dtype)
+    a[0, 0] = 1
+    a[1, 1] = 4 * np.finfo(a.real.dtype).eps
+    b = np.ones((m, 1), dtype)
+    for rcond in (None, 3 * np.finfo(a.real.dtype).eps):
+        t = torch.linalg.lstsq(torch.from_numpy(a), torch.from_numpy(b), rcond=rcond)
+        x, rank = _ember(a, b, rcond)
+        assert int(rank) == int(t.rank)
+        np.testing.assert_allclose(x, t.solution.numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
