@@ -1,6 +1,7 @@
 """LAPACK's xGELSY least squares in NumPy: torch.linalg.lstsq's default CPU driver.
 
-Per matrix, in the input's precision, as the reference routine does it:
+For every matrix of a batch (all in step, each with its own pivots), in the input's precision,
+as the reference routine does it:
 1. scale A and B into the safe range (xLASCL) when their largest entry is tiny or huge;
 2. QR with column pivoting (xGEQP3 with every column free): the column of largest remaining
    norm goes next; norms are downdated after each step and recomputed when cancellation
@@ -15,7 +16,9 @@ Per matrix, in the input's precision, as the reference routine does it:
 torch 2.13.0 hands LAPACK an uninitialized pivot array that it also reuses across a batch,
 so its own result for a rank-deficient A can depend on memory left by earlier allocations
 (pytorch/pytorch#187411, fixed by zeroing it: #187436). This is the routine as documented
-(every column free, every matrix of the batch alike).
+(every column free, every matrix of the batch alike). Rounding differs from MKL's blocked
+code, so a rank can differ where smin / smax lies within rounding of rcond; xLARFG's rescaling
+of a column whose remaining norm is below tiny / eps is not reproduced.
 """
 import numpy as np
 
