@@ -91,6 +91,7 @@ SELECTION = {
     "ember/_backend/depthwise_numpy.py": [["tests/test_nn_conv.py", "tests/test_nn_conv_fuzz.py"],
                                           ["tests/test_nn_pool.py"]],
     "ember/_backend/blas.py": ["tests/test_matmul_fuzz.py"],
+    "ember/_backend/gelsy.py": ["tests/test_lstsq_gelsy.py"],
     "ember/_backend/numpy_cpu.py": ["tests/test_allocator.py"],
     "ember/_backend": ["tests/test_numpy_workarounds.py", "tests/test_views.py"],
     "ember/autograd/function.py": ["tests/test_autograd_function.py", "tests/test_autograd.py"],

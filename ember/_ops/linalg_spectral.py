@@ -7,6 +7,7 @@ meaningful for losses that do not depend on that choice, as in torch.
 import numpy as np
 
 from .. import _dtype as D
+from .._backend.gelsy import gelsy
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ._registry import Op, install
@@ -412,8 +413,10 @@ _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
 class LinalgLstsq(Op):
-    """Least squares (min ||A X - B||, minimum norm). Values via LAPACK gelsd per matrix;
-    rank / residuals / singular_values reported following the requested driver's contract.
+    """Least squares (min ||A X - B||, minimum norm). Values via LAPACK gelsy's algorithm
+    (_backend.gelsy: pivoted QR, rank by condition estimation) for driver 'gelsy', LAPACK
+    gelsd per matrix for the others; rank / residuals / singular_values reported following
+    the requested driver's contract.
     Backward through X = pinv(A) B, and through residuals ||A X - B||^2."""
     _name = "LinalgLstsqBackward0"
     nondiff = (2, 3)
@@ -428,14 +431,17 @@ class LinalgLstsq(Op):
         fa = flat_batch(np.broadcast_to(a, batch + a.shape[-2:]))
         fb = flat_batch(np.broadcast_to(b, batch + b.shape[-2:]))
         dtype = np.result_type(a, b)
-        x = np.empty((fa.shape[0], n, fb.shape[-1]), dtype)
-        ranks = np.empty(fa.shape[0], np.int64)
         svals = np.empty((fa.shape[0], min(m, n)), a.real.dtype)
-        for i in range(fa.shape[0]):
-            if m == 0 or n == 0:  # nothing to fit: the minimum-norm solution is 0
-                x[i], ranks[i] = 0, 0
-                continue
-            x[i], _, ranks[i], svals[i] = np.linalg.lstsq(fa[i], fb[i], rcond=rcond)
+        if driver == "gelsy":
+            x, ranks = gelsy(fa, fb.astype(dtype, copy=False), rcond)
+        else:
+            x = np.empty((fa.shape[0], n, fb.shape[-1]), dtype)
+            ranks = np.empty(fa.shape[0], np.int64)
+            for i in range(fa.shape[0]):
+                if m == 0 or n == 0:  # nothing to fit: the minimum-norm solution is 0
+                    x[i], ranks[i] = 0, 0
+                    continue
+                x[i], _, ranks[i], svals[i] = np.linalg.lstsq(fa[i], fb[i], rcond=rcond)
         full_rank = bool(np.all(ranks == n))
         x = x.reshape(batch + x.shape[1:])
         if driver != "gelsy" and m > n and full_rank:
