@@ -274,3 +274,29 @@ def test_gradient_against_torch_on_rank_deficient_input(dtype):
         grads.append((A.grad.numpy(), B.grad.numpy()))
     for ge, gt in zip(grads[1], grads[0]):
         np.testing.assert_allclose(ge, gt, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_full_rank_shortcut_agrees_with_the_routine_and_lapack(dtype):
+    """Clearly full-rank tall/square matrices take a batched QR solve (Note [gelsy's full-rank shortcut]);
+    the others the routine. Both paths are forced here, and each agrees with LAPACK's gelsy."""
+    from ember._backend import gelsy as G
+    rng = np.random.default_rng(7 + DTYPES.index(dtype))
+    for m, n in [(4, 3), (5, 5), (7, 2)]:
+        kinds = ["full", "full", "deficient", "near", "zero"]
+        a = np.stack([_matrix(rng, kind, m, n, dtype) for kind in kinds])
+        b = _rand(rng, (len(kinds), m, 2), dtype).astype(dtype)
+        for rcond in [None, 1e-3, 0.5]:
+            real = np.finfo(a.real.dtype).eps * max(m, n) if rcond is None else rcond
+            clear = G._clearly_full_rank(a, b, a.real.dtype.type(real))
+            margin = 2 * real + 16 * np.finfo(a.real.dtype).eps * max(m, n)
+            ratio = np.array([1 / _cond(x, n) if np.abs(x).max() > 0 else 0.0 for x in a])
+            sure = np.abs(ratio / margin - 1) > 0.1  # the float64 SVD decides away from the edge
+            assert list(clear[sure]) == list((ratio > margin)[sure]), (m, n, rcond, clear, ratio, margin)
+            assert clear[0] == (rcond != 0.5 or ratio[0] > margin) and not clear[2] and not clear[4]
+            x, rank = G.gelsy(a, b, rcond)
+            x_routine, rank_routine = G._routine(a, b, a.real.dtype.type(real))
+            np.testing.assert_array_equal(rank, rank_routine)
+            for i in range(len(kinds)):
+                _check(x[i], int(rank[i]), a[i], b[i], rcond)
+    assert G._clearly_full_rank(np.ones((1, 2, 3), dtype), np.ones((1, 2, 1), dtype), 1e-6) is None  # wide
