@@ -414,7 +414,10 @@ def binary_call(row, a, b):
             node = _new(row.node)
             init_node(node, (a if isinstance(a, Tensor) else None, b if isinstance(b, Tensor) else None))
             node._out_meta = ((r.shape, out._dtype),)
-            _save_row(node, row, a, b, x, y, out)
+            if row.save_names:
+                _save_row(node, row, a, b, x, y, out)
+            else:  # add, sub: their gradients need nothing saved
+                node._saved = ()
             out._requires_grad = True
             out._grad_fn = node
     return out

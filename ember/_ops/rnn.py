@@ -127,11 +127,15 @@ def _lstm_cell(gates, c, c_new, tanh_c, h):
     and writes c_new = f * c + i * g, tanh_c = tanh(c_new) and h = o * tanh_c (tanh_c may be h)."""
     n = c.shape[-1]
     g = gates[:, 2 * n:3 * n]
-    tanh_g = np.tanh(g)
-    # the sigmoid over the whole (contiguous) block, g's columns then overwritten: fewer, contiguous
-    # NumPy calls than the sigmoid of two column blocks (32x512 gates: ~0.7x the time, same values)
+    # Note [LSTM tanh gate]: one sigmoid over the whole (contiguous) block, g's columns doubled first
+    # (exact), then tanh(g) = 2 sigmoid(2g) - 1 from them: NumPy's float32 tanh costs ~1.7x its exp
+    # (2.8 vs 1.6 ns an element here), and the block's exp over g's columns is paid anyway (32x256
+    # gates: ~5% less time per step). Absolute error <= 2e-7 in float32 (3e-16 in float64; tiny g
+    # lose their relative accuracy, not their absolute one), +-inf and NaN as tanh.
+    g *= 2
     _sigmoid_kernel(gates, out=gates)
-    np.copyto(g, tanh_g)
+    g *= 2
+    g -= 1
     np.multiply(gates[:, n:2 * n], c, out=c_new)
     c_new += gates[:, :n] * gates[:, 2 * n:3 * n]
     np.tanh(c_new, out=tanh_c)

@@ -232,7 +232,24 @@ class AccumulateGrad(Node):
         self._trace = None
         self.variable = variable
         self._saved = ()
-        self._out_meta = ((tuple(variable.shape), variable._dtype),)  # .shape: sparse leaves have no _data
+        # a dense Tensor's array shape as it is (the hot case: a leaf's node is made anew for each graph);
+        # .shape for subclasses, sparse leaves (no _data) and uninitialized parameters
+        shape = variable._data.shape if type(variable) is _Tensor else _leaf_shape(variable)
+        self._out_meta = ((shape, variable._dtype),)
+
+
+_Tensor = None  # ember.Tensor, bound by _leaf_shape's first call (ember._tensor imports this module)
+
+
+def _leaf_shape(variable):
+    """A leaf's shape as a tuple (.shape: sparse leaves have no _data)."""
+    global _Tensor
+    if _Tensor is None:
+        from .._tensor import Tensor
+        _Tensor = Tensor
+        if type(variable) is Tensor:
+            return variable._data.shape
+    return tuple(variable.shape)
 
 
 def grad_accumulator(t):
