@@ -243,9 +243,13 @@ def _words(o):
 
 
 def main(argv):
-    import collections
     sample = int(argv[argv.index("--sample") + 1]) if "--sample" in argv else None
-    rows = sweep(sample)
+    report(sweep(sample), argv)
+
+
+def report(rows, argv):
+    """The counts per category; with -v, every row that is not a match."""
+    import collections
     counts = collections.Counter(r[4] for r in rows)
     print(f"calls: {len(rows)}")
     for k, v in counts.most_common():

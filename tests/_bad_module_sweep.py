@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 import ember
-from tests._bad_input_sweep import BAD, _alarm, _same, _words, classify, outcome
+from tests._bad_input_sweep import BAD, _alarm, _words, classify, outcome, report
 
 # a valid value for each required constructor parameter, by name
 VALID = {
@@ -188,16 +188,7 @@ def sweep():
 
 
 def main(argv):
-    import collections
-    rows = sweep()
-    counts = collections.Counter(r[4] for r in rows)
-    print(f"calls: {len(rows)}")
-    for k, v in counts.most_common():
-        print(f"  {k}: {v}")
-    if "-v" in argv:
-        for r in rows:
-            if r[4] not in ("match", "same"):
-                print("\t".join(map(str, r)))
+    report(sweep(), argv)
 
 
 if __name__ == "__main__":
