@@ -94,10 +94,15 @@ def run(fn, length, nbytes):
 # -> x1.12, VGG x0.09 -> x1.22, Conv2d(64, 64, 3, padding=1) fwd+bwd x0.43 -> x1.40 (OpenBLAS's own
 # split made the second thread a loss there); at 1 thread the CPU time per step did not grow. The
 # 4 MB threshold of the copies, re-measured with this in place (load ~9), still beat 2 MB and 1 MB.
+# Measured on a quiet machine (2026-11-28 10:10-10:25, the same 2-core VM at load ~2, bench/run.py, 2
+# threads, pieces on at 16 MFLOP vs off, alternating): ResNet-8 0.41/0.43/0.41/0.45 vs 0.50/0.47/0.46/0.46
+# of torch, VGG 0.59/0.64 vs 0.64/0.69, AlexNet 0.44/0.54 vs 0.59/0.52, Conv2d(64,64,3) 1.38/1.43 vs
+# 1.49/1.33x torch's time. Idle cores make OpenBLAS's own split cheap, so the pieces lose there; they won
+# only under oversubscription (above). So they are off by default; tests/test_conv_threads.py forces them.
 _blas_lock = threading.Lock()
 _blas_regions = 0
 _blas_restore = None
-_MIN_FLOPS = 1 << 24  # below ~16 MFLOP (~0.2 ms) the hand-off costs more than a core gains
+_MIN_FLOPS = 1 << 62  # off: see "Measured on a quiet machine" above; 1 << 24 (~16 MFLOP) turns the pieces on
 
 
 def blas_chunks(length, flops):
