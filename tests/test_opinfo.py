@@ -17,6 +17,7 @@ tests.test_opinfo` rewrites the file; a capped run checks only the entries withi
 `python -m tests.test_opinfo [op ...]` prints the per-op summary.
 """
 import os
+import random
 import sys
 import types
 import warnings
@@ -283,6 +284,7 @@ def _samples(op, dtype, requires_grad):
     """The first MAX_SAMPLES samples; the generator is called directly (op.sample_inputs' tracking wrapper
     reseeds every CUDA-like backend and walks the Python stack per sample: most of the sweep's time)."""
     torch.default_generator.manual_seed(_seed(op_key(op) + str(dtype)))
+    random.seed(_seed(op_key(op) + str(dtype)))  # some sample functions draw from Python's random too (eps=)
     out = []
     for sample in op.sample_inputs_func(op, "cpu", dtype, requires_grad):
         out.append(sample)
