@@ -362,6 +362,23 @@ def _weights_only_error(module, name):
         "https://pytorch.org/docs/stable/generated/torch.load.html.")
 
 
+def _weights_only_framed(data):
+    """torch's UnpicklingError for a framed pickle (protocol >= 4, FRAME right after PROTO): torch's weights-only
+    unpickler reads no FRAME opcode (149), so it refuses such a checkpoint before any global."""
+    if len(data) > 2 and data[0] == 0x80 and data[1] >= 4 and data[2] == 0x95:
+        return pickle.UnpicklingError(
+            "Weights only load failed. This file can still be loaded, to do so you have two options, \x1b[1mdo "
+            "those steps only if you trust the source of the checkpoint\x1b[0m. \n\t(1) In PyTorch 2.6, we changed "
+            "the default value of the `weights_only` argument in `torch.load` from `False` to `True`. Re-running "
+            "`torch.load` with `weights_only` set to `False` will likely succeed, but it can result in arbitrary "
+            "code execution. Do it only if you got the file from a trusted source.\n\t(2) Alternatively, to load "
+            "with `weights_only=True` please check the recommended steps in the following error message.\n\t"
+            "WeightsUnpickler error: \n\nUnsupported operand 149\n\nCheck the documentation of torch.load to learn "
+            "more about types accepted by default with weights_only "
+            "https://pytorch.org/docs/stable/generated/torch.load.html.")
+    return None
+
+
 def _codecs_encode(obj, encoding="utf-8"):
     import codecs
     return codecs.encode(obj, encoding)
@@ -474,6 +491,8 @@ def _load_zip(f, path, weights_only, mmap):
     byteorder = f"{prefix}/byteorder"
     if byteorder in names and zf.read(byteorder).decode() != sys.byteorder:
         raise RuntimeError("loading a checkpoint written with a different byte order is not supported")
+    if weights_only and _weights_only_framed(data) is not None:
+        raise _weights_only_framed(data)
     try:
         return _Unpickler(io.BytesIO(data), load_storage, weights_only).load()
     except (EOFError, pickle.UnpicklingError) as e:

@@ -8,12 +8,9 @@ import pytest
 
 from tests import _bad_module_sweep as sweep
 
-# (namespace, name, parameter, value label): the one known difference
-KNOWN = {
-    # torch.save(pickle_protocol=None) pickles with Python's default protocol (4 or 5), whose opcodes torch's
-    # weights_only unpickler refuses; ember's weights_only loader reads them (it restricts globals, not opcodes)
-    ("torch", "save", "pickle_protocol", "None"),
-}
+# (namespace, name, parameter, value label): known differences (none left: a framed checkpoint, pickle_protocol >= 4
+# or None, is refused under weights_only as torch's unpickler refuses its FRAME opcode)
+KNOWN = set()
 
 
 @pytest.fixture(scope="module")

@@ -377,3 +377,24 @@ def test_plain_pickle_of_tensors_like_torch():
         v = pickle.loads(pickle.dumps(lib.arange(6.).reshape(2, 3).t()))
         return [y, y.is_leaf, y.grad_fn is None, z, z.is_leaf, v, type(y).__name__]
     check_story(story)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5, None, -1])
+def test_pickle_protocol_written_and_read_as_torch(protocol):
+    """save(pickle_protocol=) pickles with that protocol; under weights_only a framed pickle (protocol >= 4)
+    is refused as torch's unpickler refuses it; both libraries read each other's files alike."""
+    outcomes = {}
+    for writer in (torch, ember):
+        buf = io.BytesIO()
+        writer.save({"w": writer.tensor(np.arange(4, dtype=np.float32))}, buf, pickle_protocol=protocol)
+        for reader in (torch, ember):
+            for weights_only in (True, False):
+                buf.seek(0)
+                try:
+                    got = reader.load(buf, weights_only=weights_only)["w"].tolist()
+                except Exception as e:  # noqa: BLE001 (the exception type is compared)
+                    got = type(e).__name__
+                outcomes[(writer.__name__, reader.__name__, weights_only)] = got
+    for (writer, reader, weights_only), got in outcomes.items():
+        assert got == outcomes[("torch", "torch", weights_only)], (writer, reader, weights_only, outcomes)
