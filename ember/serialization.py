@@ -348,6 +348,14 @@ def _get_layout(name):
 def _weights_only_error(module, name):
     """torch's UnpicklingError text for a global outside the allow-list (builtins named bare)."""
     full = name if module == "builtins" else f"{module}.{name}"
+    return _weights_only_failure(
+        f"Unsupported global: GLOBAL {full} was not an allowed global by default. Please use "
+        f"`torch.serialization.add_safe_globals([{full}])` or the `torch.serialization.safe_globals([{full}])` "
+        "context manager to allowlist this global if you trust this class/function.")
+
+
+def _weights_only_failure(reason):
+    """torch's UnpicklingError of a weights-only load, around its WeightsUnpickler reason."""
     return pickle.UnpicklingError(
         "Weights only load failed. This file can still be loaded, to do so you have two options, \x1b[1mdo those "
         "steps only if you trust the source of the checkpoint\x1b[0m. \n\t(1) In PyTorch 2.6, we changed the "
@@ -355,11 +363,11 @@ def _weights_only_error(module, name):
         "`torch.load` with `weights_only` set to `False` will likely succeed, but it can result in arbitrary code "
         "execution. Do it only if you got the file from a trusted source.\n\t(2) Alternatively, to load with "
         "`weights_only=True` please check the recommended steps in the following error message.\n\t"
-        f"WeightsUnpickler error: Unsupported global: GLOBAL {full} was not an allowed global by default. Please "
-        f"use `torch.serialization.add_safe_globals([{full}])` or the `torch.serialization.safe_globals([{full}])` "
-        "context manager to allowlist this global if you trust this class/function.\n\nCheck the documentation "
-        "of torch.load to learn more about types accepted by default with weights_only "
-        "https://pytorch.org/docs/stable/generated/torch.load.html.")
+        f"WeightsUnpickler error: {reason}\n\n" + _DOCS_TAIL)
+
+
+_DOCS_TAIL = ("Check the documentation of torch.load to learn more about types accepted by default with weights_only "
+              "https://pytorch.org/docs/stable/generated/torch.load.html.")
 
 
 def _weights_only_framed(data):
@@ -367,15 +375,11 @@ def _weights_only_framed(data):
     unpickler reads no FRAME opcode (149), so it refuses such a checkpoint before any global."""
     if len(data) > 2 and data[0] == 0x80 and data[1] >= 4 and data[2] == 0x95:
         return pickle.UnpicklingError(
-            "Weights only load failed. This file can still be loaded, to do so you have two options, \x1b[1mdo "
-            "those steps only if you trust the source of the checkpoint\x1b[0m. \n\t(1) In PyTorch 2.6, we changed "
-            "the default value of the `weights_only` argument in `torch.load` from `False` to `True`. Re-running "
-            "`torch.load` with `weights_only` set to `False` will likely succeed, but it can result in arbitrary "
-            "code execution. Do it only if you got the file from a trusted source.\n\t(2) Alternatively, to load "
-            "with `weights_only=True` please check the recommended steps in the following error message.\n\t"
-            "WeightsUnpickler error: \n\nUnsupported operand 149\n\nCheck the documentation of torch.load to learn "
-            "more about types accepted by default with weights_only "
-            "https://pytorch.org/docs/stable/generated/torch.load.html.")
+            "Weights only load failed. In PyTorch 2.6, we changed the default value of the `weights_only` argument "
+            "in `torch.load` from `False` to `True`. Re-running `torch.load` with `weights_only` set to `False` will "
+            "likely succeed, but it can result in arbitrary code execution. Do it only if you got the file from a "
+            "trusted source.\nPlease file an issue with the following so that we can make `weights_only=True` "
+            "compatible with your use case: WeightsUnpickler error: \n\nUnsupported operand 149\n\n" + _DOCS_TAIL)
     return None
 
 
