@@ -4,9 +4,9 @@ Construction allocates the parameters; reset_parameters() draws their initial va
 (kaiming_uniform_ with a=sqrt(5), bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as torch).
 """
 import math
-from collections.abc import Iterable
 
 from ..._ops.creation import empty
+from ..._ops.pool import _ntuple as as_ntuple
 from .. import functional as F
 from .. import init
 from ...autograd import no_grad
@@ -22,11 +22,7 @@ _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}  # a set, as torc
 
 def _ntuple(n):
     """torch.nn.modules.utils' _single/_pair/...: any iterable becomes the tuple of its items (a dict: its keys)."""
-    def parse(x):
-        if isinstance(x, Iterable):
-            return tuple(x)
-        return (x,) * n
-    return parse
+    return lambda x: as_ntuple(x, n)
 
 
 _single = _ntuple(1)
