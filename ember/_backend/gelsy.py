@@ -237,15 +237,18 @@ def _pick(cases, default, dtype):
     return est.astype(np.finfo(dtype).dtype, copy=False), s.astype(dtype, copy=False), c.astype(dtype, copy=False)
 
 
+def _laic1_terms(x, sest, w, gamma):
+    """What both xLAIC1 jobs start from: the real type, eps, alpha = x^H w and the magnitudes |alpha|,
+    |gamma|, |sest|."""
+    real = sest.dtype.type
+    alpha = (np.conj(x)[:, None, :] @ w[:, :, None])[:, 0, 0]
+    return real, real(np.finfo(real).eps / 2), alpha, np.abs(alpha), np.abs(gamma), np.abs(sest)
+
+
 def _largest(x, sest, w, gamma):
     """xLAIC1 job 1, per matrix of the batch: the largest singular value of [[R11, w], [0, gamma]]
     from that of R11 (sest, vector x); returns (estimate, s, c), the new vector being (s x, c)."""
-    real = sest.dtype.type
-    eps = real(np.finfo(real).eps / 2)
-    alpha = (np.conj(x)[:, None, :] @ w[:, :, None])[:, 0, 0]
-    absalp = np.abs(alpha)
-    absgam = np.abs(gamma)
-    absest = np.abs(sest)
+    real, eps, alpha, absalp, absgam, absest = _laic1_terms(x, sest, w, gamma)
     # sest == 0
     s1 = np.maximum(absgam, absalp)
     one = np.where(s1 == 0, 1, s1)
@@ -281,12 +284,7 @@ def _largest(x, sest, w, gamma):
 
 def _smallest(x, sest, w, gamma):
     """xLAIC1 job 2: as _largest, for the smallest singular value."""
-    real = sest.dtype.type
-    eps = real(np.finfo(real).eps / 2)
-    alpha = (np.conj(x)[:, None, :] @ w[:, :, None])[:, 0, 0]
-    absalp = np.abs(alpha)
-    absgam = np.abs(gamma)
-    absest = np.abs(sest)
+    real, eps, alpha, absalp, absgam, absest = _laic1_terms(x, sest, w, gamma)
     # sest == 0
     both0 = np.maximum(absgam, absalp) == 0
     sine = np.where(both0, 1, -np.conj(gamma))
