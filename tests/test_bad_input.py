@@ -470,6 +470,15 @@ def test_max_unpool_argument_forms_like_torch(nd, rank):
             np.testing.assert_array_equal(out[ember].numpy(), out[torch].numpy())
 
 
+def _raises_as_torch(fn):
+    """fn(lib) raises on torch, and on ember an exception of the same type; returns the type's name."""
+    want = _outcome(fn, torch)
+    got = _outcome(fn, ember)
+    assert want[0] != "no exception"
+    assert got[0] == want[0], (want, got)
+    return want[0]
+
+
 # a float inside an int list (kernel_size=(1, 1.5), size=(2, 1.5), normalized_shape=...): torch's parser refuses it,
 # ember used to truncate it silently in pooling, adaptive pooling, interpolate, empty_strided and layer_norm
 def _img(t):
@@ -528,10 +537,7 @@ FLOAT_IN_INT_LIST = [
 
 @pytest.mark.parametrize("i", range(len(FLOAT_IN_INT_LIST)))
 def test_float_in_an_int_list_raises_like_torch(i):
-    want = _outcome(FLOAT_IN_INT_LIST[i], torch)
-    got = _outcome(FLOAT_IN_INT_LIST[i], ember)
-    assert want[0] == "TypeError"
-    assert got[0] == want[0], (want, got)
+    assert _raises_as_torch(FLOAT_IN_INT_LIST[i]) == "TypeError"
 
 
 # calls that match none of torch's overloads although each argument has a valid type (sum's out= needs dim, the
@@ -575,10 +581,7 @@ OVERLOAD_SHAPES_VALID = {
 
 @pytest.mark.parametrize("name", sorted(OVERLOAD_SHAPES))
 def test_calls_matching_no_overload_raise_like_torch(name):
-    want = _outcome(OVERLOAD_SHAPES[name], torch)
-    got = _outcome(OVERLOAD_SHAPES[name], ember)
-    assert want[0] != "no exception"
-    assert got[0] == want[0], (want, got)
+    _raises_as_torch(OVERLOAD_SHAPES[name])
 
 
 @pytest.mark.parametrize("name", sorted(OVERLOAD_SHAPES_VALID))
@@ -619,10 +622,7 @@ PROTOCOL_VALID = {
 
 @pytest.mark.parametrize("name", sorted(PROTOCOL))
 def test_tensor_protocol_raises_like_torch(name):
-    want = _outcome(PROTOCOL[name], torch)
-    got = _outcome(PROTOCOL[name], ember)
-    assert want[0] != "no exception"
-    assert got[0] == want[0], (want, got)
+    _raises_as_torch(PROTOCOL[name])
 
 
 @pytest.mark.parametrize("name", sorted(PROTOCOL_VALID))
