@@ -88,9 +88,8 @@ def _update(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov):
     with no op dispatch per term, in cache-sized blocks split across the intra-op threads. Versions
     are bumped as those in-place ops would."""
     f = p._data.dtype.type
-    consts = (f(-lr), f(momentum), None if buf is None or 1 - dampening == 1 else f(1 - dampening),  # as torch: read
-              # only where a momentum buffer is updated
-              None if weight_decay == 0 else f(weight_decay), nesterov)
+    damp = None if buf is None or 1 - dampening == 1 else f(1 - dampening)  # as torch: read only with a buffer
+    consts = (f(-lr), f(momentum), damp, None if weight_decay == 0 else f(weight_decay), nesterov)
     x = p._data.reshape(-1)
     g = grad._data.reshape(-1)
     b = None if buf is None else buf._data.reshape(-1)
