@@ -72,7 +72,7 @@ def test_big_size(case):
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
 def test_threaded_normal_fill(dtype, threads, monkeypatch):
     """The fill split at any size (threshold 0): the draws come in pieces while other threads fill
-    them (ember/_backend/parallel.py pipeline), with a partial last block and mean/std."""
+    them (ember/_backend/parallel.py stream), with a partial last block and mean/std."""
     from ember._backend import parallel
     monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
     n = (1 << 19) + 7

@@ -145,30 +145,32 @@ def normal(g, n, d, contiguous, mean=0.0, std=1.0):
     return z if d is D.float64 else z.astype(d.np)
 
 
-_CHUNK = 1 << 16  # draws per piece of the fill: its temporaries stay in cache
-# The fill makes ~100 NumPy passes over each element (~1 ms per piece) where the thread split's threshold
-# (parallel._MIN_BYTES) is sized for one pass: its work is given as that of this many passes, so any fill of
-# two or more pieces is split (randn(1_000_000) float32, 4 MB, stayed on one thread below the 4 MB threshold).
+_CHUNK = 1 << 17  # draws per piece of the fill's producer (Note [Streamed work] in ember/_backend/parallel.py)
+# The fill makes ~100 NumPy passes over each element where the thread split's threshold (parallel._MIN_BYTES)
+# is sized for one pass: its work is given as that of this many passes, so any fill of two or more pieces is
+# split (randn(1_000_000) float32, 4 MB, stayed on one thread below the 4 MB threshold).
 _FILL_PASSES = 100
 
 
 def _blocks(g, n, first, draw, fill, dtype):
     """The vectorized fill: `first` draws, Box-Muller on each whole block of 16 (fill(draws, out),
     both shaped (blocks, 16)), then 16 fresh draws for the last 16 positions when n is not a
-    multiple of 16. The draws come in pieces on this thread while the intra-op threads fill the
-    pieces already drawn (blocks are independent)."""
+    multiple of 16. The draws come in pieces on this thread while the intra-op threads fill what
+    was drawn (blocks are independent)."""
     full = n // 16 * 16
     out = np.empty(n, dtype=dtype)
+    drawn = []  # the draws for out[:full], one array, allocated with the first piece (its dtype is draw's)
 
-    def produce(i):
-        s = i * _CHUNK
-        return draw(min(_CHUNK, full - s))
+    def produce(a, b):
+        piece = draw(b - a)
+        if not drawn:
+            drawn.append(np.empty(full, dtype=piece.dtype))
+        drawn[0][a:b] = piece
 
-    def consume(i, u):
-        s = i * _CHUNK
-        fill(u.reshape(-1, 16), out[s:s + u.shape[0]].reshape(-1, 16))
+    def consume(a, b):
+        fill(drawn[0][a:b].reshape(-1, 16), out[a:b].reshape(-1, 16))
 
-    parallel.pipeline(-(-full // _CHUNK), produce, consume, full * out.itemsize * _FILL_PASSES)
+    parallel.stream(full, _CHUNK, produce, consume, full * out.itemsize * _FILL_PASSES, align=16)
     if first > full:
         draw(first - full)
     if n % 16:
