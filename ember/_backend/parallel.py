@@ -155,17 +155,22 @@ def stream(length, step, produce, consume, nbytes, align=1):
             consume(0, length)
         return
     cond = threading.Condition()
-    state = {"produced": 0, "claimed": 0, "share": None}  # share: a range's length once producing ended
+    state = {"produced": 0, "claimed": 0, "ended": False}
+    least = max(align, int(step * _STREAM_LEAST) // align * align)
 
     def claim():
         """The next range to consume (None when all is claimed), waiting for the producer if need be."""
         with cond:
-            while state["claimed"] == state["produced"] and state["share"] is None:
+            while state["claimed"] == state["produced"] and not state["ended"]:
                 cond.wait()
             a, end = state["claimed"], state["produced"]
             if a == end:
                 return None
-            b = min(end, a + (_STREAM_STEPS * step if state["share"] is None else state["share"]))
+            if state["ended"]:  # shrinking ranges, so that the threads finish together
+                size = max(least, -(-(end - a) // (2 * workers + 2) // align) * align)
+            else:
+                size = _STREAM_STEPS * step
+            b = min(end, a + size)
             state["claimed"] = b
             return a, b
 
@@ -186,9 +191,8 @@ def stream(length, step, produce, consume, nbytes, align=1):
                 state["produced"] = b
                 cond.notify()
     finally:
-        with cond:  # what is left goes in one range per thread, the caller's included
-            left = state["produced"] - state["claimed"]
-            state["share"] = max(align, -(-left // (workers + 1) // align) * align)
+        with cond:
+            state["ended"] = True
             cond.notify_all()
     try:
         work()
@@ -200,12 +204,16 @@ def stream(length, step, produce, consume, nbytes, align=1):
 # Note [Streamed work]: a normal fill is ~100 NumPy passes over its draws, each call releasing the GIL for its
 # loop. Two threads both calling NumPy on short arrays spend much of their time handing the GIL to each other
 # (2 cores: 2 x 200 passes over 16,384 float64 took 1.6x the time of one thread's, over 65,536 1.08x), so
-# stream() keeps the consumes long: while the producer draws (in one long NumPy call per step, the GIL
-# released), a worker takes up to _STREAM_STEPS steps of what is drawn; once all is drawn, what is left is
-# cut into one range per thread. randn(1_000_000) float32, 2 threads, alternating in one process, medians of
-# 31 (2026-11-28, 2-core AMD EPYC VM): this 16.6-19.0 ms; the earlier pipeline (each 65,536-draw piece one job)
-# 26.2-28.6 ms; the producer on a worker and every consume on the caller 19.4-22.7 ms; torch 6.8-6.9 ms.
+# stream() keeps the consumes long: while the producer draws (one long NumPy call per step, the GIL
+# released), a worker takes up to _STREAM_STEPS steps of what is drawn; once all is drawn, each thread takes
+# 1/(2 * threads) of what is left, at least _STREAM_LEAST steps, so that the threads finish close together.
+# randn(1_000_000) float32 on 2 threads, alternating in one process, medians of 31-41 (2026-11-28, 2-core
+# AMD EPYC VM), ember/torch time: this 2.43-2.45x (least 0.5 step: 2.79-2.92x, one range per thread at the
+# end: 2.44-2.76x); the earlier pipeline (each 65,536-draw piece a job of its own) 3.85-4.16x; the producer
+# on a worker and every consume on the caller 2.85-3.30x. Both threads filling at once still run each NumPy
+# pass ~1.5x slower than one thread alone (the GIL hand-offs and the shared cache), which bounds the gain.
 _STREAM_STEPS = 2
+_STREAM_LEAST = 1.0
 
 
 def copyto(dst, src):
