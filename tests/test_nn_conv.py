@@ -294,6 +294,16 @@ def test_conv_empty_batch_and_grad_fn():
     assert g.grad_fn is None or g.grad_fn.name() == "ConvolutionBackwardBackward0"
 
 
+@pytest.mark.parametrize("nd,x,w,kw", [(2, (2, 0, 7, 7), (3, 0, 3, 3), dict(padding=1)),
+                                       (2, (0, 0, 7, 7), (3, 0, 3, 3), {}),
+                                       (1, (2, 0, 7), (3, 0, 3), dict(stride=2, padding=3)),
+                                       (3, (2, 0, 4, 4, 4), (4, 0, 3, 3, 3), dict(groups=2))])
+def test_conv_without_input_channels(nd, x, w, kw):
+    """No input channels: torch's output has no channels either (not out_channels), the bias is not added,
+    and every gradient (the bias's too) is zeros of its input's shape."""
+    check(lambda lib, a, b, c: getattr(lib.nn.functional, f"conv{nd}d")(a, b, c, **kw), x, w, (w[0],))
+
+
 # ---- construction: initialisation, state, errors -------------------------------------------
 
 @pytest.mark.parametrize("cls,args", [("Conv2d", (6, 8, 3)), ("Conv1d", (4, 6, 5, 1, 0, 1, 2)),

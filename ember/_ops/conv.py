@@ -381,6 +381,9 @@ class Convolution(Op):
     @staticmethod
     def forward(ctx, x, w, b, geo, keep_phases=False):
         ctx.geo = geo
+        if x.shape[1] == 0:  # no input channels: torch's output has no channels either, and no bias added
+            ctx.empty = (x, w, b)
+            return np.zeros((x.shape[0], 0) + geo.out_size(x.shape[2:], w.shape[2:]), dtype=x.dtype)
         if keep_phases and _keeps_phases(x, w, geo):
             y, src = _depthwise_plan(x.shape, w.shape, geo).forward(x, w, b, keep=True)
             ctx.save_for_backward(x, w, src)
@@ -389,6 +392,9 @@ class Convolution(Op):
         return conv_forward(x, w, b, geo)
 
     def backward(ctx, grad):
+        if hasattr(ctx, "empty"):  # zero gradients, bias included (torch's empty-input convolution)
+            return tuple(None if a is None or not need else _make(np.zeros_like(a))
+                         for a, need in zip(ctx.empty, ctx.needs_input_grad))
         saved = ctx.saved_tensors
         x, w = _conj(saved[:2])
         need = ctx.needs_input_grad
