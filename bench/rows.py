@@ -104,6 +104,9 @@ row("BatchNorm2d(64) train fwd+bwd, 32x64x32x32", "micro", "time", "ms", rounds=
 row("LSTM(256,256) fwd+bwd, seq 32, batch 32", "micro", "time", "ms", rounds=5, min_time=0.5,
     smoke={"shape": (3, 2, 256)})(
     _named("lstm", _layer_fwd_bwd(lambda lib: lib.nn.LSTM(256, 256), (32, 32, 256))))
+row("GRU(256,256) fwd+bwd, seq 32, batch 32", "micro", "time", "ms", rounds=5, min_time=0.5,
+    smoke={"shape": (3, 2, 256)})(
+    _named("gru", _layer_fwd_bwd(lambda lib: lib.nn.GRU(256, 256), (32, 32, 256))))
 
 
 row("LayerNorm(1024) fwd+bwd, 256x1024", "micro", "time", "ms", rounds=5, smoke={"shape": (4, 1024)})(

@@ -366,6 +366,34 @@ def test_double_backward_matches_torch(kind):
         close(a, b)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("bias,bidirectional,loss_on", [(True, False, "out"), (False, True, "h"),
+                                                        (True, True, "both"), (False, False, "both")])
+def test_gru_runs_as_one_op(dtype, bias, bidirectional, loss_on):
+    """An unpacked float GRU layer is one rnn_gru._GRUSequence op per direction: values and every gradient
+    (input, h0, all weights and biases) match torch's, with the loss on the output, on h_n or on both."""
+    from ember._ops.rnn_gru import _GRUSequence
+    torch.manual_seed(1)
+    tm = torch.nn.GRU(5, 6, num_layers=2, bias=bias, bidirectional=bidirectional).to(getattr(torch, dtype))
+    em = ember.nn.GRU(5, 6, num_layers=2, bias=bias, bidirectional=bidirectional).to(getattr(ember, dtype))
+    copy_weights(tm, em)
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((7, 3, 5)).astype(dtype)
+    h0 = rng.standard_normal((4 if bidirectional else 2, 3, 6)).astype(dtype)
+    grads = []
+    for lib, mod in ((torch, tm), (ember, em)):
+        inp = lib.from_numpy(x.copy()).requires_grad_(True)
+        h = lib.from_numpy(h0.copy()).requires_grad_(True)
+        out, h_n = mod(inp, h)
+        if lib is ember:
+            assert isinstance(out.grad_fn, _GRUSequence) or bidirectional
+        loss = {"out": (out * out).sum(), "h": h_n.sin().sum(), "both": (out * out).sum() + h_n.sin().sum()}[loss_on]
+        loss.backward()
+        grads.append([out, h_n, inp.grad, h.grad] + [p.grad for p in mod.parameters()])
+    for a, b in zip(*grads):
+        close(a, b, getattr(torch, dtype))
+
+
 def test_long_lstmcell_loop_backpropagates():
     """5,000 LSTMCell steps: backward is iterative (no recursion limit) and its gradients match torch's
     (computed by torch.nn.LSTM holding the cell's weights, which runs the same recurrence)."""

@@ -6,7 +6,9 @@ Note [RNN time loop]: a layer projects the input of every time step in one GEMM 
 one GEMM per step (h @ W_hh^T) and one fused gate op (_LSTMGates / _GRUGates): the forward
 computes the gate activations and the new state together, and its backward returns the gate
 gradients. Outputs are collected and stacked once. A packed sequence is the same loop over
-steps whose batch shrinks (forward) or grows (reverse direction).
+steps whose batch shrinks (forward) or grows (reverse direction). An unpacked LSTM layer without
+projection, or GRU layer, in float32 or float64 runs its whole time loop as one op instead
+(_LSTMSequence below, rnn_gru._GRUSequence): NumPy kernels forward and backward, no op per step.
 
 The fused ops return their activated gates as an extra, non-differentiable "workspace" output
 and save it as an output slot, so a double backward can route a gradient back into it: the
@@ -21,6 +23,7 @@ from ..autograd import grad_mode
 from ._registry import Op, install
 from .joining import cat, stack
 from .pointwise import _sigmoid_kernel
+from .rnn_gru import gru_sequence
 from .splitting import split_with_sizes, unbind
 
 _state = grad_mode._state
@@ -489,11 +492,15 @@ class _Layer:
         return _linear(x, self.w_ih, bias)
 
     def whole_sequence(self, xg, h0, c0):
-        """Whether the sequence runs as one _LSTMSequence op: an LSTM without projection, float32 or
-        float64 throughout."""
-        if self.mode != "LSTM" or self.w_hr is not None or xg._dtype not in _BLAS_DTYPES:
+        """Whether the sequence runs as one op (_LSTMSequence, rnn_gru._GRUSequence): an LSTM without
+        projection or a GRU, float32 or float64 throughout."""
+        if self.mode == "GRU":
+            state = (h0, self.w_hh) if self.b_hh is None else (h0, self.w_hh, self.b_hh)
+        elif self.mode == "LSTM" and self.w_hr is None:
+            state = (h0, c0, self.w_hh)
+        else:
             return False
-        return all(t._dtype is xg._dtype for t in (h0, c0, self.w_hh))
+        return xg._dtype in _BLAS_DTYPES and all(t._dtype is xg._dtype for t in state)
 
     def step(self, xg, h, c):
         mode = self.mode
@@ -513,6 +520,8 @@ def _run_direction(layer, x, h0, c0, batch_sizes, reverse):
     (outputs stacked like x, final h, final c)."""
     xg = layer.project_inputs(x)
     if batch_sizes is None and layer.whole_sequence(xg, h0, c0):
+        if layer.mode == "GRU":
+            return gru_sequence(xg, h0, layer.w_hh, layer.b_hh, reverse) + (None,)
         return _lstm_sequence(xg, h0, c0, layer.w_hh, reverse)
     if batch_sizes is None:
         steps = unbind(xg, 0)
