@@ -370,9 +370,9 @@ def test_double_backward_matches_torch(kind):
 @pytest.mark.parametrize("bias,bidirectional,loss_on", [(True, False, "out"), (False, True, "h"),
                                                         (True, True, "both"), (False, False, "both")])
 def test_gru_runs_as_one_op(dtype, bias, bidirectional, loss_on):
-    """An unpacked float GRU layer is one rnn_gru._GRUSequence op per direction: values and every gradient
+    """An unpacked float GRU layer is one rnn_sequence.GRUSequence op per direction: values and every gradient
     (input, h0, all weights and biases) match torch's, with the loss on the output, on h_n or on both."""
-    from ember._ops.rnn_gru import _GRUSequence
+    from ember._ops.rnn_sequence import GRUSequence
     torch.manual_seed(1)
     tm = torch.nn.GRU(5, 6, num_layers=2, bias=bias, bidirectional=bidirectional).to(getattr(torch, dtype))
     em = ember.nn.GRU(5, 6, num_layers=2, bias=bias, bidirectional=bidirectional).to(getattr(ember, dtype))
@@ -386,12 +386,41 @@ def test_gru_runs_as_one_op(dtype, bias, bidirectional, loss_on):
         h = lib.from_numpy(h0.copy()).requires_grad_(True)
         out, h_n = mod(inp, h)
         if lib is ember:
-            assert isinstance(out.grad_fn, _GRUSequence) or bidirectional
+            assert isinstance(out.grad_fn, GRUSequence) or bidirectional
         loss = {"out": (out * out).sum(), "h": h_n.sin().sum(), "both": (out * out).sum() + h_n.sin().sum()}[loss_on]
         loss.backward()
         grads.append([out, h_n, inp.grad, h.grad] + [p.grad for p in mod.parameters()])
     for a, b in zip(*grads):
         close(a, b, getattr(torch, dtype))
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_packed_sequence_op_double_backward(cls, bidirectional):
+    """A packed LSTM/GRU layer is one rnn_sequence op per direction (the batch shrinking, and growing in
+    reverse): values, every gradient and a double backward (create_graph) match torch's, with sequences
+    of equal lengths among them and an unsorted batch."""
+    from ember._ops import rnn_sequence
+    torch.manual_seed(3)
+    tm = getattr(torch.nn, cls)(3, 4, num_layers=2, bidirectional=bidirectional).double()
+    em = getattr(ember.nn, cls)(3, 4, num_layers=2, bidirectional=bidirectional).double()
+    copy_weights(tm, em)
+    x = np.random.default_rng(4).standard_normal((6, 5, 3))
+    lengths = [3, 6, 1, 6, 4]
+    results = []
+    for lib, mod, rnn in ((torch, tm, trnn), (ember, em, ernn)):
+        inp = lib.from_numpy(x.copy()).requires_grad_(True)
+        out, state = mod(rnn.pack_padded_sequence(inp, lengths, enforce_sorted=False))
+        h_n = state[0] if cls == "LSTM" else state
+        if lib is ember and not bidirectional:
+            assert isinstance(out.data.grad_fn, (rnn_sequence.LSTMPackedSequence, rnn_sequence.GRUPackedSequence))
+        params = list(mod.parameters())
+        loss = (out.data * out.data).sum() + h_n.sin().sum()
+        gs = lib.autograd.grad(loss, [inp] + params, create_graph=True)
+        penalty = sum((g * g).sum() for g in gs)
+        results.append([out.data, h_n] + list(gs) + list(lib.autograd.grad(penalty, [inp] + params)))
+    for a, b in zip(*results):
+        close(a, b)
 
 
 def test_long_lstmcell_loop_backpropagates():

@@ -6,9 +6,9 @@ Note [RNN time loop]: a layer projects the input of every time step in one GEMM 
 one GEMM per step (h @ W_hh^T) and one fused gate op (_LSTMGates / _GRUGates): the forward
 computes the gate activations and the new state together, and its backward returns the gate
 gradients. Outputs are collected and stacked once. A packed sequence is the same loop over
-steps whose batch shrinks (forward) or grows (reverse direction). An unpacked LSTM layer without
-projection, or GRU layer, in float32 or float64 runs its whole time loop as one op instead
-(_LSTMSequence below, rnn_gru._GRUSequence): NumPy kernels forward and backward, no op per step.
+steps whose batch shrinks (forward) or grows (reverse direction). An LSTM layer without projection,
+or a GRU layer, in float32 or float64 runs its whole time loop, padded or packed, as one op instead
+(Note [Sequence ops] in rnn_sequence.py): NumPy kernels forward and backward, no op per step.
 
 The fused ops return their activated gates as an extra, non-differentiable "workspace" output
 and save it as an output slot, so a double backward can route a gradient back into it: the
@@ -23,7 +23,7 @@ from ..autograd import grad_mode
 from ._registry import Op, install
 from .joining import cat, stack
 from .pointwise import _sigmoid_kernel
-from .rnn_gru import gru_sequence
+from .rnn_sequence import gru_sequence, lstm_cell as _lstm_cell, lstm_sequence
 from .splitting import split_with_sizes, unbind
 
 _state = grad_mode._state
@@ -125,26 +125,6 @@ class _LSTMGates(Op):
         return dgates, dgates, dc
 
 
-def _lstm_cell(gates, c, c_new, tanh_c, h):
-    """One LSTM step on arrays: activates the pre-activations gates (B, 4H; order i, f, g, o) in place
-    and writes c_new = f * c + i * g, tanh_c = tanh(c_new) and h = o * tanh_c (tanh_c may be h)."""
-    n = c.shape[-1]
-    g = gates[:, 2 * n:3 * n]
-    # Note [LSTM tanh gate]: one sigmoid over the whole (contiguous) block, g's columns doubled first
-    # (exact), then tanh(g) = 2 sigmoid(2g) - 1 from them: NumPy's float32 tanh costs ~1.7x its exp
-    # (2.8 vs 1.6 ns an element here), and the block's exp over g's columns is paid anyway (32x256
-    # gates: ~5% less time per step). Absolute error <= 2e-7 in float32 (3e-16 in float64; tiny g
-    # lose their relative accuracy, not their absolute one), +-inf and NaN as tanh.
-    g *= 2
-    _sigmoid_kernel(gates, out=gates)
-    g *= 2
-    g -= 1
-    np.multiply(gates[:, n:2 * n], c, out=c_new)
-    c_new += gates[:, :n] * gates[:, 2 * n:3 * n]
-    np.tanh(c_new, out=tanh_c)
-    np.multiply(gates[:, 3 * n:], tanh_c, out=h)
-
-
 def _lstm_gates_backward_kernel(gates, c, c_new, gh, gc, gw):
     """The gate gradients on arrays (grads are Tensors or None); returns Tensors."""
     n = c.shape[-1]
@@ -193,122 +173,6 @@ def _lstm_gates_backward_graph(gates, c, c_new, gh, gc, gw):
     if gw is not None:
         dgates = dgates + gw * cat([i * (1 - i), f * (1 - f), 1 - g * g, o * (1 - o)], 1)
     return dgates, dc * f
-
-
-# ---- a whole LSTM sequence in one op ----------------------------------------------------
-
-class _LSTMSequence(Op):
-    """(out, h_n, c_n) of one LSTM layer direction over a whole unpacked sequence, from the projected
-    inputs xg (T, B, 4H), the initial state and w_hh (see Note [RNN time loop]). The time loop runs in
-    NumPy with the gates, states and tanh(c) kept per step; the backward runs the recursion back in
-    NumPy and gets w_hh's gradient from one GEMM over all steps. Under create_graph the backward is
-    rebuilt from ember ops (the forward recomputed differentiably, then the same recursion)."""
-    _name = "MkldnnRnnLayerBackward0"
-
-    @staticmethod
-    def forward(ctx, xg, h0, c0, w_hh, reverse):
-        ctx.reverse = reverse
-        steps, batch, width = xg.shape
-        n = width // 4
-        w_t = np.ascontiguousarray(w_hh.T)
-        gates = np.empty((steps, batch, width), dtype=xg.dtype)
-        hs = np.empty((steps + 1, batch, n), dtype=xg.dtype)  # in processing order, hs[0] = h0
-        cs = np.empty((steps + 1, batch, n), dtype=xg.dtype)
-        tcs = np.empty((steps, batch, n), dtype=xg.dtype)
-        hs[0] = h0
-        cs[0] = c0
-        for k in range(steps):
-            a = gates[k]
-            np.matmul(hs[k], w_t, out=a)
-            a += xg[steps - 1 - k if reverse else k]
-            _lstm_cell(a, cs[k], cs[k + 1], tcs[k], hs[k + 1])
-        ctx.workspace = (gates, hs, cs, tcs)
-        out = (hs[:0:-1] if reverse else hs[1:]).copy()  # a copy: the backward reads hs
-        # the output is saved as torch's oneDNN layer saves it: writing into it before backward raises
-        ctx.save_for_backward(xg, h0, c0, w_hh, out)
-        return out, hs[steps].copy(), cs[steps].copy()
-
-    def backward(ctx, g_out, g_h, g_c):
-        xg, h0, c0, w_hh, _ = ctx.saved_tensors
-        if _state.enabled:
-            return _lstm_sequence_backward_graph(xg, h0, c0, w_hh, ctx.reverse, g_out, g_h, g_c)
-        gates, hs, cs, tcs = ctx.workspace
-        need = ctx.needs_input_grad
-        steps, batch, width = gates.shape
-        n = width // 4
-        w = w_hh._data
-        dh = np.zeros((batch, n), dtype=gates.dtype) if g_h is None else g_h._data.copy()
-        dc = np.zeros((batch, n), dtype=gates.dtype) if g_c is None else g_c._data.copy()
-        go = None if g_out is None else g_out._data
-        # every factor that does not depend on the incoming gradient, for all steps at once, so a step
-        # is seven NumPy calls: dc += dh * o(1 - tanh(c)^2); d_o = dh * tanh(c) o(1 - o);
-        # (d_i, d_f, d_g) = dc * (g i(1 - i), c_prev f(1 - f), i(1 - g^2)); dc *= f; dh = d @ w_hh
-        i, f, g, o = (gates[..., k * n:(k + 1) * n] for k in range(4))
-        q = 1 - tcs * tcs
-        q *= o
-        r = 1 - o
-        r *= o
-        r *= tcs
-        coef = np.empty((steps, batch, 3, n), dtype=gates.dtype)
-        np.multiply(i, 1 - i, out=coef[:, :, 0])
-        coef[:, :, 0] *= g
-        np.multiply(f, 1 - f, out=coef[:, :, 1])
-        coef[:, :, 1] *= cs[:steps]
-        np.multiply(g, g, out=coef[:, :, 2])
-        np.subtract(1, coef[:, :, 2], out=coef[:, :, 2])
-        coef[:, :, 2] *= i
-        dgates = np.empty_like(gates)
-        per_gate = dgates.reshape(steps, batch, 4, n)  # a view: [k, :, :3] are (d_i, d_f, d_g) of step k
-        tmp = np.empty((batch, n), dtype=gates.dtype)
-        for k in range(steps - 1, -1, -1):
-            if go is not None:
-                dh += go[steps - 1 - k if ctx.reverse else k]
-            np.multiply(dh, q[k], out=tmp)
-            dc += tmp
-            np.multiply(dh, r[k], out=per_gate[k, :, 3])
-            np.multiply(dc[:, None, :], coef[k], out=per_gate[k, :, :3])
-            dc *= f[k]
-            dh = np.matmul(dgates[k], w)
-        gxg = None
-        if need[0]:
-            gxg = Tensor._make(np.ascontiguousarray(dgates[::-1]) if ctx.reverse else dgates)
-        gw = None
-        if need[3]:
-            gw = Tensor._make(np.matmul(dgates.reshape(-1, width).T, hs[:steps].reshape(-1, n)))
-        return gxg, Tensor._make(dh) if need[1] else None, Tensor._make(dc) if need[2] else None, gw
-
-
-def _lstm_sequence_backward_graph(xg, h0, c0, w_hh, reverse, g_out, g_h, g_c):
-    """_LSTMSequence's gradients in ember ops, differentiable again: the forward is recomputed from
-    the inputs so that the saved gates and states carry their own history."""
-    steps = xg.shape[0]
-    order = range(steps - 1, -1, -1) if reverse else range(steps)
-    h, c = h0, c0
-    trace = []
-    for t in order:
-        i, f, g, o = (xg[t] + h.matmul(w_hh.t())).chunk(4, 1)
-        gates = cat([i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()], 1)
-        i, f, g, o = gates.chunk(4, 1)
-        c_new = f * c + i * g
-        trace.append((t, gates, c, c_new, h))
-        h, c = o * c_new.tanh(), c_new
-    dh, dc, gw = g_h, g_c, None
-    dxg = [None] * steps
-    for t, gates, c_prev, c_new, h_prev in reversed(trace):
-        if g_out is not None:
-            dh = g_out[t] if dh is None else dh + g_out[t]
-        d, dc = _lstm_gates_backward_graph(gates, c_prev, c_new, dh, dc, None)
-        dxg[t] = d
-        dh = d.matmul(w_hh)
-        step_gw = d.t().matmul(h_prev)
-        gw = step_gw if gw is None else gw + step_gw
-    return stack(dxg, 0), dh, dc, gw
-
-
-def _lstm_sequence(xg, h0, c0, w_hh, reverse):
-    out, h, c = _LSTMSequence.apply(xg, h0, c0, w_hh, reverse=reverse)
-    _no_materialize(out)
-    return out, h, c
 
 
 def _lstm_step(xg, hg, c):
@@ -492,8 +356,8 @@ class _Layer:
         return _linear(x, self.w_ih, bias)
 
     def whole_sequence(self, xg, h0, c0):
-        """Whether the sequence runs as one op (_LSTMSequence, rnn_gru._GRUSequence): an LSTM without
-        projection or a GRU, float32 or float64 throughout."""
+        """Whether the sequence runs as one op (rnn_sequence.py): an LSTM without projection or a GRU,
+        float32 or float64 throughout."""
         if self.mode == "GRU":
             state = (h0, self.w_hh) if self.b_hh is None else (h0, self.w_hh, self.b_hh)
         elif self.mode == "LSTM" and self.w_hr is None:
@@ -519,10 +383,10 @@ def _run_direction(layer, x, h0, c0, batch_sizes, reverse):
     """Run one layer over x (T, B, in) or packed data (N, in) with batch_sizes; returns
     (outputs stacked like x, final h, final c)."""
     xg = layer.project_inputs(x)
-    if batch_sizes is None and layer.whole_sequence(xg, h0, c0):
+    if layer.whole_sequence(xg, h0, c0):
         if layer.mode == "GRU":
-            return gru_sequence(xg, h0, layer.w_hh, layer.b_hh, reverse) + (None,)
-        return _lstm_sequence(xg, h0, c0, layer.w_hh, reverse)
+            return gru_sequence(xg, h0, layer.w_hh, layer.b_hh, reverse, batch_sizes)
+        return lstm_sequence(xg, h0, c0, layer.w_hh, reverse, batch_sizes)
     if batch_sizes is None:
         steps = unbind(xg, 0)
     else:
