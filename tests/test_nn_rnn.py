@@ -617,6 +617,25 @@ def test_lstm_output_written_in_place_before_backward_raises_like_torch(batch_fi
     raises_like(run)
 
 
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("packed", [False, True])
+def test_gru_output_written_in_place_before_backward_like_torch(packed, bidirectional):
+    """A GRU's output may be written into before backward (torch's CPU GRU stacks or concatenates its
+    steps and saves no output): the gradients are torch's, and the op's own state is not that output."""
+    grads = []
+    for lib, rnn in ((torch, trnn), (ember, ernn)):
+        lib.manual_seed(0)
+        m = lib.nn.GRU(3, 4, bidirectional=bidirectional)
+        x = lib.tensor(np.linspace(-1, 1, 30, dtype=np.float32).reshape(5, 2, 3))
+        out, h = m(rnn.pack_padded_sequence(x, [5, 3]) if packed else x)
+        data = out.data if packed else out
+        data.mul_(2)
+        (data.sum() + h.sum()).backward()
+        grads.append([data, h] + [p.grad for p in m.parameters()])
+    for a, b in zip(*grads):
+        close(a, b, torch.float32)
+
+
 # ---- the ember-only tests above, told again on torch (issue 19) -----------------------------------------------
 
 def _story_truncated_bptt(lib):

@@ -35,6 +35,7 @@ class Steps:
         offsets = np.cumsum([0] + list(sizes[:-1])).tolist()
         order = range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))
         self.steps = [(t, sizes[t], offsets[t]) for t in order]
+        self.reverse = reverse
         self.batch = max(sizes)
         self.total = int(sum(sizes))
         self.packed = min(sizes) < self.batch
@@ -47,8 +48,10 @@ class Steps:
         return a.reshape((self.total,) + a.shape[a.ndim - 1:]) if a.ndim == 3 else a
 
     def gather(self, per_step, shape_of):
-        """Rows [:rows] of per_step[k] (processing order), laid out as the input was: (T, B, ...) or
-        (N, ...) as shape_of."""
+        """Rows [:rows] of per_step[k] (processing order) in a new array laid out as the input was:
+        (T, B, ...) or (N, ...) as shape_of."""
+        if not self.packed:  # every step whole: one copy (in time order; never a view of per_step)
+            return np.array(per_step[::-1] if self.reverse else per_step).reshape(shape_of)
         out = np.empty((self.total,) + per_step.shape[2:], dtype=per_step.dtype)
         for k, (t, rows, offset) in enumerate(self.steps):
             out[offset:offset + rows] = per_step[k, :rows]
