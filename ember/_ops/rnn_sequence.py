@@ -62,10 +62,14 @@ class Steps:
         return np.zeros(shape, dtype) if self.packed else np.empty(shape, dtype)
 
 
-def _steps(ctx, xg, sizes, reverse):
+def _start(ctx, xg, h0, w_hh, sizes, reverse):
+    """A forward's common start: its Steps (kept on ctx), the inputs as (rows, width), W_hh^T as a
+    C-contiguous array and the state per step hs (count + 1, B, H), in processing order, hs[0] = h0."""
     steps = Steps([xg.shape[1]] * xg.shape[0] if sizes is None else sizes, reverse)
     ctx.steps = steps
-    return steps
+    hs = np.empty((len(steps) + 1, steps.batch, h0.shape[-1]), dtype=xg.dtype)
+    hs[0] = h0
+    return steps, steps.flat(xg), np.ascontiguousarray(w_hh.T), hs
 
 
 # ---- LSTM ---------------------------------------------------------------------------------
@@ -96,16 +100,12 @@ class LSTMSequence(Op):
 
     @staticmethod
     def forward(ctx, xg, h0, c0, w_hh, reverse, sizes=None):
-        steps = _steps(ctx, xg, sizes, reverse)
-        x = steps.flat(xg)
+        steps, x, w_t, hs = _start(ctx, xg, h0, w_hh, sizes, reverse)
         count, batch, width = len(steps), steps.batch, xg.shape[-1]
         n = width // 4
-        w_t = np.ascontiguousarray(w_hh.T)
         gates = steps.empty((count, batch, width), xg.dtype)
-        hs = np.empty((count + 1, batch, n), dtype=xg.dtype)  # in processing order, hs[0] = h0
         cs = np.empty((count + 1, batch, n), dtype=xg.dtype)
         tcs = steps.empty((count, batch, n), xg.dtype)
-        hs[0] = h0
         cs[0] = c0
         for k, (t, rows, offset) in enumerate(steps.steps):
             a = gates[k, :rows]
@@ -222,15 +222,11 @@ class GRUSequence(Op):
 
     @staticmethod
     def forward(ctx, xg, h0, w_hh, b_hh, reverse, sizes=None):
-        steps = _steps(ctx, xg, sizes, reverse)
-        x = steps.flat(xg)
+        steps, x, w_t, hs = _start(ctx, xg, h0, w_hh, sizes, reverse)
         count, batch, width = len(steps), steps.batch, xg.shape[-1]
         n = width // 3
-        w_t = np.ascontiguousarray(w_hh.T)
         ws = steps.empty((count, batch, 4 * n), xg.dtype)  # per step: r, z, n, hg_n
-        hs = np.empty((count + 1, batch, n), dtype=xg.dtype)  # in processing order, hs[0] = h0
         hg_all = np.empty((batch, width), dtype=xg.dtype)
-        hs[0] = h0
         for k, (t, rows, offset) in enumerate(steps.steps):
             xs = x[offset:offset + rows]
             w = ws[k, :rows]
