@@ -184,19 +184,19 @@ def stream(length, step, produce, consume, nbytes, align=1):
     pool = _executor(workers)
     futures = [pool.submit(work) for _ in range(workers)]
     try:
-        for a in range(0, length, step):
-            b = min(length, a + step)
-            produce(a, b)
+        try:
+            for a in range(0, length, step):
+                b = min(length, a + step)
+                produce(a, b)
+                with cond:
+                    state["produced"] = b
+                    cond.notify()
+        finally:
             with cond:
-                state["produced"] = b
-                cond.notify()
-    finally:
-        with cond:
-            state["ended"] = True
-            cond.notify_all()
-    try:
+                state["ended"] = True
+                cond.notify_all()
         work()
-    finally:
+    finally:  # the workers are done before this returns or raises
         for f in futures:
             f.result()
 
