@@ -577,8 +577,8 @@ def test_adam_array_update_equals_the_general_path(monkeypatch, dtype, kwargs):
     to the general path of ember ops, for both of lerp's branches; here in blocks of 5 elements split
     across two threads."""
     from ember._backend import parallel
-    from ember.optim import adam
-    monkeypatch.setattr(adam, "_BLOCK", 5)
+    from ember.optim import optimizer
+    monkeypatch.setattr(optimizer, "_BLOCK", 5)
     monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "threads", lambda: 2)
     rng = np.random.default_rng(0)
@@ -643,8 +643,8 @@ def test_sgd_array_update_equals_the_general_path(monkeypatch, dtype, kwargs):
     buffers and versions to the general path of ember ops; here in blocks of 5 elements split across
     two threads."""
     from ember._backend import parallel
-    from ember.optim import sgd
-    monkeypatch.setattr(sgd, "_BLOCK", 5)
+    from ember.optim import optimizer
+    monkeypatch.setattr(optimizer, "_BLOCK", 5)
     monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "threads", lambda: 2)
     rng = np.random.default_rng(1)
@@ -699,8 +699,8 @@ def test_adam_array_update_matches_torch(monkeypatch, dtype, kwargs):
     """The blockwise, two-thread per-array update of test_adam_array_update_equals_the_general_path gives
     torch's parameters and moments too."""
     from ember._backend import parallel
-    from ember.optim import adam
-    monkeypatch.setattr(adam, "_BLOCK", 5)
+    from ember.optim import optimizer
+    monkeypatch.setattr(optimizer, "_BLOCK", 5)
     monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "threads", lambda: 2)
     rng = np.random.default_rng(0)

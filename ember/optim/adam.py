@@ -3,10 +3,9 @@ import numpy as np
 
 from .. import _dtype as D
 from .. import maximum, zeros_like
-from .._backend import parallel
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_fused, _check_lr, _closure_loss,
-                        _init_state, _params_with_grad, _profiling, _real, _step_tensor, _value)
+from .optimizer import (Optimizer, _blocked_update, _check_betas, _check_capturable, _check_fused, _check_lr,
+                        _closure_loss, _init_state, _params_with_grad, _profiling, _real, _step_tensor, _value)
 
 __all__ = ["Adam"]
 
@@ -114,7 +113,6 @@ def _count(step_t):
     step_t._version_counter.value += 1
 
 
-_BLOCK = 1 << 17  # elements per block (measured best of 2^13..2^20: fewer calls, still cache-sized)
 
 
 def _update(p, grad, state, lr, beta1, beta2, eps):
@@ -129,18 +127,8 @@ def _update(p, grad, state, lr, beta1, beta2, eps):
     m = state["exp_avg"]
     v = state["exp_avg_sq"]
     x = p._data.reshape(-1)
-    g = grad._data.reshape(-1)
-    ma = m._data.reshape(-1)
-    va = v._data.reshape(-1)
-    size = x.size
-
-    def blocks(start, stop):
-        t = np.empty(min(_BLOCK, stop - start), dtype=x.dtype)
-        d = np.empty_like(t)
-        for a in range(start, stop, _BLOCK):
-            b = min(stop, a + _BLOCK)
-            _update_block(x[a:b], g[a:b], ma[a:b], va[a:b], t[:b - a], d[:b - a], *consts)
-    parallel.run(blocks, size, size * x.itemsize * 4)
+    arrays = (x, grad._data.reshape(-1), m._data.reshape(-1), v._data.reshape(-1))
+    _blocked_update(_update_block, arrays, consts, 2, x.size * x.itemsize * 4)
     m._version_counter.value += 1
     v._version_counter.value += 1
     p._version_counter.value += 1

@@ -67,6 +67,25 @@ def _profiling():
     return recorder is not None and recorder._state.recording
 
 
+_BLOCK = 1 << 17  # elements per block of an array update (Adam: measured best of 2^13..2^20: fewer calls, in cache)
+
+
+def _blocked_update(kernel, arrays, consts, temps, nbytes):
+    """kernel(*blocks of arrays, *temporaries, *consts) over the flat arrays (None entries stay None) in
+    blocks of _BLOCK elements, the blocks split across the intra-op threads; each thread allocates `temps`
+    scratch arrays of one block once. The optimizers' array fast paths (SGD, Adam) run on this."""
+    import numpy as np
+    from .._backend import parallel
+    x = arrays[0]
+
+    def blocks(start, stop):
+        scratch = [np.empty(min(_BLOCK, stop - start), dtype=x.dtype) for _ in range(temps)]
+        for a in range(start, stop, _BLOCK):
+            b = min(stop, a + _BLOCK)
+            kernel(*(None if v is None else v[a:b] for v in arrays), *(t[:b - a] for t in scratch), *consts)
+    parallel.run(blocks, x.size, nbytes)
+
+
 def _end_span(evt):
     if evt is not None:
         sys.modules["ember.profiler._recorder"].end(evt)

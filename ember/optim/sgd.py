@@ -2,10 +2,9 @@
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import parallel
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _check_fused, _check_lr, _closure_loss, _params_with_grad, _profiling,
-                        _value)
+from .optimizer import (Optimizer, _blocked_update, _check_fused, _check_lr, _closure_loss, _params_with_grad,
+                        _profiling, _value)
 
 __all__ = ["SGD"]
 
@@ -79,7 +78,6 @@ def _plain(p, grad, buf):
     return buf is None or (buf._dtype is d and buf._data.shape == shape and buf._data.flags.c_contiguous)
 
 
-_BLOCK = 1 << 17  # elements per block, as Adam's: the temporaries stay in cache between the passes
 
 
 def _update(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov):
@@ -91,17 +89,8 @@ def _update(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov):
     damp = None if buf is None or 1 - dampening == 1 else f(1 - dampening)  # as torch: read only with a buffer
     consts = (f(-lr), f(momentum), damp, None if weight_decay == 0 else f(weight_decay), nesterov)
     x = p._data.reshape(-1)
-    g = grad._data.reshape(-1)
-    b = None if buf is None else buf._data.reshape(-1)
-    size = x.size
-
-    def blocks(start, stop):
-        t = np.empty(min(_BLOCK, stop - start), dtype=x.dtype)
-        u = np.empty_like(t)
-        for a in range(start, stop, _BLOCK):
-            e = min(stop, a + _BLOCK)
-            _update_block(x[a:e], g[a:e], None if b is None else b[a:e], t[:e - a], u[:e - a], *consts)
-    parallel.run(blocks, size, size * x.itemsize * 3)
+    arrays = (x, grad._data.reshape(-1), None if buf is None else buf._data.reshape(-1))
+    _blocked_update(_update_block, arrays, consts, 2, x.size * x.itemsize * 3)
     if buf is not None:
         buf._version_counter.value += 2  # mul_, add_
     p._version_counter.value += 1
