@@ -577,7 +577,7 @@ def test_adam_array_update_equals_the_general_path(monkeypatch, dtype, kwargs):
     to the general path of ember ops, for both of lerp's branches; here in blocks of 5 elements split
     across two threads."""
     from ember._backend import parallel
-    from ember.optim import optimizer
+    from ember.optim import adam, optimizer
     monkeypatch.setattr(optimizer, "_BLOCK", 5)
     monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "threads", lambda: 2)
@@ -643,7 +643,7 @@ def test_sgd_array_update_equals_the_general_path(monkeypatch, dtype, kwargs):
     buffers and versions to the general path of ember ops; here in blocks of 5 elements split across
     two threads."""
     from ember._backend import parallel
-    from ember.optim import optimizer
+    from ember.optim import optimizer, sgd
     monkeypatch.setattr(optimizer, "_BLOCK", 5)
     monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "threads", lambda: 2)
