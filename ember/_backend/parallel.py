@@ -82,6 +82,23 @@ def run(fn, length, nbytes):
     _run_parts(fn, parts)
 
 
+def run_rows(fn, arrays, passes):
+    """fn(*arrays) over ranges of their axis 0 (arrays[0] sets the length and the bytes; None entries pass
+    through) on the intra-op threads, for row kernels of about `passes` NumPy passes (Note [Row pieces])."""
+    lead = arrays[0]
+    if lead.ndim == 0:
+        fn(*arrays)
+        return
+    run(lambda a, b: fn(*(None if x is None else x[a:b] for x in arrays)), lead.shape[0], lead.nbytes * passes)
+
+
+# Note [Row pieces]: row kernels (layer norm, softmax, cross_entropy, gelu) make 4-17 NumPy passes over the
+# same rows, each pass one call, so a 1-4 MB array is worth splitting though one pass over it is not: callers
+# give run() the bytes times the passes. Two threads that both make many short NumPy calls lose much to GIL
+# hand-offs, so each thread takes one contiguous range and makes every pass over it (its own row blocks
+# inside). The per-row arithmetic is the same on any range, so the results do not depend on the thread count.
+
+
 # Note [BLAS pieces]: NumPy's OpenBLAS splits each GEMM across its own threads, with a barrier at
 # the end of every call. A convolution makes many narrow GEMMs (one per kernel tap, K = C), and on
 # 2 cores those barriers cost what the second core gains (on a loaded machine far more: a
