@@ -150,8 +150,14 @@ def run_blas(fn, length, flops):
 
 
 def _run_parts(fn, parts):
+    import numpy as np
+    err = np.geterr()  # NumPy's error state is per thread: the pieces run under the caller's
+
+    def piece(a, b):
+        with np.errstate(**err):
+            fn(a, b)
     pool = _executor(len(parts) - 1)
-    futures = [pool.submit(fn, a, b) for a, b in parts[1:]]
+    futures = [pool.submit(piece, a, b) for a, b in parts[1:]]
     try:
         fn(*parts[0])
     finally:
