@@ -217,25 +217,18 @@ def gelu_backward(grad, x, tanh):
     return _pieces(_gelu_tanh_grad if tanh else _gelu_erf_grad, grad.dtype, g, w)
 
 
-# Note [GELU pieces]: the kernels above make 6-45 NumPy passes over their elements, each pass its own call,
-# so even a 1 MB array is worth splitting across the intra-op threads (parallel.run, its threshold met by
-# bytes x passes). Each thread takes one contiguous range of the elements (short calls on two threads lose
-# to GIL hand-offs) and runs the whole kernel on it; the arithmetic is elementwise, so the result does not
-# depend on the thread count.
-_PASSES = 12
-
-
 def _pieces(kernel, dtype, *arrays):
     """kernel(*arrays) (elementwise, same-shaped arrays) cast to dtype; over ranges of the elements on the
-    intra-op threads when the arrays are C-contiguous and the work is large (Note [GELU pieces])."""
+    intra-op threads when the arrays are C-contiguous and large (Note [Row pieces] in parallel.py): each thread
+    runs the whole kernel on one range; the arithmetic is elementwise, the same on any range."""
     last = arrays[-1]
-    nbytes = last.nbytes * _PASSES
-    if nbytes < parallel._MIN_BYTES or not all(a.flags.c_contiguous for a in arrays):
-        return kernel(*arrays).astype(dtype, copy=False)  # small, or another layout NumPy's result keeps
+    nbytes = last.nbytes * parallel.ROW_WEIGHT
+    if len(parallel.chunks(last.size, nbytes)) == 1 or not all(a.flags.c_contiguous for a in arrays):
+        return kernel(*arrays).astype(dtype, copy=False)  # one thread, or another layout NumPy's result keeps
     parts = tuple(a.reshape(-1) for a in arrays)
-    out = np.empty(parts[-1].shape, dtype)
+    out = np.empty(last.size, dtype)
 
     def piece(a, b):
         out[a:b] = kernel(*(p[a:b] for p in parts))
-    parallel.run(piece, len(out), nbytes)
+    parallel.run(piece, last.size, nbytes)
     return out.reshape(last.shape)

@@ -217,15 +217,12 @@ class CrossEntropy(Op):
         return _make(gx.astype(x._data.dtype, copy=False), x._dtype)
 
 
-_PASSES = 6  # NumPy passes of cross_entropy's kernels over the logits, an exp among them (Note [Row pieces])
-
-
 def _over_rows(fn, cd, arrays):
     """fn(*arrays), split over the samples (axis 0) on the intra-op threads unless the classes are axis 0."""
     if cd == 0:
         fn(*arrays)
     else:
-        parallel.run_rows(fn, arrays, _PASSES)
+        parallel.run_rows(fn, arrays)
 
 
 def _class_view(w, ndim, cd):

@@ -255,12 +255,11 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 # count (work worth a split has at least two), and the weight and bias gradients add the blocks' partial
 # sums in block order, so the results are the same on any number of threads.
 _BLOCK_BYTES = 1 << 20
-_PASSES = 8  # elementwise passes over each row, forward or backward (the split's work is bytes x passes)
 
 
 def _row_blocks(rows, inner, itemsize):
     """(rows per block, number of blocks, the work for parallel.run) of a layer-norm kernel."""
-    work = rows * inner * itemsize * _PASSES
+    work = rows * inner * itemsize * parallel.ROW_WEIGHT
     step = max(1, _BLOCK_BYTES // max(1, inner * 4))
     if work >= parallel._MIN_BYTES:
         step = min(step, max(1, -(-rows // 2)))

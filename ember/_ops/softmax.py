@@ -21,9 +21,6 @@ def _row(a):
     return a if a.ndim else a.reshape(1)
 
 
-_PASSES = 4  # NumPy passes of each softmax kernel over its rows, an exp among them (Note [Row pieces])
-
-
 def _empty_like(a, b=None):
     """The result buffer of a kernel over a (and b): pooled and C-contiguous when they are, else a's layout
     (as NumPy's own result would be for one operand)."""
@@ -32,11 +29,12 @@ def _empty_like(a, b=None):
 
 
 def _over_rows(fn, dim, arrays):
-    """fn(*arrays), split over axis 0 on the intra-op threads unless the softmax runs along it."""
+    """fn(*arrays), split over axis 0 on the intra-op threads unless the softmax runs along it
+    (Note [Row pieces] in ember/_backend/parallel.py)."""
     if dim == 0:
         fn(*arrays)
     else:
-        parallel.run_rows(fn, arrays, _PASSES)
+        parallel.run_rows(fn, arrays)
 
 
 class Softmax(Op):
