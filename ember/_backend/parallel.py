@@ -82,7 +82,7 @@ def run(fn, length, nbytes):
     _run_parts(fn, parts)
 
 
-ROW_WEIGHT = 1  # row kernels give run() their bytes x this: they split from 4 MB arrays (Note [Row pieces])
+ROW_WEIGHT = 2  # row kernels give run() twice their bytes: they split from 2 MiB arrays (Note [Row pieces])
 
 
 def run_rows(fn, arrays):
@@ -99,15 +99,15 @@ def run_rows(fn, arrays):
 # passes over the same rows, one call each. Two threads that both make many short NumPy calls lose much to
 # GIL hand-offs, so each thread takes one contiguous range and makes every pass over it (its own row blocks
 # inside); the per-row arithmetic is the same on any range, so the results do not depend on the thread count.
-# The work they give run() is their bytes x ROW_WEIGHT; weighting by the passes (so that 1-2 MB arrays split)
-# did not pay here. Measured 2026-11-28 12:08-12:28 (2-core AMD EPYC VM; split vs not at 2 threads in one
-# process, alternating, medians of 11 steps a round, rounds with another process on the CPU dropped; time
-# split/unsplit, fwd+bwd): 1 MB (256x1024 float32) layer norm 1.10-1.27, gelu 0.89-1.05, softmax 0.95-1.16,
-# log_softmax 0.82-0.97, cross_entropy 256x1000 1.14; 2 MB (512 rows) layer norm 0.75, gelu 0.70, softmax
-# 0.73, log_softmax 0.70, cross_entropy 512x1000 0.85; 4 MB (1024 rows) layer norm 0.70, gelu 0.64, softmax
-# 0.65, cross_entropy 1024x1000 0.70. Against main's code in alternating processes (12:30-12:41) the 2 MB
-# rows gained less (0.88-0.96) and cross_entropy 512x1000 lost (1.15), so the split starts at 4 MB, as the
-# copies' does. A thread hand-off here costs ~0.2-0.3 ms, which a 1 MB kernel does not win back.
+# The work they give run() is their bytes x ROW_WEIGHT (weighting by all the passes, so that 1 MB arrays split,
+# lost here). Measured 2026-11-28 12:08-12:57 (2-core AMD EPYC VM; split vs not at 2 threads in one process,
+# alternating, medians of 11 steps a round, rounds with another process on the CPU dropped; time split/unsplit,
+# fwd+bwd): 1 MB (256x1024 float32) layer norm 1.10-1.27, gelu 0.89-1.05, softmax 0.95-1.16, log_softmax
+# 0.82-0.97, cross_entropy 256x1000 1.14; 2 MB (512 rows) layer norm 0.75, gelu 0.70, softmax 0.73,
+# log_softmax 0.70, cross_entropy 512x1000 0.85; 4 MB (1024 rows) layer norm 0.68-0.70, gelu 0.64-0.68,
+# softmax 0.64-0.65, log_softmax 0.61, cross_entropy 1024x1000 0.59-0.70. (Against main's code in separate
+# processes the figures scatter more: a process here runs these kernels either ~1.0x or ~1.4x as fast, at random,
+# on main's code as on this.) A thread hand-off here costs ~0.2-0.3 ms, which a 1 MB kernel does not win back.
 
 
 # Note [BLAS pieces]: NumPy's OpenBLAS splits each GEMM across its own threads, with a barrier at

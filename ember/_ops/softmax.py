@@ -6,9 +6,9 @@ import warnings
 
 import numpy as np
 
+from .. import _backend as B
 from .. import _dtype as D
 from .._backend import opmath as _opmath
-from .. import _backend as B
 from .._backend import contiguous, parallel, ufunc
 from .._tensor import _wrap_dim
 from ._registry import Op, install
