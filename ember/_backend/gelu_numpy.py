@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from . import clamp_between, opmath, special
+from . import clamp_between, opmath, parallel, special
 
 _C = math.sqrt(2 / math.pi)
 _A = 0.044715
@@ -196,12 +196,12 @@ def gelu(x, tanh):
         return gelu(x.reshape(1), tanh).reshape(())
     w = opmath(x)
     if tanh:
-        out = _gelu_tanh(w)
+        kernel = _gelu_tanh
     elif w.dtype == np.float32:
-        out = _gelu_erf32(w)
+        kernel = _gelu_erf32
     else:
-        out = _gelu_erf(w)
-    return out.astype(x.dtype, copy=False)
+        kernel = _gelu_erf
+    return _pieces(kernel, x.dtype, w)
 
 
 def gelu_backward(grad, x, tanh):
@@ -213,7 +213,22 @@ def gelu_backward(grad, x, tanh):
     if g.dtype != w.dtype or g.shape != w.shape:
         g = np.broadcast_to(g.astype(w.dtype, copy=False), w.shape)
     if w.dtype == np.float32:
-        out = _gelu_backward32(g, w, tanh)
-    else:
-        out = _gelu_tanh_grad(g, w) if tanh else _gelu_erf_grad(g, w)
-    return out.astype(grad.dtype, copy=False)
+        return _pieces(lambda gs, ws: _gelu_backward32(gs, ws, tanh), grad.dtype, g, w)
+    return _pieces(_gelu_tanh_grad if tanh else _gelu_erf_grad, grad.dtype, g, w)
+
+
+def _pieces(kernel, dtype, *arrays):
+    """kernel(*arrays) (elementwise, same-shaped arrays) cast to dtype; over ranges of the elements on the
+    intra-op threads when the arrays are C-contiguous and large (Note [Row pieces] in parallel.py): each thread
+    runs the whole kernel on one range; the arithmetic is elementwise, the same on any range."""
+    last = arrays[-1]
+    nbytes = last.nbytes * parallel.ROW_WEIGHT
+    if len(parallel.chunks(last.size, nbytes)) == 1 or not all(a.flags.c_contiguous for a in arrays):
+        return kernel(*arrays).astype(dtype, copy=False)  # one thread, or another layout NumPy's result keeps
+    parts = tuple(a.reshape(-1) for a in arrays)
+    out = np.empty(last.size, dtype)
+
+    def piece(a, b):
+        out[a:b] = kernel(*(p[a:b] for p in parts))
+    parallel.run(piece, last.size, nbytes)
+    return out.reshape(last.shape)

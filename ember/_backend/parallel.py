@@ -82,6 +82,34 @@ def run(fn, length, nbytes):
     _run_parts(fn, parts)
 
 
+ROW_WEIGHT = 2  # row kernels give run() twice their bytes: they split from 2 MiB arrays (Note [Row pieces])
+
+
+def run_rows(fn, arrays):
+    """fn(*arrays) over ranges of their axis 0 on the intra-op threads (arrays[0] sets the length and the
+    work; None entries pass through), for row kernels of several NumPy passes (Note [Row pieces])."""
+    lead = arrays[0]
+    if lead.ndim == 0:
+        fn(*arrays)
+        return
+    run(lambda a, b: fn(*(None if x is None else x[a:b] for x in arrays)), lead.shape[0], lead.nbytes * ROW_WEIGHT)
+
+
+# Note [Row pieces]: row kernels (layer norm, softmax / log_softmax, cross_entropy, gelu) make 4-17 NumPy
+# passes over the same rows, one call each. Two threads that both make many short NumPy calls lose much to
+# GIL hand-offs, so each thread takes one contiguous range and makes every pass over it (its own row blocks
+# inside); the per-row arithmetic is the same on any range, so the results do not depend on the thread count.
+# The work they give run() is their bytes x ROW_WEIGHT (weighting by all the passes, so that 1 MB arrays split,
+# lost here). Measured 2026-11-28 12:08-12:57 (2-core AMD EPYC VM; split vs not at 2 threads in one process,
+# alternating, medians of 11 steps a round, rounds with another process on the CPU dropped; time split/unsplit,
+# fwd+bwd): 1 MB (256x1024 float32) layer norm 1.10-1.27, gelu 0.89-1.05, softmax 0.95-1.16, log_softmax
+# 0.82-0.97, cross_entropy 256x1000 1.14; 2 MB (512 rows) layer norm 0.75, gelu 0.70, softmax 0.73,
+# log_softmax 0.70, cross_entropy 512x1000 0.85; 4 MB (1024 rows) layer norm 0.68-0.70, gelu 0.64-0.68,
+# softmax 0.64-0.65, log_softmax 0.61, cross_entropy 1024x1000 0.59-0.70. (Against main's code in separate
+# processes the figures scatter more: a process here runs these kernels either ~1.0x or ~1.4x as fast, at random,
+# on main's code as on this.) A thread hand-off here costs ~0.2-0.3 ms, which a 1 MB kernel does not win back.
+
+
 # Note [BLAS pieces]: NumPy's OpenBLAS splits each GEMM across its own threads, with a barrier at
 # the end of every call. A convolution makes many narrow GEMMs (one per kernel tap, K = C), and on
 # 2 cores those barriers cost what the second core gains (on a loaded machine far more: a
@@ -133,8 +161,14 @@ def run_blas(fn, length, flops):
 
 
 def _run_parts(fn, parts):
+    import numpy as np
+    err = np.geterr()  # NumPy's error state is per thread: the pieces run under the caller's
+
+    def piece(a, b):
+        with np.errstate(**err):
+            fn(a, b)
     pool = _executor(len(parts) - 1)
-    futures = [pool.submit(fn, a, b) for a, b in parts[1:]]
+    futures = [pool.submit(piece, a, b) for a, b in parts[1:]]
     try:
         fn(*parts[0])
     finally:

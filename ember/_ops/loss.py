@@ -14,7 +14,8 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import ufunc
+from .. import _backend as B
+from .._backend import parallel
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ._argcheck import wrong_type
@@ -150,10 +151,21 @@ class CrossEntropy(Op):
     def forward(ctx, x, t, valid, weight, cd, smoothing, reduction):
         xf = _opmath(x)
         c = xf.shape[cd]
-        m = np.max(xf, axis=cd, keepdims=True)
-        e = ufunc(np.subtract, xf, m)
-        np.exp(e, out=e)  # softmax = e / s: the division is folded into the backward's coefficients
-        s = np.sum(e, axis=cd, keepdims=True)
+        keep = list(xf.shape)
+        keep[cd] = 1
+        m, s = np.empty(keep, xf.dtype), np.empty(keep, xf.dtype)
+        e = B.empty_like(xf)  # softmax = e / s: the division is folded into the backward's coefficients
+        wx = np.empty(t.shape, xf.dtype) if smoothing else None
+        wc = None if weight is None else _class_view(weight, xf.ndim, cd)
+
+        def rows(xs, es, ms, ss, wxs):
+            np.maximum.reduce(xs, axis=cd, keepdims=True, out=ms)
+            np.subtract(xs, ms, out=es)
+            np.exp(es, out=es)
+            np.add.reduce(es, axis=cd, keepdims=True, out=ss)
+            if wxs is not None:
+                np.add.reduce(xs if wc is None else xs * wc, axis=cd, out=wxs)
+        _over_rows(rows, cd, (xf, e, m, s, wx))
         lse = (m + np.log(s)).squeeze(cd)
         tk = np.expand_dims(t, cd)
         nll = lse - np.take_along_axis(xf, tk, axis=cd).squeeze(cd)
@@ -164,7 +176,6 @@ class CrossEntropy(Op):
         loss = wt * nll * (1 - smoothing)
         w_all = float(c) if weight is None else float(weight.sum())
         if smoothing:
-            wx = np.sum(xf, axis=cd) if weight is None else np.sum(xf * _class_view(weight, xf.ndim, cd), axis=cd)
             loss += (smoothing / c) * valid * (lse * w_all - wx)
         denom = wt.sum()
         ctx.save_for_backward(x)
@@ -188,13 +199,30 @@ class CrossEntropy(Op):
         if reduction == "mean":
             g = g / denom if denom else np.zeros_like(g)  # every target ignored: nan loss, zero gradient
         gi = np.expand_dims(np.broadcast_to(g, wt.shape), cd)
-        gx = ufunc(np.multiply, e, gi * np.expand_dims(a, cd) / s)
-        at_target = np.take_along_axis(gx, tk, axis=cd) - gi * np.expand_dims((1 - smoothing) * wt, cd)
-        np.put_along_axis(gx, tk, at_target, axis=cd)
+        coef = gi * np.expand_dims(a, cd) / s
+        at_coef = gi * np.expand_dims((1 - smoothing) * wt, cd)
+        gx = B.empty_like(e) if coef.dtype == e.dtype else np.empty_like(e, np.result_type(e, coef))
+        smooth = None
         if smoothing:
+            smooth = gi * np.expand_dims(valid * (smoothing / c), cd)
             w = 1.0 if weight is None else _class_view(weight, gx.ndim, cd)
-            gx -= (gi * np.expand_dims(valid * (smoothing / c), cd)) * w
+
+        def rows(es, cs, gxs, tks, ats, sms):
+            np.multiply(es, cs, out=gxs)
+            np.put_along_axis(gxs, tks, np.take_along_axis(gxs, tks, axis=cd) - ats, axis=cd)
+            if sms is not None:
+                gxs -= sms * w
+        _over_rows(rows, cd, (e, np.broadcast_to(coef, s.shape), gx, tk, np.broadcast_to(at_coef, s.shape),
+                              None if smooth is None else np.broadcast_to(smooth, s.shape)))
         return _make(gx.astype(x._data.dtype, copy=False), x._dtype)
+
+
+def _over_rows(fn, cd, arrays):
+    """fn(*arrays), split over the samples (axis 0) on the intra-op threads unless the classes are axis 0."""
+    if cd == 0:
+        fn(*arrays)
+    else:
+        parallel.run_rows(fn, arrays)
 
 
 def _class_view(w, ndim, cd):

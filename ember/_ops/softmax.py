@@ -6,9 +6,10 @@ import warnings
 
 import numpy as np
 
+from .. import _backend as B
 from .. import _dtype as D
 from .._backend import opmath as _opmath
-from .._backend import contiguous, ufunc
+from .._backend import contiguous, parallel, ufunc
 from .._tensor import _wrap_dim
 from ._registry import Op, install
 
@@ -20,6 +21,22 @@ def _row(a):
     return a if a.ndim else a.reshape(1)
 
 
+def _empty_like(a, b=None):
+    """The result buffer of a kernel over a (and b): pooled and C-contiguous when they are, else a's layout
+    (as NumPy's own result would be for one operand)."""
+    c_order = a.flags.c_contiguous and (b is None or (b.flags.c_contiguous and b.dtype == a.dtype))
+    return B.empty(a.shape, a.dtype) if c_order else np.empty_like(a, np.result_type(a, *([] if b is None else [b])))
+
+
+def _over_rows(fn, dim, arrays):
+    """fn(*arrays), split over axis 0 on the intra-op threads unless the softmax runs along it
+    (Note [Row pieces] in ember/_backend/parallel.py)."""
+    if dim == 0:
+        fn(*arrays)
+    else:
+        parallel.run_rows(fn, arrays)
+
+
 class Softmax(Op):
     """exp(x - max) / sum, along one dim (own kernel: stable, and saves only the output)."""
     _name = "SoftmaxBackward0"
@@ -29,9 +46,13 @@ class Softmax(Op):
         ctx.dim = dim
         w = _row(_opmath(x))
         if w.size:
-            e = ufunc(np.subtract, w, np.maximum.reduce(w, axis=dim, keepdims=True))
-            np.exp(e, out=e)
-            e /= np.add.reduce(e, axis=dim, keepdims=True)
+            e = _empty_like(w)
+
+            def rows(ws, es):
+                np.subtract(ws, np.maximum.reduce(ws, axis=dim, keepdims=True), out=es)
+                np.exp(es, out=es)
+                es /= np.add.reduce(es, axis=dim, keepdims=True)
+            _over_rows(rows, dim, (w, e))
         else:
             e = w.copy()
         out = contiguous(e.astype(x.dtype, copy=False).reshape(x.shape))  # as torch's, contiguous
@@ -54,10 +75,13 @@ class _SoftmaxBackwardData(Op):
         ctx.save_for_backward(grad, out)
         g = _row(_opmath(grad))
         o = _row(_opmath(out))
-        t = ufunc(np.multiply, g, o)
-        s = np.add.reduce(t, axis=dim, keepdims=True)
-        np.subtract(g, s, out=t)
-        t *= o
+        t = _empty_like(g, o)
+
+        def rows(gs, os, ts):
+            np.multiply(gs, os, out=ts)
+            np.subtract(gs, np.add.reduce(ts, axis=dim, keepdims=True), out=ts)
+            ts *= os
+        _over_rows(rows, dim, (g, o, t))
         return t.astype(grad.dtype, copy=False).reshape(grad.shape)
 
     def backward(ctx, v):
@@ -79,9 +103,12 @@ class LogSoftmax(Op):
         ctx.dim = dim
         w = _row(_opmath(x))
         if w.size:
-            shifted = ufunc(np.subtract, w, np.maximum.reduce(w, axis=dim, keepdims=True))
-            e = ufunc(np.exp, shifted)
-            shifted -= np.log(np.add.reduce(e, axis=dim, keepdims=True))
+            shifted = _empty_like(w)
+
+            def rows(ws, ss):
+                np.subtract(ws, np.maximum.reduce(ws, axis=dim, keepdims=True), out=ss)
+                ss -= np.log(np.add.reduce(ufunc(np.exp, ss), axis=dim, keepdims=True))
+            _over_rows(rows, dim, (w, shifted))
         else:
             shifted = w.copy()
         out = contiguous(shifted.astype(x.dtype, copy=False).reshape(x.shape))
@@ -103,9 +130,14 @@ class _LogSoftmaxBackwardData(Op):
         ctx.dim = dim
         ctx.save_for_backward(grad, out)
         g = _row(_opmath(grad))
-        t = ufunc(np.exp, _row(_opmath(out)))
-        t *= np.add.reduce(g, axis=dim, keepdims=True)
-        np.subtract(g, t, out=t)
+        o = _row(_opmath(out))
+        t = _empty_like(g, o)
+
+        def rows(gs, os, ts):
+            np.exp(os, out=ts)
+            ts *= np.add.reduce(gs, axis=dim, keepdims=True)
+            np.subtract(gs, ts, out=ts)
+        _over_rows(rows, dim, (g, o, t))
         return t.astype(grad.dtype, copy=False).reshape(grad.shape)
 
     def backward(ctx, v):
