@@ -62,3 +62,17 @@ def test_errors_reach_the_caller(threads):
         _run(1024, 32, 16, fail_produce=512)
     with pytest.raises(KeyError, match="consume failed"):
         _run(1024, 32, 16, fail_consume=700)
+
+
+@pytest.mark.parametrize("threads", [2], indirect=True)
+def test_workers_keep_the_callers_error_state(threads):
+    """NumPy's error state is per thread: the consumes on the workers run under the caller's."""
+    import numpy as np
+    seen = []
+
+    def consume(a, b):
+        seen.append(np.geterr()["over"])
+
+    with np.errstate(over="raise"):
+        parallel.stream(64, 16, lambda a, b: time.sleep(0.002), consume, nbytes=1 << 40)
+    assert seen and set(seen) == {"raise"}

@@ -215,8 +215,14 @@ def stream(length, step, produce, consume, nbytes, align=1):
                 return
             consume(*r)
 
+    import numpy as np
+    err = np.geterr()  # NumPy's error state is per thread: the workers run under the caller's
+
+    def worker():
+        with np.errstate(**err):
+            work()
     pool = _executor(workers)
-    futures = [pool.submit(work) for _ in range(workers)]
+    futures = [pool.submit(worker) for _ in range(workers)]
     try:
         try:
             for a in range(0, length, step):
