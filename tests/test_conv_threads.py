@@ -15,6 +15,9 @@ import ember
 from ember._backend import blas, parallel
 from ember._ops import conv as C
 
+from ._threads import spy_splits
+from .test_nn_conv import check_conv2d_double_backward
+
 TOL = {np.float64: dict(rtol=1e-9, atol=1e-9), np.float32: dict(rtol=2e-4, atol=2e-4)}
 
 
@@ -24,14 +27,7 @@ def split(monkeypatch):
     before = ember.get_num_threads()
     ember.set_num_threads(2)
     monkeypatch.setattr(parallel, "_MIN_FLOPS", 0)
-    seen = []
-    real = parallel._run_parts
-
-    def spy(fn, parts):
-        seen.append(len(parts))
-        return real(fn, parts)
-    monkeypatch.setattr(parallel, "_run_parts", spy)
-    yield seen
+    yield spy_splits(monkeypatch)
     ember.set_num_threads(before)
 
 
@@ -96,19 +92,9 @@ def test_split_convolutions_match_torch(dtype, mode, split, monkeypatch):
 def test_split_double_backward_matches_torch(mode, split, monkeypatch):
     monkeypatch.setattr(C, "IMPLICIT_MODE", mode)
     rng = np.random.default_rng(11)
-    x = rng.standard_normal((4, 4, 9, 7))
-    w = rng.standard_normal((6, 2, 3, 2))
-    b = rng.standard_normal(6)
-    results = []
-    for lib in (ember, torch):
-        xs, ws, bs = (lib.from_numpy(a.copy()).requires_grad_() for a in (x, w, b))
-        y = lib.nn.functional.conv2d(xs, ws, bs, padding=(1, 2), dilation=(2, 1), groups=2)
-        gx, gw = lib.autograd.grad((y * y).sum(), (xs, ws), create_graph=True)
-        (gx.pow(2).sum() + (gw * gw).sum()).backward()
-        results.append([t.detach().numpy() for t in (y, gx, gw, xs.grad, ws.grad, bs.grad)])
+    x, w, b = (rng.standard_normal(s) for s in ((4, 4, 9, 7), (6, 2, 3, 2), (6,)))
+    check_conv2d_double_backward(x, w, b, padding=(1, 2), dilation=(2, 1), groups=2)
     assert len(split) >= 4
-    for e, t in zip(*results):
-        np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)
 
 
 def test_one_thread_does_not_split(monkeypatch):

@@ -112,6 +112,21 @@ def check(fn, *specs, dtype="float64", grad=True, gradgrad=False, seed=0):
             _close(e, t, dtype, f"second-order grad of input {i}")
 
 
+def check_conv2d_double_backward(x, w, b, **kw):
+    """conv2d of the float64 arrays x, w, b (kw: its keywords), then a penalty on the gradients built with
+    create_graph, backward through it: the output, both gradients and the three second-order gradients agree
+    with torch's. Shared by the conv path tests (rows, implicit GEMM, thread pieces)."""
+    results = []
+    for lib in (ember, torch):
+        xs, ws, bs = (lib.from_numpy(a.copy()).requires_grad_() for a in (x, w, b))
+        y = lib.nn.functional.conv2d(xs, ws, bs, **kw)
+        gx, gw = lib.autograd.grad((y * y).sum(), (xs, ws), create_graph=True)
+        ((gx * gx).sum() + (gw * gw).sum()).backward()
+        results.append([t.detach().numpy() for t in (y, gx, gw, xs.grad, ws.grad, bs.grad)])
+    for e, t in zip(*results):
+        np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)
+
+
 def raises_like(fn, match_message=True):
     """fn(lib) raises the same exception type in torch and ember (and, by default, the same message)."""
     caught = []

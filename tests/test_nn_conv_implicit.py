@@ -14,6 +14,8 @@ from ember._backend import cblas
 from ember._backend import conv_implicit as IM
 from ember._ops import conv as C
 
+from .test_nn_conv import check_conv2d_double_backward
+
 pytestmark = [pytest.mark.skipif(not cblas.available(np.float64), reason="NumPy's OpenBLAS cblas not found"),
               pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")]
 
@@ -112,19 +114,9 @@ def test_default_thresholds_keep_im2col_elsewhere(calls):
 def test_double_backward_matches_torch(monkeypatch, calls):
     monkeypatch.setattr(C, "IMPLICIT_MODE", "always")
     rng = np.random.default_rng(7)
-    x = rng.standard_normal((2, 4, 7, 6))
-    w = rng.standard_normal((6, 2, 3, 2))
-    b = rng.standard_normal(6)
-    results = []
-    for lib in (ember, torch):
-        xs, ws, bs = (lib.from_numpy(a.copy()).requires_grad_() for a in (x, w, b))
-        y = lib.nn.functional.conv2d(xs, ws, bs, padding=(1, 2), dilation=(2, 1), groups=2)
-        gx, gw = lib.autograd.grad((y * y).sum(), (xs, ws), create_graph=True)
-        (gx.pow(2).sum() + (gw * gw).sum()).backward()
-        results.append([t.detach().numpy() for t in (y, gx, gw, xs.grad, ws.grad, bs.grad)])
+    x, w, b = (rng.standard_normal(s) for s in ((2, 4, 7, 6), (6, 2, 3, 2), (6,)))
+    check_conv2d_double_backward(x, w, b, padding=(1, 2), dilation=(2, 1), groups=2)
     assert len(calls) >= 3
-    for e, t in zip(*results):
-        np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

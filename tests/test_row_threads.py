@@ -14,6 +14,8 @@ import torch
 import ember
 from ember._backend import parallel
 
+from ._threads import spy_splits
+
 TOL = {np.float64: dict(rtol=1e-10, atol=1e-12), np.float32: dict(rtol=2e-5, atol=1e-5)}
 
 
@@ -22,14 +24,7 @@ def split(monkeypatch):
     """Every row kernel worth a split; yields the piece counts of the splits that ran."""
     before = ember.get_num_threads()
     monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
-    seen = []
-    real = parallel._run_parts
-
-    def spy(fn, parts):
-        seen.append(len(parts))
-        return real(fn, parts)
-    monkeypatch.setattr(parallel, "_run_parts", spy)
-    yield seen
+    yield spy_splits(monkeypatch)
     ember.set_num_threads(before)
 
 
