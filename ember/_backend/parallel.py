@@ -3,7 +3,8 @@
 NumPy releases the GIL inside copies and ufunc loops, so splitting one large strided copy (an
 im2col gather, a layout change) into slices along a leading axis and running them on two threads
 takes ~0.55-0.65x the time of one call (measured: im2col gathers of 5-75 MB, 2 cores). Contiguous
-elementwise work under a few MB does not gain (the hand-off costs ~50 us), so only callers with
+elementwise work under a few MB does not gain (the hand-off costs ~50 us; 200-340 us on the 2-core
+VM of 2026-11-28, whose idle vCPU wakes slowly), so only callers with
 big strided work use this. run_blas splits work whose pieces are GEMMs (the dense convolutions),
 with OpenBLAS on one thread meanwhile (Note [BLAS pieces]). The pool has ember.get_num_threads() - 1
 workers (the calling thread does one share), is built lazily and is dropped in a forked child, where
@@ -85,11 +86,12 @@ def run(fn, length, nbytes):
 ROW_WEIGHT = 2  # row kernels give run() twice their bytes: they split from 2 MiB arrays (Note [Row pieces])
 
 
-def run_rows(fn, arrays):
+def run_rows(fn, arrays, dim=None):
     """fn(*arrays) over ranges of their axis 0 on the intra-op threads (arrays[0] sets the length and the
-    work; None entries pass through), for row kernels of several NumPy passes (Note [Row pieces])."""
+    work; None entries pass through), for row kernels of several NumPy passes (Note [Row pieces]). A kernel
+    that reduces along axis 0 (dim == 0) runs whole."""
     lead = arrays[0]
-    if lead.ndim == 0:
+    if lead.ndim == 0 or dim == 0:
         fn(*arrays)
         return
     run(lambda a, b: fn(*(None if x is None else x[a:b] for x in arrays)), lead.shape[0], lead.nbytes * ROW_WEIGHT)
@@ -160,13 +162,19 @@ def run_blas(fn, length, flops):
                 blas.set_threads(_blas_restore)
 
 
-def _run_parts(fn, parts):
+def _in_callers_errstate(fn):
+    """fn, to run on another thread under the calling thread's NumPy error state (it is per thread)."""
     import numpy as np
-    err = np.geterr()  # NumPy's error state is per thread: the pieces run under the caller's
+    err = np.geterr()
 
-    def piece(a, b):
+    def call(*args):
         with np.errstate(**err):
-            fn(a, b)
+            return fn(*args)
+    return call
+
+
+def _run_parts(fn, parts):
+    piece = _in_callers_errstate(fn)
     pool = _executor(len(parts) - 1)
     futures = [pool.submit(piece, a, b) for a, b in parts[1:]]
     try:
@@ -215,12 +223,7 @@ def stream(length, step, produce, consume, nbytes, align=1):
                 return
             consume(*r)
 
-    import numpy as np
-    err = np.geterr()  # NumPy's error state is per thread: the workers run under the caller's
-
-    def worker():
-        with np.errstate(**err):
-            work()
+    worker = _in_callers_errstate(work)
     pool = _executor(workers)
     futures = [pool.submit(worker) for _ in range(workers)]
     try:

@@ -165,7 +165,7 @@ class CrossEntropy(Op):
             np.add.reduce(es, axis=cd, keepdims=True, out=ss)
             if wxs is not None:
                 np.add.reduce(xs if wc is None else xs * wc, axis=cd, out=wxs)
-        _over_rows(rows, cd, (xf, e, m, s, wx))
+        parallel.run_rows(rows, (xf, e, m, s, wx), cd)
         lse = (m + np.log(s)).squeeze(cd)
         tk = np.expand_dims(t, cd)
         nll = lse - np.take_along_axis(xf, tk, axis=cd).squeeze(cd)
@@ -212,17 +212,9 @@ class CrossEntropy(Op):
             np.put_along_axis(gxs, tks, np.take_along_axis(gxs, tks, axis=cd) - ats, axis=cd)
             if sms is not None:
                 gxs -= sms * w
-        _over_rows(rows, cd, (e, np.broadcast_to(coef, s.shape), gx, tk, np.broadcast_to(at_coef, s.shape),
-                              None if smooth is None else np.broadcast_to(smooth, s.shape)))
+        parallel.run_rows(rows, (e, np.broadcast_to(coef, s.shape), gx, tk, np.broadcast_to(at_coef, s.shape),
+                                 None if smooth is None else np.broadcast_to(smooth, s.shape)), cd)
         return _make(gx.astype(x._data.dtype, copy=False), x._dtype)
-
-
-def _over_rows(fn, cd, arrays):
-    """fn(*arrays), split over the samples (axis 0) on the intra-op threads unless the classes are axis 0."""
-    if cd == 0:
-        fn(*arrays)
-    else:
-        parallel.run_rows(fn, arrays)
 
 
 def _class_view(w, ndim, cd):

@@ -28,15 +28,6 @@ def _empty_like(a, b=None):
     return B.empty(a.shape, a.dtype) if c_order else np.empty_like(a, np.result_type(a, *([] if b is None else [b])))
 
 
-def _over_rows(fn, dim, arrays):
-    """fn(*arrays), split over axis 0 on the intra-op threads unless the softmax runs along it
-    (Note [Row pieces] in ember/_backend/parallel.py)."""
-    if dim == 0:
-        fn(*arrays)
-    else:
-        parallel.run_rows(fn, arrays)
-
-
 class Softmax(Op):
     """exp(x - max) / sum, along one dim (own kernel: stable, and saves only the output)."""
     _name = "SoftmaxBackward0"
@@ -52,7 +43,7 @@ class Softmax(Op):
                 np.subtract(ws, np.maximum.reduce(ws, axis=dim, keepdims=True), out=es)
                 np.exp(es, out=es)
                 es /= np.add.reduce(es, axis=dim, keepdims=True)
-            _over_rows(rows, dim, (w, e))
+            parallel.run_rows(rows, (w, e), dim)
         else:
             e = w.copy()
         out = contiguous(e.astype(x.dtype, copy=False).reshape(x.shape))  # as torch's, contiguous
@@ -81,7 +72,7 @@ class _SoftmaxBackwardData(Op):
             np.multiply(gs, os, out=ts)
             np.subtract(gs, np.add.reduce(ts, axis=dim, keepdims=True), out=ts)
             ts *= os
-        _over_rows(rows, dim, (g, o, t))
+        parallel.run_rows(rows, (g, o, t), dim)
         return t.astype(grad.dtype, copy=False).reshape(grad.shape)
 
     def backward(ctx, v):
@@ -108,7 +99,7 @@ class LogSoftmax(Op):
             def rows(ws, ss):
                 np.subtract(ws, np.maximum.reduce(ws, axis=dim, keepdims=True), out=ss)
                 ss -= np.log(np.add.reduce(ufunc(np.exp, ss), axis=dim, keepdims=True))
-            _over_rows(rows, dim, (w, shifted))
+            parallel.run_rows(rows, (w, shifted), dim)
         else:
             shifted = w.copy()
         out = contiguous(shifted.astype(x.dtype, copy=False).reshape(x.shape))
@@ -137,7 +128,7 @@ class _LogSoftmaxBackwardData(Op):
             np.exp(os, out=ts)
             ts *= np.add.reduce(gs, axis=dim, keepdims=True)
             np.subtract(gs, ts, out=ts)
-        _over_rows(rows, dim, (g, o, t))
+        parallel.run_rows(rows, (g, o, t), dim)
         return t.astype(grad.dtype, copy=False).reshape(grad.shape)
 
     def backward(ctx, v):

@@ -113,8 +113,6 @@ def _count(step_t):
     step_t._version_counter.value += 1
 
 
-
-
 def _update(p, grad, state, lr, beta1, beta2, eps):
     """One Adam step straight on the arrays: the same operations, in the same order and precision, as
     the general path's lerp_, mul_, addcmul_, sqrt, div_, add_ and addcdiv_ (so the same values), with

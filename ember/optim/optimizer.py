@@ -10,8 +10,11 @@ import functools
 import sys
 from collections import OrderedDict, defaultdict
 
+import numpy as np
+
 from .. import _dtype as D
 from .. import tensor, zeros_like
+from .._backend import parallel
 from .._tensor import Tensor
 from ..autograd.grad_mode import _state as _grad_state
 from ..utils.hooks import RemovableHandle
@@ -74,8 +77,6 @@ def _blocked_update(kernel, arrays, consts, temps, nbytes):
     """kernel(*blocks of arrays, *temporaries, *consts) over the flat arrays (None entries stay None) in
     blocks of _BLOCK elements, the blocks split across the intra-op threads; each thread allocates `temps`
     scratch arrays of one block once. The optimizers' array fast paths (SGD, Adam) run on this."""
-    import numpy as np
-    from .._backend import parallel
     x = arrays[0]
 
     def blocks(start, stop):

@@ -78,8 +78,6 @@ def _plain(p, grad, buf):
     return buf is None or (buf._dtype is d and buf._data.shape == shape and buf._data.flags.c_contiguous)
 
 
-
-
 def _update(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov):
     """One SGD step straight on the arrays, as torch's foreach step runs per tensor: the general path's
     operations (add with alpha, mul_, add_, add_), in the same order and precision, so the same values,
