@@ -23,7 +23,7 @@ from ..autograd import grad_mode
 from ._registry import Op, install
 from .joining import cat, stack
 from .pointwise import _sigmoid_kernel
-from .rnn_sequence import gru_sequence, lstm_cell as _lstm_cell, lstm_sequence
+from .rnn_sequence import _no_materialize, gru_sequence, lstm_cell as _lstm_cell, lstm_sequence
 from .splitting import split_with_sizes, unbind
 
 _state = grad_mode._state
@@ -40,14 +40,6 @@ def _functional():
 
 def _linear(x, w, b=None):
     return _functional().linear(x, w, b)
-
-
-def _no_materialize(*outs):
-    """Outputs that get no gradient reach backward as None, not zeros (torch's
-    ctx.set_materialize_grads(False)): the fused ops skip their terms instead."""
-    fn = outs[0]._grad_fn
-    if fn is not None:
-        fn.materialize_grads = False
 
 
 # ---- one step's products x @ W^T (+ b) -------------------------------------------------

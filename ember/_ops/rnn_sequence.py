@@ -343,7 +343,8 @@ def _gru_backward_graph(steps, xg, h0, w_hh, b_hh, g_out, g_h):
 # ---- entry points -------------------------------------------------------------------------
 
 def _no_materialize(out):
-    """Outputs that get no gradient reach backward as None (torch's ctx.set_materialize_grads(False))."""
+    """Outputs of out's op that get no gradient reach backward as None, not zeros (torch's
+    ctx.set_materialize_grads(False)): the fused ops (these and rnn.py's gate ops) skip their terms instead."""
     fn = out._grad_fn
     if fn is not None:
         fn.materialize_grads = False
