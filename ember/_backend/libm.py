@@ -11,12 +11,14 @@ import math
 
 import numpy as np
 
-_PROBES = np.random.default_rng(20261128).random(20000)  # uniforms in [0, 1): the transforms' inputs
-_ARGS = {  # each function's probe arguments, over the ranges the random transforms use
-    "log1p": -_PROBES, "log": _PROBES + 2.0 ** -60, "exp": (_PROBES - 0.5) * 40.0,
-    "tan": np.pi * (_PROBES - 0.5), "cos": 2.0 * np.pi * _PROBES, "sin": 2.0 * np.pi * _PROBES,
-}
 _chosen = {}
+
+
+def _probe_args(name):
+    """The probe arguments of `name`, over the range the random transforms use (made on first use)."""
+    u = np.random.default_rng(20261128).random(20000)  # uniforms in [0, 1): the transforms' inputs
+    return {"log1p": -u, "log": u + 2.0 ** -60, "exp": (u - 0.5) * 40.0, "tan": np.pi * (u - 0.5),
+            "cos": 2.0 * np.pi * u, "sin": 2.0 * np.pi * u}[name]
 
 
 def _per_element(fn):
@@ -29,7 +31,7 @@ def _per_element(fn):
 
 def _choose(name):
     ufunc, exact = getattr(np, name), _per_element(getattr(math, name))
-    x = _ARGS[name]
+    x = _probe_args(name)
     same = np.array_equal(ufunc(x).view(np.int64), exact(x).view(np.int64))
     _chosen[name] = ufunc if same else exact
     return _chosen[name]

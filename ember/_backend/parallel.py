@@ -16,8 +16,8 @@ import threading
 _MIN_BYTES = 1 << 22  # below ~4 MB a split costs more than it saves (Note [Split threshold])
 
 _lock = threading.Lock()
-_pool = None
-_pool_size = 0
+_idle = []  # the pool's workers not running a piece (Note [Worker hand-off])
+_made = 0  # workers started in this process
 
 
 def threads():
@@ -26,22 +26,68 @@ def threads():
     return max(1, ember.get_num_threads())
 
 
+class _Worker:
+    """A pool thread that runs one piece at a time: `go` is released to start it, `done` by it when
+    the piece has run (Note [Worker hand-off])."""
+    __slots__ = ("go", "done", "job", "error")
+
+    def __init__(self, name):
+        self.go = threading.Lock()
+        self.go.acquire()
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.job = None
+        self.error = None
+        threading.Thread(target=self._loop, name=name, daemon=True).start()
+
+    def _loop(self):
+        while True:
+            self.go.acquire()
+            fn, args = self.job
+            self.job = None
+            try:
+                fn(*args)
+            except BaseException as e:  # handed to the caller by result()
+                self.error = e
+            self.done.release()
+
+    def start(self, fn, *args):
+        self.job = (fn, args)
+        self.go.release()
+
+    def result(self):
+        """Wait for the piece; the worker goes back to the pool; re-raise the piece's error."""
+        self.done.acquire()
+        error, self.error = self.error, None
+        with _lock:
+            _idle.append(self)
+        if error is not None:
+            raise error
+
+
 def _executor(workers):
-    global _pool, _pool_size
+    """Up to `workers` idle pool threads, taken out of the pool until their result() (fewer when other
+    callers hold them: their share then runs on the calling thread)."""
+    global _made
     with _lock:
-        if _pool is None or _pool_size != workers:
-            from concurrent.futures import ThreadPoolExecutor
-            if _pool is not None:
-                _pool.shutdown(wait=False)
-            _pool = ThreadPoolExecutor(workers, thread_name_prefix="ember-intraop")
-            _pool_size = workers
-        return _pool
+        while len(_idle) < workers and _made < threads() - 1:
+            _made += 1
+            _idle.append(_Worker(f"ember-intraop_{_made}"))
+        taken = _idle[len(_idle) - min(workers, len(_idle)):]
+        del _idle[len(_idle) - len(taken):]
+        return taken
+
+
+# Note [Worker hand-off]: a split hands each extra piece to a pool thread through two plain locks, one
+# the worker sleeps on until a piece comes and one the caller sleeps on until it is done. Through
+# concurrent.futures.ThreadPoolExecutor (a Future, a Condition and a queue per piece) parallel.run of an
+# empty function took 174-200 us on the 2-core VM (2026-11-28 14:00); through the two locks 46-50 us.
 
 
 def _forget_pool():
-    global _pool, _pool_size, _blas_lock, _blas_regions
-    _pool = None
-    _pool_size = 0
+    global _made, _blas_lock, _blas_regions
+    _idle.clear()  # the parent's workers do not exist in a forked child
+    _made = 0
     _blas_lock = threading.Lock()
     if _blas_regions:  # forked while another thread ran BLAS pieces: its OpenBLAS setting comes back
         _blas_regions = 0
@@ -174,14 +220,29 @@ def _in_callers_errstate(fn):
 
 
 def _run_parts(fn, parts):
+    """fn over parts[0] on this thread and over the others on pool threads; returns when all are done,
+    raising the first error (this thread's first)."""
     piece = _in_callers_errstate(fn)
-    pool = _executor(len(parts) - 1)
-    futures = [pool.submit(piece, a, b) for a, b in parts[1:]]
+    workers = _executor(len(parts) - 1)
+    for w, (a, b) in zip(workers, parts[1:]):
+        w.start(piece, a, b)
     try:
-        fn(*parts[0])
+        for a, b in [parts[0]] + parts[1 + len(workers):]:  # ours, and any no worker was free for
+            fn(a, b)
     finally:
-        for f in futures:
-            f.result()
+        _wait(workers)
+
+
+def _wait(workers):
+    """result() of every worker, all waited for before the first error is raised."""
+    error = None
+    for w in workers:
+        try:
+            w.result()
+        except BaseException as e:
+            error = error or e
+    if error is not None:
+        raise error
 
 
 def stream(length, step, produce, consume, nbytes, align=1):
@@ -225,7 +286,8 @@ def stream(length, step, produce, consume, nbytes, align=1):
 
     worker = _in_callers_errstate(work)
     pool = _executor(workers)
-    futures = [pool.submit(worker) for _ in range(workers)]
+    for w in pool:
+        w.start(worker)
     try:
         try:
             for a in range(0, length, step):
@@ -240,8 +302,7 @@ def stream(length, step, produce, consume, nbytes, align=1):
                 cond.notify_all()
         work()
     finally:  # the workers are done before this returns or raises
-        for f in futures:
-            f.result()
+        _wait(pool)
 
 
 # Note [Streamed work]: a normal fill is ~100 NumPy passes over its draws, each call releasing the GIL for its

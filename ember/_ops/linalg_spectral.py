@@ -499,11 +499,13 @@ def linalg_lstsq(input, b, rcond=None, *, driver=None, out=None):
     if (bs[-1] if vector else bs[-2]) != a[-2]:
         raise RuntimeError(f"{name}: input.size(-2) should match other.size(-{1 if vector else 2})")
     rc = None if rcond is None else float(rcond)
+    batch_b = bs[:-1] if vector else bs[:-2]
     try:
-        r = LinalgLstsq.apply(input, b, rcond=rc, driver=driver, vector=vector)
-    except ValueError:
+        np.broadcast_shapes(a[:-2], batch_b)
+    except ValueError:  # checked before the kernel, so that none of its own errors is reported as this
         from ._registry import shapes_error
-        raise shapes_error(name, np.empty(a[:-2]), np.empty(bs[:-1] if vector else bs[:-2])) from None
+        raise shapes_error(name, np.empty(a[:-2]), np.empty(batch_b)) from None
+    r = LinalgLstsq.apply(input, b, rcond=rc, driver=driver, vector=vector)
     return _out(lstsq_t(*r), out, "linalg.lstsq")
 
 

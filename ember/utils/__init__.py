@@ -1,8 +1,10 @@
 """ember.utils: data loading (ember.utils.data), hook handles (ember.utils.hooks), activation checkpointing
 (ember.utils.checkpoint) and DLPack exchange (ember.utils.dlpack), as torch.utils."""
-from . import checkpoint, data, dlpack, hooks  # noqa: F401
+from . import dlpack, hooks  # noqa: F401
 
-_LAZY = ("_pytree", "safetensors")  # torch.utils._pytree, ember.utils.safetensors: imported on first use
+# imported on first use (`ember.utils.data`, as `import ember.utils.data`, loads it): data is a sixth of `import
+# ember` (its DataLoader workers' multiprocessing and queue modules), and a program that loads none pays nothing
+_LAZY = ("data", "checkpoint", "_pytree", "safetensors")
 
 
 def __getattr__(name):
