@@ -229,11 +229,13 @@ def _run_parts(fn, parts):
     try:
         for a, b in [parts[0]] + parts[1 + len(workers):]:  # ours, and any no worker was free for
             fn(a, b)
-    finally:
-        _wait(workers)
+    except BaseException:
+        _wait(workers, raise_error=False)
+        raise
+    _wait(workers)
 
 
-def _wait(workers):
+def _wait(workers, raise_error=True):
     """result() of every worker, all waited for before the first error is raised."""
     error = None
     for w in workers:
@@ -241,7 +243,7 @@ def _wait(workers):
             w.result()
         except BaseException as e:
             error = error or e
-    if error is not None:
+    if error is not None and raise_error:
         raise error
 
 
@@ -301,8 +303,10 @@ def stream(length, step, produce, consume, nbytes, align=1):
                 state["ended"] = True
                 cond.notify_all()
         work()
-    finally:  # the workers are done before this returns or raises
-        _wait(pool)
+    except BaseException:  # the workers are done before this raises (this thread's error first)
+        _wait(pool, raise_error=False)
+        raise
+    _wait(pool)
 
 
 # Note [Streamed work]: a normal fill is ~100 NumPy passes over its draws, each call releasing the GIL for its

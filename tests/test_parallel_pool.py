@@ -1,0 +1,115 @@
+"""parallel.run's pool threads (Note [Worker hand-off]): every piece runs once, on a pool thread or the
+caller; an error in any piece reaches the caller only after all pieces are done, and the pool's threads
+come back to it; callers that find no idle thread run every piece themselves; a forked child starts
+its own threads.
+"""
+import os
+import threading
+import time
+
+import pytest
+
+import ember
+from ember._backend import parallel
+
+
+@pytest.fixture
+def threads(request, monkeypatch):
+    monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
+    before = ember.get_num_threads()
+    ember.set_num_threads(request.param)
+    yield request.param
+    ember.set_num_threads(before)
+
+
+def _pieces(length):
+    """run() over range(length): how often each position ran, and the names of the threads that ran."""
+    seen, names = [0] * length, set()
+    lock = threading.Lock()
+
+    def fn(a, b):
+        with lock:
+            names.add(threading.current_thread().name)
+            for i in range(a, b):
+                seen[i] += 1
+    parallel.run(fn, length, 1 << 40)
+    return seen, names
+
+
+@pytest.mark.parametrize("threads", [2, 3], indirect=True)
+def test_every_piece_once_on_the_pool(threads):
+    for _ in range(50):  # the same threads, handed a piece again and again
+        seen, names = _pieces(10)
+        assert seen == [1] * 10
+        assert threading.current_thread().name in names
+        assert len(names) == threads and all(n.startswith("ember-intraop") for n in names - {"MainThread"})
+    assert len(parallel._idle) >= threads - 1
+
+
+@pytest.mark.parametrize("threads", [2, 3], indirect=True)
+@pytest.mark.parametrize("failing", ["caller", "worker", "all"])
+def test_errors_reach_the_caller_after_every_piece(threads, failing):
+    done = []
+    lock = threading.Lock()
+
+    def fn(a, b):
+        on_pool = threading.current_thread().name.startswith("ember-intraop")
+        if not on_pool:
+            time.sleep(0.01)  # the caller's piece ends last: its error must not skip the wait
+        else:
+            time.sleep(0.02)  # or first: the pieces on the pool are still running
+        with lock:
+            done.append(a)
+        if failing == "all" or (failing == "worker") == on_pool:
+            raise ValueError(f"piece {a} failed")
+
+    with pytest.raises(ValueError, match="failed") as info:
+        parallel.run(fn, 9, 1 << 40)
+    assert len(done) == threads  # every piece ran to its end before run() raised
+    if failing != "worker":
+        assert str(info.value) == "piece 0 failed"  # the caller's own error first
+    idle = len(parallel._idle)
+    assert _pieces(6)[0] == [1] * 6  # the threads came back to the pool and run again
+    assert len(parallel._idle) == idle
+
+
+@pytest.mark.parametrize("threads", [2], indirect=True)
+def test_a_busy_pool_leaves_the_pieces_to_the_caller(threads, monkeypatch):
+    """While another thread's split holds the only pool thread, a second caller runs its pieces itself."""
+    monkeypatch.setattr(parallel, "_idle", [])  # a pool of its own (the threads made so far stay idle)
+    monkeypatch.setattr(parallel, "_made", 0)
+    started, release = threading.Event(), threading.Event()
+    names = []
+
+    def slow(a, b):
+        if threading.current_thread().name.startswith("ember-intraop"):
+            started.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=parallel.run, args=(slow, 2, 1 << 40))
+    holder.start()
+    assert started.wait(10)
+    try:
+        # a plain thread (not a pool thread, so run() would split), with no idle pool thread left
+        t = threading.Thread(target=lambda: names.extend(_pieces(8)[1]), name="second-caller")
+        t.start()
+        t.join(10)
+        assert not t.is_alive() and names == ["second-caller"]
+    finally:
+        release.set()
+        holder.join(10)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+@pytest.mark.parametrize("threads", [2], indirect=True)
+def test_forked_child_starts_its_own_threads(threads):
+    _pieces(4)  # the parent's pool thread exists
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's thread is gone; a split must not wait on it
+        try:
+            seen, names = _pieces(4)
+            os._exit(0 if seen == [1] * 4 and len(names) == 2 else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
