@@ -617,6 +617,36 @@ def test_lstm_output_written_in_place_before_backward_raises_like_torch(batch_fi
     raises_like(run)
 
 
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_output_grad_fn_and_version_like_torch(mode, dtype, batch_first, bidirectional):
+    """The output's grad_fn and version as torch's CPU layers leave them: float32 LSTM its oneDNN layer's,
+    float64 LSTM stacked steps; batch_first transposed (LSTM) or transposed in place (GRU, RNN)."""
+    seen = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        m = getattr(lib.nn, mode)(3, 4, batch_first=batch_first, bidirectional=bidirectional).to(getattr(lib, dtype))
+        out, _ = m(lib.tensor(np.linspace(-1, 1, 30).reshape(5, 2, 3), dtype=getattr(lib, dtype)))
+        seen.append((out.grad_fn.name(), out._version, tuple(out.stride())))
+    assert seen[0] == seen[1]
+
+
+def test_float64_lstm_output_written_in_place_before_backward_like_torch():
+    """torch's float64 LSTM (no oneDNN layer) saves no output: writing into it before backward is allowed."""
+    grads = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        m = lib.nn.LSTM(3, 4).double()
+        out, (h, c) = m(lib.tensor(np.linspace(-1, 1, 30).reshape(5, 2, 3)))
+        out.mul_(2)
+        (out.sum() + h.sum()).backward()
+        grads.append([out, h] + [p.grad for p in m.parameters()])
+    for a, b in zip(*grads):
+        close(a, b, torch.float64)
+
+
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("packed", [False, True])
 def test_gru_output_written_in_place_before_backward_like_torch(packed, bidirectional):

@@ -474,8 +474,8 @@ def _run(mode, input, batch_sizes, hx, params, has_biases, num_layers, dropout, 
         x = outs[0] if dirs == 1 else cat(outs, -1)
         if dropout > 0 and train and layer_index < num_layers - 1:
             x = _functional().dropout(x, dropout, True)
-    if batch_sizes is None and batch_first:
-        x = x.transpose(0, 1)
+    if batch_sizes is None and batch_first:  # torch's LSTM layer transposes its result, its GRU/RNN in place
+        x = x.transpose(0, 1) if mode == "LSTM" else x.transpose_(0, 1)
     h_n = stack(hs, 0)
     c_n = stack(cs, 0) if mode == "LSTM" else None
     return x, h_n, c_n

@@ -18,6 +18,7 @@ hg = h W_hh^T + b_hh: n = tanh(xg_n + r hg_n), h' = n + z (h - n) (torch's place
 """
 import numpy as np
 
+from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ._registry import Op
@@ -97,6 +98,7 @@ def lstm_cell(gates, c, c_new, tanh_c, h):
 class LSTMSequence(Op):
     """(out, h_n, c_n) of one LSTM layer direction over a padded sequence: xg (T, B, 4H), out (T, B, H)."""
     _name = "MkldnnRnnLayerBackward0"
+    saves_output = True
 
     @staticmethod
     def forward(ctx, xg, h0, c0, w_hh, reverse, sizes=None):
@@ -118,7 +120,7 @@ class LSTMSequence(Op):
         ctx.workspace = (gates, hs, cs, tcs)
         out = steps.gather(hs[1:], xg.shape[:-1] + (n,))
         # padded, the output is saved as torch's oneDNN layer saves it: writing into it before backward raises
-        ctx.save_for_backward(xg, h0, c0, w_hh, *((out,) if sizes is None else ()))
+        ctx.save_for_backward(xg, h0, c0, w_hh, *((out,) if sizes is None and ctx.saves_output else ()))
         return out, hs[count].copy(), cs[count].copy()
 
     def backward(ctx, g_out, g_h, g_c):
@@ -170,6 +172,13 @@ class LSTMSequence(Op):
         if need[3]:
             gw = Tensor._make(np.matmul(dgates.reshape(-1, width).T, hs[:count].reshape(-1, n)))
         return gxg, Tensor._make(dh) if need[1] else None, Tensor._make(dc) if need[2] else None, gw
+
+
+class LSTMStackedSequence(LSTMSequence):
+    """LSTMSequence in a dtype torch's oneDNN layer does not take on CPU (float64; float16 and bfloat16 on
+    CPUs without bfloat16 instructions): torch stacks the steps and saves no output."""
+    _name = "StackBackward0"
+    saves_output = False
 
 
 class LSTMPackedSequence(LSTMSequence):
@@ -352,7 +361,10 @@ def _no_materialize(out):
 
 def lstm_sequence(xg, h0, c0, w_hh, reverse, sizes=None):
     """(out, h_n, c_n): one LSTM layer direction; sizes: the batch sizes of a packed xg (N, 4H)."""
-    op = LSTMSequence if sizes is None else LSTMPackedSequence
+    if sizes is not None:
+        op = LSTMPackedSequence
+    else:
+        op = LSTMSequence if xg.dtype is D.float32 else LSTMStackedSequence
     out, h, c = op.apply(xg, h0, c0, w_hh, reverse=reverse, sizes=sizes)
     _no_materialize(out)
     return out, h, c
