@@ -131,13 +131,14 @@ def normal(g, n, d, contiguous, mean=0.0, std=1.0):
     partial block redrawn as a whole block at the end); the rest the scalar cached path."""
     if n >= 16 and contiguous:
         if d is D.float64:
-            return _blocks(g, n, n, lambda k: MT.uniform_from_bits(g._u64(k), 53, np.float64),
+            return _blocks(g, n, n, lambda k: MT.uniform_from_bits(g._u64(k), 53, np.float64), np.float64,
                            lambda u, o: MT.normal_fill_f64(u, mean, std, o), np.float64)
         # float32, and the half types through the same float kernel, whose first pass draws only
         # the whole blocks (float32 draws all n, then the last block again); the kernel takes the
         # low 24 bits of the draws
         first = n if d is D.float32 else n // 16 * 16
-        out = _blocks(g, n, first, g._low24, lambda k, o: normal_avx2.normal_fill(k, mean, std, o), np.float32)
+        out = _blocks(g, n, first, g._low24, np.uint32, lambda k, o: normal_avx2.normal_fill(k, mean, std, o),
+                      np.float32)
         return out if d is D.float32 else out.astype(d.np)
     if mean == 0 and std == 1:
         return scalar_normals(g, n, d.np)
@@ -152,23 +153,20 @@ _CHUNK = 1 << 17  # draws per piece of the fill's producer (Note [Streamed work]
 _FILL_PASSES = 100
 
 
-def _blocks(g, n, first, draw, fill, dtype):
-    """The vectorized fill: `first` draws, Box-Muller on each whole block of 16 (fill(draws, out),
-    both shaped (blocks, 16)), then 16 fresh draws for the last 16 positions when n is not a
-    multiple of 16. The draws come in pieces on this thread while the intra-op threads fill what
-    was drawn (blocks are independent)."""
+def _blocks(g, n, first, draw, drawn_dtype, fill, dtype):
+    """The vectorized fill: `first` draws (draw(k): k values of drawn_dtype), Box-Muller on each whole
+    block of 16 (fill(draws, out), both shaped (blocks, 16)), then 16 fresh draws for the last 16
+    positions when n is not a multiple of 16. The draws come in pieces on this thread while the
+    intra-op threads fill what was drawn (blocks are independent)."""
     full = n // 16 * 16
     out = np.empty(n, dtype=dtype)
-    drawn = []  # the draws for out[:full], one array, allocated with the first piece (its dtype is draw's)
+    drawn = np.empty(full, dtype=drawn_dtype)  # the draws for out[:full]
 
     def produce(a, b):
-        piece = draw(b - a)
-        if not drawn:
-            drawn.append(np.empty(full, dtype=piece.dtype))
-        drawn[0][a:b] = piece
+        drawn[a:b] = draw(b - a)
 
     def consume(a, b):
-        fill(drawn[0][a:b].reshape(-1, 16), out[a:b].reshape(-1, 16))
+        fill(drawn[a:b].reshape(-1, 16), out[a:b].reshape(-1, 16))
 
     parallel.stream(full, _CHUNK, produce, consume, full * out.itemsize * _FILL_PASSES, align=16)
     if first > full:
