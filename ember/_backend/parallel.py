@@ -49,6 +49,7 @@ class _Worker:
                 fn(*args)
             except BaseException as e:  # handed to the caller by result()
                 self.error = e
+            del fn, args  # the piece's arrays are not kept alive until the next piece comes
             self.done.release()
 
     def start(self, fn, *args):
