@@ -1,4 +1,7 @@
-"""A spy on ember's intra-op splits, for the tests that force them."""
+"""Helpers for the tests that force ember's intra-op splits: a spy on the splits and a thread-count fixture."""
+import pytest
+
+import ember
 from ember._backend import parallel
 
 
@@ -12,3 +15,13 @@ def spy_splits(monkeypatch):
         return real(fn, parts)
     monkeypatch.setattr(parallel, "_run_parts", spy)
     return seen
+
+
+@pytest.fixture
+def threads(request, monkeypatch):
+    """ember on request.param intra-op threads, every split taken whatever its size (parametrize indirect)."""
+    monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
+    before = ember.get_num_threads()
+    ember.set_num_threads(request.param)
+    yield request.param
+    ember.set_num_threads(before)

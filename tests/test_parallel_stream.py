@@ -8,17 +8,9 @@ import time
 
 import pytest
 
-import ember
 from ember._backend import parallel
 
-
-@pytest.fixture
-def threads(request, monkeypatch):
-    monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
-    before = ember.get_num_threads()
-    ember.set_num_threads(request.param)
-    yield request.param
-    ember.set_num_threads(before)
+from ._threads import threads  # noqa: F401  (the fixture)
 
 
 def _run(length, step, align, fail_produce=None, fail_consume=None):
