@@ -134,8 +134,8 @@ def test_fill_split_from_two_pieces(monkeypatch):
     from ember._ops import random_draws
     c = random_draws._CHUNK
     split = []
-    executor = parallel._executor
-    monkeypatch.setattr(parallel, "_executor", lambda workers: split.append(workers) or executor(workers))
+    take = parallel._take_workers
+    monkeypatch.setattr(parallel, "_take_workers", lambda workers: split.append(workers) or take(workers))
     before = ember.get_num_threads()
     ember.set_num_threads(2)
     try:

@@ -119,8 +119,8 @@ class LSTMSequence(Op):
                 cs[k + 1, rows:] = cs[k, rows:]
         ctx.workspace = (gates, hs, cs, tcs)
         out = steps.gather(hs[1:], xg.shape[:-1] + (n,))
-        # padded, the output is saved as torch's oneDNN layer saves it: writing into it before backward raises
-        ctx.save_for_backward(xg, h0, c0, w_hh, *((out,) if sizes is None and ctx.saves_output else ()))
+        # saved as torch's oneDNN layer saves it (padded, float32): writing into it before backward raises
+        ctx.save_for_backward(xg, h0, c0, w_hh, *((out,) if ctx.saves_output else ()))
         return out, hs[count].copy(), cs[count].copy()
 
     def backward(ctx, g_out, g_h, g_c):
@@ -184,6 +184,7 @@ class LSTMStackedSequence(LSTMSequence):
 class LSTMPackedSequence(LSTMSequence):
     """LSTMSequence over a packed sequence: xg (N, 4H) with its batch sizes, out (N, H)."""
     _name = "CatBackward0"  # torch's packed LSTM concatenates its per-step outputs
+    saves_output = False
 
 
 def _lstm_backward_graph(steps, xg, h0, c0, w_hh, g_out, g_h, g_c):
