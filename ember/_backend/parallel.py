@@ -82,7 +82,7 @@ def _take_workers(workers):
 # Note [Worker hand-off]: a split hands each extra piece to a pool thread through two plain locks, one
 # the worker sleeps on until a piece comes and one the caller sleeps on until it is done. parallel.run of an
 # empty function in two pieces, 15 rounds of 300 alternating in one process on the 2-core VM (2026-11-28
-# 15:00): medians 116-137 us through the locks, 144-156 us through concurrent.futures.ThreadPoolExecutor (a
+# 14:05): medians 116-137 us through the locks, 144-156 us through concurrent.futures.ThreadPoolExecutor (a
 # Future, a Condition and a queue per piece); a bare two-lock ping-pong 46-113 us. Most of it is the idle
 # vCPU waking; a ResNet-8 step makes 9 splits and did not move.
 
