@@ -106,9 +106,15 @@ class Node:
     Subclasses implement backward(ctx, *grads) -> grad or tuple of grads, one per
     input, written with ember ops so that create_graph=True works.
     """
-    __slots__ = ("next_functions", "needs_input_grad", "_input_meta", "_saved", "_out_meta",
-                 "_pre_hooks", "_hooks", "_seq", "_trace", "materialize_grads", "__dict__", "__weakref__")
+    __slots__ = ("next_functions", "needs_input_grad", "_input_meta", "_saved", "_out_meta", "_seq",
+                 "__dict__", "__weakref__")
     _name = None
+    # Defaults read from the class until a node sets its own (in its __dict__): most nodes never do, and a
+    # node is made for every op that records history, so setting them all each time is a cost on every op.
+    _pre_hooks = None  # {id: (kind, output_nr, fn)} once a pre-hook is registered
+    _hooks = None  # {id: fn} once a hook is registered
+    _trace = None  # the forward's stack, under anomaly detection
+    materialize_grads = True
     # Built-in formulas compute new gradient tensors (or pass on the ones they got), so
     # the engine may move such a buffer into a leaf's .grad; a user's backward may return
     # a tensor it keeps (autograd.Function sets this False).
@@ -192,11 +198,9 @@ def init_node(node, inputs):
     node.next_functions = tuple(edges)
     node.needs_input_grad = tuple(needs)
     node._input_meta = tuple(meta)
-    node._pre_hooks = None
-    node._hooks = None
     node._seq = _next_seq()
-    node.materialize_grads = True
-    node._trace = grad_mode.anomaly_trace() if _anomaly.enabled else None
+    if _anomaly.enabled:
+        node._trace = grad_mode.anomaly_trace()
 
 
 def gradient_edge(t):
@@ -220,18 +224,12 @@ class AccumulateGrad(Node):
     """Sink of a leaf tensor: the engine adds incoming gradients into leaf.grad."""
     __slots__ = ("variable",)
     _name = "torch::autograd::AccumulateGrad"
+    # a sink has no inputs and saves nothing: read from the class (a leaf's node is made anew for each graph)
+    next_functions = needs_input_grad = _input_meta = _saved = ()
 
     def __init__(self, variable):
-        self.next_functions = ()
-        self.needs_input_grad = ()
-        self._input_meta = ()
-        self._pre_hooks = None
-        self._hooks = None
         self._seq = _next_seq()
-        self.materialize_grads = True
-        self._trace = None
         self.variable = variable
-        self._saved = ()
         # a dense Tensor's array shape as it is (the hot case: a leaf's node is made anew for each graph);
         # .shape for subclasses, sparse leaves (no _data) and uninitialized parameters
         shape = variable._data.shape if type(variable) is _Tensor else _leaf_shape(variable)
