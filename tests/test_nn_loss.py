@@ -80,6 +80,15 @@ LOSSES = [
     Loss("cross_entropy-weight-smoothing-ignore3", lambda L, F, r, x: F.cross_entropy(
         x, _t(L, T1), weight=_t(L, W.astype(dname(x.dtype))), ignore_index=3, reduction=r, label_smoothing=0.1),
         lambda g, d: [_x(g, d)], True),
+    # the per-sample factors skipped where they are all 1: ignored targets without a class weight, smoothing
+    # with every target counted, an ignore_index inside the targets' range that none of them has
+    Loss("cross_entropy-ignore", lambda L, F, r, x: F.cross_entropy(x, _t(L, T_IGN), reduction=r),
+         lambda g, d: [_x(g, d)], True),
+    Loss("cross_entropy-smoothing-all-counted", lambda L, F, r, x: F.cross_entropy(x, _t(L, T1), reduction=r,
+                                                                                 label_smoothing=0.25),
+         lambda g, d: [_x(g, d)], True),
+    Loss("cross_entropy-ignore-index-unused", lambda L, F, r, x: F.cross_entropy(
+        x, _t(L, np.array([0, 3, 2, 2, 0])), ignore_index=1, reduction=r), lambda g, d: [_x(g, d)], True),
     Loss("cross_entropy-all-ignored", lambda L, F, r, x: F.cross_entropy(x, _t(L, T_IGN_ALL), reduction=r),
          lambda g, d: [_x(g, d)], False),
     Loss("cross_entropy-Kdim", lambda L, F, r, x: F.cross_entropy(

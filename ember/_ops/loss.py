@@ -110,13 +110,27 @@ def _class_target_checks(input, target, weight, kernel):
 
 
 def _valid_targets(target, ignore_index, c):
-    """(int64 targets with ignored entries set to 0, mask of the entries that count)."""
+    """(int64 targets with ignored entries set to 0, mask of the entries that count); the mask is None when
+    every entry counts (checked from the targets' range: two reductions instead of six passes)."""
     t = target._data.astype(np.int64, copy=False)
+    if t.size:
+        lo = np.minimum.reduce(t, axis=None)
+        hi = np.maximum.reduce(t, axis=None)
+        if 0 <= lo and hi < c and not lo <= ignore_index <= hi:
+            return t, None
     valid = t != ignore_index
     bad = valid & ((t < 0) | (t >= c))
     if bad.any():
         raise IndexError(f"Target {t[bad].flat[0]} is out of bounds.")
     return np.where(valid, t, 0), valid
+
+
+def _target_index(t, cd):
+    """An index tuple that picks, along class dim cd of an (N, C, *rest) array, each position's class t
+    (shaped (N, *rest)): a[_target_index(t, cd)] has t's shape. (take_along_axis builds the same index with
+    Python overhead that dominates a small loss.)"""
+    grids = [np.arange(n).reshape((n,) + (1,) * (t.ndim - 1 - i)) for i, n in enumerate(t.shape)]
+    return tuple(grids[:cd]) + (t,) + tuple(grids[cd:])
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
@@ -126,7 +140,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     kernel = "nll_loss_out_frame" if input.dim() <= 2 else "nll_loss2d_forward_out_frame"
     cd = _class_target_checks(input, target, weight, kernel)
     t, valid = _valid_targets(target, ignore_index, input.shape[cd])
-    wt = valid.astype(input._data.dtype)
+    wt = np.ones(t.shape, input._data.dtype) if valid is None else valid.astype(input._data.dtype)
     if weight is not None:
         wt = wt * weight._data[t]
     picked = gather(input, np.expand_dims(t, cd), cd).squeeze(cd) if input.dim() else input
@@ -144,7 +158,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 # ---- cross_entropy --------------------------------------------------------------------------
 
 class CrossEntropy(Op):
-    """Fused log_softmax + nll over class indices with weight, ignore_index, label smoothing."""
+    """Fused log_softmax + nll over class indices with weight, ignore_index, label smoothing. valid is None
+    when every target counts; wt (the per-sample weights) is None when, further, there is no class weight:
+    the per-sample factors are then all 1 and their multiplications are skipped (exact either way)."""
     _name = "NllLossBackward0"
 
     @staticmethod
@@ -167,19 +183,23 @@ class CrossEntropy(Op):
                 np.add.reduce(xs if wc is None else xs * wc, axis=cd, out=wxs)
         parallel.run_rows(rows, (xf, e, m, s, wx), cd)
         lse = (m + np.log(s)).squeeze(cd)
-        tk = np.expand_dims(t, cd)
-        nll = lse - np.take_along_axis(xf, tk, axis=cd).squeeze(cd)
-        valid = valid.astype(xf.dtype)  # as a float mask, so every coefficient stays in x's dtype
-        wt = valid.copy()
+        at = _target_index(t, cd)
+        nll = lse - xf[at]
+        if valid is not None:
+            valid = valid.astype(xf.dtype)  # as a float mask, so every coefficient stays in x's dtype
+        wt = None
         if weight is not None:
-            wt *= weight[t]
-        loss = wt * nll * (1 - smoothing)
-        w_all = float(c) if weight is None else float(weight.sum())
+            wt = weight[t] if valid is None else valid * weight[t]
+        elif valid is not None:
+            wt = valid
+        loss = nll if wt is None else wt * nll
         if smoothing:
-            loss += (smoothing / c) * valid * (lse * w_all - wx)
-        denom = wt.sum()
+            loss = loss * (1 - smoothing)
+            w_all = float(c) if weight is None else float(weight.sum())
+            loss += (smoothing / c) * _ones_or(valid, t.shape, xf.dtype) * (lse * w_all - wx)
+        denom = xf.dtype.type(t.size) if wt is None else wt.sum()
         ctx.save_for_backward(x)
-        ctx.args = (e, s, tk, valid, wt, weight, cd, smoothing, reduction, denom, w_all)
+        ctx.args = (e, s, at, valid, wt, weight, cd, smoothing, reduction, denom)
         if reduction == "none":
             return loss.astype(x.dtype, copy=False)
         total = loss.sum()
@@ -189,32 +209,44 @@ class CrossEntropy(Op):
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        e, s, tk, valid, wt, weight, cd, smoothing, reduction, denom, w_all = ctx.args
-        c = e.shape[cd]
-        # per sample: gx = g_i * (softmax * A_i - B_i), A_i = sum_c B_ic
-        a = (1 - smoothing) * wt + (smoothing / c) * w_all * valid
+        e, s, at, valid, wt, weight, cd, smoothing, reduction, denom = ctx.args
         if _state.enabled:
-            return _cross_entropy_grad_composite(grad, x, ctx.args, a)
+            return _cross_entropy_grad_composite(grad, x, ctx.args)
         g = grad._data.astype(e.dtype)
         if reduction == "mean":
             g = g / denom if denom else np.zeros_like(g)  # every target ignored: nan loss, zero gradient
-        gi = np.expand_dims(np.broadcast_to(g, wt.shape), cd)
-        coef = gi * np.expand_dims(a, cd) / s
-        at_coef = gi * np.expand_dims((1 - smoothing) * wt, cd)
+        # per sample: gx = g_i * (softmax * A_i - B_i), A_i = sum_c B_ic
+        gi = g  # 0-d for 'mean' and 'sum', broadcast against the per-sample factors
+        hit, a = _target_weights(e, valid, wt, weight, cd, smoothing)
+        coef = gi if a is None else gi * a
+        coef = (np.expand_dims(coef, cd) if coef.ndim else coef) / s
+        if coef.shape != s.shape:
+            coef = np.broadcast_to(coef, s.shape)
         gx = B.empty_like(e) if coef.dtype == e.dtype else np.empty_like(e, np.result_type(e, coef))
-        smooth = None
+        parallel.run_rows(lambda es, cs, gxs: np.multiply(es, cs, out=gxs), (e, coef, gx), cd)
+        gx[at] -= gi if hit is None else gi * hit
         if smoothing:
-            smooth = gi * np.expand_dims(valid * (smoothing / c), cd)
             w = 1.0 if weight is None else _class_view(weight, gx.ndim, cd)
-
-        def rows(es, cs, gxs, tks, ats, sms):
-            np.multiply(es, cs, out=gxs)
-            np.put_along_axis(gxs, tks, np.take_along_axis(gxs, tks, axis=cd) - ats, axis=cd)
-            if sms is not None:
-                gxs -= sms * w
-        parallel.run_rows(rows, (e, np.broadcast_to(coef, s.shape), gx, tk, np.broadcast_to(at_coef, s.shape),
-                                 None if smooth is None else np.broadcast_to(smooth, s.shape)), cd)
+            gx -= np.expand_dims(gi * (_ones_or(valid, at[cd].shape, e.dtype) * (smoothing / e.shape[cd])), cd) * w
         return _make(gx.astype(x._data.dtype, copy=False), x._dtype)
+
+
+def _ones_or(mask, shape, dtype):
+    """mask, or ones of shape where it is None (every target counts)."""
+    return np.ones(shape, dtype) if mask is None else mask
+
+
+def _target_weights(e, valid, wt, weight, cd, smoothing):
+    """(B_i at the target class, A_i) of CrossEntropy's gradient, None where both are 1 for every sample
+    (no smoothing, no class weight, no ignored target): B_it = (1 - smoothing) * wt_i,
+    A_i = B_it + smoothing / C * (the class weights' sum) * valid_i."""
+    if not smoothing:
+        return wt, wt
+    shape = e.shape[:cd] + e.shape[cd + 1:]
+    c = e.shape[cd]
+    w_all = float(c) if weight is None else float(weight.sum())
+    hit = (1 - smoothing) * _ones_or(wt, shape, e.dtype)
+    return hit, hit + (smoothing / c) * w_all * _ones_or(valid, shape, e.dtype)
 
 
 def _class_view(w, ndim, cd):
@@ -223,22 +255,24 @@ def _class_view(w, ndim, cd):
     return w.reshape(shape)
 
 
-def _cross_entropy_grad_composite(grad, x, args, a):
+def _cross_entropy_grad_composite(grad, x, args):
     """The gradient of CrossEntropy with ember ops (differentiable again)."""
-    p, _, tk, valid, wt, weight, cd, smoothing, reduction, denom, w_all = args
+    p, _, at, valid, wt, weight, cd, smoothing, reduction, denom = args
     c = p.shape[cd]
+    hit, a = _target_weights(p, valid, wt, weight, cd, smoothing)
     b = np.zeros(p.shape, dtype=p.dtype)
-    np.put_along_axis(b, tk, np.expand_dims((1 - smoothing) * wt, cd), axis=cd)
+    b[at] = 1 if hit is None else hit
     if smoothing:
         w = np.ones(c, p.dtype) if weight is None else weight
-        b += np.expand_dims(valid * (smoothing / c), cd) * _class_view(w, p.ndim, cd)
+        b += np.expand_dims(_ones_or(valid, at[cd].shape, p.dtype) * (smoothing / c), cd) * _class_view(w, p.ndim, cd)
     g = grad
     if reduction == "mean":
         g = g / float(denom) if denom else g * 0.0
     if reduction == "none":
         g = g.unsqueeze(cd)
     sm = _softmax(x, cd)
-    return (sm * _const(np.expand_dims(a, cd), x) - _const(b, x)) * g
+    scaled = sm if a is None else sm * _const(np.expand_dims(a, cd), x)
+    return (scaled - _const(b, x)) * g
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
