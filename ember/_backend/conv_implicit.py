@@ -20,7 +20,11 @@ which the crop drops.
 Measured against im2col in ember/_ops/conv.py (where the thresholds sit). Rejected: the weight
 gradient the same way, dW_t = G (O, N * P) @ X[:, off(t):]^T with the output gradient G on the grid
 (one long-reduction GEMM per tap): never faster (CPU time, 1 thread, batch 32: 16->16 at 32x32
-7.42 vs 7.47 ms, 64->64 at 32x32 52.5 vs 44.3 ms, 64->64 at 8x8 5.4 vs 4.4 ms).
+7.42 vs 7.47 ms, 64->64 at 32x32 52.5 vs 44.3 ms, 64->64 at 8x8 5.4 vs 4.4 ms). Also rejected: kw
+shifted copies of the flat buffer, so that each kernel row is one GEMM with K = C * kw (3 accumulating GEMMs
+instead of 9 for 3x3, the output written 3 times instead of 9): forward at 2 threads 0.81-1.27x the per-tap
+time over 7 shapes (32x32->32 at 32x32 0.81, 16->16 at 32x32 1.25, 32->64 at 26x26 unpadded 1.17), at 1 thread
+0.87-1.17x (2026-11-28, 2-core EPYC VM, medians of 3x9 calls): the copies cost what the wider GEMMs save.
 """
 import numpy as np
 
