@@ -97,7 +97,10 @@ class Generator:
     # drawn ahead (one NumPy call per _AHEAD outputs instead of one per draw); the engine then runs
     # ahead of the stream, and _settle() puts it back where the stream is (for the state).
     def _take(self, n):
-        """The next n outputs as uint64 (each below 2**32)."""
+        """The next n outputs as uint64 (each below 2**32). None drawn leaves the state as it is (torch's
+        `next` field stays 0 after seeding until a number is drawn)."""
+        if not n:
+            return np.empty(0, dtype=np.uint64)
         self._next624 = MT.N
         at = self._at
         end = self._ahead.shape[0]
@@ -111,6 +114,8 @@ class Generator:
 
     def _raw_list(self, n):
         """The next n outputs as Python ints (small draws)."""
+        if not n:
+            return []
         at = self._at
         if at + n > self._ahead.shape[0]:
             return self._raw_list_refill(n)

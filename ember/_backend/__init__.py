@@ -149,15 +149,22 @@ def _dense(arr):
     return True
 
 
+def shares_elements(a):
+    """Whether elements of array a share memory: a stride 0 over a dim longer than 1 (an expanded tensor)."""
+    if a.flags.c_contiguous:
+        return False
+    for n, st in zip(a.shape, a.strides):
+        if st == 0 and n > 1:
+            return True
+    return False
+
+
 def check_internal_overlap(out):
     """torch refuses to write into an array whose elements share memory (an expanded tensor):
     NumPy would write each of them several times."""
-    if out.flags.c_contiguous:
-        return
-    for n, st in zip(out.shape, out.strides):
-        if st == 0 and n > 1:
-            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                               "single memory location. Please clone() the tensor before performing the operation.")
+    if shares_elements(out):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
 
 
 def check_partial_overlap(out, src):

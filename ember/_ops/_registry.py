@@ -575,6 +575,14 @@ def into(row, out, a, b=None, kernel=None):
     return True
 
 
+# Note [Expanded self]: torch refuses to write in place into a tensor whose elements share memory (an
+# expanded one: stride 0 over a dim of size > 1), "unsupported operation: more than one element of the
+# written-to tensor refers to a single memory location", for every in-place op built on TensorIterator and
+# the index/scatter writes; fill_, zero_, masked_fill_, index_fill_, index_put_ (and item assignment),
+# threshold_ and fill_diagonal_ take one. Where the op draws random numbers first (dropout, rrelu_ in
+# training) torch refuses after the draw, the in-place samplers (uniform_, normal_, ...) before it. Each
+# in-place entry point checks at the place torch does; tests/test_inplace_overlap.py holds the list.
+
 def check_overlap(out, operands):
     """torch's errors for a written-to tensor that overlaps itself or one of the operands."""
     o = out._data
@@ -633,6 +641,7 @@ def make_inplace(fn, name, row=None, fast=None):
     if fast is None:
         def inplace(input, *args, **kwargs):
             check_inplace(input)
+            check_internal_overlap(input._data)  # an expanded self: torch refuses (Note [Expanded self])
             if kwargs and "out" in kwargs:  # fn would write out= too: torch's in-place forms take none
                 raise TypeError(f"{opname}() got an unexpected keyword argument 'out'")
             return assign_result(input, fn(input, *args, **kwargs), opname)

@@ -18,7 +18,7 @@ from .._tensor import Tensor, _wrap_dim
 from .pointwise import _sigmoid_kernel
 from ..autograd import grad_mode
 from ._argcheck import _is_real, wrong_type
-from ._registry import Op, assign_result, check_inplace, install, namespace
+from ._registry import Op, assign_result, check_inplace, check_overlap, install, namespace
 from .softmax import _log_softmax, _softmax, log_softmax, softmax, softmin  # noqa: F401  (FUNCTIONAL, loss.py)
 
 _state = grad_mode._state
@@ -95,13 +95,17 @@ def _finish(input, r, inplace, name):
     if not inplace:
         return r
     check_inplace(input)
+    check_overlap(input, ())  # Note [Expanded self]
     return assign_result(input, r, name + "_")
 
 
-def _inplace(fn, name):
-    """`name_` variant: writes fn's result into input (a fast path when no graph is needed)."""
+def _inplace(fn, name, expanded_ok=False):
+    """`name_` variant: writes fn's result into input. expanded_ok: torch's kernel takes an expanded input
+    (Note [Expanded self])."""
     def inplace(input, *args, **kwargs):
         check_inplace(input)
+        if not expanded_ok:
+            check_overlap(input, ())
         return assign_result(input, fn(input, *args, **kwargs), name + "_")
     inplace.__name__ = inplace.__qualname__ = name + "_"
     return inplace
@@ -145,6 +149,7 @@ def _relu(input):
 def _relu_(input):
     _check_relu(input)
     check_inplace(input)
+    check_overlap(input, ())  # Note [Expanded self]
     if _no_grad_needed(input):
         clamp_min(input._data, np.zeros((), input._data.dtype), out=input._data)
         input._version_counter.value += 1
@@ -186,7 +191,7 @@ def _threshold(input, threshold, value):
     return Threshold.apply(input, threshold=threshold, value=value)
 
 
-_threshold_ = _inplace(_threshold, "threshold")
+_threshold_ = _inplace(_threshold, "threshold", expanded_ok=True)
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -270,6 +275,7 @@ def _hardtanh(input, min_val, max_val, inplace):
     _check_hardtanh(input, min_val)
     if inplace:
         check_inplace(input)
+        check_overlap(input, ())  # Note [Expanded self]
         if _no_grad_needed(input):
             a = input._data
             clamp_between(a, np.array(min_val).astype(a.dtype), np.array(max_val).astype(a.dtype), out=a)
@@ -784,7 +790,9 @@ def _rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
 
 def _rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     check_inplace(input)
-    return assign_result(input, _rrelu(input, lower, upper, training, generator), "rrelu_")
+    r = _rrelu(input, lower, upper, training, generator)
+    check_overlap(input, ())  # after the noise is drawn, as torch (Note [Expanded self])
+    return assign_result(input, r, "rrelu_")
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):

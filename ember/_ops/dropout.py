@@ -16,7 +16,7 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd import grad_mode
-from ._registry import Op, assign_result, check_inplace, install
+from ._registry import Op, assign_result, check_inplace, check_overlap, install
 from .random import dropout_keep
 
 _state = grad_mode._state
@@ -90,6 +90,7 @@ def _dropout_impl(input, p, train, inplace, feature=False, alpha=False, batched=
         r = _Dropout.apply(input, keep=keep, scale=dt.type(1) / dt.type(1 - p), shift=None)  # noise.div_(1 - p)
     if inplace:
         check_inplace(input)
+        check_overlap(input, ())  # after the draw, as torch (Note [Expanded self])
         return assign_result(input, r, "dropout_")
     return r
 

@@ -266,4 +266,5 @@ def index_fill(input, dim, index, value):
     return apply_plan(input, _index_fill_plan(input, dim, index, value))
 
 
-inplace_variant(index_fill, "index_fill_", _index_fill_plan, no_overlap=False)
+inplace_variant(index_fill, "index_fill_", _index_fill_plan, no_overlap=False,
+                expanded="tensor[mask] = scalar")

@@ -642,5 +642,5 @@ from .window import diagonal_backward, slice_backward, unfold_backward  # noqa: 
 from .joining import cat, stack  # noqa: E402,F401  (other families import them from here)
 from .scatter import inplace_variant  # noqa: E402
 
-inplace_variant(index_put, "index_put_", _index_put_plan)
+inplace_variant(index_put, "index_put_", _index_put_plan, expanded="tensor[indices] = tensor")
 install(Tensor.index_put_, "index_put_", method=False)  # torch.index_put_ exists as a function too

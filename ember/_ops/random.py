@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
+from .._backend import check_internal_overlap
 from .._tensor import Tensor
 from ..random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,
                       set_rng_state)
@@ -556,12 +557,14 @@ def uniform_(self, from_=0, to=1, *, generator=None, **kw):
                            f"to={_fmt(to)}")
     if not math.isfinite(to - from_):
         raise RuntimeError(f"{'to' if not math.isfinite(to) else 'from'} is out of bounds for {_C_NAMES.get(d.to_real())}")
+    check_internal_overlap(self._data)  # before the draw (Note [Expanded self])
     u = _uniform_into(_gen(generator), self._data, d, from_, to)
     return _write(self, u, "UniformBackward0")
 
 
 def normal_(self, mean=0, std=1, *, generator=None):
     _check_std(std)
+    check_internal_overlap(self._data)
     z = _normal_into(_gen(generator), self._data, self._dtype, mean, std)
     return _write(self, z, "NormalBackward0")
 
@@ -574,6 +577,7 @@ def random_(self, *args, generator=None, **kw):
         args = args + (kw.pop("to"),)
     if kw:
         raise TypeError(f"random_() got an unexpected keyword argument '{next(iter(kw))}'")
+    check_internal_overlap(self._data)  # torch's first check here, before the bounds'
     d = self._dtype
     lo, hi = _int_range(d)
     if len(args) == 0:
@@ -599,6 +603,7 @@ def exponential_(self, lambd=1, *, generator=None):
     _check_float(d, "Exponential")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_fmt(lambd)}")
+    check_internal_overlap(self._data)
     e = R.exponential(_gen(generator), self._data.size, float(lambd))
     return _write(self, R.place(self._data, e), "ExponentialBackward0")
 
@@ -609,6 +614,7 @@ def geometric_(self, p, *, generator=None):
         raise _not_impl("geometric_cpu", d)
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_fmt(p)}")
+    check_internal_overlap(self._data)
     arr = R.geometric(_gen(generator), self._data.size, float(p))
     return _write(self, R.place(self._data, arr), "GeometricBackward0")
 
@@ -618,6 +624,7 @@ def cauchy_(self, median=0, sigma=1, *, generator=None):
     _check_float(d, "Cauchy", _C_NAMES.get(d))
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_fmt(sigma)}")
+    check_internal_overlap(self._data)
     c = R.cauchy(_gen(generator), self._data.size, float(median), float(sigma))
     return _write(self, R.place(self._data, c), "CauchyBackward0")
 
@@ -628,6 +635,7 @@ def log_normal_(self, mean=1, std=2, *, generator=None):
         raise _not_impl("log_normal_cpu", d)
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_fmt(std)}")
+    check_internal_overlap(self._data)
     z = R.log_normal(_gen(generator), self._data.size, float(mean), float(std))
     return _write(self, R.place(self._data, z), "LogNormalBackward0")
 
@@ -639,9 +647,11 @@ def bernoulli_(self, p=0.5, *, generator=None):
         _check_p_tensor(p)
         if p._data.shape != shape:
             _check_expand(p._data.shape, shape)
+        check_internal_overlap(self._data)
         mask = _bernoulli_mask(g, self._data, p._data)
         return _write(self, mask, "BernoulliBackward1", (p,))
     _check_p_float(p)
+    check_internal_overlap(self._data)
     return _write(self, _bernoulli_mask(g, self._data, p), "BernoulliBackward2")
 
 
@@ -739,8 +749,7 @@ def copy_(self, other, non_blocking=False):
     if s.dtype.kind == "c" and dst.dtype.kind != "c":
         warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=2)
         s = s.real
-    if not dst.flags.c_contiguous:
-        _check_internal_overlap(dst)
+    check_internal_overlap(dst)
     if np.may_share_memory(dst, s):
         _check_partial_overlap(dst, s)
     if _state.enabled and (self._requires_grad or other._requires_grad):
@@ -772,13 +781,6 @@ def _check_copy_shapes(dst, s):
         if pad[i] != dst.shape[i] and pad[i] != 1:
             raise RuntimeError(f"The size of tensor a ({dst.shape[i]}) must match the size of tensor b ({pad[i]}) "
                                f"at non-singleton dimension {i}")
-
-
-def _check_internal_overlap(dst):
-    for n, st in zip(dst.shape, dst.strides):
-        if st == 0 and n > 1:
-            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                               "single memory location. Please clone() the tensor before performing the operation.")
 
 
 def _check_partial_overlap(dst, s):

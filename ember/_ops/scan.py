@@ -13,7 +13,7 @@ from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor
 from ..autograd import grad_mode
-from .._backend import contiguous
+from .._backend import check_internal_overlap, contiguous
 from ._registry import Op, assign_result, check_inplace, register
 from .complex import cj
 from .reduction import (_as_1d, _make, accumulate_dtype, check_tensor, finish, index_grad, numpy_names, one_dim,
@@ -143,6 +143,7 @@ def _inplace_scan(fn, name):
 
     def inplace(input, dim, *, dtype=None):
         check_inplace(input)
+        check_internal_overlap(input._data)  # Note [Expanded self]
         r = fn(input, dim, dtype=input._dtype if dtype is None else dtype)
         return assign_result(input, r, name + "_")
     inplace.__name__ = inplace.__qualname__ = name + "_"

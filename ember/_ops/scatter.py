@@ -5,9 +5,12 @@ Backward formulas are written with these same ops (gather <-> scatter_add, index
 index_add), so double backward works. Duplicate indices are summed with the sorted-rows
 helper in the backend (B.index_add_rows) or NumPy's fast 1-d add.at.
 """
+import warnings
+
 import numpy as np
 
 from .. import _dtype as D
+from .._backend import check_internal_overlap, shares_elements
 from .._backend import numpy_cpu as B
 from .._tensor import Tensor, _wrap_dim
 from ..autograd import grad_mode
@@ -58,10 +61,18 @@ def check_no_overlap(self, args, kwargs):
             raise RuntimeError(OVERLAP)
 
 
-def inplace_variant(fn, name, plan=None, no_overlap=True):
-    """name_ for an out-of-place op fn (see Note [In-place without copies])."""
+def inplace_variant(fn, name, plan=None, no_overlap=True, expanded=None):
+    """name_ for an out-of-place op fn (see Note [In-place without copies]). no_overlap: refuse inputs that
+    share memory with self. An expanded self is refused, or, where torch still writes into one with a
+    deprecation warning, `expanded` is the warning's example (Note [Expanded self])."""
     def inplace(input, *args, **kwargs):
         check_inplace(input)
+        if expanded is None:
+            check_internal_overlap(input._data)
+        elif shares_elements(input._data):
+            warnings.warn(f"Use of {name} on expanded tensors is deprecated. Please clone() the tensor before "
+                          f"performing this operation. This also applies to advanced indexing e.g. {expanded}",
+                          UserWarning, stacklevel=2)
         if no_overlap:
             check_no_overlap(input, args, kwargs)
         if plan is not None and _direct_ok(input, args, kwargs):

@@ -94,7 +94,8 @@ def _masked_fill_inplace_plan(self, mask, value):
     return plan
 
 
-inplace_variant(masked_fill, "masked_fill_", _masked_fill_inplace_plan, no_overlap=False)
+inplace_variant(masked_fill, "masked_fill_", _masked_fill_inplace_plan, no_overlap=False,
+                expanded="tensor[mask] = scalar")
 
 
 # ---- masked_select / masked_scatter ---------------------------------------------------------
