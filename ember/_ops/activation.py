@@ -215,13 +215,17 @@ class Hardtanh(Op):
 
     @staticmethod
     def forward(ctx, x, lo, hi, prior=None):
-        if prior is None:
-            ctx.save_for_backward(x)
-        else:
-            ctx.save_for_backward(_hardtanh_keep(x, lo, hi), prior)
         ctx.bounds = (lo, hi)
         # bound first, so ties return x itself (-0.0 stays -0.0, as torch)
-        return clamp_between(x, np.array(lo).astype(x.dtype), np.array(hi).astype(x.dtype))
+        bounds = np.array(lo).astype(x.dtype), np.array(hi).astype(x.dtype)
+        if prior is None:
+            ctx.save_for_backward(x)
+            return clamp_between(x, *bounds)
+        # in place (Note [Hardtanh in place]): the result goes straight into the input's array (assign_result
+        # then has nothing to copy) and the mask is read from it
+        y = clamp_between(x, *bounds, out=x)
+        ctx.save_for_backward(_hardtanh_kept(y, *bounds), prior)
+        return y
 
     def backward(ctx, grad):
         saved = ctx.saved_tensors
@@ -231,6 +235,15 @@ class Hardtanh(Op):
         (x,) = saved
         lo, hi = ctx.bounds
         return _mask_grad(grad, x, _hardtanh_keep(x._data, lo, hi))
+
+
+def _hardtanh_kept(y, lo, hi):
+    """_hardtanh_keep from hardtanh's result y: x <= lo or x >= hi left y at a bound, and y is strictly
+    inside or NaN elsewhere (-0.0 from x = -0.0 equals a bound of 0), so the gradient passes where y is at
+    neither bound: three bool passes instead of four."""
+    keep = np.not_equal(y, lo)
+    keep &= np.not_equal(y, hi)
+    return keep
 
 
 def _hardtanh_keep(a, lo, hi):
