@@ -246,6 +246,51 @@ def test_inplace_allocates_at_most_its_temporaries(case):
     assert peak < (temporaries * 4 + 1) * MIB, f"{peak / MIB:.1f} MiB"
 
 
+# relu_ and relu6/hardtanh_ with a graph write their result into the target's memory: what they allocate is the
+# saved gradient mask (hardtanh_: a bool per element, 1 MiB here, and one more while it is made), never a
+# second full-size result (4 MiB)
+GRAPH_MEMORY = [
+    ("relu_", 0, lambda t, x: t.relu_(x)),
+    ("F.relu inplace", 0, lambda t, x: t.nn.functional.relu(x, inplace=True)),
+    ("relu6 inplace", 2, lambda t, x: t.nn.functional.relu6(x, inplace=True)),
+]
+
+
+@pytest.mark.parametrize("case", GRAPH_MEMORY, ids=[c[0] for c in GRAPH_MEMORY])
+def test_inplace_activation_with_graph_writes_into_the_target(case):
+    _, temporaries, call = case
+    w = ember.from_numpy(_arr(N)).requires_grad_()
+    call(ember, w * 1.0)  # warm-up
+    x = w * 1.0
+    tracemalloc.start()
+    y = call(ember, x)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert y is x and peak < (temporaries + 1) * MIB, f"{peak / MIB:.1f} MiB"
+
+
+@pytest.mark.parametrize("call", [lambda t, x: t.relu_(x), lambda t, x: t.nn.functional.relu6(x, inplace=True)])
+def test_inplace_activation_with_graph_like_torch(call):
+    """grad_fn, version, values and gradients as torch; writing into the result before backward raises
+    torch's version error (its saved result, or hardtanh_'s clone, is checked)."""
+    seen = []
+    for lib in (torch, ember):
+        w = lib.tensor([-1.0, 0.0, 2.0, 7.0, 0.5], requires_grad=True)
+        x = w * 1.0
+        y = call(lib, x)
+        name = type(y.grad_fn).__name__ if lib is torch else y.grad_fn.name()
+        y.sum().backward()
+        x2 = call(lib, w * 1.0)
+        x2.mul_(2)
+        try:
+            x2.sum().backward()
+            err = None
+        except RuntimeError as e:
+            err = str(e)
+        seen.append((name, x._version, y.detach().numpy().tolist(), w.grad.numpy().tolist(), err))
+    assert seen[0] == seen[1]
+
+
 # the fast path must give exactly the out-of-place op's bits (which the generic in-place path copies)
 EXACT = [
     ("add_", lambda x, y, z: x.add_(y, alpha=0.3), lambda x, y, z: ember.add(x, y, alpha=0.3)),

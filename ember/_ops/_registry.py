@@ -678,7 +678,7 @@ def assign_result(self, r, opname):
     node = r._grad_fn
     if node is not None:
         _snapshot_saved_self(node, self)
-    if r._data is not self._data:
+    if r._data is not self._data and not _same_view(r._data, self._data):
         np.copyto(self._data, r._data, casting="unsafe")
     self._version_counter.value += 1
     if node is not None:
@@ -686,6 +686,12 @@ def assign_result(self, r, opname):
         from .shape import rebase_history
         rebase_history(self, r)
     return self
+
+
+def _same_view(a, b):
+    """Whether arrays a and b are the same elements (a kernel that wrote its result into self's memory)."""
+    return (a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
 
 
 def _retarget_saved_output(node, r, self):

@@ -118,8 +118,13 @@ class Relu(Op):
     elementwise = True
 
     @staticmethod
-    def forward(ctx, x):
-        out = clamp_min(x, np.zeros((), x.dtype))  # NaN stays NaN; -0.0 stays -0.0 (ties give x)
+    def forward(ctx, x, into=False):
+        if into:  # relu_: into x's own memory, returned (and saved: torch saves relu_'s result) as a new array
+            # object over it, so that the saved array is the output's, not the input's; assign_result then
+            # finds the result already in place and copies nothing
+            out = clamp_min(x, np.zeros((), x.dtype), out=x)[...]
+        else:
+            out = clamp_min(x, np.zeros((), x.dtype))  # NaN stays NaN; -0.0 stays -0.0 (ties give x)
         ctx.save_for_backward(out)
         return out
 
@@ -154,7 +159,7 @@ def _relu_(input):
         clamp_min(input._data, np.zeros((), input._data.dtype), out=input._data)
         input._version_counter.value += 1
         return input
-    return assign_result(input, Relu.apply(input), "relu_")
+    return assign_result(input, Relu.apply(input, into=True), "relu_")
 
 
 def relu(input, inplace=False):
