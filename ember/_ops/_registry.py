@@ -629,12 +629,14 @@ def row_out(row, out, opname, a, b=None):
     return write_out(out, r, opname)
 
 
-def make_inplace(fn, name, row=None, fast=None):
+def make_inplace(fn, name, row=None, fast=None, recorded=None):
     """The `name_` variant of an out-of-place op: compute, then write into self.
 
     An elementwise op also gets a fast path (Note [Straight into the array]): `fast(self, *args,
     **kwargs)` writes straight into self's array and returns True, or returns False having written
-    nothing. A ufunc row derives it; a composite declares a small in-place kernel next to itself."""
+    nothing. A ufunc row derives it; a composite declares a small in-place kernel next to itself.
+    `recorded(self, *args, **kwargs)`, where given, does the same with a graph needed: it returns the
+    result recorded in self's array (into_recorded), or None having written nothing."""
     opname = name + "_"
     if fast is None and row is not None and row.ufunc:
         fast = _row_fast(row)
@@ -649,12 +651,34 @@ def make_inplace(fn, name, row=None, fast=None):
         def inplace(input, *args, **kwargs):
             check_inplace(input)
             check_overlap(input, args if not kwargs else args + tuple(kwargs.values()))
-            if not _needs_graph(input, args, kwargs) and fast(input, *args, **kwargs):
-                input._version_counter.value += 1
-                return input
+            if not _needs_graph(input, args, kwargs):
+                if fast(input, *args, **kwargs):
+                    input._version_counter.value += 1
+                    return input
+            elif recorded is not None:
+                r = recorded(input, *args, **kwargs)
+                if r is not None:
+                    return assign_result(input, r, opname)  # (r holds self's own array: nothing to copy)
             return assign_result(input, fn(input, *args, **kwargs), opname)
     inplace.__name__ = inplace.__qualname__ = opname
     return inplace
+
+
+def into_recorded(row, self, other):
+    """self <- row(self, other) with a graph, for a binary row whose gradients need no saved values (add,
+    sub: self's old value is not needed): computed straight into self's array (into), then recorded as
+    binary_call records the out-of-place op. The result Tensor, holding self's array, for assign_result; None,
+    having written nothing, when the result does not fit self's array (dtype, broadcast shape)."""
+    if row.save_names or not into(row, self, self, other):
+        return None
+    out = _make(self._data, self._dtype)
+    node = _new(row.node)
+    init_node(node, (self, other if isinstance(other, Tensor) else None))  # self's edge: its history before
+    node._out_meta = ((self._data.shape, self._dtype),)
+    node._saved = ()
+    out._requires_grad = True
+    out._grad_fn = node
+    return out
 
 
 def _row_fast(row):

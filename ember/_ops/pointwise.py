@@ -17,7 +17,7 @@ from .. import _dtype as D
 from .._backend import negative, scalar_array, special as S, where as _select
 from .._tensor import Tensor
 from ._registry import (COMPARE, INTEGRAL, LOGICAL, TO_FLOAT, Op, _iter_layout, binary, binary_call, fits, install,
-                        into, keeps_dtype, make_inplace, namespace, row_out, unary, write_out)
+                        into, into_recorded, keeps_dtype, make_inplace, namespace, row_out, unary, write_out)
 from .complex import cj
 from .creation import ones_like, zeros_like
 
@@ -207,6 +207,18 @@ def _add_(self, other, *, alpha=1):
             return True
         other = _scaled(self, other, alpha)
     return into(_add.row, self, self, other)
+
+
+def _add_recorded(self, other, *, alpha=1):
+    """add_ with a graph, alpha 1 (x += y): straight into self's array (AddBackward0 saves nothing)."""
+    return into_recorded(_add.row, self, other) if type(alpha) is int and alpha == 1 else None
+
+
+def _sub_recorded(self, other, *, alpha=1):
+    """sub_ with a graph, alpha 1, as _add_recorded (bool operands are left to sub's error)."""
+    if _has_bool(self) or _has_bool(other) or type(alpha) is not int or alpha != 1:
+        return None
+    return into_recorded(_sub.row, self, other)
 
 
 def _has_bool(v):
@@ -747,8 +759,8 @@ def _rdiv_dunder(self, other):
     return div(other, self)
 
 
-install(add, "add", inplace=make_inplace(add, "add", fast=_add_))
-install(sub, "sub", inplace=make_inplace(sub, "sub", fast=_sub_), aliases=("subtract",))
+install(add, "add", inplace=make_inplace(add, "add", fast=_add_, recorded=_add_recorded))
+install(sub, "sub", inplace=make_inplace(sub, "sub", fast=_sub_, recorded=_sub_recorded), aliases=("subtract",))
 install(div, "div", inplace=make_inplace(div, "div", fast=_div_), aliases=("divide",))
 install(_true_div, "true_divide", inplace=make_inplace(_true_div, "true_divide", _true_div.row))
 install(rsub, "rsub", method=False)
