@@ -326,11 +326,39 @@ class LeakyRelu(Op):
         return _mask_grad(grad, x, x._data > 0, ctx.slope)
 
 
+class LeakyReluInPlace(LeakyRelu):
+    """leaky_relu_: written into x, its result saved instead of x (torch's LeakyReluBackward1: the mask
+    result > 0 is x > 0 for a slope >= 0; a negative slope is refused at backward, as torch)."""
+    _name = "LeakyReluBackward1"
+
+    @staticmethod
+    def forward(ctx, x, slope):
+        ctx.slope = slope
+        np.multiply(x, np.array(slope).astype(x.dtype), out=x, where=~(x > 0))  # (NaN takes the slope branch)
+        out = x[...]  # a new array object over x: saved as the output (as Relu's into path)
+        ctx.save_for_backward(out)
+        return out
+
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors  # first: torch's version check comes before its slope check
+        if ctx.slope < 0:
+            raise RuntimeError(
+                "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. "
+                "This is caused by calling in-place forward function with a negative slope, please call out-of-place "
+                "version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting "
+                "in-place leakRelu backward calculation with negative slope")
+        return _mask_grad(grad, out, out._data > 0, ctx.slope)
+
+
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     if negative_slope.__class__ is not float and not _is_real(negative_slope):  # np.array(None) is nan
         raise wrong_type("leaky_relu_" if inplace else "leaky_relu", "negative_slope", negative_slope, "Number", 2)
     _float_only(input, "leaky_relu_cpu")
-    return _finish(input, LeakyRelu.apply(input, slope=negative_slope), inplace, "leaky_relu")
+    if not inplace:
+        return LeakyRelu.apply(input, slope=negative_slope)
+    check_inplace(input)
+    check_overlap(input, ())  # Note [Expanded self]
+    return assign_result(input, LeakyReluInPlace.apply(input, slope=negative_slope), "leaky_relu_")
 
 
 def leaky_relu_(input, negative_slope=0.01):

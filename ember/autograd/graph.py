@@ -33,10 +33,13 @@ def _version_error(shape, dtype, producer, output_nr, version, saved_version):
 
 
 def _short_name(node):
-    """torch names a node by its op in this message: ExpBackward0 -> Exp."""
+    """torch names a node by its op in this message: ExpBackward0 -> Exp, EluBackward1 (elu_) -> Elu1."""
     name = node.name()
     cut = name.rfind("Backward")
-    return name[:cut] if cut > 0 else name
+    if cut <= 0:
+        return name
+    rest = name[cut + len("Backward"):]
+    return name[:cut] + ("" if rest == "0" else rest)
 
 
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
