@@ -576,6 +576,8 @@ def test_data_is_detached_and_unversioned():
     lambda lib, x, w: (-x).reshape(3, 2).transpose(0, 1).sqrt(),
     lambda lib, x, w: (x * w).log().neg()[1:],
     lambda lib, x, w: lib.maximum(x, w).clone().exp2(),
+    lambda lib, x, w: lib.nn.functional.celu(x - w, 0.5) + lib.nn.functional.selu(w) + lib.nn.functional.elu(x),
+    lambda lib, x, w: lib.nn.functional.leaky_relu_(x * w, 0.1).sum(),
 ])
 def test_grad_fn_names_and_next_functions(expr):
     (t, _), (e, _) = run_both(expr, rand(2, 3, seed=1, low=0.1), rand(2, 3, seed=2, low=0.1))

@@ -441,6 +441,11 @@ class Elu(Op):
         return neg.where(x < 0, slope0.where(x == 0, grad * scale))
 
 
+class Celu(Elu):
+    """celu: elu with input_scale 1 / alpha (torch's CeluBackward0 computes the same elu_backward)."""
+    _name = "CeluBackward0"
+
+
 def elu(input, alpha=1.0, inplace=False):
     _float_only(input, "elu_cpu")
     return _finish(input, Elu.apply(input, alpha=alpha, scale=1.0, input_scale=1.0), inplace, "elu")
@@ -470,7 +475,7 @@ def _celu(input, alpha=1.0):
     _float_only(input, "elu_cpu")
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    return Elu.apply(input, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
+    return Celu.apply(input, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
 
 
 _celu_ = _inplace(_celu, "celu")
