@@ -446,9 +446,49 @@ class Celu(Elu):
     _name = "CeluBackward0"
 
 
+class EluInPlace(Elu):
+    """elu_/selu_ (and celu_ below): the result written into x and saved instead of x, as torch's EluBackward1,
+    whose gradient is read from the result r: grad * input_scale * (r + alpha * scale) where r <= 0, grad * scale
+    elsewhere; its derivative through r counts where r < 0 (torch's elu_double_backward). A negative alpha is
+    refused at backward, after the version check, as torch."""
+    _name = "EluBackward1"
+
+    @staticmethod
+    def forward(ctx, x, alpha, scale, input_scale):
+        ctx.coef = (alpha, scale, input_scale)
+        np.copyto(x, Elu.forward(ctx, x, alpha, scale, input_scale))  # (Elu saves x: replaced below)
+        out = x[...]  # a new array object over x: saved as the output (as Relu's into path)
+        ctx.save_for_backward(out)
+        return out
+
+    def backward(ctx, grad):
+        (r,) = ctx.saved_tensors  # first: torch's version check comes before its alpha check
+        alpha, scale, input_scale = ctx.coef
+        if alpha < 0:
+            raise RuntimeError("In-place elu backward calculation is triggered with a negative slope which is not "
+                               "supported. This is caused by calling in-place forward function with a negative slope, "
+                               "please call out-of-place version instead.")
+        # r where r < 0: at r == 0 the value is the same and the derivative 0 (torch's mask there is r < 0). A NaN
+        # result takes the linear branch, as torch's float32 kernel (its float64 vector loop takes the other)
+        below = r.where(r < 0, 0.0)
+        return ((grad * input_scale) * (below + alpha * scale)).where(r <= 0, grad * scale)
+
+
+class CeluInPlace(EluInPlace):
+    _name = "CeluBackward1"
+
+
+def _elu_inplace(cls, input, name, **coef):
+    check_inplace(input)
+    check_overlap(input, ())  # Note [Expanded self]
+    return assign_result(input, cls.apply(input, **coef), name)
+
+
 def elu(input, alpha=1.0, inplace=False):
     _float_only(input, "elu_cpu")
-    return _finish(input, Elu.apply(input, alpha=alpha, scale=1.0, input_scale=1.0), inplace, "elu")
+    if inplace:
+        return _elu_inplace(EluInPlace, input, "elu_", alpha=alpha, scale=1.0, input_scale=1.0)
+    return Elu.apply(input, alpha=alpha, scale=1.0, input_scale=1.0)
 
 
 def elu_(input, alpha=1.0):
@@ -460,7 +500,9 @@ def _selu(input):
     return Elu.apply(input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
 
 
-_selu_ = _inplace(_selu, "selu")
+def _selu_(input):
+    _float_only(input, "elu_cpu")
+    return _elu_inplace(EluInPlace, input, "selu_", alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
 
 
 def selu(input, inplace=False):
@@ -478,7 +520,11 @@ def _celu(input, alpha=1.0):
     return Celu.apply(input, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
 
 
-_celu_ = _inplace(_celu, "celu")
+def _celu_(input, alpha=1.0):
+    _float_only(input, "elu_cpu")
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _elu_inplace(CeluInPlace, input, "celu_", alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
 
 
 def celu(input, alpha=1.0, inplace=False):
