@@ -578,6 +578,7 @@ def test_data_is_detached_and_unversioned():
     lambda lib, x, w: lib.maximum(x, w).clone().exp2(),
     lambda lib, x, w: lib.nn.functional.celu(x - w, 0.5) + lib.nn.functional.selu(w) + lib.nn.functional.elu(x),
     lambda lib, x, w: lib.nn.functional.leaky_relu_(x * w, 0.1).sum(),
+    lambda lib, x, w: lib.nn.functional.threshold_(x * w, 0.1, 0.0) + lib.nn.functional.threshold(x, 0.2, 1.0),
 ])
 def test_grad_fn_names_and_next_functions(expr):
     (t, _), (e, _) = run_both(expr, rand(2, 3, seed=1, low=0.1), rand(2, 3, seed=2, low=0.1))

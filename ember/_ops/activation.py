@@ -196,7 +196,18 @@ def _threshold(input, threshold, value):
     return Threshold.apply(input, threshold=threshold, value=value)
 
 
-_threshold_ = _inplace(_threshold, "threshold", expanded_ok=True)
+class ThresholdInPlace(Threshold):
+    """threshold_: torch names its node ThresholdBackward1 (it saves a copy of the input, as the snapshot
+    assign_result keeps here: the mask is the input's, and later writes into the result do not matter)."""
+    _name = "ThresholdBackward1"
+
+
+def _threshold_inplace(input, threshold, value):
+    _check_threshold(input)
+    return ThresholdInPlace.apply(input, threshold=threshold, value=value)
+
+
+_threshold_ = _inplace(_threshold_inplace, "threshold", expanded_ok=True)
 
 
 def threshold(input, threshold, value, inplace=False):
