@@ -99,6 +99,14 @@ def _finish(input, r, inplace, name):
     return assign_result(input, r, name + "_")
 
 
+def _apply_in_place(cls, input, name, **params):
+    """An op class whose forward writes into its input (the *InPlace classes), as torch's `name`: the checks
+    come before the write (_finish checks after its out-of-place result exists)."""
+    check_inplace(input)
+    check_overlap(input, ())  # Note [Expanded self]
+    return assign_result(input, cls.apply(input, **params), name)
+
+
 def _inplace(fn, name, expanded_ok=False):
     """`name_` variant: writes fn's result into input. expanded_ok: torch's kernel takes an expanded input
     (Note [Expanded self])."""
@@ -367,9 +375,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     _float_only(input, "leaky_relu_cpu")
     if not inplace:
         return LeakyRelu.apply(input, slope=negative_slope)
-    check_inplace(input)
-    check_overlap(input, ())  # Note [Expanded self]
-    return assign_result(input, LeakyReluInPlace.apply(input, slope=negative_slope), "leaky_relu_")
+    return _apply_in_place(LeakyReluInPlace, input, "leaky_relu_", slope=negative_slope)
 
 
 def leaky_relu_(input, negative_slope=0.01):
@@ -489,16 +495,10 @@ class CeluInPlace(EluInPlace):
     _name = "CeluBackward1"
 
 
-def _elu_inplace(cls, input, name, **coef):
-    check_inplace(input)
-    check_overlap(input, ())  # Note [Expanded self]
-    return assign_result(input, cls.apply(input, **coef), name)
-
-
 def elu(input, alpha=1.0, inplace=False):
     _float_only(input, "elu_cpu")
     if inplace:
-        return _elu_inplace(EluInPlace, input, "elu_", alpha=alpha, scale=1.0, input_scale=1.0)
+        return _apply_in_place(EluInPlace, input, "elu_", alpha=alpha, scale=1.0, input_scale=1.0)
     return Elu.apply(input, alpha=alpha, scale=1.0, input_scale=1.0)
 
 
@@ -513,7 +513,7 @@ def _selu(input):
 
 def _selu_(input):
     _float_only(input, "elu_cpu")
-    return _elu_inplace(EluInPlace, input, "selu_", alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
+    return _apply_in_place(EluInPlace, input, "selu_", alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
 
 
 def selu(input, inplace=False):
@@ -524,18 +524,20 @@ def selu_(input):
     return _selu_(input)
 
 
-def _celu(input, alpha=1.0):
+def _check_celu(input, alpha):
     _float_only(input, "elu_cpu")
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+
+
+def _celu(input, alpha=1.0):
+    _check_celu(input, alpha)
     return Celu.apply(input, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
 
 
 def _celu_(input, alpha=1.0):
-    _float_only(input, "elu_cpu")
-    if alpha == 0:
-        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    return _elu_inplace(CeluInPlace, input, "celu_", alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
+    _check_celu(input, alpha)
+    return _apply_in_place(CeluInPlace, input, "celu_", alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
 
 
 def celu(input, alpha=1.0, inplace=False):
