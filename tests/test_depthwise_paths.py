@@ -1,8 +1,9 @@
 """Depthwise convolutions against torch on every kernel path: the forward that keeps the input's phase
 rows for the backward and the one that does not (ember._ops.conv.KEEP_DEPTHWISE_PHASES), the first-order
 backward that builds the gradient rows once for both gradients, the gathered input gradient (also the
-forward of a depthwise transposed convolution), and blocks of whole channel rows or pieces of one row
-(ember._backend.depthwise_numpy._BLOCK forced small). Random 1-3d sizes, strides (also larger than the
+forward of a depthwise transposed convolution), blocks of whole channel rows or pieces of one row
+(ember._backend.depthwise_numpy._BLOCK forced small), and the plane matrices of small planes
+(ember._backend.depthwise_dense.MAX_PAIRS forced off, or on for every plane). Random 1-3d sizes, strides (also larger than the
 kernel: phases no tap reaches), dilations, padding, channel multipliers; float32 and float64; values,
 input/weight/bias gradients, and second derivatives through create_graph.
 """
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 import ember
+from ember._backend import depthwise_dense as DD
 from ember._backend import depthwise_numpy as DW
 from ember._ops import conv as C
 
@@ -18,6 +20,12 @@ from ember._ops import conv as C
 @pytest.fixture(params=["keep", "no-keep"])
 def keep(request, monkeypatch):
     monkeypatch.setattr(C, "KEEP_DEPTHWISE_PHASES", request.param == "keep")
+    return request.param
+
+
+@pytest.fixture(params=["dense-off", "dense-all"])
+def dense(request, monkeypatch):
+    monkeypatch.setattr(DD, "MAX_PAIRS", 0 if request.param == "dense-off" else 1 << 62)
     return request.param
 
 
@@ -70,7 +78,7 @@ def _compare(e, t, dtype, what):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_random_depthwise_convolutions_match_torch(dtype, keep, block):
+def test_random_depthwise_convolutions_match_torch(dtype, keep, block, dense):
     rng = np.random.default_rng(17 if dtype == np.float32 else 18)
     checked = 0
     while checked < 40:
@@ -127,7 +135,7 @@ def test_the_kept_rows_are_used_and_freed():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_depthwise_transposed_convolutions_match_torch(dtype, block):
+def test_depthwise_transposed_convolutions_match_torch(dtype, block, dense):
     """conv_transpose with groups == channels runs the gathered input gradient as its forward."""
     rng = np.random.default_rng(5)
     for _ in range(20):
@@ -154,7 +162,7 @@ def test_depthwise_transposed_convolutions_match_torch(dtype, block):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_depthwise_second_derivatives_match_torch(dtype, keep):
+def test_depthwise_second_derivatives_match_torch(dtype, keep, dense):
     """create_graph: the backward takes the differentiable ops, not the kept rows."""
     rng = np.random.default_rng(9)
     for stride, mult in ((1, 1), (2, 2), (3, 1)):
@@ -169,3 +177,41 @@ def test_depthwise_second_derivatives_match_torch(dtype, keep):
             ((gx * gx).sum() + (gw * gw).sum()).backward()
             out[lib] = [t.detach().numpy() for t in (gx, gw, xs.grad, ws.grad)]
         _compare(out[ember], out[torch], dtype, f"stride {stride} mult {mult}")
+
+
+@pytest.mark.parametrize("where", ["x", "grad", "weight"])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_depthwise_plane_matrices_leave_non_finite_operands_to_the_taps(where, value, dense, keep):
+    """A zero of a plane matrix times inf or NaN would spread it to outputs whose windows do not hold it: the
+    forward and the input gradient see the non-finite operand and take the per-tap passes, as torch gives
+    (the weight gradient reads only the taps' own products)."""
+    rng = np.random.default_rng(3)
+    for stride in (1, 2):
+        x = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+        w = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
+        if where == "x":
+            x[0, 1, 0, 0] = value
+            x[1, 2, 3, 2] = value
+        elif where == "weight":
+            w[1, 0, 1, 1] = value
+        case = ("conv2d", x, w, None, dict(stride=stride, padding=1, groups=3), (True, True))
+
+        def g_of(shape):
+            g = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+            if where == "grad":
+                g[0, 0, 1, 1] = value
+            return g
+        e, t = _run(ember, *case, g_of), _run(torch, *case, g_of)
+        for a, b in zip(e, t):
+            if a is not None:
+                np.testing.assert_array_equal(np.isnan(a), np.isnan(b), err_msg=f"{where} stride {stride}")
+                np.testing.assert_array_equal(np.isinf(a), np.isinf(b), err_msg=f"{where} stride {stride}")
+        _compare(e, t, np.float32, f"{where} {value} stride {stride}")
+
+
+def test_depthwise_plane_matrices_are_taken_for_small_planes():
+    """MobileNetV2's 4x4 and 8x8 depthwise layers take the plane matrices; 16x16 planes keep the taps."""
+    assert DW.DepthwisePlan((32, 192, 4, 4), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 1).dense is not None
+    assert DW.DepthwisePlan((32, 96, 8, 8), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1), 1).dense is not None
+    assert DW.DepthwisePlan((32, 96, 16, 16), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 1).dense is None
+    assert DW.DepthwisePlan((32, 96, 4, 4), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 2).dense is None

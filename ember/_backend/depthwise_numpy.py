@@ -2,11 +2,12 @@
 
 Used by conv (groups == channels) and by max pooling; see Note [Depthwise flat layout].
 """
+import functools
 import itertools
 
 import numpy as np
 
-from . import allocator, parallel
+from . import allocator, conv_numpy, depthwise_dense, parallel
 
 # Note [Depthwise flat layout]: a depthwise convolution (one input channel per group) is K
 # multiply-adds per output, too little work for a GEMM. Done as per-tap products of strided 4-D
@@ -61,7 +62,10 @@ class DepthwisePlan:
         self.spatial = tuple(x_shape[2:])
         self.mult = mult
         self.lo = tuple(lo)
+        self.hi = tuple(hi)
         self.stride = tuple(stride)
+        self.kernel = tuple(kernel)
+        self.dilation = tuple(dilation)
         padded_sizes = [s + a + b for s, a, b in zip(self.spatial, lo, hi)]
         self.out = tuple((p - d * (k - 1) - 1) // st + 1 for p, k, st, d in
                          zip(padded_sizes, kernel, stride, dilation))
@@ -77,6 +81,11 @@ class DepthwisePlan:
             off = sum((v // s) * qs for v, s, qs in zip(shift, stride, qstrides))
             self.taps.append((ph, off))
         self.tail = max(off for _, off in self.taps)
+
+    @functools.cached_property
+    def dense(self):
+        """The plane matrices of a small-plane convolution (Note [Depthwise plane matrices]), or None."""
+        return depthwise_dense.plane_matrix(self)
 
     def _phase_slices(self, p):
         """(phase-grid slices, input slices) of the input positions that land in phase p."""
@@ -169,7 +178,18 @@ class DepthwisePlan:
 
     def forward(self, x, w, bias, keep=False):
         """The convolution (N, C*mult, *out); with keep, (it, the phase rows of x) so that the weight
-        gradient need not build them again (see Note [Depthwise phases kept])."""
+        gradient need not build them again (see Note [Depthwise phases kept]), or (it, x) for a plan
+        with plane matrices (Note [Depthwise plane matrices])."""
+        if self.dense is not None:
+            taps = w.reshape(self.c, -1)
+            if depthwise_dense.usable(x, taps):
+                out = self.dense.forward(x, taps, bias)
+            else:
+                out = self._forward(x, w, bias, False)
+            return (out, x) if keep else out
+        return self._forward(x, w, bias, keep)
+
+    def _forward(self, x, w, bias, keep):
         channels = self.c * self.mult
         parts = []
         if self.mult > 1:  # input channel ranges are not output ones: the phase rows first, on their own
@@ -276,6 +296,10 @@ class DepthwisePlan:
         Each phase row gathers its taps' shifted gradient rows (a correlation with the taps: the same
         multiply-accumulate as forward, with no zeroed scatter target): tap k sends g at j to
         position j + off_k, so position i receives g at i - off_k (zero before the row: gp's lead)."""
+        if gp is None and self._dense_grads(g):
+            taps = w.reshape(self.c, -1)
+            if depthwise_dense.usable(g, taps):
+                return self.dense.input_grad(g, taps)
         channels = self.c * self.mult
         parts = []
         if gp is None:
@@ -303,6 +327,8 @@ class DepthwisePlan:
     def weight_grad(self, x, g, w_shape, src=None, gp=None):
         """The weight gradient; src, gp: x's phase rows (from forward(keep=True)) and _grad_rows(g)
         when the caller has them already (x is then not read)."""
+        if src is None and gp is None and self._dense_grads(g) and x.dtype == g.dtype:
+            return self.dense.weight_grad(x, g).reshape(w_shape)
         if src is None:
             src = self._source(x)
         parts = []
@@ -312,17 +338,40 @@ class DepthwisePlan:
         channels = self.c * self.mult
         gw = np.zeros((channels, len(self.taps)), dtype=g.dtype)
         self._each_channel_range(channels, parts + [self._weight_taps(gp, src, gw)], gw.itemsize)
-        return gw.reshape(w_shape)
+        return self._checked(gw, x, g).reshape(w_shape)
+
+    def _checked(self, gw, x, g):
+        """gw, or where it is not finite, the weight gradient over the outputs' own windows: a garbage
+        position's zero gradient times an inf or NaN input makes NaN in the rows' sums (any tap that reads
+        it there), which the windows never read. Strided views and an einsum: slow, and only then."""
+        if np.isfinite(gw).all() or x is None:
+            return gw
+        nd = len(self.out)
+        view = conv_numpy.windows(conv_numpy.padded(x, self.lo, self.hi), self.kernel, self.stride, self.dilation,
+                                  self.out, conv_numpy.PER_SAMPLE)  # (N, C, *kernel, *out)
+        view = view[(Ellipsis,) + tuple(slice(0, n) for n in g.shape[2:])]  # g may stop short of out
+        ks, qs = "ijk"[:nd], "pqr"[:nd]
+        gm = g.reshape((g.shape[0], self.c, self.mult) + g.shape[2:])
+        return np.einsum(f"nc{ks}{qs},ncm{qs}->cm{ks}", view, gm).reshape(gw.shape).astype(gw.dtype, copy=False)
 
     def _source(self, x):
         """Phase rows of x, one per output channel (repeated for a channel multiplier)."""
         phases = self.to_phases(x)
         return np.repeat(phases, self.mult, axis=1) if self.mult > 1 else phases
 
-    def backward(self, src, g, w, need_input):
-        """(input gradient or None, weight gradient) from the phase rows src that forward(keep=True)
-        returned: g's channel rows are built once for both, and one split over channel ranges runs
-        the rows, both gradients' taps and the phase gather (Note [Depthwise one split])."""
+    def _dense_grads(self, g):
+        """Whether the gradients of g take the plane matrices: g covers exactly the outputs (a transposed
+        convolution's output_padding can leave it shorter) in a dtype they take."""
+        return self.dense is not None and g.shape[2:] == self.out and depthwise_dense.usable_dtype(g)
+
+    def backward(self, src, g, w, need_input, x=None):
+        """(input gradient or None, weight gradient) from what forward(keep=True) returned: the phase
+        rows (g's channel rows are built once for both, and one split over channel ranges runs the rows,
+        both gradients' taps and the phase gather: Note [Depthwise one split]), or x itself for a plan
+        with plane matrices."""
+        if self.dense is not None:
+            gx = self.input_grad(g, w) if need_input else None
+            return gx, self.weight_grad(src, g, w.shape)
         gp = allocator.empty((g.shape[1], self.tail + self.row), g.dtype)
         channels = self.c * self.mult
         gw = np.zeros((channels, len(self.taps)), dtype=g.dtype)
@@ -333,7 +382,7 @@ class DepthwisePlan:
         parts.append(self._weight_taps(gp, src, gw))
         self._each_channel_range(channels, parts, g.itemsize)
         gx = single[0] if single is not None else self.input_grad(g, w, gp) if need_input else None
-        return gx, gw.reshape(w.shape)
+        return gx, self._checked(gw, x, g).reshape(w.shape)
 
     def window_max(self, x):
         """Max pooling in the flat layout: (max, tap index of the max) per output, both (N, C, *out).

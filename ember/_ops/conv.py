@@ -401,7 +401,7 @@ class Convolution(Op):
         geo = ctx.geo
         if len(saved) == 3 and need[1] and not _state.enabled:  # first order: one depthwise kernel
             gx, gw = _depthwise_plan(x._data.shape, w._data.shape, geo).backward(
-                saved[2]._data, grad._data, w._data, need[0])
+                saved[2]._data, grad._data, w._data, need[0], x._data)
             return (None if gx is None else _make(gx), _make(gw), _sum_bias(grad, w) if need[2] else None)
         gx = ConvInputGrad.apply(grad, w, geo=geo, x_shape=x._data.shape) if need[0] else None
         gw = ConvWeightGrad.apply(x, grad, geo=geo, w_shape=w._data.shape) if need[1] else None
