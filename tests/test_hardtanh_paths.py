@@ -134,3 +134,28 @@ def test_hardtanh_gradient_stays_on_the_input_history(inplace):
     assert e[:2] == t[:2] and e[3] == t[3]
     np.testing.assert_array_equal(e[2], t[2])
     np.testing.assert_array_equal(e[4], t[4])
+
+
+@pytest.mark.parametrize("op", ["relu", "relu_", "relu6", "relu6_", "hardtanh", "threshold"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_masked_gradients_drop_non_finite_incoming_gradients(op, dtype):
+    """The masked backward multiplies the incoming gradient by the mask and redoes the product exactly when
+    it holds a NaN (inf or NaN times a dropped entry's 0): torch gives those entries 0 and keeps the kept
+    ones' NaN and inf."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(400).astype(dtype) * 5
+    g = rng.standard_normal(400).astype(dtype)
+    g[::7] = np.nan
+    g[3::11] = np.inf
+    g[5::13] = -np.inf
+    fns = {"relu": lambda lib, t: lib.relu(t), "relu_": lambda lib, t: lib.relu_(t),
+           "relu6": lambda lib, t: lib.nn.functional.relu6(t), "relu6_": lambda lib, t: lib.nn.functional.relu6(t, inplace=True),
+           "hardtanh": lambda lib, t: lib.nn.functional.hardtanh(t, -2.0, 3.0),
+           "threshold": lambda lib, t: lib.nn.functional.threshold(t, 0.5, -1.0)}
+    grads = []
+    for lib in (ember, torch):
+        leaf = lib.from_numpy(x.copy()).requires_grad_()
+        fns[op](lib, leaf * 1).backward(lib.from_numpy(g.copy()))
+        grads.append(leaf.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1], err_msg=op)
+    assert np.isnan(grads[1]).any() and (grads[1] == 0).any()  # both kinds of entry are there

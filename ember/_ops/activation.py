@@ -81,7 +81,9 @@ class _MaskGrad(Op):
 def _masked(grad, keep):
     """grad where keep, else 0, on arrays."""
     r = grad * keep  # ~10x faster than where(); but a masked NaN/inf grad would give NaN
-    if np.isnan(r.sum()):  # where torch gives 0, so those rare cases are redone exactly
+    # where torch gives 0, so those rare cases are redone exactly; the check is a max, which propagates
+    # NaN (a third of a sum's time: 0.06 vs 0.20 ms on 786,432 float32)
+    if r.size and np.isnan(np.maximum.reduce(r, axis=None)):
         r = where(keep, grad, np.zeros((), grad.dtype))
     return r
 
