@@ -3,7 +3,7 @@ rows for the backward and the one that does not (ember._ops.conv.KEEP_DEPTHWISE_
 backward that builds the gradient rows once for both gradients, the gathered input gradient (also the
 forward of a depthwise transposed convolution), blocks of whole channel rows or pieces of one row
 (ember._backend.depthwise_numpy._BLOCK forced small), and the plane matrices of small planes
-(ember._backend.depthwise_dense.MAX_PAIRS forced off, or on for every plane). Random 1-3d sizes, strides (also larger than the
+(ember._backend.depthwise_dense.MAX_PAIRS forced off, or on for every plane with MAX_SIZE_PER_TAP). Random 1-3d sizes, strides (also larger than the
 kernel: phases no tap reaches), dilations, padding, channel multipliers; float32 and float64; values,
 input/weight/bias gradients, and second derivatives through create_graph.
 """
@@ -26,6 +26,7 @@ def keep(request, monkeypatch):
 @pytest.fixture(params=["dense-off", "dense-all"])
 def dense(request, monkeypatch):
     monkeypatch.setattr(DD, "MAX_PAIRS", 0 if request.param == "dense-off" else 1 << 62)
+    monkeypatch.setattr(DD, "MAX_SIZE_PER_TAP", 1 << 62)
     return request.param
 
 
@@ -210,8 +211,12 @@ def test_depthwise_plane_matrices_leave_non_finite_operands_to_the_taps(where, v
 
 
 def test_depthwise_plane_matrices_are_taken_for_small_planes():
-    """MobileNetV2's 4x4 and 8x8 depthwise layers take the plane matrices; 16x16 planes keep the taps."""
+    """MobileNetV2's 4x4 and 8x8 depthwise layers take the plane matrices; 16x16 planes and planes large
+    for their few taps keep the taps."""
     assert DW.DepthwisePlan((32, 192, 4, 4), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 1).dense is not None
     assert DW.DepthwisePlan((32, 96, 8, 8), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1), 1).dense is not None
     assert DW.DepthwisePlan((32, 96, 16, 16), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 1).dense is None
     assert DW.DepthwisePlan((32, 96, 4, 4), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 2).dense is None
+    assert DW.DepthwisePlan((32, 96, 8, 8), (1, 1), (1, 1), (1, 1), (0, 0), (0, 0), 1).dense is None
+    assert DW.DepthwisePlan((32, 96, 64), (3,), (1,), (1,), (1,), (1,), 1).dense is None
+    assert DW.DepthwisePlan((32, 96, 16), (3,), (1,), (1,), (1,), (1,), 1).dense is not None

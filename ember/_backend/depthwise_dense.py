@@ -8,7 +8,11 @@ x^T (C, S, N) @ g (C, N, P), whose entries at each tap's (input, output) pairs a
 tap. That is S / taps times the multiply-adds of the per-tap passes (Note [Depthwise flat layout]), but
 in BLAS, with no phase rows, padding or crop: on MobileNetV2's 4x4 and 8x8 planes (32 samples, 96-192
 channels, 2-core EPYC VM) the forward took 0.28 vs 1.77 ms at 4x4 and 0.38 vs 1.36 ms at 8x8 stride 2.
-Plans with S * P <= MAX_PAIRS take it (DepthwisePlan.dense).
+Plans with S * P <= MAX_PAIRS and S <= MAX_SIZE_PER_TAP * taps take it (DepthwisePlan.dense): with few taps
+the per-tap passes are cheap and the matrices lost (forward / input / weight gradient at 32x256, dense vs
+passes, ms: length 64 with 3 taps 1.9/2.5/1.7 vs 1.4/1.3/1.1, 7 taps 2.2/2.2/2.9 vs 2.3/2.2/1.6, 8x8 with a 1x1
+kernel 0.50/0.62/0.61 vs 0.24/0.20/0.18; won: length 16 with 3 taps 0.35/0.27/0.20 vs 0.45/0.39/0.29, 8x8 with
+5x5 1.3/1.3/1.3 vs 2.6/2.6/2.7, 6x6 with 3x3 0.30/0.34/0.24 vs 1.26/1.19/0.95).
 
 A zero entry of M times an inf or NaN input is NaN where the per-tap passes read no such input: the
 forward and input gradient take this path only when their operands are finite (one sum each),
@@ -20,6 +24,7 @@ import functools
 import numpy as np
 
 MAX_PAIRS = 4096  # S * P at most (Note [Depthwise plane matrices]); 0 turns the path off
+MAX_SIZE_PER_TAP = 8  # S at most this many times the taps
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -90,7 +95,7 @@ class PlaneMatrix:
 def plane_matrix(plan):
     """A PlaneMatrix for a DepthwisePlan whose planes are small enough, else None."""
     size, positions = int(np.prod(plan.spatial)), int(np.prod(plan.out))
-    if plan.mult != 1 or not 0 < size * positions <= MAX_PAIRS:
+    if plan.mult != 1 or not 0 < size * positions <= MAX_PAIRS or size > MAX_SIZE_PER_TAP * int(np.prod(plan.kernel)):
         return None
     return _plane_matrix(plan.spatial, plan.out, plan.kernel, plan.stride, plan.dilation, plan.lo)
 
