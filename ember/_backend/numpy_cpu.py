@@ -198,7 +198,8 @@ def index_add_rows(out, index, src, light=8, fresh=False):
         return out
     if fresh and index.size * 16 >= out.shape[0]:
         # every row written in one scatter, then only the indices that repeat summed below (their rows
-        # rewritten from the first occurrence on): NCF's lookups of 1,024 into 3,706 rows of 64 ~320 -> ~130 us
+        # rewritten from the first occurrence on): NCF's lookups of 1,024 into 3,706 rows of 64 168 -> 146 us, into
+        # 6,040 rows of 32 156 -> 127 us (minima of 15 alternating rounds); byte-identical to the rounds alone
         counts = np.bincount(index, minlength=out.shape[0])
         out[index] = src
         again = np.flatnonzero(counts[index] > 1)
