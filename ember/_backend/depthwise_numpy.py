@@ -343,16 +343,14 @@ class DepthwisePlan:
     def _checked(self, gw, x, g):
         """gw, or where it is not finite, the weight gradient over the outputs' own windows: a garbage
         position's zero gradient times an inf or NaN input makes NaN in the rows' sums (any tap that reads
-        it there), which the windows never read. Strided views and an einsum: slow, and only then."""
+        it there), which the windows never read. Recomputed, only then, as a grouped convolution's weight
+        gradient: im2col of x (one group per channel) times g, up to g's own positions (it may stop short
+        of out)."""
         if np.isfinite(gw).all() or x is None:
             return gw
-        nd = len(self.out)
-        view = conv_numpy.windows(conv_numpy.padded(x, self.lo, self.hi), self.kernel, self.stride, self.dilation,
-                                  self.out, conv_numpy.PER_SAMPLE)  # (N, C, *kernel, *out)
-        view = view[(Ellipsis,) + tuple(slice(0, n) for n in g.shape[2:])]  # g may stop short of out
-        ks, qs = "ijk"[:nd], "pqr"[:nd]
-        gm = g.reshape((g.shape[0], self.c, self.mult) + g.shape[2:])
-        return np.einsum(f"nc{ks}{qs},ncm{qs}->cm{ks}", view, gm).reshape(gw.shape).astype(gw.dtype, copy=False)
+        cols = conv_numpy.im2col(x, self.kernel, self.stride, self.dilation, self.lo, self.hi, g.shape[2:], self.c)
+        yt = conv_numpy.to_channel_major(g, self.c)  # (C, mult, N * positions)
+        return conv_numpy.matmul_reduce(cols, yt.transpose(0, 2, 1)).transpose(0, 2, 1).reshape(gw.shape)
 
     def _source(self, x):
         """Phase rows of x, one per output channel (repeated for a channel multiplier)."""

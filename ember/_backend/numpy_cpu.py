@@ -200,9 +200,9 @@ def index_add_rows(out, index, src, light=8, fresh=False):
         # every row written in one scatter, then only the indices that repeat summed below (their rows
         # rewritten from the first occurrence on): NCF's lookups of 1,024 into 3,706 rows of 64 168 -> 146 us, into
         # 6,040 rows of 32 156 -> 127 us (minima of 15 alternating rounds); byte-identical to the rounds alone
-        counts = np.bincount(index, minlength=out.shape[0])
+        seen = np.bincount(index, minlength=out.shape[0])
         out[index] = src
-        again = np.flatnonzero(counts[index] > 1)
+        again = np.flatnonzero(seen[index] > 1)
         if again.size == 0:
             return out
         index, src = index[again], src[again]
