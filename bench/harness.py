@@ -196,7 +196,19 @@ def machine_info(torch, numpy):
             "machine": platform.machine(), "python": platform.python_version(), "numpy": numpy.__version__,
             "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "ember_commit": git_commit(),
             "blas": numpy_blas(), "blas_pins": {v: os.environ[v] for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-                                                if v in os.environ}}
+                                                if v in os.environ}, "jit": jit_kernels()}
+
+
+def jit_kernels():
+    """Whether ember's compiled kernels run (Note [JIT kernels]): numba's version, or why not."""
+    from ember._backend import jit
+    if not jit.ENABLED:
+        return "off (EMBER_JIT=0)"
+    try:
+        import numba
+    except ImportError:
+        return "off (numba not installed)"
+    return f"numba {numba.__version__}"
 
 
 def numpy_blas():

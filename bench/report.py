@@ -73,7 +73,7 @@ def header(labels):
 def describe(machine):
     return (f"ember {machine.get('ember_commit')} vs torch {machine['torch']}, {machine['date']}; {machine['cpu']}, "
             f"{machine['cores']} cores, {machine['torch_threads']} thread(s) per library; NumPy's BLAS "
-            f"{machine.get('blas', 'not recorded')}; load average "
+            f"{machine.get('blas', 'not recorded')}; compiled kernels {machine.get('jit', 'not recorded')}; load average "
             f"{machine['load_start']:.1f} at start, {machine['load_end']:.1f} at end"
             f"{' (--quick)' if machine.get('quick') else ''}")
 

@@ -66,7 +66,7 @@ for _name, _fn in (("relu", lambda F, x: F.relu(x)), ("softmax", lambda F, x: F.
 
 # ---- random streams (issue 16): torch's mt19937 streams, bit for bit ---------------------------
 
-@row("randn 1M float32", "extra", "time", "ms", ("<=", 2.0), note="AVX2 Box-Muller fill, emulated in NumPy")
+@row("randn 1M float32", "extra", "time", "ms", ("<=", 2.0), note="AVX2 Box-Muller fill: compiled with ember[jit] (numba), else emulated in NumPy")
 def randn_1m(lib):
     lib.manual_seed(0)
     return lambda: lib.randn(1_000_000)

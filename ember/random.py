@@ -86,7 +86,8 @@ class Generator:
         self._engine = engine
         self._masked = None  # a legacy RandomState on the engine (its masked draws: the low bits of outputs)
         self._ahead = _NONE_AHEAD  # outputs drawn ahead for small draws, used from _at on
-        self._ahead_list = []  # the same as Python ints (small draws slice it: cheaper than NumPy per call)
+        self._ahead_list = []  # the same as Python ints, or None until needed (small draws slice it: cheaper than
+        # NumPy per call)
         self._memo = {}  # kind of draw -> (start, values): a transform of the block drawn ahead (see _memo_take)
         self._memo_next = {}  # kind of draw -> (where the last such draw ended, how many came in a row)
         self._at = 0
@@ -121,6 +122,8 @@ class Generator:
             return self._raw_list_refill(n)
         self._at = at + n
         self._next624 = MT.N
+        if self._ahead_list is None:  # made on the first small raw draw from the block
+            self._ahead_list = self._ahead.tolist()
         return self._ahead_list[at:at + n]
 
     def _raw_list_refill(self, n):
@@ -133,13 +136,13 @@ class Generator:
         old = self._ahead.shape[0]
         self._mark = MT.engine_state(self._engine)  # where the new block starts (costs ~40 us)
         self._ahead = self._engine.random_raw(_AHEAD)
-        self._ahead_list = self._ahead.tolist()
+        self._ahead_list = None  # until a small raw draw needs it: a loop of memoized draws never does
         n -= len(head)
         self._at = n
         self._memo = {}
         self._memo_next = {kind: (n, run) for kind, (end, run) in self._memo_next.items() if end == old}
         self._next624 = MT.N
-        return head + self._ahead_list[:n] if head else self._ahead_list[:n]
+        return head + self._ahead[:n].tolist() if head else self._ahead[:n].tolist()
 
     def _memo_take(self, kind, n, group, per, build):
         """The values of the next n outputs (whole groups of `group`) through a transform memoized over part

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._backend import mt19937 as MT
-from .._backend import normal_avx2
+from .._backend import jit, normal_avx2
 from .._backend.libm import libm
 from .._backend import parallel
 
@@ -91,8 +91,10 @@ def scalar_normals(g, n, dtype=np.float64):
         z = g._memo_take("box_muller", 4 * pairs, 4, 2, _box_muller_block)
         if z is None:
             _box_muller_scalar(g._raw_list(4 * pairs), v)
+        elif not v and not m % 2:  # the values are the memo's, all of them (astype copies the slice)
+            return z.astype(dtype)
         else:
-            v += z
+            v += z.tolist()
         if m % 2:
             g._normal_double = v.pop()
         return np.array(v, dtype=dtype)
@@ -104,9 +106,9 @@ def scalar_normals(g, n, dtype=np.float64):
 
 
 def _box_muller_block(words):
-    """Box-Muller pairs of a run of outputs (four per pair) as a list of floats, as _box_muller_scalar
-    makes them (NumPy's log1p/sqrt/cos/sin are the C library's, as math's)."""
-    return MT.box_muller(MT.uniform_from_bits(MT.u64(words.copy()), 53, np.float64)).tolist()
+    """Box-Muller pairs of a run of outputs (four per pair) as float64, as _box_muller_scalar makes them
+    (NumPy's log1p/sqrt/cos/sin are the C library's, as math's)."""
+    return MT.box_muller(MT.uniform_from_bits(MT.u64(words.copy()), 53, np.float64))
 
 
 def _box_muller_scalar(words, out):
@@ -137,8 +139,10 @@ def normal(g, n, d, contiguous, mean=0.0, std=1.0):
         # the whole blocks (float32 draws all n, then the last block again); the kernel takes the
         # low 24 bits of the draws
         first = n if d is D.float32 else n // 16 * 16
-        out = _blocks(g, n, first, g._low24, np.uint32, lambda k, o: normal_avx2.normal_fill(k, mean, std, o),
-                      np.float32)
+        kernels = jit.load("normal_jit") if n >= _JIT_MIN else None
+        fill = (kernels or normal_avx2).normal_fill
+        out = _blocks(g, n, first, g._low24, np.uint32, lambda k, o: fill(k, mean, std, o), np.float32,
+                      _JIT_FILL_PASSES if kernels else _FILL_PASSES)
         return out if d is D.float32 else out.astype(d.np)
     if mean == 0 and std == 1:
         return scalar_normals(g, n, d.np)
@@ -151,9 +155,14 @@ _CHUNK = 1 << 17  # draws per piece of the fill's producer (Note [Streamed work]
 # is sized for one pass: its work is given as that of this many passes, so any fill of two or more pieces is
 # split (randn(1_000_000) float32, 4 MB, stayed on one thread below the 4 MB threshold).
 _FILL_PASSES = 100
+# The compiled fill (Note [JIT kernels], ember/_backend/normal_jit.py) costs ~2.6 ms per 1M float32 where the NumPy
+# one costs ~13: its work counts as this many passes. From _JIT_MIN elements on, a float32 fill asks for it (so
+# that small draws never import numba).
+_JIT_FILL_PASSES = 20
+_JIT_MIN = 1 << 12
 
 
-def _blocks(g, n, first, draw, drawn_dtype, fill, dtype):
+def _blocks(g, n, first, draw, drawn_dtype, fill, dtype, passes=None):
     """The vectorized fill: `first` draws (draw(k): k values of drawn_dtype), Box-Muller on each whole
     block of 16 (fill(draws, out), both shaped (blocks, 16)), then 16 fresh draws for the last 16
     positions when n is not a multiple of 16. The draws come in pieces on this thread while the
@@ -168,7 +177,7 @@ def _blocks(g, n, first, draw, drawn_dtype, fill, dtype):
     def consume(a, b):
         fill(drawn[a:b].reshape(-1, 16), out[a:b].reshape(-1, 16))
 
-    parallel.stream(full, _CHUNK, produce, consume, full * out.itemsize * _FILL_PASSES, align=16)
+    parallel.stream(full, _CHUNK, produce, consume, full * out.itemsize * (passes or _FILL_PASSES), align=16)
     if first > full:
         draw(first - full)
     if n % 16:

@@ -1,0 +1,54 @@
+"""Optional compiled kernels (the `ember[jit]` extra: numba), loaded on first use.
+
+Note [JIT kernels]: a few of ember's kernels take ~100 NumPy passes over their data where a compiled
+loop makes one (torch's float32 normal fill, bit for bit: Note [Normal fill passes] in
+ember/_backend/normal_avx2.py). For those, a module ember/_backend/<name>_jit.py holds the same
+arithmetic as a numba-compiled loop nest, and the caller asks load(name) for it, keeping its NumPy
+kernel when the answer is None: numba is not installed, or the switch is off (ENABLED = False, or
+EMBER_JIT=0 in the environment). The NumPy kernels stay the reference: the tests hold each compiled
+kernel to its NumPy counterpart bit for bit, and run the NumPy paths with the switch off. numba is
+imported only when a caller first asks (`import ember` does not pay for it); compiled code is cached
+on disk (numba's cache=True), so a process loads it in milliseconds after the first compile (~1.5 s).
+The kernels release the GIL (nogil=True), so the intra-op threads run them side by side.
+"""
+import importlib
+import os
+
+ENABLED = os.environ.get("EMBER_JIT", "1") != "0"
+_loaded = {}
+
+
+def load(name):
+    """The compiled-kernel module ember._backend.<name>, or None (numba missing or ENABLED off)."""
+    if not ENABLED:
+        return None
+    mod = _loaded.get(name, False)
+    if mod is False:
+        try:
+            importlib.import_module("numba")
+        except ImportError:
+            mod = None
+        else:
+            mod = importlib.import_module(f"{__package__}.{name}")
+        _loaded[name] = mod
+    return mod
+
+
+def fma_intrinsic():
+    """A numba intrinsic fma(a, b, c): a * b + c rounded once, as llvm.fma (the CPU's FMA instruction,
+    or the C library's exact fmaf/fma where it has none), for float32 or float64 operands of one type."""
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def fma(typingctx, a, b, c):
+        if not (a == b == c and isinstance(a, types.Float)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            t = args[0].type
+            fn = builder.module.declare_intrinsic("llvm.fma", [t], ir.FunctionType(t, [t, t, t]))
+            return builder.call(fn, args)
+        return a(a, a, a), codegen
+    return fma
