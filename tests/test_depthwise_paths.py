@@ -3,7 +3,8 @@ rows for the backward and the one that does not (ember._ops.conv.KEEP_DEPTHWISE_
 backward that builds the gradient rows once for both gradients, the gathered input gradient (also the
 forward of a depthwise transposed convolution), blocks of whole channel rows or pieces of one row
 (ember._backend.depthwise_numpy._BLOCK forced small), and the plane matrices of small planes
-(ember._backend.depthwise_dense.MAX_PAIRS forced off, or on for every plane with MAX_SIZE_PER_TAP). Random 1-3d sizes, strides (also larger than the
+(ember._backend.depthwise_dense.MAX_PAIRS forced off, or on for every plane with MAX_SIZE_PER_TAP), with the
+compiled kernels (ember[jit]) switched off. Random 1-3d sizes, strides (also larger than the
 kernel: phases no tap reaches), dilations, padding, channel multipliers; float32 and float64; values,
 input/weight/bias gradients, and second derivatives through create_graph.
 """
@@ -14,7 +15,14 @@ import torch
 import ember
 from ember._backend import depthwise_dense as DD
 from ember._backend import depthwise_numpy as DW
+from ember._backend import jit
 from ember._ops import conv as C
+
+
+@pytest.fixture(autouse=True)
+def numpy_kernels(monkeypatch):
+    """This file tests the NumPy kernels: the compiled ones (tests/test_depthwise_jit.py) are switched off."""
+    monkeypatch.setattr(jit, "ENABLED", False)
 
 
 @pytest.fixture(params=["keep", "no-keep"])

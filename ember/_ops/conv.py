@@ -22,6 +22,7 @@ from .._backend import conv_numpy as K
 from .._backend import conv_rows as CR
 from .._backend import cpu_features
 from .._backend import depthwise_numpy as DW
+from .._backend import jit
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ._registry import Op, install
@@ -326,21 +327,44 @@ KEEP_DEPTHWISE_PHASES = True
 
 
 def _keeps_phases(x, w, geo):
-    return KEEP_DEPTHWISE_PHASES and _is_depthwise(w, geo) and x.dtype in _KEEP_DTYPES
+    return (KEEP_DEPTHWISE_PHASES and _is_depthwise(w, geo) and x.dtype in _KEEP_DTYPES
+            and _depthwise_kernels(x) is None)
 
 
 _KEEP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def _depthwise_kernels(x, x_shape=None):
+    """The compiled 2-D depthwise kernels (ember/_backend/depthwise_jit.py, Note [JIT kernels]) for the convolution
+    of x (of x_shape when given), or None: a 2-D float32/float64 convolution of planes at least
+    _JIT_MIN_WIDTH wide, with ember[jit] installed and the switch on."""
+    shape = x.shape if x_shape is None else x_shape
+    if len(shape) != 4 or x.dtype not in _KEEP_DTYPES or shape[-1] < _JIT_MIN_WIDTH:
+        return None
+    return jit.load("depthwise_jit")
+
+
+_JIT_MIN_WIDTH = 8
+
+
 def _depthwise_forward(x, w, b, geo, out):
+    kernels = _depthwise_kernels(x)
+    if kernels is not None:
+        return kernels.forward(x, w, b, geo.stride, geo.lo, geo.dilation, out)
     return _depthwise_plan(x.shape, w.shape, geo).forward(x, w, b)
 
 
 def _depthwise_input(y, w, geo, x_shape):
+    kernels = _depthwise_kernels(y, x_shape)
+    if kernels is not None:
+        return kernels.input_grad(y, w, geo.stride, geo.lo, geo.dilation, x_shape)
     return _depthwise_plan(x_shape, w.shape, geo).input_grad(y, w)
 
 
 def _depthwise_weight(x, y, geo, w_shape):
+    kernels = _depthwise_kernels(x)
+    if kernels is not None:
+        return kernels.weight_grad(x, y, geo.stride, geo.lo, geo.dilation, w_shape)
     return _depthwise_plan(x.shape, w_shape, geo).weight_grad(x, y, w_shape)
 
 
@@ -403,6 +427,13 @@ class Convolution(Op):
             gx, gw = _depthwise_plan(x._data.shape, w._data.shape, geo).backward(
                 saved[2]._data, grad._data, w._data, need[0], x._data)
             return (None if gx is None else _make(gx), _make(gw), _sum_bias(grad, w) if need[2] else None)
+        if not _state.enabled and (need[0] or need[1]) and _is_depthwise(w._data, geo):
+            kernels = _depthwise_kernels(x._data)
+            if kernels is not None:  # first order, compiled: both gradients in one pass over each channel
+                gx, gw = kernels.backward(x._data, grad._data, w._data, geo.stride, geo.lo, geo.dilation,
+                                          x._data.shape, need[0], need[1])
+                return (None if gx is None else _make(gx), None if gw is None else _make(gw),
+                        _sum_bias(grad, w) if need[2] else None)
         gx = ConvInputGrad.apply(grad, w, geo=geo, x_shape=x._data.shape) if need[0] else None
         gw = ConvWeightGrad.apply(x, grad, geo=geo, w_shape=w._data.shape) if need[1] else None
         gb = _sum_bias(grad, w) if need[2] else None

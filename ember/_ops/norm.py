@@ -18,6 +18,7 @@ import numpy as np
 from .. import _backend as B
 from .. import _dtype as D
 from .._backend import batchnorm_numpy as BN
+from .._backend import jit
 from .._backend import parallel
 from .._tensor import Tensor, _wrap_dim
 from ..autograd import grad_mode
@@ -49,6 +50,19 @@ def _float_only(input, kernel):
 
 # ---- batch_norm ----------------------------------------------------------------------------
 
+_BN_JIT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _bn_kernels(x3):
+    """The training kernels for x3: compiled (ember/_backend/batchnorm_jit.py, Note [JIT kernels]) for float32/float64
+    with ember[jit] installed and the switch on, else batchnorm_numpy's."""
+    if x3.dtype in _BN_JIT_DTYPES:
+        kernels = jit.load("batchnorm_jit")
+        if kernels is not None:
+            return kernels
+    return BN
+
+
 class BatchNorm(Op):
     """y = (x - mean) * invstd * weight + bias per channel (dim 1), statistics over the other
     dims (training) or from the running buffers (eval). Training also updates the running
@@ -62,7 +76,7 @@ class BatchNorm(Op):
         x3 = _opmath(x).reshape(n, c, -1)
         count = x3.shape[0] * x3.shape[2]
         if training:
-            xc, mean, var, invstd = BN.train_forward(x3, eps, _opmath(weight), _opmath(bias))
+            xc, mean, var, invstd = _bn_kernels(x3).train_forward(x3, eps, _opmath(weight), _opmath(bias))
             if running_mean is not None:
                 _update_running(running_mean, mean, momentum)
             if running_var is not None:
@@ -90,7 +104,7 @@ class BatchNorm(Op):
         x3 = _opmath(x._data).reshape(g3.shape)
         s = invstd._data
         w = None if weight is None else _opmath(weight._data)
-        gx, sum_g, sum_gxc = BN.train_grads(g3, x3, mean._data, s, w, training and need[0])
+        gx, sum_g, sum_gxc = _bn_kernels(g3).train_grads(g3, x3, mean._data, s, w, training and need[0])
         gw = _cast(sum_gxc * s, weight) if weight is not None and need[1] else None
         gb = _make(sum_g) if len(need) > 2 and need[2] else None  # the engine casts to bias's dtype
         if need[0]:
