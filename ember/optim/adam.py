@@ -126,7 +126,8 @@ def _update(p, grad, state, lr, beta1, beta2, eps):
     v = state["exp_avg_sq"]
     x = p._data.reshape(-1)
     arrays = (x, grad._data.reshape(-1), m._data.reshape(-1), v._data.reshape(-1))
-    _blocked_update(_update_block, arrays, consts, 2, x.size * x.itemsize * 4)
+    w = consts[0]
+    _blocked_update(_update_block, arrays, consts, 2, x.size * x.itemsize * 4, "adam", (w, f(1) - w) + consts[1:])
     m._version_counter.value += 1
     v._version_counter.value += 1
     p._version_counter.value += 1

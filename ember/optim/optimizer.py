@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .. import tensor, zeros_like
-from .._backend import parallel
+from .._backend import jit, parallel
 from .._tensor import Tensor
 from ..autograd.grad_mode import _state as _grad_state
 from ..utils.hooks import RemovableHandle
@@ -73,11 +73,20 @@ def _profiling():
 _BLOCK = 1 << 17  # elements per block of an array update (Adam: measured best of 2^13..2^20: fewer calls, in cache)
 
 
-def _blocked_update(kernel, arrays, consts, temps, nbytes):
+def _blocked_update(kernel, arrays, consts, temps, nbytes, compiled=None, compiled_consts=None):
     """kernel(*blocks of arrays, *temporaries, *consts) over the flat arrays (None entries stay None) in
     blocks of _BLOCK elements, the blocks split across the intra-op threads; each thread allocates `temps`
-    scratch arrays of one block once. The optimizers' array fast paths (SGD, Adam) run on this."""
+    scratch arrays of one block once. The optimizers' array fast paths (SGD, Adam) run on this. With
+    ember[jit] (Note [JIT kernels]), the compiled counterpart optim_jit.<compiled>(*ranges of arrays,
+    *compiled_consts) runs instead, one pass per range."""
     x = arrays[0]
+    if compiled is not None:
+        kernels = jit.load("optim_jit")
+        if kernels is not None:
+            fn = getattr(kernels, compiled)
+            parallel.run(lambda a, b: fn(*(None if v is None else v[a:b] for v in arrays), *compiled_consts),
+                         x.size, nbytes)
+            return
 
     def blocks(start, stop):
         scratch = [np.empty(min(_BLOCK, stop - start), dtype=x.dtype) for _ in range(temps)]

@@ -1,0 +1,74 @@
+"""ReLU's and hardtanh's masks and masked gradients as compiled loops (numba): one pass each where the NumPy
+forms make three or four (a comparison, a logical not or and, the product with the mask, a NaN check).
+The values are those of ember/_ops/activation.py's NumPy forms, and where those leave a -0.0 (a negative
+gradient times a False mask) these give torch's +0.0. Loaded through jit.load("activation_jit") (Note
+[JIT kernels]); tests/test_activation_jit.py holds them to torch.
+"""
+import numba
+import numpy as np
+
+from . import parallel
+
+
+@numba.njit(nogil=True, cache=True)
+def _clamp_keep(x, lo, hi, keep):
+    """x clamped to [lo, hi] in place (NaN stays NaN, ties keep x: -0.0 stays -0.0), and where the result
+    is strictly inside (the gradient passes; not at a bound, not NaN)."""
+    for i in range(x.shape[0]):
+        v = x[i]
+        if v < lo:
+            v = lo
+        if v > hi:  # min(max(x, lo), hi): with crossed bounds (lo > hi) every value becomes hi
+            v = hi
+        x[i] = v
+        keep[i] = v > lo and v < hi
+
+
+@numba.njit(nogil=True, cache=True)
+def _masked(g, keep, r):
+    zero = g.dtype.type(0)
+    for i in range(g.shape[0]):
+        r[i] = g[i] if keep[i] else zero
+
+
+@numba.njit(nogil=True, cache=True)
+def _relu_grad(g, out, r):
+    zero = g.dtype.type(0)
+    for i in range(g.shape[0]):
+        r[i] = zero if out[i] <= zero else g[i]
+
+
+_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def applies(*arrays):
+    """Whether the kernels take these arrays: float32/float64 first, all C-contiguous, of one shape."""
+    a = arrays[0]
+    return a.dtype in _DTYPES and all(b.shape == a.shape and b.flags.c_contiguous for b in arrays)
+
+
+def _split(fn, arrays, work):
+    flat = [a.reshape(-1) for a in arrays]
+    parallel.run(lambda i, j: fn(*(a[i:j] for a in flat)), flat[0].shape[0], work)
+
+
+def clamp_keep(x, lo, hi):
+    """hardtanh_ on x's own memory: clamps x, returns the bool mask of where its gradient passes."""
+    keep = np.empty(x.shape, dtype=bool)
+    lo, hi = x.dtype.type(lo), x.dtype.type(hi)
+    _split(lambda a, k: _clamp_keep(a, lo, hi, k), (x, keep), x.nbytes)
+    return keep
+
+
+def masked(g, keep):
+    """g where keep, else +0.0, in a fresh array."""
+    r = np.empty_like(g)
+    _split(_masked, (g, keep, r), g.nbytes * 2)
+    return r
+
+
+def relu_grad(g, out):
+    """relu's first-order gradient from its result: g where out > 0 or NaN, else +0.0."""
+    r = np.empty_like(g)
+    _split(_relu_grad, (g, out, r), g.nbytes * 2)
+    return r
