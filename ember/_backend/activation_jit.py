@@ -10,7 +10,7 @@ import numpy as np
 from . import parallel
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _clamp_keep(x, lo, hi, keep):
     """x clamped to [lo, hi] in place (NaN stays NaN, ties keep x: -0.0 stays -0.0), and where the result
     is strictly inside (the gradient passes; not at a bound, not NaN)."""
@@ -24,14 +24,14 @@ def _clamp_keep(x, lo, hi, keep):
         keep[i] = v > lo and v < hi
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _masked(g, keep, r):
     zero = g.dtype.type(0)
     for i in range(g.shape[0]):
         r[i] = g[i] if keep[i] else zero
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _relu_grad(g, out, r):
     zero = g.dtype.type(0)
     for i in range(g.shape[0]):

@@ -15,7 +15,7 @@ import numpy as np
 from . import allocator, parallel
 
 
-@numba.njit(nogil=True, cache=True, fastmath={"reassoc"})
+@numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc"})
 def _sum(x3, c, mean):
     """sum over (n, l) of x3[n, c, l] - mean (mean 0: the plain sum), in float64."""
     s = 0.0
@@ -26,7 +26,7 @@ def _sum(x3, c, mean):
     return s
 
 
-@numba.njit(nogil=True, cache=True, fastmath={"reassoc"})
+@numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc"})
 def _sum_squares(x3, c, mean):
     s = 0.0
     for n in range(x3.shape[0]):
@@ -37,7 +37,7 @@ def _sum_squares(x3, c, mean):
     return s
 
 
-@numba.njit(nogil=True, cache=True, fastmath={"reassoc"})
+@numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc"})
 def _sums_g(g3, x3, c, mean):
     """(sum of g, sum of g * (x - mean)) over channel c, in float64 (x - mean rounded to x's type first, as
     batchnorm_numpy's centred buffer)."""
@@ -53,7 +53,7 @@ def _sums_g(g3, x3, c, mean):
     return sg, sgx
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _forward(x3, eps, weight, bias, y, stats, c0, c1):
     count = x3.shape[0] * x3.shape[2]
     one = x3.dtype.type(1)
@@ -71,7 +71,7 @@ def _forward(x3, eps, weight, bias, y, stats, c0, c1):
                 yrow[j] = xrow[j] * alpha + beta
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _grads(g3, x3, mean, invstd, weight, gx, sums, c0, c1):
     count = g3.shape[0] * g3.shape[2]
     need_gx = gx.shape[0] > 0

@@ -27,7 +27,7 @@ def _span(off, step, size, count):
     return lo, max(lo, hi)
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _input_grad(g, w, gx, sh, sw, ph, pw, dh, dw, n0, n1):
     c_in, h, wd = gx.shape[1], gx.shape[2], gx.shape[3]
     o_ch, kh_n, kw_n = w.shape[0], w.shape[2], w.shape[3]
@@ -138,7 +138,7 @@ def _from_grid(xf, xb, h, wd, P, gb, sh, sw, ph, pw, qw, cols):
             qi += 1
 
 
-@numba.njit(nogil=True, cache=True, fastmath={"reassoc"})
+@numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc"})
 def _finite(P):
     """Whether every value of P is finite: a sum of v * 0 (NaN from any inf or NaN), vectorized."""
     s = P.dtype.type(0)
@@ -149,7 +149,7 @@ def _finite(P):
     return s == 0
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _grid_forward(x, w, b, out, sh, sw, ph, pw, dh, dw, qh, qw, tail, c0, c1):
     n_n, c_in, h, wd = x.shape
     o_ch, kh_n, kw_n = w.shape[0], w.shape[2], w.shape[3]
@@ -184,7 +184,7 @@ def _grid_forward(x, w, b, out, sh, sw, ph, pw, dh, dw, qh, qw, tail, c0, c1):
                         of[dst + j] = y[src + j]
 
 
-@numba.njit(nogil=True, cache=True, fastmath={"reassoc", "contract"})
+@numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
 def _dot(a, b, off, m):
     """sum of a[q] * b[q + off] over q < m, reassociated into vector partial sums."""
     s = a.dtype.type(0)
@@ -193,7 +193,7 @@ def _dot(a, b, off, m):
     return s
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _rows_weight(xf, xb, gf, gb, acc, o, h, wd, oh_n, ow_n, kh_n, kw_n, sh, sw, ph, pw, dh, dw):
     """One plane's weight-gradient terms over the outputs' own windows only (a plane holding inf/NaN)."""
     for kh in range(kh_n):
@@ -209,7 +209,7 @@ def _rows_weight(xf, xb, gf, gb, acc, o, h, wd, oh_n, ow_n, kh_n, kw_n, sh, sw, 
             acc[o, kh * kw_n + kw] += s
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _grid_backward(x, g, w, gx, gw, sh, sw, ph, pw, dh, dw, qh, qw, tail, c0, c1):
     """Channels c0..c1-1 of the input gradient (when gx has elements) and of the weight gradient (when gw
     has): per channel, the output gradient on the grids of all samples (zero garbage rows and columns), the

@@ -9,7 +9,10 @@ EMBER_JIT=0 in the environment). The NumPy kernels stay the reference: the tests
 kernel to its NumPy counterpart bit for bit, and run the NumPy paths with the switch off. numba is
 imported only when a caller first asks (`import ember` does not pay for it); compiled code is cached
 on disk (numba's cache=True), so a process loads it in milliseconds after the first compile (~1.5 s).
-The kernels release the GIL (nogil=True), so the intra-op threads run them side by side.
+The kernels release the GIL (nogil=True), so the intra-op threads run them side by side, and use NumPy's
+error model (error_model="numpy"): a float division by zero gives inf/NaN as in torch instead of raising
+ZeroDivisionError, and without that check per division the loops vectorize (Adam's step 3.6 -> ~0.3 ms
+per 1M parameters).
 """
 import importlib
 import os

@@ -30,7 +30,7 @@ _SCALE = _f32(2.0 ** -24)
 _CHUNK = 512  # radii (and angles) per round of loops: the scratch stays in L1
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _fill(k, out, mean, std):
     """k: the 24-bit numerators (uint32, flat, whole blocks of 16); out: float32, the same length."""
     x = np.empty(_CHUNK, np.float32)

@@ -8,7 +8,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def sgd(x, g, b, neg_lr, momentum, one_minus_dampening, weight_decay, nesterov):
     """sgd.py's _update_block over whole arrays: b (the momentum buffer), one_minus_dampening and
     weight_decay may be None."""
@@ -30,7 +30,7 @@ def sgd(x, g, b, neg_lr, momentum, one_minus_dampening, weight_decay, nesterov):
         x[i] = x[i] + d * neg_lr
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def adam(x, g, m, v, w, one_minus_w, beta2, one_minus_beta2, bias_correction2_sqrt, eps, step_size):
     """adam.py's _update_block over whole arrays (lerp_ by torch's two branches on the weight w)."""
     low = abs(w) < 0.5
