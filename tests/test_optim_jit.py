@@ -52,3 +52,19 @@ def test_compiled_steps_match_numpy_blocks_and_torch(kw, dtype, monkeypatch):
     for a, b, t in zip(on, off, ref):
         assert a.tobytes() == b.tobytes()
         np.testing.assert_allclose(a, t, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-7)
+
+
+def test_division_by_zero_gives_nan_as_torch(monkeypatch):
+    """Adam with eps=0 and a zero gradient divides 0 by 0: NaN in torch, and in the compiled step (NumPy's
+    error model, not numba's ZeroDivisionError)."""
+    monkeypatch.setattr(jit, "ENABLED", True)
+    g = np.array([0.0, 1.0, -2.0, 0.0], np.float32)
+    out = {}
+    for lib in (ember, torch):
+        p = lib.from_numpy(np.ones(4, np.float32)).requires_grad_()
+        p.grad = lib.from_numpy(g.copy())
+        opt = lib.optim.Adam([p], lr=0.1, eps=0.0)
+        opt.step()
+        out[lib] = p.detach().numpy()
+    assert np.isnan(out[ember][[0, 3]]).all()
+    np.testing.assert_array_equal(out[ember], out[torch])
