@@ -9,13 +9,16 @@ EMBER_JIT=0 in the environment). The NumPy kernels stay the reference: the tests
 kernel to its NumPy counterpart bit for bit, and run the NumPy paths with the switch off. numba is
 imported only when a caller first asks (`import ember` does not pay for it); compiled code is cached
 on disk (numba's cache=True), so a process loads it in milliseconds after the first compile (~1.5 s).
-The kernels release the GIL (nogil=True), so the intra-op threads run them side by side, and use NumPy's
+To step through a kernel with pdb, run with NUMBA_DISABLE_JIT=1: the same functions then run as plain
+Python (slowly). The kernels release the GIL (nogil=True), so the intra-op threads run them side by side, and use NumPy's
 error model (error_model="numpy"): a float division by zero gives inf/NaN as in torch instead of raising
 ZeroDivisionError, and without that check per division the loops vectorize (Adam's step 3.6 -> ~0.3 ms
 per 1M parameters).
 """
 import importlib
 import os
+
+import numpy as np
 
 ENABLED = os.environ.get("EMBER_JIT", "1") != "0"
 _loaded = {}
@@ -40,6 +43,10 @@ def load(name):
 def fma_intrinsic():
     """A numba intrinsic fma(a, b, c): a * b + c rounded once, as llvm.fma (the CPU's FMA instruction,
     or the C library's exact fmaf/fma where it has none), for float32 or float64 operands of one type."""
+    import numba
+    if numba.config.DISABLE_JIT:  # NUMBA_DISABLE_JIT=1: the kernels run as Python, so fma must be callable
+        from .mt19937 import fma32
+        return lambda a, b, c: fma32(np.array([a]), b, c)[0]
     from llvmlite import ir
     from numba import types
     from numba.extending import intrinsic
