@@ -11,7 +11,7 @@ import ember
 from ember._backend import jit
 from ember._ops import conv as C
 
-from .test_depthwise_paths import _compare, _run
+from .test_depthwise_paths import _compare, _run, check_non_finite, check_second_derivatives
 
 pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
 
@@ -99,51 +99,14 @@ def test_depthwise_transposed_convolutions_match_torch(dtype):
 
 
 def test_depthwise_second_derivatives_match_torch():
-    rng = np.random.default_rng(9)
-    for stride, mult in ((1, 1), (2, 2), (3, 1)):
-        x = rng.standard_normal((2, 3, 7, 6))
-        w = rng.standard_normal((3 * mult, 1, 3, 2))
-        out = {}
-        for lib in (torch, ember):
-            xs = lib.from_numpy(x.copy()).requires_grad_()
-            ws = lib.from_numpy(w.copy()).requires_grad_()
-            y = lib.nn.functional.conv2d(xs, ws, stride=stride, padding=1, groups=3)
-            gx, gw = lib.autograd.grad((y * y).sum(), (xs, ws), create_graph=True)
-            ((gx * gx).sum() + (gw * gw).sum()).backward()
-            out[lib] = [t.detach().numpy() for t in (gx, gw, xs.grad, ws.grad)]
-        _compare(out[ember], out[torch], np.float64, f"stride {stride} mult {mult}")
+    check_second_derivatives(np.float64)
 
 
 @pytest.mark.parametrize("where", ["x", "grad", "weight"])
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
 def test_non_finite_operands_spread_as_in_torch(where, value):
     """Each output reads only its window: inf/NaN reach exactly the outputs and gradients torch gives them."""
-    rng = np.random.default_rng(3)
-    for stride in (1, 2):
-        x = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
-        w = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
-        if where == "x":
-            x[0, 1, 0, 0] = value
-            x[1, 2, 3, 2] = value
-        elif where == "weight":
-            w[1, 0, 1, 1] = value
-        case = ("conv2d", x, w, None, dict(stride=stride, padding=1, groups=3), (True, True))
-
-        def g_of(shape):
-            g = rng.standard_normal(shape).astype(np.float32)
-            if where == "grad":
-                g[1, 0, 1, 1] = value
-            return g
-        state = rng.bit_generator.state
-        e = _run(ember, *case, g_of)
-        rng.bit_generator.state = state
-        t = _run(torch, *case, g_of)
-        for a, b in zip(e, t):
-            if a is not None:
-                np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
-                np.testing.assert_array_equal(np.isinf(a), np.isinf(b))
-                fin = np.isfinite(b)
-                np.testing.assert_allclose(a[fin], b[fin], rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(b[fin]).max(initial=0))))
+    check_non_finite(where, value)
 
 
 def test_the_switch_gives_the_numpy_kernels(monkeypatch):

@@ -173,6 +173,12 @@ def test_depthwise_transposed_convolutions_match_torch(dtype, block, dense):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_depthwise_second_derivatives_match_torch(dtype, keep, dense):
     """create_graph: the backward takes the differentiable ops, not the kept rows."""
+    check_second_derivatives(dtype)
+
+
+def check_second_derivatives(dtype):
+    """Second derivatives through create_graph of depthwise convolutions (strides 1-3, multipliers 1-2)
+    against torch."""
     rng = np.random.default_rng(9)
     for stride, mult in ((1, 1), (2, 2), (3, 1)):
         x = rng.standard_normal((2, 3, 7, 6)).astype(dtype)
@@ -188,12 +194,9 @@ def test_depthwise_second_derivatives_match_torch(dtype, keep, dense):
         _compare(out[ember], out[torch], dtype, f"stride {stride} mult {mult}")
 
 
-@pytest.mark.parametrize("where", ["x", "grad", "weight"])
-@pytest.mark.parametrize("value", [np.nan, np.inf])
-def test_depthwise_plane_matrices_leave_non_finite_operands_to_the_taps(where, value, dense, keep):
-    """A zero of a plane matrix times inf or NaN would spread it to outputs whose windows do not hold it: the
-    forward and the input gradient see the non-finite operand and take the per-tap passes, as torch gives
-    (the weight gradient reads only the taps' own products)."""
+def check_non_finite(where, value):
+    """inf or NaN in x, the output gradient or the weight reach exactly the values and gradients torch gives
+    them (a 2-D depthwise convolution, strides 1 and 2, against torch)."""
     rng = np.random.default_rng(3)
     for stride in (1, 2):
         x = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
@@ -216,6 +219,15 @@ def test_depthwise_plane_matrices_leave_non_finite_operands_to_the_taps(where, v
                 np.testing.assert_array_equal(np.isnan(a), np.isnan(b), err_msg=f"{where} stride {stride}")
                 np.testing.assert_array_equal(np.isinf(a), np.isinf(b), err_msg=f"{where} stride {stride}")
         _compare(e, t, np.float32, f"{where} {value} stride {stride}")
+
+
+@pytest.mark.parametrize("where", ["x", "grad", "weight"])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_depthwise_plane_matrices_leave_non_finite_operands_to_the_taps(where, value, dense, keep):
+    """A zero of a plane matrix times inf or NaN would spread it to outputs whose windows do not hold it: the
+    forward and the input gradient see the non-finite operand and take the per-tap passes, as torch gives
+    (the weight gradient reads only the taps' own products)."""
+    check_non_finite(where, value)
 
 
 def test_depthwise_plane_matrices_are_taken_for_small_planes():

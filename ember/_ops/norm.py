@@ -280,6 +280,19 @@ def _row_blocks(rows, inner, itemsize):
     return step, -(-rows // step), work
 
 
+def _ln_kernels(x2, inner):
+    """The compiled layer-norm kernels (ember/_backend/layernorm_jit.py, Note [JIT kernels]) for float32/float64
+    rows, or None."""
+    if x2.dtype not in _BN_JIT_DTYPES or not inner or not x2.shape[0]:
+        return None
+    return jit.load("layernorm_jit")
+
+
+def _ln_operand(v, dtype):
+    """A weight or bias as a contiguous array of dtype for the compiled kernels (empty when None)."""
+    return np.empty(0, dtype) if v is None else np.ascontiguousarray(v, dtype=dtype)
+
+
 class LayerNorm(Op):
     """y = (x - mean) * invstd * weight + bias, statistics over the last k dims of x."""
     _name = "NativeLayerNormBackward0"
@@ -312,7 +325,13 @@ class LayerNorm(Op):
                     o += b
                 mean[i:i + step] = m
                 invstd[i:i + step] = s
-        parallel.run(run_blocks, blocks, work)
+        kernels = _ln_kernels(x2, inner)
+        if kernels is not None:  # compiled (ember/_backend/layernorm_jit.py): rows split across the threads
+            x2 = np.ascontiguousarray(x2)
+            wk, bk = _ln_operand(w, x2.dtype), _ln_operand(b, x2.dtype)
+            parallel.run(lambda r0, r1: kernels.forward(x2, wk, bk, float(eps), out, mean, invstd, r0, r1), rows, work)
+        else:
+            parallel.run(run_blocks, blocks, work)
         ctx.save_for_backward(x, weight, mean, invstd)
         ctx.args = (k, shape, eps)
         return out.astype(x.dtype, copy=False).reshape(shape)
@@ -371,7 +390,16 @@ class LayerNorm(Op):
                 o -= t
                 o -= c0[:, None]
                 o *= s
-        parallel.run(run_blocks, blocks, work)
+        kernels = _ln_kernels(g2, inner)
+        if kernels is not None:  # compiled: every block's partial sums kept, added in block order below
+            g2, x2 = np.ascontiguousarray(g2), np.ascontiguousarray(x2, dtype=g2.dtype)
+            none = np.empty((0, inner), g2.dtype)
+            parts = [np.empty((blocks, inner), dtype=g2.dtype) if want else None for want in (want_w, want_b)]
+            args = (g2, x2, mean._data, invstd._data, _ln_operand(w, g2.dtype), none if gx is None else gx,
+                    none if parts[0] is None else parts[0], none if parts[1] is None else parts[1], step)
+            parallel.run(lambda b0, b1: kernels.backward(*args, b0, b1), blocks, work)
+        else:
+            parallel.run(run_blocks, blocks, work)
         for total, part in zip(sums, parts):
             if part is not None:
                 for p in part:

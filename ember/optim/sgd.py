@@ -91,7 +91,7 @@ def _update(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov):
     # the work given to the thread split is one array's bytes: it splits from 1M float32 elements. Below that the
     # arrays stay in cache and one thread is faster (2-core VM, medians of 15 alternating rounds, 1 vs 2 threads:
     # 401,408 elements 235 vs 341 us, 524,288 278 vs 382, 786,432 even, 1,048,576 620 vs 583, 2M 1982 vs 1318)
-    _blocked_update(_update_block, arrays, consts, 2, x.size * x.itemsize, "sgd", consts)
+    _blocked_update(_update_block, arrays, consts, 2, x.size * x.itemsize, "sgd", consts[:4] + (bool(nesterov),))
     if buf is not None:
         buf._version_counter.value += 2  # mul_, add_
     p._version_counter.value += 1
