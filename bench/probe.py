@@ -12,7 +12,10 @@ whole process life, so the import's transient peak hides a smaller step; and Lin
 parent's high-water mark across fork+exec, so a probe started by a big parent reports the
 parent's size. On Linux the probe instead resets the high-water mark (writing 5 to
 /proc/self/clear_refs) after construction and reads VmHWM from /proc/self/status after the
-step; elsewhere it falls back to ru_maxrss.
+step; elsewhere it falls back to ru_maxrss. Before the baseline each library runs one step of the same model
+on a batch of 2: what a first step loads once for the process (torch's oneDNN primitives, ember[jit]'s
+numba and compiled kernels, ~120 MB of numba/LLVM resident) is then library, not step, as torch's compiled
+kernels are loaded by its import.
 """
 import gc
 import importlib
@@ -59,6 +62,9 @@ def memory_mb(name, model):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     lib = importlib.import_module(name)
     from bench import training
+    warm, _ = training.BUILDERS[model](lib, batch=2)
+    warm()  # see Note [peak RSS of a step]: what a first step loads once is loaded before the baseline
+    del warm
     step, _ = training.BUILDERS[model](lib)
     gc.collect()
     if _reset_peak() and _status_mb("VmHWM") is not None:
