@@ -557,3 +557,26 @@ def test_conv_reset_parameters_matches_torch(cls, args):
         m.reset_parameters()
         return out + [m.weight, m.bias]
     check_story(story)
+
+
+@pytest.mark.parametrize("limit", [1, 1 << 16])
+def test_weight_gradient_in_sample_chunks_matches_torch(limit, monkeypatch):
+    """The weight gradient's im2col in chunks of samples (Note [Weight-gradient chunks]; the limit forced down
+    to one sample, then a few): grouped, strided, dilated, every chunk's GEMM summed."""
+    from ember._ops import conv as C
+    monkeypatch.setattr(C, "WEIGHT_COLS_MAX", limit)
+    rng = np.random.default_rng(4)
+    for shape, w_shape, kw in (((5, 4, 20, 19), (6, 4, 3, 3), dict(padding=1)),
+                               ((3, 6, 35, 33), (4, 3, 3, 2), dict(stride=2, dilation=(1, 2), groups=2)),
+                               ((4, 3, 18, 18), (5, 3, 5, 5), dict(padding=2))):
+        x = rng.standard_normal(shape).astype(np.float32)
+        w = rng.standard_normal(w_shape).astype(np.float32)
+        out = {}
+        for lib in (ember, torch):
+            xs = lib.from_numpy(x.copy()).requires_grad_()
+            ws = lib.from_numpy(w.copy()).requires_grad_()
+            y = lib.nn.functional.conv2d(xs, ws, **kw)
+            (y * y).sum().backward()
+            out[lib] = [t.detach().numpy() for t in (y, xs.grad, ws.grad)]
+        for a, b in zip(out[ember], out[torch]):
+            np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-4 * float(np.abs(b).max()))

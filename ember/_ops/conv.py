@@ -160,11 +160,33 @@ def conv_weight(x, y, geo, w_shape):
         g = geo.groups
         layout = _channel_major(out)
         yt = K.to_channel_major(y, g, layout)
-        cols = K.im2col(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g, layout)
-        # cols @ y^T, transposed, measured faster than y @ cols^T (OpenBLAS packs the long
-        # reduction dim better this way round)
-        w = K.matmul_reduce(cols, yt.transpose(0, 2, 1)).transpose(0, 2, 1).reshape(w_shape)
+        n = x.shape[0]
+        positions = int(np.prod(out))
+        per = n  # samples per im2col matrix (Note [Weight-gradient chunks])
+        if layout == K.BATCH_SECOND:
+            per = max(1, min(n, WEIGHT_COLS_MAX // max(1, x.itemsize * x.shape[1] * int(np.prod(kernel)) * positions)))
+        w = None
+        for n0 in range(0, max(n, 1), max(per, 1)):  # one pass over the whole batch when it fits (or is empty)
+            n1 = min(n, n0 + per)
+            xs = x if per >= n else x[n0:n1]
+            cols = K.im2col(xs, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g, layout)
+            # cols @ y^T, transposed, measured faster than y @ cols^T (OpenBLAS packs the long
+            # reduction dim better this way round)
+            part = K.matmul_reduce(cols, yt[:, :, n0 * positions:n1 * positions].transpose(0, 2, 1))
+            if w is None:
+                w = part
+            else:
+                w += part
+        w = w.transpose(0, 2, 1).reshape(w_shape)
     return w if w.dtype == dtype else w.astype(dtype)
+
+
+# Note [Weight-gradient chunks]: the weight gradient's im2col matrix is taps times the input (19 MB for a
+# 16->16 3x3 layer at 32x32, batch 32), and conv_numpy's scratch buffer keeps the largest one for the
+# process. In the channel-major layout whose columns run over (sample, position), the samples come in
+# chunks whose matrix stays under WEIGHT_COLS_MAX, each chunk's GEMM added to the last (the sum over the
+# batch in a few pieces: the same terms, added in another order).
+WEIGHT_COLS_MAX = 1 << 22
 
 
 # With many output positions per sample, the im2col matrix is built per sample, (N, C * taps, P):
