@@ -1,13 +1,13 @@
 """2-D depthwise convolutions as compiled loops (numba): depthwise_numpy's jit counterpart.
 
-A depthwise tap is a multiply-add of a whole plane row by one weight: compiled, every tap of a row runs
-while the row is in L1 and no phase layout, crop or im2col copy exists (depthwise_numpy needs ~2 NumPy
-passes per tap over the whole layer plus its layout copies). Each output reads only the input positions
-its window covers, so inf/NaN spread exactly as in torch. Forward and input gradient split the batch
-across the intra-op threads, the weight gradient the channels (the kernels release the GIL). Any stride,
-dilation, padding (its low side; the high side follows from the sizes) and channel multiplier.
-Loaded through jit.load("depthwise_jit") (Note [JIT kernels]); tests/test_depthwise_jit.py holds it to
-torch and to the NumPy kernels.
+Per channel, every sample's padded plane is laid out in small phase grids and each tap is one flat,
+vectorized multiply-add loop over all of them (Note [Depthwise plane grids]); depthwise_numpy makes ~2
+NumPy passes per tap over the whole layer plus its layout copies. A first-order backward computes the
+input and weight gradients in one pass over each channel. inf/NaN reach exactly the outputs and gradients
+torch gives them (planes or weights holding one take row-wise loops over the outputs' own windows). The
+channels split across the intra-op threads (the kernels release the GIL). Any stride, dilation, padding
+(its low side; the high side follows from the sizes) and channel multiplier. Loaded through
+jit.load("depthwise_jit") (Note [JIT kernels]); tests/test_depthwise_jit.py holds it to torch.
 """
 import numba
 import numpy as np
@@ -29,6 +29,8 @@ def _span(off, step, size, count):
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def _input_grad(g, w, gx, sh, sw, ph, pw, dh, dw, n0, n1):
+    """Samples n0..n1-1 of the input gradient by row-wise loops over each output's own window: the path for a
+    weight holding inf/NaN (Note [Depthwise plane grids])."""
     c_in, h, wd = gx.shape[1], gx.shape[2], gx.shape[3]
     o_ch, kh_n, kw_n = w.shape[0], w.shape[2], w.shape[3]
     oh_n, ow_n = g.shape[2], g.shape[3]
@@ -62,15 +64,16 @@ def _input_grad(g, w, gx, sh, sw, ph, pw, dh, dw, n0, n1):
                                 xf[xrow + j * usw] += wv * gf[grow + j]
 
 
-# Note [Depthwise plane grids]: per (sample, channel) plane the compiled kernels lay the padded input out
-# in local phase grids, as depthwise_numpy does for the whole layer (Note [Depthwise flat layout]): padded
-# position (r, c) goes to phase (r % sh, c % sw) at grid position (r // sh, c // sw), QW columns per grid
-# row. Outputs are computed on grid rows of QW columns (the last QW - OW of each row are garbage, not
-# copied out), so tap (kh, kw) is one flat loop over OH * QW positions reading its phase at a fixed offset:
-# long vectorized loops with no per-row work, whatever the plane's size or stride. The garbage columns
-# multiply the output gradient's zeros with input values outside their window: inf/NaN there (0 * inf)
-# would leak into the weight gradient, so a plane holding one takes the row-wise loops (_rows_weight),
-# and a non-finite weight sends the input gradient to _input_grad (its zeros times the weight).
+# Note [Depthwise plane grids]: per channel the compiled kernels lay every sample's padded plane out in local
+# phase grids, as depthwise_numpy does for the whole layer (Note [Depthwise flat layout]): padded position
+# (r, c) of sample n goes to phase (r % sh, c % sw) at grid position n * qh * qw + (r // sh) * qw + c // sw.
+# Outputs are computed on the whole grid (the columns past OW and the rows past OH of each sample are garbage,
+# not copied out), so tap (kh, kw) is one flat loop over N * qh * qw positions reading its phase at a fixed
+# offset (a zero tail after the last sample takes the reads past it): long vectorized loops with no per-row
+# work, whatever the plane's size or stride. The garbage positions multiply the output gradient's zeros with
+# input values outside their window: inf/NaN there (0 * inf) would leak into the weight gradient, so a
+# channel holding one takes the row-wise loops (_rows_weight), and a non-finite weight sends the input
+# gradient to _input_grad (its zeros times the weight).
 
 
 @numba.njit(inline="always")
