@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._backend import numpy_cpu as B
+from .._backend import jit
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ._registry import Op, install
@@ -70,6 +71,9 @@ class EmbeddingDenseBackward(Op):
         if factor is not None:
             rows = rows * factor[:, None].astype(rows.dtype, copy=False)
         out = np.zeros((num_weights, dim), dtype=grad.dtype)
+        kernels = _compiled(out, idx, rows)
+        if kernels is not None:
+            return kernels.index_add_rows(out, idx, rows)
         B.index_add_rows(out, idx, rows, fresh=True)
         return out
 
@@ -79,6 +83,19 @@ class EmbeddingDenseBackward(Op):
         if factor is not None:
             rows = rows * _make(factor.reshape(indices.shape + (1,)).astype(gg._data.dtype, copy=False))
         return rows
+
+
+_JIT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _compiled(out, idx, rows):
+    """The compiled scatter (ember/_backend/embedding_jit.py, Note [JIT kernels]) for float32/float64 rows whose
+    indices all lie in the table, or None."""
+    if rows.dtype not in _JIT_DTYPES or out.dtype != rows.dtype or rows.ndim != 2 or not idx.size:
+        return None
+    if idx.min() < 0 or idx.max() >= out.shape[0]:
+        return None
+    return jit.load("embedding_jit")
 
 
 def _row_factor(idx, num_weights, padding_idx, scale_grad_by_freq):
