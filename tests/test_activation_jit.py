@@ -12,6 +12,12 @@ from ember._ops import activation as A
 
 pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
 
+
+@pytest.fixture(autouse=True)
+def compiled_on(monkeypatch):
+    """The compiled kernels on whatever EMBER_JIT says (tests that want them off say so)."""
+    monkeypatch.setattr(jit, "ENABLED", True)
+
 CASES = {
     "relu": lambda lib, x: lib.nn.functional.relu(x),
     "relu_": lambda lib, x: lib.nn.functional.relu(x * 1, inplace=True),

@@ -11,6 +11,12 @@ from ember._backend import jit
 pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
 
 
+@pytest.fixture(autouse=True)
+def compiled_on(monkeypatch):
+    """The compiled kernels on whatever EMBER_JIT says (tests that want them off say so)."""
+    monkeypatch.setattr(jit, "ENABLED", True)
+
+
 def _grads(lib, idx, num, dim, g, dtype, **kw):
     emb = lib.nn.Embedding(num, dim, **kw).to(getattr(lib, dtype))
     out = emb(lib.from_numpy(idx))

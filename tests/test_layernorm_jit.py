@@ -11,6 +11,12 @@ from ember._backend import jit
 
 pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
 
+
+@pytest.fixture(autouse=True)
+def compiled_on(monkeypatch):
+    """The compiled kernels on whatever EMBER_JIT says (tests that want them off say so)."""
+    monkeypatch.setattr(jit, "ENABLED", True)
+
 CASES = [((4, 7), 1, True, True), ((3, 5, 33), 1, True, False), ((2, 3, 4, 5), 2, False, True),
          ((6, 2, 3, 4), 3, False, False), ((300, 64), 1, True, True), ((5, 2), 1, True, True)]
 

@@ -11,6 +11,12 @@ from ember._backend import jit
 
 pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
 
+
+@pytest.fixture(autouse=True)
+def compiled_on(monkeypatch):
+    """The compiled kernels on whatever EMBER_JIT says (tests that want them off say so)."""
+    monkeypatch.setattr(jit, "ENABLED", True)
+
 SGD_CASES = [dict(momentum=0.0), dict(momentum=0.9), dict(momentum=0.9, weight_decay=5e-4),
              dict(momentum=0.5, dampening=0.3, weight_decay=1e-2), dict(momentum=0.9, nesterov=True, weight_decay=1e-3),
              dict(weight_decay=0.1)]

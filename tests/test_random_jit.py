@@ -18,6 +18,12 @@ from .test_random_streams import SEEDS, same_stream
 numba = pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
 
 
+@pytest.fixture(autouse=True)
+def compiled_on(monkeypatch):
+    """The compiled kernels on whatever EMBER_JIT says (tests that want them off say so)."""
+    monkeypatch.setattr(jit, "ENABLED", True)
+
+
 @pytest.fixture
 def kernels():
     k = jit.load("normal_jit")
