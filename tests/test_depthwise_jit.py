@@ -11,7 +11,7 @@ import ember
 from ember._backend import jit
 from ember._ops import conv as C
 
-from .test_depthwise_paths import _compare, _run, check_non_finite, check_second_derivatives
+from .test_depthwise_paths import _compare, _run, check_non_finite, check_second_derivatives, transposed_case
 
 pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
 
@@ -82,20 +82,10 @@ def test_depthwise_transposed_convolutions_match_torch(dtype):
     rng = np.random.default_rng(41)
     checked = 0
     while checked < 20:
-        c = int(rng.integers(1, 5))
-        size = [int(rng.integers(1, 12)) for _ in range(2)]
-        k = [int(rng.integers(1, 5)) for _ in range(2)]
-        s = [int(rng.integers(1, 4)) for _ in range(2)]
-        d = [int(rng.integers(1, 3)) for _ in range(2)]
-        p = [int(rng.integers(0, 2)) for _ in range(2)]
-        op = [int(rng.integers(0, max(ss, dd))) for ss, dd in zip(s, d)]
-        if any((n - 1) * ss - 2 * pp + dd * (kk - 1) + o + 1 <= 0 for n, ss, pp, dd, kk, o in zip(size, s, p, d, k, op)):
-            continue
-        x = rng.standard_normal([2, c] + size).astype(dtype)
-        w = rng.standard_normal([c, 1] + k).astype(dtype)
-        kw = dict(stride=s, padding=p, dilation=d, groups=c, output_padding=op)
-        _check(("conv_transpose2d", x, w, None, kw, (True, True)), rng, dtype)
-        checked += 1
+        case = transposed_case(rng, dtype, 2, size_max=12, kernel_max=5)
+        if case is not None:
+            _check(case, rng, dtype)
+            checked += 1
 
 
 def test_depthwise_second_derivatives_match_torch():

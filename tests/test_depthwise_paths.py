@@ -148,26 +148,32 @@ def test_depthwise_transposed_convolutions_match_torch(dtype, block, dense):
     """conv_transpose with groups == channels runs the gathered input gradient as its forward."""
     rng = np.random.default_rng(5)
     for _ in range(20):
-        nd = int(rng.integers(1, 3))
-        c = int(rng.integers(1, 5))
-        size = [int(rng.integers(1, 10)) for _ in range(nd)]
-        k = [int(rng.integers(1, 4)) for _ in range(nd)]
-        s = [int(rng.integers(1, 4)) for _ in range(nd)]
-        d = [int(rng.integers(1, 3)) for _ in range(nd)]
-        p = [int(rng.integers(0, 2)) for _ in range(nd)]
-        op = [int(rng.integers(0, max(ss, dd))) for ss, dd in zip(s, d)]
-        if any((n - 1) * ss - 2 * pp + dd * (kk - 1) + o + 1 <= 0 for n, ss, pp, dd, kk, o in zip(size, s, p, d, k, op)):
+        case = transposed_case(rng, dtype, int(rng.integers(1, 3)))
+        if case is None:
             continue
-        x = rng.standard_normal([2, c] + size).astype(dtype)
-        w = rng.standard_normal([c, 1] + k).astype(dtype)
-        kw = dict(stride=s, padding=p, dilation=d, groups=c, output_padding=op)
         g = {}
 
         def g_of(shape):
             return g.setdefault(shape, rng.standard_normal(shape).astype(dtype)).copy()
-        name = f"conv_transpose{nd}d"
-        _compare(_run(ember, name, x, w, None, kw, (True, True), g_of),
-                 _run(torch, name, x, w, None, kw, (True, True), g_of), dtype, f"{name} x{x.shape} {kw}")
+        _compare(_run(ember, *case, g_of), _run(torch, *case, g_of), dtype, f"{case[0]} x{case[1].shape} {case[4]}")
+
+
+def transposed_case(rng, dtype, nd, size_max=10, kernel_max=4):
+    """A random depthwise conv_transpose{nd}d case (name, x, w, None, kwargs, grads) for _run, or None when
+    its output would be empty: strides, dilations, padding and output_padding drawn."""
+    c = int(rng.integers(1, 5))
+    size = [int(rng.integers(1, size_max)) for _ in range(nd)]
+    k = [int(rng.integers(1, kernel_max)) for _ in range(nd)]
+    s = [int(rng.integers(1, 4)) for _ in range(nd)]
+    d = [int(rng.integers(1, 3)) for _ in range(nd)]
+    p = [int(rng.integers(0, 2)) for _ in range(nd)]
+    op = [int(rng.integers(0, max(ss, dd))) for ss, dd in zip(s, d)]
+    if any((n - 1) * ss - 2 * pp + dd * (kk - 1) + o + 1 <= 0 for n, ss, pp, dd, kk, o in zip(size, s, p, d, k, op)):
+        return None
+    x = rng.standard_normal([2, c] + size).astype(dtype)
+    w = rng.standard_normal([c, 1] + k).astype(dtype)
+    kw = dict(stride=s, padding=p, dilation=d, groups=c, output_padding=op)
+    return f"conv_transpose{nd}d", x, w, None, kw, (True, True)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

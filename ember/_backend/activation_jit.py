@@ -7,7 +7,7 @@ gradient times a False mask) these give torch's +0.0. Loaded through jit.load("a
 import numba
 import numpy as np
 
-from . import parallel
+from . import jit, parallel
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -38,13 +38,10 @@ def _relu_grad(g, out, r):
         r[i] = zero if out[i] <= zero else g[i]
 
 
-_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-
-
 def applies(*arrays):
     """Whether the kernels take these arrays: float32/float64 first, all C-contiguous, of one shape."""
     a = arrays[0]
-    return a.dtype in _DTYPES and all(b.shape == a.shape and b.flags.c_contiguous for b in arrays)
+    return a.dtype in jit.DTYPES and all(b.shape == a.shape and b.flags.c_contiguous for b in arrays)
 
 
 def _split(fn, arrays, work):

@@ -12,7 +12,7 @@ tests/test_batchnorm_jit.py holds it to torch and to the NumPy kernels.
 import numba
 import numpy as np
 
-from . import allocator, parallel
+from . import allocator, jit, parallel
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc"})
@@ -94,19 +94,12 @@ def _grads(g3, x3, mean, invstd, weight, gx, sums, c0, c1):
                 orow[j] = ((grow[j] - (xrow[j] - m) * k1) - k2) * k3
 
 
-_EMPTY = {np.dtype(np.float32): np.empty(0, np.float32), np.dtype(np.float64): np.empty(0, np.float64)}
-
-
-def _channel(v, dtype):
-    return _EMPTY[dtype] if v is None else np.ascontiguousarray(v, dtype=dtype)
-
-
 def train_forward(x3, eps, weight, bias):
     """batchnorm_numpy.train_forward, compiled: (y, mean, biased var, invstd) of x3 (N, C, L)."""
     x3 = np.ascontiguousarray(x3)
     y = allocator.empty(x3.shape, x3.dtype)
     stats = np.empty((3, x3.shape[1]), dtype=x3.dtype)
-    w, b = _channel(weight, x3.dtype), _channel(bias, x3.dtype)
+    w, b = jit.optional(weight, x3.dtype), jit.optional(bias, x3.dtype)
     parallel.run(lambda c0, c1: _forward(x3, float(eps), w, b, y, stats, c0, c1), x3.shape[1], x3.nbytes)
     return y, stats[0], stats[1], stats[2]
 
@@ -115,9 +108,9 @@ def train_grads(g3, x3, mean, invstd, weight, need_gx):
     """batchnorm_numpy.train_grads, compiled: (gx or None, sum of g, sum of g * (x - mean)) per channel."""
     g3 = np.ascontiguousarray(g3)
     x3 = np.ascontiguousarray(x3, dtype=g3.dtype)
-    gx = allocator.empty(g3.shape, g3.dtype) if need_gx else np.empty((0, 0, 0), g3.dtype)
+    gx = allocator.empty(g3.shape, g3.dtype) if need_gx else jit.optional(None, g3.dtype, 3)
     sums = np.empty((2, g3.shape[1]), dtype=g3.dtype)
-    mean, invstd = _channel(mean, g3.dtype), _channel(invstd, g3.dtype)
-    w = _channel(weight, g3.dtype)
+    mean, invstd = jit.optional(mean, g3.dtype), jit.optional(invstd, g3.dtype)
+    w = jit.optional(weight, g3.dtype)
     parallel.run(lambda c0, c1: _grads(g3, x3, mean, invstd, w, gx, sums, c0, c1), g3.shape[1], g3.nbytes)
     return (gx if need_gx else None), sums[0], sums[1]

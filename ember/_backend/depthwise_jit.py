@@ -12,7 +12,7 @@ jit.load("depthwise_jit") (Note [JIT kernels]); tests/test_depthwise_jit.py hold
 import numba
 import numpy as np
 
-from . import allocator, parallel
+from . import allocator, jit, parallel
 
 
 _U = np.uint64  # flat indices as unsigned: numba then drops its negative-index wraparound, and the loops vectorize
@@ -290,15 +290,11 @@ def _grid(x_shape, w_shape, stride, lo, dilation, out_size):
     return qh, qw, ((kh - 1) * dh // sh) * qw + (kw - 1) * dw // sw + 1
 
 
-_NO_BIAS = {np.dtype(np.float32): np.empty(0, np.float32), np.dtype(np.float64): np.empty(0, np.float64)}
-_NONE = {d: np.empty((0, 0, 0, 0), d) for d in _NO_BIAS}
-
-
 def forward(x, w, b, stride, lo, dilation, out_size):
     """The depthwise convolution (N, O, *out_size) of x (N, C, H, W) with w (O, 1, kh, kw), plus b (O,)."""
     x = np.ascontiguousarray(x)
     w = np.ascontiguousarray(w, dtype=x.dtype)
-    b = _NO_BIAS[x.dtype] if b is None else np.ascontiguousarray(b, dtype=x.dtype)
+    b = jit.optional(b, x.dtype)
     out = allocator.empty((x.shape[0], w.shape[0]) + tuple(out_size), x.dtype)
     if 0 in out.shape:
         return out
@@ -315,28 +311,24 @@ def backward(x, g, w, stride, lo, dilation, x_shape, need_x, need_w):
     g = np.ascontiguousarray(g)
     w = np.ascontiguousarray(w, dtype=g.dtype)
     d = g.dtype
-    gx = allocator.empty(tuple(x_shape), d) if need_x else _NONE[d]
-    gw = np.zeros(w.shape, d) if need_w else _NONE[d]
-    if need_x and (0 in g.shape or 0 in x_shape):
-        gx[...] = 0
-    if 0 in g.shape or 0 in x_shape or not (need_x or need_w):
-        return (gx if need_x else None), (gw if need_w else None)
+    gx = allocator.empty(tuple(x_shape), d) if need_x else None
+    gw = np.zeros(w.shape, d) if need_w else None
+    if 0 in g.shape or 0 in x_shape:
+        if gx is not None:
+            gx[...] = 0
+        return gx, gw
     geo = _geometry(stride, lo, dilation)
+    grid_x = need_x  # the input gradient on the grids
     if need_x and not np.isfinite(w).all():  # the grids' garbage zeros times inf/NaN: the row-wise loops
         parallel.run(lambda n0, n1: _input_grad(g, w, gx, *geo, n0, n1), g.shape[0], g.nbytes * w.shape[2] * w.shape[3])
-        if not need_w:
-            return gx, None
-        need_x, grads = False, gx
-    else:
-        grads = None
-    xs = np.ascontiguousarray(x, dtype=d) if need_w else gx
-    args = geo + _grid(x_shape, w.shape, stride, lo, dilation, g.shape[2:])
-    gx_arg = gx if need_x else _NONE[d]
-    parallel.run(lambda c0, c1: _grid_backward(xs, g, w, gx_arg, gw, *args, c0, c1), x_shape[1],
-                 g.nbytes * w.shape[2] * w.shape[3])
-    if grads is not None:
-        gx = grads
-    return (gx if need_x or grads is not None else None), (gw if need_w else None)
+        grid_x = False
+    if grid_x or need_w:
+        xs = np.ascontiguousarray(x, dtype=d) if need_w else gx  # (only its shape read without the weight's)
+        args = geo + _grid(x_shape, w.shape, stride, lo, dilation, g.shape[2:])
+        gx_arg, gw_arg = jit.optional(gx if grid_x else None, d, 4), jit.optional(gw, d, 4)
+        parallel.run(lambda c0, c1: _grid_backward(xs, g, w, gx_arg, gw_arg, *args, c0, c1), x_shape[1],
+                     g.nbytes * w.shape[2] * w.shape[3])
+    return gx, gw
 
 
 def input_grad(g, w, stride, lo, dilation, x_shape):

@@ -21,6 +21,7 @@ import os
 import numpy as np
 
 ENABLED = os.environ.get("EMBER_JIT", "1") != "0"
+DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # what the kernels are compiled for
 _loaded = {}
 
 
@@ -38,6 +39,12 @@ def load(name):
             mod = importlib.import_module(f"{__package__}.{name}")
         _loaded[name] = mod
     return mod
+
+
+def optional(v, dtype, ndim=1):
+    """An operand a kernel may lack, as numba takes it: v as a C-contiguous array of dtype, or for None an
+    empty array of ndim dims (the kernels test .shape[0])."""
+    return np.empty((0,) * ndim, dtype) if v is None else np.ascontiguousarray(v, dtype=dtype)
 
 
 def fma_intrinsic():

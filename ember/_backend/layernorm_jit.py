@@ -12,10 +12,10 @@ import numpy as np
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc"})
-def _row_sum(row, shift):
+def _row_sum(row):
     s = 0.0
     for j in range(row.shape[0]):
-        s += np.float64(row[j]) - shift
+        s += np.float64(row[j])
     return s
 
 
@@ -35,7 +35,7 @@ def forward(x2, w, b, eps, out, mean, invstd, r0, r1):
     for r in range(r0, r1):
         xr = x2[r]
         o = out[r]
-        m = x2.dtype.type(_row_sum(xr, 0.0) / inner)
+        m = x2.dtype.type(_row_sum(xr) / inner)
         for j in range(inner):
             o[j] = xr[j] - m
         var = x2.dtype.type(_row_dot(o, o) / inner)
@@ -89,6 +89,6 @@ def backward(g2, x2, mean, invstd, w, gx, parts_w, parts_b, step, b0, b1):
                 for j in range(inner):
                     o[j] = g[j]
             c1 = g2.dtype.type(_row_dot(o, t) / inner)
-            c0 = g2.dtype.type(_row_sum(o, 0.0) / inner)
+            c0 = g2.dtype.type(_row_sum(o) / inner)
             for j in range(inner):
                 o[j] = ((o[j] - t[j] * c1) - c0) * s

@@ -162,14 +162,13 @@ def conv_weight(x, y, geo, w_shape):
         yt = K.to_channel_major(y, g, layout)
         n = x.shape[0]
         positions = int(np.prod(out))
-        per = n  # samples per im2col matrix (Note [Weight-gradient chunks])
+        per = max(n, 1)  # samples per im2col matrix (Note [Weight-gradient chunks]); one pass when the batch is empty
         if layout == K.BATCH_SECOND:
             per = max(1, min(n, WEIGHT_COLS_MAX // max(1, x.itemsize * x.shape[1] * int(np.prod(kernel)) * positions)))
         w = None
-        for n0 in range(0, max(n, 1), max(per, 1)):  # one pass over the whole batch when it fits (or is empty)
+        for n0 in range(0, max(n, 1), per):
             n1 = min(n, n0 + per)
-            xs = x if per >= n else x[n0:n1]
-            cols = K.im2col(xs, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g, layout)
+            cols = K.im2col(x[n0:n1], kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g, layout)
             # cols @ y^T, transposed, measured faster than y @ cols^T (OpenBLAS packs the long
             # reduction dim better this way round)
             part = K.matmul_reduce(cols, yt[:, :, n0 * positions:n1 * positions].transpose(0, 2, 1))

@@ -85,13 +85,10 @@ class EmbeddingDenseBackward(Op):
         return rows
 
 
-_JIT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-
-
 def _compiled(out, idx, rows):
     """The compiled scatter (ember/_backend/embedding_jit.py, Note [JIT kernels]) for float32/float64 rows whose
     indices all lie in the table, or None."""
-    if rows.dtype not in _JIT_DTYPES or out.dtype != rows.dtype or rows.ndim != 2 or not idx.size:
+    if rows.dtype not in jit.DTYPES or out.dtype != rows.dtype or rows.ndim != 2 or not idx.size:
         return None
     if idx.min() < 0 or idx.max() >= out.shape[0]:
         return None

@@ -50,13 +50,10 @@ def _float_only(input, kernel):
 
 # ---- batch_norm ----------------------------------------------------------------------------
 
-_BN_JIT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-
-
 def _bn_kernels(x3):
     """The training kernels for x3: compiled (ember/_backend/batchnorm_jit.py, Note [JIT kernels]) for float32/float64
     with ember[jit] installed and the switch on, else batchnorm_numpy's."""
-    if x3.dtype in _BN_JIT_DTYPES:
+    if x3.dtype in jit.DTYPES:
         kernels = jit.load("batchnorm_jit")
         if kernels is not None:
             return kernels
@@ -283,14 +280,9 @@ def _row_blocks(rows, inner, itemsize):
 def _ln_kernels(x2, inner):
     """The compiled layer-norm kernels (ember/_backend/layernorm_jit.py, Note [JIT kernels]) for float32/float64
     rows, or None."""
-    if x2.dtype not in _BN_JIT_DTYPES or not inner or not x2.shape[0]:
+    if x2.dtype not in jit.DTYPES or not inner or not x2.shape[0]:
         return None
     return jit.load("layernorm_jit")
-
-
-def _ln_operand(v, dtype):
-    """A weight or bias as a contiguous array of dtype for the compiled kernels (empty when None)."""
-    return np.empty(0, dtype) if v is None else np.ascontiguousarray(v, dtype=dtype)
 
 
 class LayerNorm(Op):
@@ -328,7 +320,7 @@ class LayerNorm(Op):
         kernels = _ln_kernels(x2, inner)
         if kernels is not None:  # compiled (ember/_backend/layernorm_jit.py): rows split across the threads
             x2 = np.ascontiguousarray(x2)
-            wk, bk = _ln_operand(w, x2.dtype), _ln_operand(b, x2.dtype)
+            wk, bk = jit.optional(w, x2.dtype), jit.optional(b, x2.dtype)
             parallel.run(lambda r0, r1: kernels.forward(x2, wk, bk, float(eps), out, mean, invstd, r0, r1), rows, work)
         else:
             parallel.run(run_blocks, blocks, work)
@@ -393,10 +385,9 @@ class LayerNorm(Op):
         kernels = _ln_kernels(g2, inner)
         if kernels is not None:  # compiled: every block's partial sums kept, added in block order below
             g2, x2 = np.ascontiguousarray(g2), np.ascontiguousarray(x2, dtype=g2.dtype)
-            none = np.empty((0, inner), g2.dtype)
             parts = [np.empty((blocks, inner), dtype=g2.dtype) if want else None for want in (want_w, want_b)]
-            args = (g2, x2, mean._data, invstd._data, _ln_operand(w, g2.dtype), none if gx is None else gx,
-                    none if parts[0] is None else parts[0], none if parts[1] is None else parts[1], step)
+            args = (g2, x2, mean._data, invstd._data, jit.optional(w, g2.dtype), jit.optional(gx, g2.dtype, 2),
+                    jit.optional(parts[0], g2.dtype, 2), jit.optional(parts[1], g2.dtype, 2), step)
             parallel.run(lambda b0, b1: kernels.backward(*args, b0, b1), blocks, work)
         else:
             parallel.run(run_blocks, blocks, work)
