@@ -14,6 +14,7 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import conv_numpy as K
 from .._backend import depthwise_numpy as DW
+from .._backend import jit
 from .._tensor import Tensor, _wrap_dim
 from ._argcheck import ints_error
 from ._registry import Op, install
@@ -104,8 +105,8 @@ class IndexGather(Op):
 
 
 class MaxPool(Op):
-    """Window maxima in the flat phase layout (Note [Depthwise flat layout]); output 1 (flat indices)
-    only when asked for. The tap choices stay in ctx for the backward."""
+    """Window maxima in the flat phase layout (Note [Depthwise flat layout]); output 1 (flat indices) only
+    when asked for. Which tap each maximum came from stays in ctx for the backward."""
     _name = "MaxPool2DWithIndicesBackward0"
     nondiff = (1,)
 
@@ -118,15 +119,52 @@ class MaxPool(Op):
         if any(padding):
             _first_valid_on_ties(plan, val, arg, kernel, stride, padding, dilation, out)
         ctx.save_for_backward(x)
-        ctx.pool = (plan, arg, kernel, stride, padding, dilation, out)
+        ctx.pool = _Argmax(plan, arg, kernel, stride, padding, dilation, out)
         if want_indices:
-            return val, _pool_indices(ctx.pool)
+            return val, ctx.pool.indices()
         return val
 
     def backward(ctx, grad, *unused):
         name = ctx.name().replace("Backward0", "BackwardBackward0")
         (x,) = ctx.saved_tensors
         return _named(MaxPoolBackward, name)(grad, x, pool=ctx.pool)
+
+
+class _Argmax:
+    """Where each window's maximum came from: window_max's tap numbers (in the plan's channel rows) and the
+    window geometry that turns them into flat input positions."""
+
+    def __init__(self, plan, arg, kernel, stride, padding, dilation, out):
+        self.plan, self.arg = plan, arg
+        self.kernel, self.stride, self.padding, self.dilation, self.out = kernel, stride, padding, dilation, out
+        self.spatial = plan.spatial
+
+    def indices(self):
+        """Flat positions in the input plane, (N, C, *out) int64 (torch's indices)."""
+        base, tap_off = _index_tables(self.spatial, self.kernel, self.stride, self.padding, self.dilation, self.out)
+        return base + tap_off[self.plan.valid_taps(self.arg)]
+
+    def scatter(self, g):
+        """g (N, C, *out) sent back to the maxima: an (N, C, *spatial) gradient."""
+        kernels = _compiled(g)
+        if kernels is not None:
+            tables = _index_tables(self.spatial, self.kernel, self.stride, self.padding, self.dilation, self.out)
+            taps = self.arg.reshape((self.plan.c, self.plan.n) + self.plan.q)
+            return kernels.scatter(g, taps, *tables, self.spatial)
+        if _by_index(g, self):
+            return _scatter(g, self.indices(), self.spatial, unique=False)
+        return self.plan.window_scatter(g, self.arg)
+
+
+JIT_MIN = 1 << 10  # gradient elements from which the backward takes the compiled scatter (ember/_backend/pool_jit.py)
+
+
+def _compiled(g):
+    """The compiled scatter module for a 2-D pooling's float32/float64 g (N, C, OH, OW) of JIT_MIN elements, with
+    ember[jit] installed and the switch on (Note [JIT kernels]); else None."""
+    if g.ndim != 4 or g.dtype not in jit.DTYPES or g.size < JIT_MIN:
+        return None
+    return jit.load("pool_jit")
 
 
 def _first_valid_on_ties(plan, val, arg, kernel, stride, padding, dilation, out):
@@ -145,11 +183,6 @@ def _first_valid_on_ties(plan, val, arg, kernel, stride, padding, dilation, out)
     taps[tied] = np.broadcast_to(first, taps.shape)[tied]
 
 
-def _pool_indices(pool):
-    plan, arg, kernel, stride, padding, dilation, out = pool
-    return _flat_index(plan.valid_taps(arg), plan.spatial, kernel, stride, padding, dilation, out)
-
-
 # Note [Max pooling backward by index]: the gradient goes back to each window's maximum. For overlapping
 # strided windows it is scattered by flat input index (np.bincount over the outputs in order, torch's order
 # of accumulation) rather than per tap through the phase rows (window_scatter: a compare, a multiply and an
@@ -166,7 +199,7 @@ _BY_INDEX_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 def _by_index(g, pool):
     """Whether max pooling's backward scatters g by flat index (Note [Max pooling backward by index])."""
-    kernel, stride, padding, dilation = pool[2:6]
+    kernel, stride, padding, dilation = pool.kernel, pool.stride, pool.padding, pool.dilation
     return (BY_INDEX and g.dtype in _BY_INDEX_DTYPES and not any(padding) and all(s > 1 for s in stride)
             and any(d * (k - 1) >= s for k, s, d in zip(kernel, stride, dilation)))
 
@@ -179,18 +212,15 @@ class MaxPoolBackward(Op):
     @staticmethod
     def forward(ctx, g, src, pool):
         ctx.pool = pool
-        if _by_index(g, pool):
-            return _scatter(g, _pool_indices(pool), pool[0].spatial, unique=False)
-        return pool[0].window_scatter(g, pool[1])
+        return pool.scatter(g)
 
     def backward(ctx, grad):
-        plan = ctx.pool[0]
-        return IndexGather.apply(grad, idx=_pool_indices(ctx.pool), plane_shape=plan.spatial), None
+        return IndexGather.apply(grad, idx=ctx.pool.indices(), plane_shape=ctx.pool.spatial), None
 
 
-def _flat_index(arg, spatial, kernel, stride, padding, dilation, out):
-    """Tap number within the window -> flat position in the (unpadded) input plane: the window's
-    origin plus the tap's offset (both small tables)."""
+def _index_tables(spatial, kernel, stride, padding, dilation, out):
+    """(base, tap_off): a window's flat origin in the (unpadded) input plane per output position (*out), and
+    each tap's flat offset from it (taps,); the maximum of window o at tap k lies at base[o] + tap_off[k]."""
     nd = len(kernel)
     base = np.zeros((), dtype=np.int64)
     tap_off = np.zeros((), dtype=np.int64)
@@ -198,7 +228,7 @@ def _flat_index(arg, spatial, kernel, stride, padding, dilation, out):
         origin = np.arange(out[i]) * stride[i] - padding[i]
         base = np.add.outer(base * spatial[i], origin)
         tap_off = np.add.outer(tap_off * spatial[i], np.arange(kernel[i]) * dilation[i])
-    return base + tap_off.reshape(-1)[arg]
+    return base, tap_off.reshape(-1)
 
 
 # ---- average pooling ----------------------------------------------------------------------------

@@ -1,0 +1,80 @@
+"""The compiled 2-D max pooling backward (ember/_backend/pool_jit.py, Note [JIT kernels]) against torch, bit for
+bit: random geometries (overlapping and disjoint windows, padding, dilation, ceil_mode), ties, NaN and -inf
+windows, float32 and float64, the gradient of the gradient; and the switch."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember._backend import jit
+from ember._ops import pool as P
+
+pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
+
+
+@pytest.fixture(autouse=True)
+def compiled_on(monkeypatch):
+    """The compiled kernels on whatever EMBER_JIT says, from the first element (tests that want them off say so)."""
+    monkeypatch.setattr(jit, "ENABLED", True)
+    monkeypatch.setattr(P, "JIT_MIN", 1)
+
+
+def _pool(lib, x, gy, geometry):
+    xt = lib.tensor(x, requires_grad=True)
+    y, idx = lib.nn.functional.max_pool2d(xt, *geometry, return_indices=True)
+    gyt = lib.tensor(gy, requires_grad=True)
+    gx, = lib.autograd.grad(y, xt, gyt, create_graph=True)
+    ggy, = lib.autograd.grad((gx * gx).sum(), gyt)
+    return [y.detach().numpy(), idx.numpy(), gx.detach().numpy(), ggy.numpy()]
+
+
+def _geometries(rng, count):
+    while count:
+        k = tuple(int(v) for v in rng.integers(1, 5, 2))
+        s = tuple(int(v) for v in rng.integers(1, 4, 2))
+        d = tuple(int(v) for v in rng.integers(1, 3, 2))
+        p = tuple(int(rng.integers(0, kk // 2 + 1)) for kk in k)
+        hw = tuple(int(v) for v in rng.integers(4, 20, 2))
+        if all((kk - 1) * dd + 1 <= size + 2 * pp for kk, dd, size, pp in zip(k, d, hw, p)):
+            count -= 1
+            yield hw, (k, s, p, d, bool(rng.integers(0, 2)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("values", ["normal", "ties", "nan", "-inf"])
+def test_max_pool2d_backward_matches_torch_bit_for_bit(dtype, values):
+    rng = np.random.default_rng([len(values), np.dtype(dtype).itemsize])
+    for hw, geometry in _geometries(rng, 25):
+        x = rng.standard_normal((2, 3) + hw).astype(dtype)
+        if values == "ties":
+            x = np.round(x)
+        elif values == "nan":
+            x[rng.random(x.shape) < 0.1] = np.nan
+        elif values == "-inf":
+            x[rng.random(x.shape) < 0.5] = -np.inf
+        y_shape = torch.nn.functional.max_pool2d(torch.from_numpy(x), *geometry).shape
+        gy = (rng.integers(-3, 4, y_shape) + rng.standard_normal(y_shape) / 8).astype(dtype)
+        e = _pool(ember, x, gy, geometry)
+        t = _pool(torch, x, gy, geometry)
+        for name, a, b in zip(("out", "indices", "grad", "grad of grad"), e, t):
+            assert a.shape == b.shape and a.dtype == b.dtype, (name, hw, geometry)
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} {hw} {geometry}")
+
+
+def test_the_switch_and_the_threshold_give_the_numpy_paths(monkeypatch):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 8, 15, 15)).astype(np.float32)
+    gy = (rng.integers(-8, 9, (4, 8, 7, 7)) / 8).astype(np.float32)  # exact sums: the NumPy scatter adds in float64
+    kernels = jit.load("pool_jit")
+    calls = []
+    fn = kernels.scatter
+    monkeypatch.setattr(kernels, "scatter", lambda *a: calls.append(1) or fn(*a))
+    res = []
+    for on, threshold in ((True, 1), (False, 1), (True, gy.size + 1)):
+        monkeypatch.setattr(jit, "ENABLED", on)
+        monkeypatch.setattr(P, "JIT_MIN", threshold)
+        res.append(_pool(ember, x, gy, (3, 2)))
+    assert len(calls) == 1
+    for other in res[1:]:
+        for a, b in zip(res[0], other):
+            np.testing.assert_array_equal(a, b)
