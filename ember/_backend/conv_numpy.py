@@ -33,7 +33,7 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from . import allocator, contiguous, parallel
+from . import allocator, contiguous, jit, parallel
 
 _scratch = threading.local()
 _SCRATCH_LIMIT = 1 << 28  # keep at most 256 MB per thread between calls
@@ -77,6 +77,17 @@ def _operand_order(ndim, layout):
     return tuple(range(ndim))
 
 
+LAYOUT_JIT_MIN = 1 << 12  # elements from which 2-D batch-last layout copies take ember/_backend/layout_jit.py
+
+
+def _batch_last_kernels(a, layout):
+    """The compiled batch-last layout copies for a 4-D float32/float64 array a of LAYOUT_JIT_MIN elements in
+    the BATCH_LAST layout, with ember[jit] installed and the switch on (Note [JIT kernels]); else None."""
+    if layout != BATCH_LAST or a.ndim != 4 or a.dtype not in jit.DTYPES or a.size < LAYOUT_JIT_MIN:
+        return None
+    return jit.load("layout_jit")
+
+
 def padded(x, lo, hi, value=0, layout=PER_SAMPLE):
     """x (N, C, *S) as a fresh array padded by lo/hi per spatial dim with `value`, its axes in layout's
     order ((N, C, *padded) by default). Without padding x itself is returned, in that axis order
@@ -92,6 +103,12 @@ def padded(x, lo, hi, value=0, layout=PER_SAMPLE):
         inner[first + i] = slice(a, a + size)
     buf = allocator.empty(tuple(shape), x.dtype)
     interior = buf[tuple(inner)]
+
+    kernels = _batch_last_kernels(x, layout)
+    if kernels is not None:  # (N, C, H, W) -> (C, H, W, N): (N, W) blocks transposed, the borders filled first
+        parallel.run(lambda i, j: np.copyto(buf[i:j], value, casting="unsafe"), buf.shape[0], buf.nbytes)
+        kernels.swap_last(x.transpose(1, 2, 0, 3), interior)
+        return buf
 
     def fill(i, j):  # np.full's fill, then the interior, on a slice of the leading axis
         np.copyto(buf[i:j], value, casting="unsafe")
@@ -221,7 +238,12 @@ def to_channel_major(y, groups, layout=BATCH_SECOND):
     """y (N, O, *P) copied to (groups, O/groups, N * positions), the layout of a GEMM operand, its
     columns over (batch, position), or (position, batch) for BATCH_LAST."""
     o = y.shape[1]
-    t = contiguous(y.transpose(_operand_order(y.ndim, layout)))
+    kernels = _batch_last_kernels(y, layout)
+    if kernels is not None:  # (N, O, H, W) -> (O, H, W, N)
+        t = allocator.empty(y.shape[1:] + y.shape[:1], y.dtype)
+        kernels.swap_last(y.transpose(1, 2, 0, 3), t)
+    else:
+        t = contiguous(y.transpose(_operand_order(y.ndim, layout)))
     return t.reshape(groups, o // groups, -1)
 
 
@@ -235,7 +257,10 @@ def from_channel_major(y, n, out, bias=None, layout=BATCH_SECOND):
     else:
         src = y.reshape((o, n) + tuple(out)).transpose((1, 0) + tuple(range(2, 2 + nd)))
     res = allocator.empty((n, o) + tuple(out), y.dtype)
-    if bias is None:
+    kernels = _batch_last_kernels(res, layout)
+    if kernels is not None:  # (O, H, W, N) -> (N, O, H, W)
+        kernels.swap_last(y.reshape((o,) + tuple(out) + (n,)), res.transpose(1, 2, 0, 3), bias)
+    elif bias is None:
         parallel.copyto(res, src)
     else:
         b = bias.reshape((o,) + (1,) * nd).astype(y.dtype, copy=False)

@@ -1,0 +1,75 @@
+"""The compiled batch-last layout copies (ember/_backend/layout_jit.py, Note [JIT kernels]): the kernel against
+NumPy's transposed copy over strided views (both loop orders, with and without a bias), and 2-D convolutions
+whose im2col takes the batch-last layout (strided, few positions, conv_rows) against torch, with the copies
+compiled and not (the same bits: the copies are exact)."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember._backend import conv_numpy as K
+from ember._backend import jit
+
+pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
+
+
+@pytest.fixture(autouse=True)
+def compiled_on(monkeypatch):
+    """The compiled kernels on whatever EMBER_JIT says, from the first element."""
+    monkeypatch.setattr(jit, "ENABLED", True)
+    monkeypatch.setattr(K, "LAYOUT_JIT_MIN", 1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("order", [(1, 2, 0, 3), (1, 2, 3, 0), (0, 1, 3, 2)])
+@pytest.mark.parametrize("bias", [False, True])
+def test_swap_last_is_the_transposed_copy(dtype, order, bias):
+    kernels = jit.load("layout_jit")
+    rng = np.random.default_rng(len(order) + bias)
+    base = rng.standard_normal((5, 3, 7, 6)).astype(dtype)
+    src = base.transpose(order)
+    dst_base = np.zeros((src.shape[0], src.shape[1] + 2, src.shape[3] + 1, src.shape[2]), dtype)
+    dst = dst_base[:, 1:-1, 1:, :]  # a strided interior, as the padded buffer's
+    b = rng.standard_normal(src.shape[0]).astype(dtype) if bias else None
+    kernels.swap_last(src, dst, b)
+    want = src.swapaxes(2, 3) + (b[:, None, None, None] if bias else 0)
+    np.testing.assert_array_equal(dst, want)
+    assert not dst_base[:, 0].any() and not dst_base[:, -1].any() and not dst_base[:, :, 0].any()
+
+
+def _conv(lib, x, w, b, gy, **kw):
+    xt, wt = lib.tensor(x, requires_grad=True), lib.tensor(w, requires_grad=True)
+    bt = None if b is None else lib.tensor(b, requires_grad=True)
+    y = lib.nn.functional.conv2d(xt, wt, bt, **kw)
+    grads = lib.autograd.grad(y, [t for t in (xt, wt, bt) if t is not None], lib.tensor(gy))
+    return [y.detach().numpy()] + [g.numpy() for g in grads]
+
+
+@pytest.mark.parametrize("case", [
+    ((4, 16, 32, 32), (32, 16, 3, 3), dict(stride=2, padding=1), True),   # strided: batch-last im2col
+    ((4, 32, 8, 8), (64, 32, 3, 3), dict(padding=1), False),              # few positions
+    ((3, 8, 12, 10), (6, 8, 5, 5), dict(padding=2), True),                # 5x5 with K >= 48: conv_rows
+    ((2, 6, 9, 9), (4, 3, 3, 3), dict(padding=1, groups=2), True),       # groups
+], ids=["strided", "8x8", "rows", "groups"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv2d_with_compiled_layout_copies(case, dtype, monkeypatch):
+    x_shape, w_shape, kw, with_bias = case
+    rng = np.random.default_rng(x_shape[1])
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = rng.standard_normal(w_shape).astype(dtype)
+    b = rng.standard_normal(w_shape[0]).astype(dtype) if with_bias else None
+    gy = rng.standard_normal(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), **kw).shape)
+    gy = gy.astype(dtype)
+    kernels = jit.load("layout_jit")
+    calls = []
+    fn = kernels.swap_last
+    monkeypatch.setattr(kernels, "swap_last", lambda *a: calls.append(1) or fn(*a))
+    on = _conv(ember, x, w, b, gy, **kw)
+    assert calls
+    monkeypatch.setattr(jit, "ENABLED", False)
+    off = _conv(ember, x, w, b, gy, **kw)
+    ref = _conv(torch, x, w, b, gy, **kw)
+    tol = 1e-4 if dtype == np.float32 else 1e-11
+    for a, c, r in zip(on, off, ref):
+        np.testing.assert_array_equal(a, c)
+        np.testing.assert_allclose(a, r, rtol=tol, atol=tol * float(np.abs(r).max()))
