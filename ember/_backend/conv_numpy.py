@@ -77,7 +77,14 @@ def _operand_order(ndim, layout):
     return tuple(range(ndim))
 
 
-LAYOUT_JIT_MIN = 1 << 12  # elements from which 2-D batch-last layout copies take ember/_backend/layout_jit.py
+# 2-D batch-last layout copies from LAYOUT_JIT_MIN elements take ember/_backend/layout_jit.py. NumPy's strided
+# copy is slow when the rows it gathers lie a multiple of 4 KB apart (they share L1 cache sets: a sample's
+# (C, H, W) plane of 16x32x32, 24x32x32, 64x12x12 floats), fine elsewhere. ms at 2 threads, batch 32, NumPy ->
+# compiled, padded input / output gradient to (O, H, W, N) / GEMM result back to NCHW: 16x32x32 1.80 -> 0.27 /
+# 1.25 -> 0.23 / 0.65 -> 0.19; 64x12x12 1.04 -> 0.23 / 1.06 -> 0.30 / 0.59 -> 0.21; 64x15x15 0.25 -> 0.20 /
+# 0.19 -> 0.26 / 0.55 -> 0.17; 64x14x14 0.42 -> 0.30 / 0.32 -> 0.42 / 0.75 -> 0.25. So the output gradient's
+# copy takes the kernel only when the sample stride is a multiple of 4 KB, the other two always.
+LAYOUT_JIT_MIN = 1 << 12
 
 
 def _batch_last_kernels(a, layout):
@@ -239,7 +246,7 @@ def to_channel_major(y, groups, layout=BATCH_SECOND):
     columns over (batch, position), or (position, batch) for BATCH_LAST."""
     o = y.shape[1]
     kernels = _batch_last_kernels(y, layout)
-    if kernels is not None:  # (N, O, H, W) -> (O, H, W, N)
+    if kernels is not None and y.strides[0] % 4096 == 0:  # (N, O, H, W) -> (O, H, W, N), see LAYOUT_JIT_MIN
         t = allocator.empty(y.shape[1:] + y.shape[:1], y.dtype)
         kernels.swap_last(y.transpose(1, 2, 0, 3), t)
     else:
