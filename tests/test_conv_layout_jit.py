@@ -73,3 +73,31 @@ def test_conv2d_with_compiled_layout_copies(case, dtype, monkeypatch):
     for a, c, r in zip(on, off, ref):
         np.testing.assert_array_equal(a, c)
         np.testing.assert_allclose(a, r, rtol=tol, atol=tol * float(np.abs(r).max()))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_col2im_is_the_numpy_scatter_bit_for_bit(dtype, monkeypatch):
+    """Random strided geometries (dilation, uneven padding, windows past the input's end) through the compiled
+    col2im and the NumPy one: the same sums in the same order."""
+    rng = np.random.default_rng(np.dtype(dtype).itemsize)
+    for _ in range(30):
+        n, c = (int(v) for v in rng.integers(1, 4, 2))
+        kernel = tuple(int(v) for v in rng.integers(1, 4, 2))
+        stride = tuple(int(v) for v in rng.integers(1, 4, 2))
+        dilation = tuple(int(v) for v in rng.integers(1, 3, 2))
+        lo = tuple(int(v) for v in rng.integers(0, 3, 2))
+        hi = tuple(int(v) for v in rng.integers(0, 3, 2))
+        spatial = tuple(int(v) for v in rng.integers(3, 12, 2))
+        out = tuple(K.conv_out_size(s, k, st, d, a, b) for s, k, st, d, a, b in
+                    zip(spatial, kernel, stride, dilation, lo, hi))
+        if min(out) < 1:
+            continue
+        cols = rng.standard_normal((c * kernel[0] * kernel[1], n * out[0] * out[1])).astype(dtype)
+        cols[rng.random(cols.shape) < 0.05] = -0.0
+        args = ((n, c) + spatial, kernel, stride, dilation, lo, hi, out)
+        on = K.col2im(cols, *args)
+        monkeypatch.setattr(jit, "ENABLED", False)
+        off = K.col2im(cols, *args)
+        monkeypatch.setattr(jit, "ENABLED", True)
+        assert on.shape == off.shape and on.flags.c_contiguous
+        np.testing.assert_array_equal(on.view(np.uint8), off.view(np.uint8))

@@ -236,6 +236,10 @@ def scatter_windows(cols, kernel, stride, dilation, lo, hi, spatial):
 def col2im(cols, x_shape, kernel, stride, dilation, lo, hi, out):
     """Transpose of im2col: cols (C * taps, N * positions) summed back into a fresh (N, C, *S) array."""
     n, c = x_shape[:2]
+    if len(x_shape) == 4 and cols.dtype in jit.DTYPES and cols.flags.c_contiguous and cols.size >= LAYOUT_JIT_MIN:
+        kernels = jit.load("col2im_jit")
+        if kernels is not None:
+            return kernels.col2im(cols, x_shape, kernel, stride, dilation, lo, out)
     cols = cols.reshape((c,) + tuple(kernel) + (n,) + tuple(out))
     crop = scatter_windows(cols, kernel, stride, dilation, lo, hi, x_shape[2:])
     return contiguous(crop.transpose((1, 0) + tuple(range(2, crop.ndim))))
