@@ -1,0 +1,140 @@
+"""The compiled LSTM step (ember/_backend/lstm_jit.py, Note [JIT kernels]): its vectorizable float32 exp against
+float64's over the whole range and at the edges; the forward step against the NumPy cell (to rounding, with
+NaN, inf and saturating gates); the backward step bit for bit against the NumPy calls it replaces; LSTM layers
+(one and two directions, packed) against torch; and the switch."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember._backend import jit
+from ember._ops import rnn_sequence as RS
+
+numba = pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
+from ember._backend.lstm_jit import _exp  # noqa: E402  (needs numba)
+
+
+@pytest.fixture(autouse=True)
+def compiled_on(monkeypatch):
+    """The compiled kernels on whatever EMBER_JIT says."""
+    monkeypatch.setattr(jit, "ENABLED", True)
+
+
+def _kernels():
+    return jit.load("lstm_jit")
+
+
+@numba.njit
+def _exp_all(x, out):
+    for i in range(x.shape[0]):
+        out[i] = _exp(x[i])
+
+
+def test_exp_is_within_two_ulp_and_keeps_the_edges():
+    _kernels()
+    x = np.concatenate([np.linspace(-90, 90, 1_000_001), np.random.default_rng(0).uniform(-1, 1, 100_000)])
+    x = x.astype(np.float32)
+    out = np.empty_like(x)
+    _exp_all(x, out)
+    ref = np.exp(x.astype(np.float64))
+    normal = (ref > np.finfo(np.float32).tiny) & (ref < np.finfo(np.float32).max)
+    rel = np.abs(out[normal].astype(np.float64) - ref[normal]) / ref[normal]
+    assert rel.max() < 2 * 2.0 ** -23
+    edges = np.float32([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72, 89.0, -87.3, -88.0, -200.0])
+    got = np.empty_like(edges)
+    _exp_all(edges, got)
+    assert np.isnan(got[0]) and got[1] == np.inf and got[2] == 0 and got[3] == 1 and got[4] == 1
+    assert np.isfinite(got[5]) and abs(got[5] / np.exp(np.float64(edges[5])) - 1) < 2.4e-7
+    assert got[6] == np.inf  # past float32's range, as np.exp
+    assert got[7] > 0 and got[8] == 0 and got[9] == 0  # below the normal range: 0 (1 + it is 1 in the sigmoid)
+
+
+def _cell_inputs(rng, batch, n, scale=3.0):
+    gates = (rng.standard_normal((batch, 4 * n)) * scale).astype(np.float32)
+    xg = (rng.standard_normal((batch, 4 * n)) * scale).astype(np.float32)
+    c = (rng.standard_normal((batch, n)) * scale).astype(np.float32)
+    return gates, xg, c
+
+
+@pytest.mark.parametrize("values", ["normal", "saturating", "nonfinite"])
+def test_forward_step_matches_the_numpy_cell(values):
+    rng = np.random.default_rng(len(values))
+    gates, xg, c = _cell_inputs(rng, 7, 33, scale=60.0 if values == "saturating" else 3.0)
+    if values == "nonfinite":
+        for a in (gates, xg, c):
+            a[rng.random(a.shape) < 0.05] = np.nan
+            a[rng.random(a.shape) < 0.05] = np.inf
+            a[rng.random(a.shape) < 0.05] = -np.inf
+    res = []
+    for compiled in (True, False):
+        g = gates.copy()
+        outs = [np.empty_like(c) for _ in range(3)]
+        if compiled:
+            _kernels().cell(g, xg, c, *outs)
+        else:
+            np.add(g, xg, out=g)
+            with np.errstate(all="ignore"):
+                RS.lstm_cell(g, c, *outs)
+        res.append([g] + outs)
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)  # NaN where NaN, inf where inf
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("with_go", [False, True])
+def test_backward_step_is_the_numpy_calls_bit_for_bit(dtype, with_go):
+    rng = np.random.default_rng([with_go, np.dtype(dtype).itemsize])
+    rows, n = 5, 19
+    h, c, go, q, r, f = (rng.standard_normal((rows, n)).astype(dtype) for _ in range(6))
+    coef = rng.standard_normal((rows, 3, n)).astype(dtype)
+    gates = rng.standard_normal((rows, 4 * n)).astype(dtype)
+    f = gates[:, n:2 * n]  # a strided view, as the sequence passes it
+    h1, c1, dg1 = h.copy(), c.copy(), np.zeros((rows, 4 * n), dtype)
+    _kernels().back_step(h1, c1, go if with_go else None, q, r, coef, f, dg1)
+    h2, c2, dg2 = h.copy(), c.copy(), np.zeros((rows, 4 * n), dtype)
+    if with_go:
+        h2 += go
+    c2 += h2 * q
+    per_gate = dg2.reshape(rows, 4, n)
+    np.multiply(h2, r, out=per_gate[:, 3])
+    np.multiply(c2[:, None, :], coef, out=per_gate[:, :3])
+    c2 *= f
+    for a, b in ((h1, h2), (c1, c2), (dg1, dg2)):
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def _lstm(lib, x, weights, packed_lengths=None, **kw):
+    m = lib.nn.LSTM(x.shape[-1], 24, batch_first=True, **kw)
+    m.load_state_dict({k: lib.from_numpy(v.copy()) for k, v in weights.items()})
+    xt = lib.tensor(x, requires_grad=True)
+    inp = xt
+    if packed_lengths is not None:
+        inp = lib.nn.utils.rnn.pack_padded_sequence(xt, packed_lengths, batch_first=True, enforce_sorted=False)
+    out, (h, c) = m(inp)
+    if packed_lengths is not None:
+        out = lib.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)[0]
+    loss = (out * out).sum() + (h * c).sum()
+    grads = lib.autograd.grad(loss, [xt] + list(m.parameters()))
+    return [out.detach().numpy(), h.detach().numpy(), c.detach().numpy()] + [g.numpy() for g in grads]
+
+
+@pytest.mark.parametrize("kind", ["one direction", "bidirectional", "packed"])
+def test_lstm_layers_match_torch_with_the_compiled_steps(kind, monkeypatch):
+    rng = np.random.default_rng(len(kind))
+    x = rng.standard_normal((6, 9, 10)).astype(np.float32)
+    kw = {"bidirectional": kind != "one direction", "num_layers": 2 if kind == "one direction" else 1}
+    lengths = [9, 3, 7, 9, 1, 5] if kind == "packed" else None
+    weights = {k: v.numpy() for k, v in ember.nn.LSTM(10, 24, batch_first=True, **kw).state_dict().items()}
+    calls = []
+    kernels = _kernels()
+    for name in ("cell", "back_step"):
+        fn = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name, lambda *a, _fn=fn, _name=name: calls.append(_name) or _fn(*a))
+    on = _lstm(ember, x, weights, lengths, **kw)
+    assert {"cell", "back_step"} <= set(calls)
+    monkeypatch.setattr(jit, "ENABLED", False)
+    off = _lstm(ember, x, weights, lengths, **kw)
+    ref = _lstm(torch, x, weights, lengths, **kw)
+    for a, b, t in zip(on, off, ref):
+        np.testing.assert_allclose(a, t, rtol=2e-5, atol=2e-5)
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)
