@@ -82,24 +82,25 @@ def test_forward_step_matches_the_numpy_cell(values):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("with_go", [False, True])
-def test_backward_step_is_the_numpy_calls_bit_for_bit(dtype, with_go):
-    rng = np.random.default_rng([with_go, np.dtype(dtype).itemsize])
-    rows, n = 5, 19
-    h, c, go, q, r, f = (rng.standard_normal((rows, n)).astype(dtype) for _ in range(6))
-    coef = rng.standard_normal((rows, 3, n)).astype(dtype)
-    gates = rng.standard_normal((rows, 4 * n)).astype(dtype)
-    f = gates[:, n:2 * n]  # a strided view, as the sequence passes it
-    h1, c1, dg1 = h.copy(), c.copy(), np.zeros((rows, 4 * n), dtype)
-    _kernels().back_step(h1, c1, go if with_go else None, q, r, coef, f, dg1)
-    h2, c2, dg2 = h.copy(), c.copy(), np.zeros((rows, 4 * n), dtype)
-    if with_go:
-        h2 += go
-    c2 += h2 * q
-    per_gate = dg2.reshape(rows, 4, n)
-    np.multiply(h2, r, out=per_gate[:, 3])
-    np.multiply(c2[:, None, :], coef, out=per_gate[:, :3])
-    c2 *= f
-    for a, b in ((h1, h2), (c1, c2), (dg1, dg2)):
+@pytest.mark.parametrize("packed", [False, True])
+def test_backward_recursion_is_the_numpy_one_bit_for_bit(dtype, with_go, packed):
+    rng = np.random.default_rng([with_go, packed, np.dtype(dtype).itemsize])
+    sizes = [5, 5, 4, 2, 2, 1] if packed else [5] * 6
+    steps = RS.Steps(sizes, reverse=False)
+    count, batch, n = len(sizes), 5, 19
+    gates = rng.uniform(0, 1, (count, batch, 4 * n)).astype(dtype)
+    gates[..., 2 * n:3 * n] = rng.uniform(-1, 1, (count, batch, n))
+    cs = rng.standard_normal((count + 1, batch, n)).astype(dtype)
+    tcs = np.tanh(cs[1:])
+    go = rng.standard_normal((sum(sizes), n)).astype(dtype) if with_go else None
+    w = rng.standard_normal((4 * n, n)).astype(dtype)
+    dh0, dc0 = (rng.standard_normal((batch, n)).astype(dtype) for _ in range(2))
+    res = []
+    for kernels in (_kernels(), None):
+        dh, dc, dgates = dh0.copy(), dc0.copy(), steps.empty(gates.shape, dtype)
+        RS._lstm_steps_back(steps, gates, cs, tcs, dgates, dh, dc, go, w, kernels)
+        res.append((dh, dc, dgates))
+    for a, b in zip(*res):
         np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
 

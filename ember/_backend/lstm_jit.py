@@ -106,31 +106,34 @@ def cell(gates, xg, c, c_new, tanh_c, h):
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def _back_step(h, c, go, q, r, coef, f, dg):
+def _back_step(h, c, go, gates, tc, c_prev, dg):
     rows, n = h.shape
+    one = h.dtype.type(1)
     for b in range(rows):
-        hb, cb, qb, rb, fb = h[b], c[b], q[b], r[b], f[b]
+        hb, cb, tb, pb, g4, d = h[b], c[b], tc[b], c_prev[b], gates[b], dg[b]
+        i, f, g, o = g4[:n], g4[n:2 * n], g4[2 * n:3 * n], g4[3 * n:4 * n]
+        di, df, dgg, do = d[:n], d[n:2 * n], d[2 * n:3 * n], d[3 * n:4 * n]
         if go.shape[0]:
             gb = go[b]
             for k in range(n):
                 hb[k] += gb[k]
+        for k in range(n):  # c += h o (1 - tanh(c)^2)
+            cb[k] += hb[k] * ((one - tb[k] * tb[k]) * o[k])
+        for k in range(n):  # d_o = h tanh(c) o (1 - o)
+            do[k] = hb[k] * (((one - o[k]) * o[k]) * tb[k])
+        for k in range(n):  # d_i = c g i (1 - i)
+            di[k] = cb[k] * ((i[k] * (one - i[k])) * g[k])
+        for k in range(n):  # d_f = c c_prev f (1 - f)
+            df[k] = cb[k] * ((f[k] * (one - f[k])) * pb[k])
+        for k in range(n):  # d_g = c i (1 - g^2)
+            dgg[k] = cb[k] * ((one - g[k] * g[k]) * i[k])
         for k in range(n):
-            cb[k] += hb[k] * qb[k]
-        d = dg[b]
-        do = d[3 * n:4 * n]
-        for k in range(n):
-            do[k] = hb[k] * rb[k]
-        for j in range(3):
-            dj = d[j * n:(j + 1) * n]
-            cj = coef[b, j]
-            for k in range(n):
-                dj[k] = cb[k] * cj[k]
-        for k in range(n):
-            cb[k] *= fb[k]
+            cb[k] *= f[k]
 
 
-def back_step(h, c, go, q, r, coef, f, dg):
-    """One step of the LSTM backward recursion before its GEMM, in place, as LSTMSequence.backward's NumPy calls
-    (the same roundings: the same bits): h += go (None: no output gradient); c += h q; the gate gradients
-    dg (B, 4H) = (c coef[:, 0], c coef[:, 1], c coef[:, 2], h r); c *= f. float32 or float64 rows."""
-    _back_step(h, c, jit.optional(go, h.dtype, 2), q, r, coef, f, dg)
+def back_step(h, c, go, gates, tanh_c, c_prev, dg):
+    """One step of the LSTM backward recursion before its GEMM, in place, in the NumPy recursion's operations
+    and order (rnn_sequence._lstm_steps_back: the same bits): h += go (None: no output gradient); from the
+    step's activated gates (B, 4H), tanh(c) and previous c, c += h o (1 - tanh(c)^2); the gate gradients dg =
+    (c g i(1 - i), c c_prev f(1 - f), c i(1 - g^2), h tanh(c) o(1 - o)); c *= f. float32 or float64 rows."""
+    _back_step(h, c, jit.optional(go, h.dtype, 2), gates, tanh_c, c_prev, dg)

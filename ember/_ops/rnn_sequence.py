@@ -147,48 +147,59 @@ class LSTMSequence(Op):
         dh = np.zeros((batch, n), dtype=gates.dtype) if g_h is None else g_h._data.copy()
         dc = np.zeros((batch, n), dtype=gates.dtype) if g_c is None else g_c._data.copy()
         go = None if g_out is None else steps.flat(g_out._data)
-        # every factor that does not depend on the incoming gradient, for all steps at once, so a step
-        # is seven NumPy calls: dc += dh * o(1 - tanh(c)^2); d_o = dh * tanh(c) o(1 - o);
-        # (d_i, d_f, d_g) = dc * (g i(1 - i), c_prev f(1 - f), i(1 - g^2)); dc *= f; dh = d @ w_hh
-        i, f, g, o = (gates[..., k * n:(k + 1) * n] for k in range(4))
-        q = 1 - tcs * tcs
-        q *= o
-        r = 1 - o
-        r *= o
-        r *= tcs
-        coef = np.empty((count, batch, 3, n), dtype=gates.dtype)
-        np.multiply(i, 1 - i, out=coef[:, :, 0])
-        coef[:, :, 0] *= g
-        np.multiply(f, 1 - f, out=coef[:, :, 1])
-        coef[:, :, 1] *= cs[:count]
-        np.multiply(g, g, out=coef[:, :, 2])
-        np.subtract(1, coef[:, :, 2], out=coef[:, :, 2])
-        coef[:, :, 2] *= i
         dgates = steps.empty(gates.shape, gates.dtype)
-        per_gate = dgates.reshape(count, batch, 4, n)  # a view: [k, :, :3] are (d_i, d_f, d_g) of step k
-        tmp = np.empty((batch, n), dtype=gates.dtype)
         kernels = jit.load("lstm_jit") if gates.dtype in jit.DTYPES else None
-        for k in range(count - 1, -1, -1):
-            t, rows, offset = steps.steps[k]
-            h, c = dh[:rows], dc[:rows]
-            if kernels is not None:  # the six calls below in one compiled pass (the same bits)
-                kernels.back_step(h, c, None if go is None else go[offset:offset + rows], q[k, :rows], r[k, :rows],
-                                  coef[k, :rows], f[k, :rows], dgates[k, :rows])
-                np.matmul(dgates[k, :rows], w, out=h)
-                continue
-            if go is not None:
-                h += go[offset:offset + rows]
-            np.multiply(h, q[k, :rows], out=tmp[:rows])
-            c += tmp[:rows]
-            np.multiply(h, r[k, :rows], out=per_gate[k, :rows, 3])
-            np.multiply(c[:, None, :], coef[k, :rows], out=per_gate[k, :rows, :3])
-            c *= f[k, :rows]
-            np.matmul(dgates[k, :rows], w, out=h)
+        _lstm_steps_back(steps, gates, cs, tcs, dgates, dh, dc, go, w, kernels)
         gxg = Tensor._make(steps.gather(dgates, xg._data.shape)) if need[0] else None
         gw = None
         if need[3]:
             gw = Tensor._make(np.matmul(dgates.reshape(-1, width).T, hs[:count].reshape(-1, n)))
         return gxg, Tensor._make(dh) if need[1] else None, Tensor._make(dc) if need[2] else None, gw
+
+
+def _lstm_steps_back(steps, gates, cs, tcs, dgates, dh, dc, go, w, kernels=None):
+    """The LSTM backward recursion: dgates per step, dh and dc carried back in place. With kernels
+    (ember/_backend/lstm_jit.py) a step is one compiled pass and its GEMM; in NumPy (the reference, the same
+    bits) every factor that does not depend on the incoming gradient is computed for all steps at once, so a
+    step is seven NumPy calls: dc += dh * o(1 - tanh(c)^2); d_o = dh * tanh(c) o(1 - o);
+    (d_i, d_f, d_g) = dc * (g i(1 - i), c_prev f(1 - f), i(1 - g^2)); dc *= f; dh = d @ w_hh."""
+    if kernels is not None:
+        for k in range(len(steps) - 1, -1, -1):
+            t, rows, offset = steps.steps[k]
+            h = dh[:rows]
+            kernels.back_step(h, dc[:rows], None if go is None else go[offset:offset + rows], gates[k, :rows],
+                              tcs[k, :rows], cs[k, :rows], dgates[k, :rows])
+            np.matmul(dgates[k, :rows], w, out=h)
+        return
+    count, batch, width = gates.shape
+    n = width // 4
+    i, f, g, o = (gates[..., k * n:(k + 1) * n] for k in range(4))
+    q = 1 - tcs * tcs
+    q *= o
+    r = 1 - o
+    r *= o
+    r *= tcs
+    coef = np.empty((count, batch, 3, n), dtype=gates.dtype)
+    np.multiply(i, 1 - i, out=coef[:, :, 0])
+    coef[:, :, 0] *= g
+    np.multiply(f, 1 - f, out=coef[:, :, 1])
+    coef[:, :, 1] *= cs[:count]
+    np.multiply(g, g, out=coef[:, :, 2])
+    np.subtract(1, coef[:, :, 2], out=coef[:, :, 2])
+    coef[:, :, 2] *= i
+    per_gate = dgates.reshape(count, batch, 4, n)  # a view: [k, :, :3] are (d_i, d_f, d_g) of step k
+    tmp = np.empty((batch, n), dtype=gates.dtype)
+    for k in range(count - 1, -1, -1):
+        t, rows, offset = steps.steps[k]
+        h, c = dh[:rows], dc[:rows]
+        if go is not None:
+            h += go[offset:offset + rows]
+        np.multiply(h, q[k, :rows], out=tmp[:rows])
+        c += tmp[:rows]
+        np.multiply(h, r[k, :rows], out=per_gate[k, :rows, 3])
+        np.multiply(c[:, None, :], coef[k, :rows], out=per_gate[k, :rows, :3])
+        c *= f[k, :rows]
+        np.matmul(dgates[k, :rows], w, out=h)
 
 
 class LSTMStackedSequence(LSTMSequence):
