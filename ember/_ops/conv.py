@@ -176,7 +176,7 @@ def conv_weight(x, y, geo, w_shape):
                 w = part
             else:
                 w += part
-        w = w.transpose(0, 2, 1).reshape(w_shape)
+        w = K.swapped(w).reshape(w_shape)  # contiguous, so the gradient's buffer becomes .grad as it is
     return w if w.dtype == dtype else w.astype(dtype)
 
 
