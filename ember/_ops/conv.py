@@ -176,7 +176,7 @@ def conv_weight(x, y, geo, w_shape):
                 w = part
             else:
                 w += part
-        w = K.swapped(w).reshape(w_shape)  # contiguous, so the gradient's buffer becomes .grad as it is
+        w = K.swapped(w, w_shape)  # its own buffer, so autograd takes it as .grad as it is
     return w if w.dtype == dtype else w.astype(dtype)
 
 
