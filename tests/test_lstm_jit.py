@@ -139,3 +139,88 @@ def test_lstm_layers_match_torch_with_the_compiled_steps(kind, monkeypatch):
     for a, b, t in zip(on, off, ref):
         np.testing.assert_allclose(a, t, rtol=2e-5, atol=2e-5)
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)
+
+
+# ---- GRU ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("values", ["normal", "saturating", "nonfinite"])
+def test_gru_forward_step_matches_the_numpy_step(values):
+    rng = np.random.default_rng(len(values) + 7)
+    rows, n = 6, 21
+    scale = 60.0 if values == "saturating" else 3.0
+    hg, xg = ((rng.standard_normal((rows, 3 * n)) * scale).astype(np.float32) for _ in range(2))
+    h_prev = rng.standard_normal((rows, n)).astype(np.float32)
+    if values == "nonfinite":
+        for a in (hg, xg, h_prev):
+            a[rng.random(a.shape) < 0.05] = np.nan
+            a[rng.random(a.shape) < 0.05] = np.inf
+    ws, h = np.empty((rows, 4 * n), np.float32), np.empty((rows, n), np.float32)
+    _kernels().gru_cell(hg, xg, ws, h_prev, h)
+    with np.errstate(all="ignore"):
+        rz = 1 / (1 + np.exp(-(xg[:, :2 * n] + hg[:, :2 * n])))
+        new = np.tanh(rz[:, :n] * hg[:, 2 * n:] + xg[:, 2 * n:])
+        want_h = (h_prev - new) * rz[:, n:] + new
+    np.testing.assert_allclose(ws, np.concatenate([rz, new, hg[:, 2 * n:]], 1), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(h, want_h, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("with_go", [False, True])
+@pytest.mark.parametrize("packed", [False, True])
+def test_gru_backward_recursion_is_the_numpy_one_bit_for_bit(dtype, with_go, packed):
+    rng = np.random.default_rng([with_go, packed, np.dtype(dtype).itemsize, 1])
+    sizes = [5, 5, 4, 2, 2, 1] if packed else [5] * 6
+    steps = RS.Steps(sizes, reverse=True)
+    count, batch, n = len(sizes), 5, 17
+    ws = rng.uniform(0, 1, (count, batch, 4 * n)).astype(dtype)
+    ws[..., 2 * n:3 * n] = rng.uniform(-1, 1, (count, batch, n))
+    ws[..., 3 * n:] = rng.standard_normal((count, batch, n))
+    hs = rng.standard_normal((count + 1, batch, n)).astype(dtype)
+    go = rng.standard_normal((sum(sizes), n)).astype(dtype) if with_go else None
+    w = rng.standard_normal((3 * n, n)).astype(dtype)
+    dh0 = rng.standard_normal((batch, n)).astype(dtype)
+    res = []
+    for kernels in (_kernels(), None):
+        dh = dh0.copy()
+        dxg, dhg = (steps.empty((count, batch, 3, n), dtype) for _ in range(2))
+        RS._gru_steps_back(steps, ws, hs, dxg, dhg, dh, go, w, kernels)
+        res.append((dh, dxg, dhg))
+    for a, b in zip(*res):
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def _gru(lib, x, weights, packed_lengths=None, **kw):
+    m = lib.nn.GRU(x.shape[-1], 24, batch_first=True, **kw)
+    m.load_state_dict({k: lib.from_numpy(v.copy()) for k, v in weights.items()})
+    xt = lib.tensor(x, requires_grad=True)
+    inp = xt
+    if packed_lengths is not None:
+        inp = lib.nn.utils.rnn.pack_padded_sequence(xt, packed_lengths, batch_first=True, enforce_sorted=False)
+    out, h = m(inp)
+    if packed_lengths is not None:
+        out = lib.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)[0]
+    loss = (out * out).sum() + (h * h).sum()
+    grads = lib.autograd.grad(loss, [xt] + list(m.parameters()))
+    return [out.detach().numpy(), h.detach().numpy()] + [g.numpy() for g in grads]
+
+
+@pytest.mark.parametrize("kind", ["one direction", "bidirectional", "packed"])
+def test_gru_layers_match_torch_with_the_compiled_steps(kind, monkeypatch):
+    rng = np.random.default_rng(len(kind) + 1)
+    x = rng.standard_normal((6, 9, 10)).astype(np.float32)
+    kw = {"bidirectional": kind != "one direction", "num_layers": 2 if kind == "one direction" else 1}
+    lengths = [9, 3, 7, 9, 1, 5] if kind == "packed" else None
+    weights = {k: v.numpy() for k, v in ember.nn.GRU(10, 24, batch_first=True, **kw).state_dict().items()}
+    calls = []
+    kernels = _kernels()
+    for name in ("gru_cell", "gru_back_step"):
+        fn = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name, lambda *a, _fn=fn, _name=name: calls.append(_name) or _fn(*a))
+    on = _gru(ember, x, weights, lengths, **kw)
+    assert {"gru_cell", "gru_back_step"} <= set(calls)
+    monkeypatch.setattr(jit, "ENABLED", False)
+    off = _gru(ember, x, weights, lengths, **kw)
+    ref = _gru(torch, x, weights, lengths, **kw)
+    for a, b, t in zip(on, off, ref):
+        np.testing.assert_allclose(a, t, rtol=2e-5, atol=2e-5)
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)

@@ -1,8 +1,9 @@
 """The batch-last layout copies of 2-D convolutions as compiled loops (numba): (C, H, N, W) <-> (C, H, W, N)
 transposes of small (N, W) blocks, one pass where NumPy's strided copy moves one element per inner step
 (Note [Convolution layout] in ember/_backend/conv_numpy.py: the input padded into (C, *padded, N), the output
-gradient into (O, *out, N), and the GEMM's (O, *out, N) result back to NCHW). Loaded through
-jit.load("layout_jit") (Note [JIT kernels]); tests/test_conv_layout_jit.py holds it to the NumPy copies.
+gradient into (O, *out, N), and the GEMM's (O, *out, N) result back to NCHW), and a weight gradient's GEMM
+result transposed to (O, C * taps) by tiles. Loaded through jit.load("layout_jit") (Note [JIT kernels]);
+tests/test_conv_layout_jit.py holds them to the NumPy copies.
 """
 import numba
 import numpy as np

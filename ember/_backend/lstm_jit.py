@@ -137,3 +137,69 @@ def back_step(h, c, go, gates, tanh_c, c_prev, dg):
     step's activated gates (B, 4H), tanh(c) and previous c, c += h o (1 - tanh(c)^2); the gate gradients dg =
     (c g i(1 - i), c c_prev f(1 - f), c i(1 - g^2), h tanh(c) o(1 - o)); c *= f. float32 or float64 rows."""
     _back_step(h, c, jit.optional(go, h.dtype, 2), gates, tanh_c, c_prev, dg)
+
+
+# ---- GRU (gate order r, z, n; torch's placement of b_hn: n = tanh(xg_n + r (h W_hn^T + b_hn))) ----------
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _gru_cell(hg, xg, ws, h_prev, h):
+    rows, width = hg.shape
+    n = width // 3
+    for b in range(rows):
+        g, x, w, hp, hb = hg[b], xg[b], ws[b], h_prev[b], h[b]
+        r, z, new, hn = w[:n], w[n:2 * n], w[2 * n:3 * n], w[3 * n:4 * n]
+        gr, gz, gn = g[:n], g[n:2 * n], g[2 * n:3 * n]
+        xr, xz, xn = x[:n], x[n:2 * n], x[2 * n:3 * n]
+        for k in range(n):
+            r[k] = _sigmoid(xr[k] + gr[k])
+        for k in range(n):
+            z[k] = _sigmoid(xz[k] + gz[k])
+        for k in range(n):
+            hn[k] = gn[k]
+        for k in range(n):  # tanh(v) = 2 sigmoid(2 v) - 1 (Note [LSTM tanh gate])
+            new[k] = _TWO * _sigmoid(_TWO * (r[k] * gn[k] + xn[k])) - _ONE
+        for k in range(n):
+            hb[k] = (hp[k] - new[k]) * z[k] + new[k]
+
+
+def gru_cell(hg, xg, ws, h_prev, h):
+    """One GRU step from hg = h_prev W_hh^T + b_hh (B, 3H) and the inputs' xg (B, 3H): ws (B, 4H) = (r, z, n, hg_n)
+    with r, z = sigmoid(xg + hg), n = tanh(xg_n + r hg_n), and h = (h_prev - n) z + n. float32 rows."""
+    _gru_cell(hg, xg, ws, h_prev, h)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _gru_back_step(h, go, ws, h_prev, dxg, dhg):
+    rows, n = h.shape
+    one = h.dtype.type(1)
+    for b in range(rows):
+        hb, w, hp, dx, dg = h[b], ws[b], h_prev[b], dxg[b], dhg[b]
+        r, z, new, hn = w[:n], w[n:2 * n], w[2 * n:3 * n], w[3 * n:4 * n]
+        dxr, dxz, dxn = dx[:n], dx[n:2 * n], dx[2 * n:3 * n]
+        dgr, dgz, dgn = dg[:n], dg[n:2 * n], dg[2 * n:3 * n]
+        if go.shape[0]:
+            gb = go[b]
+            for k in range(n):
+                hb[k] += gb[k]
+        for k in range(n):  # with a = (1 - n^2)(1 - z): d(xg_r) = h a hn r (1 - r)
+            a = (one - new[k] * new[k]) * (one - z[k])
+            v = hb[k] * (((a * hn[k]) * r[k]) * (one - r[k]))
+            dxr[k] = v
+            dgr[k] = v
+        for k in range(n):  # d(xg_z) = h (h_prev - n) z (1 - z)
+            v = hb[k] * (((hp[k] - new[k]) * z[k]) * (one - z[k]))
+            dxz[k] = v
+            dgz[k] = v
+        for k in range(n):  # d(xg_n) = h a, d(hg_n) = h a r
+            a = (one - new[k] * new[k]) * (one - z[k])
+            dxn[k] = hb[k] * a
+            dgn[k] = hb[k] * (a * r[k])
+        for k in range(n):
+            hb[k] *= z[k]
+
+
+def gru_back_step(h, go, ws, h_prev, dxg, dhg):
+    """One step of the GRU backward recursion before its GEMM, in place, in the NumPy recursion's operations and
+    order (the same bits): h += go (None: no output gradient); from the step's ws (r, z, n, hg_n) and previous
+    h, the gradients of xg and hg (B, 3H each); h *= z (the caller adds d(hg) W_hh)."""
+    _gru_back_step(h, jit.optional(go, h.dtype, 2), ws, h_prev, dxg, dhg)

@@ -267,6 +267,7 @@ class GRUSequence(Op):
         n = width // 3
         ws = steps.empty((count, batch, 4 * n), xg.dtype)  # per step: r, z, n, hg_n
         hg_all = np.empty((batch, width), dtype=xg.dtype)
+        kernels = _compiled_cell(xg)
         for k, (t, rows, offset) in enumerate(steps.steps):
             xs = x[offset:offset + rows]
             w = ws[k, :rows]
@@ -274,6 +275,11 @@ class GRUSequence(Op):
             np.matmul(hs[k, :rows], w_t, out=hg)
             if b_hh is not None:
                 hg += b_hh
+            if kernels is not None:
+                kernels.gru_cell(hg, xs, w, hs[k, :rows], hs[k + 1, :rows])
+                if rows < batch:
+                    hs[k + 1, rows:] = hs[k, rows:]
+                continue
             rz = w[:, :2 * n]
             np.add(xs[:, :2 * n], hg[:, :2 * n], out=rz)
             _sigmoid_kernel(rz, out=rz)
@@ -302,43 +308,62 @@ class GRUSequence(Op):
         count, batch, _ = ws.shape
         n = hs.shape[-1]
         dt = ws.dtype
-        r, z, new, hn = (ws[..., k * n:(k + 1) * n] for k in range(4))
-        # the factors of dh in each gate's gradient, for all steps at once, so that a step is six NumPy
-        # calls: with a = (1 - z)(1 - n^2), d(xg) = dh * (a hn r(1 - r), (h_prev - n) z(1 - z), a) and
-        # d(hg) the same with a * r in the n gate; dh_prev = dh * z + d(hg) @ W_hh
-        a = 1 - new * new
-        a *= 1 - z
-        coef = np.empty((count, batch, 4, n), dtype=dt)  # r, z, n gates of d(xg), then the n gate of d(hg)
-        np.multiply(a, hn, out=coef[:, :, 0])
-        coef[:, :, 0] *= r
-        coef[:, :, 0] *= 1 - r
-        np.subtract(hs[:count], new, out=coef[:, :, 1])
-        coef[:, :, 1] *= z
-        coef[:, :, 1] *= 1 - z
-        coef[:, :, 2] = a
-        np.multiply(a, r, out=coef[:, :, 3])
         dxg = steps.empty((count, batch, 3, n), dt)
         dhg = steps.empty((count, batch, 3, n), dt)
         dh = np.zeros((batch, n), dtype=dt) if g_h is None else g_h._data.copy()
         go = None if g_out is None else steps.flat(g_out._data)
-        w = w_hh._data
-        tmp = np.empty((batch, n), dtype=dt)
-        for k in range(count - 1, -1, -1):
-            t, rows, offset = steps.steps[k]
-            h = dh[:rows]
-            if go is not None:
-                h += go[offset:offset + rows]
-            np.multiply(h[:, None, :], coef[k, :rows, :3], out=dxg[k, :rows])
-            dhg[k, :rows, :2] = dxg[k, :rows, :2]
-            np.multiply(h, coef[k, :rows, 3], out=dhg[k, :rows, 2])
-            h *= z[k, :rows]
-            np.matmul(dhg[k, :rows].reshape(rows, 3 * n), w, out=tmp[:rows])
-            h += tmp[:rows]
+        kernels = jit.load("lstm_jit") if dt in jit.DTYPES else None
+        _gru_steps_back(steps, ws, hs, dxg, dhg, dh, go, w_hh._data, kernels)
         gxg = Tensor._make(steps.gather(dxg.reshape(count, batch, 3 * n), xg._data.shape)) if need[0] else None
         flat = dhg.reshape(-1, 3 * n)
         gw = Tensor._make(np.matmul(flat.T, hs[:count].reshape(-1, n))) if need[2] else None
         gb = Tensor._make(flat.sum(0)) if need[3] else None
         return gxg, Tensor._make(dh) if need[1] else None, gw, gb
+
+
+def _gru_steps_back(steps, ws, hs, dxg, dhg, dh, go, w, kernels=None):
+    """The GRU backward recursion: dxg and dhg (count, B, 3, H) per step, dh carried back in place. With kernels
+    (ember/_backend/lstm_jit.py) a step is one compiled pass, its GEMM and an add; in NumPy (the reference, the
+    same bits) the factors come for all steps at once (below)."""
+    count, batch, _ = ws.shape
+    n = hs.shape[-1]
+    dt = ws.dtype
+    tmp = np.empty((batch, n), dtype=dt)
+    if kernels is not None:
+        for k in range(count - 1, -1, -1):
+            t, rows, offset = steps.steps[k]
+            h = dh[:rows]
+            kernels.gru_back_step(h, None if go is None else go[offset:offset + rows], ws[k, :rows], hs[k, :rows],
+                                  dxg[k, :rows].reshape(rows, 3 * n), dhg[k, :rows].reshape(rows, 3 * n))
+            np.matmul(dhg[k, :rows].reshape(rows, 3 * n), w, out=tmp[:rows])
+            h += tmp[:rows]
+        return
+    r, z, new, hn = (ws[..., k * n:(k + 1) * n] for k in range(4))
+    # the factors of dh in each gate's gradient, for all steps at once, so that a step is six NumPy
+    # calls: with a = (1 - z)(1 - n^2), d(xg) = dh * (a hn r(1 - r), (h_prev - n) z(1 - z), a) and
+    # d(hg) the same with a * r in the n gate; dh_prev = dh * z + d(hg) @ W_hh
+    a = 1 - new * new
+    a *= 1 - z
+    coef = np.empty((count, batch, 4, n), dtype=dt)  # r, z, n gates of d(xg), then the n gate of d(hg)
+    np.multiply(a, hn, out=coef[:, :, 0])
+    coef[:, :, 0] *= r
+    coef[:, :, 0] *= 1 - r
+    np.subtract(hs[:count], new, out=coef[:, :, 1])
+    coef[:, :, 1] *= z
+    coef[:, :, 1] *= 1 - z
+    coef[:, :, 2] = a
+    np.multiply(a, r, out=coef[:, :, 3])
+    for k in range(count - 1, -1, -1):
+        t, rows, offset = steps.steps[k]
+        h = dh[:rows]
+        if go is not None:
+            h += go[offset:offset + rows]
+        np.multiply(h[:, None, :], coef[k, :rows, :3], out=dxg[k, :rows])
+        dhg[k, :rows, :2] = dxg[k, :rows, :2]
+        np.multiply(h, coef[k, :rows, 3], out=dhg[k, :rows, 2])
+        h *= z[k, :rows]
+        np.matmul(dhg[k, :rows].reshape(rows, 3 * n), w, out=tmp[:rows])
+        h += tmp[:rows]
 
 
 class GRUPackedSequence(GRUSequence):
