@@ -1,7 +1,7 @@
-"""The compiled LSTM step (ember/_backend/lstm_jit.py, Note [JIT kernels]): its vectorizable float32 exp against
-float64's over the whole range and at the edges; the forward step against the NumPy cell (to rounding, with
-NaN, inf and saturating gates); the backward step bit for bit against the NumPy calls it replaces; LSTM layers
-(one and two directions, packed) against torch; and the switch."""
+"""The compiled LSTM and GRU steps (ember/_backend/lstm_jit.py, Note [JIT kernels]): the vectorizable float32 exp
+against float64's over the whole range and at the edges; the forward steps against the NumPy ones (to rounding,
+with NaN, inf and saturating gates); the backward recursions bit for bit against the NumPy ones; LSTM and GRU
+layers (two layers, bidirectional, packed) against torch; and the switch."""
 import numpy as np
 import pytest
 import torch
@@ -104,38 +104,45 @@ def test_backward_recursion_is_the_numpy_one_bit_for_bit(dtype, with_go, packed)
         np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
-def _lstm(lib, x, weights, packed_lengths=None, **kw):
-    m = lib.nn.LSTM(x.shape[-1], 24, batch_first=True, **kw)
+def _layer(lib, kind, x, weights, packed_lengths=None, **kw):
+    """Outputs, final states and all gradients of an nn.LSTM or nn.GRU (kind) with the given weights."""
+    m = getattr(lib.nn, kind)(x.shape[-1], 24, batch_first=True, **kw)
     m.load_state_dict({k: lib.from_numpy(v.copy()) for k, v in weights.items()})
     xt = lib.tensor(x, requires_grad=True)
     inp = xt
     if packed_lengths is not None:
         inp = lib.nn.utils.rnn.pack_padded_sequence(xt, packed_lengths, batch_first=True, enforce_sorted=False)
-    out, (h, c) = m(inp)
+    out, state = m(inp)
     if packed_lengths is not None:
         out = lib.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)[0]
-    loss = (out * out).sum() + (h * c).sum()
+    states = list(state) if isinstance(state, tuple) else [state]
+    loss = (out * out).sum() + (states[0] * states[-1]).sum()
     grads = lib.autograd.grad(loss, [xt] + list(m.parameters()))
-    return [out.detach().numpy(), h.detach().numpy(), c.detach().numpy()] + [g.numpy() for g in grads]
+    return [out.detach().numpy()] + [t.detach().numpy() for t in states] + [g.numpy() for g in grads]
 
 
+_STEPS = {"LSTM": ("cell", "back_step"), "GRU": ("gru_cell", "gru_back_step")}
+
+
+@pytest.mark.parametrize("layer", ["LSTM", "GRU"])
 @pytest.mark.parametrize("kind", ["one direction", "bidirectional", "packed"])
-def test_lstm_layers_match_torch_with_the_compiled_steps(kind, monkeypatch):
-    rng = np.random.default_rng(len(kind))
+def test_layers_match_torch_with_the_compiled_steps(layer, kind, monkeypatch):
+    rng = np.random.default_rng([len(kind), len(layer)])
     x = rng.standard_normal((6, 9, 10)).astype(np.float32)
     kw = {"bidirectional": kind != "one direction", "num_layers": 2 if kind == "one direction" else 1}
     lengths = [9, 3, 7, 9, 1, 5] if kind == "packed" else None
-    weights = {k: v.numpy() for k, v in ember.nn.LSTM(10, 24, batch_first=True, **kw).state_dict().items()}
+    module = getattr(ember.nn, layer)(10, 24, batch_first=True, **kw)
+    weights = {k: v.numpy() for k, v in module.state_dict().items()}
     calls = []
     kernels = _kernels()
-    for name in ("cell", "back_step"):
+    for name in _STEPS[layer]:
         fn = getattr(kernels, name)
         monkeypatch.setattr(kernels, name, lambda *a, _fn=fn, _name=name: calls.append(_name) or _fn(*a))
-    on = _lstm(ember, x, weights, lengths, **kw)
-    assert {"cell", "back_step"} <= set(calls)
+    on = _layer(ember, layer, x, weights, lengths, **kw)
+    assert set(_STEPS[layer]) <= set(calls)
     monkeypatch.setattr(jit, "ENABLED", False)
-    off = _lstm(ember, x, weights, lengths, **kw)
-    ref = _lstm(torch, x, weights, lengths, **kw)
+    off = _layer(ember, layer, x, weights, lengths, **kw)
+    ref = _layer(torch, layer, x, weights, lengths, **kw)
     for a, b, t in zip(on, off, ref):
         np.testing.assert_allclose(a, t, rtol=2e-5, atol=2e-5)
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)
@@ -187,40 +194,3 @@ def test_gru_backward_recursion_is_the_numpy_one_bit_for_bit(dtype, with_go, pac
         res.append((dh, dxg, dhg))
     for a, b in zip(*res):
         np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
-
-
-def _gru(lib, x, weights, packed_lengths=None, **kw):
-    m = lib.nn.GRU(x.shape[-1], 24, batch_first=True, **kw)
-    m.load_state_dict({k: lib.from_numpy(v.copy()) for k, v in weights.items()})
-    xt = lib.tensor(x, requires_grad=True)
-    inp = xt
-    if packed_lengths is not None:
-        inp = lib.nn.utils.rnn.pack_padded_sequence(xt, packed_lengths, batch_first=True, enforce_sorted=False)
-    out, h = m(inp)
-    if packed_lengths is not None:
-        out = lib.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)[0]
-    loss = (out * out).sum() + (h * h).sum()
-    grads = lib.autograd.grad(loss, [xt] + list(m.parameters()))
-    return [out.detach().numpy(), h.detach().numpy()] + [g.numpy() for g in grads]
-
-
-@pytest.mark.parametrize("kind", ["one direction", "bidirectional", "packed"])
-def test_gru_layers_match_torch_with_the_compiled_steps(kind, monkeypatch):
-    rng = np.random.default_rng(len(kind) + 1)
-    x = rng.standard_normal((6, 9, 10)).astype(np.float32)
-    kw = {"bidirectional": kind != "one direction", "num_layers": 2 if kind == "one direction" else 1}
-    lengths = [9, 3, 7, 9, 1, 5] if kind == "packed" else None
-    weights = {k: v.numpy() for k, v in ember.nn.GRU(10, 24, batch_first=True, **kw).state_dict().items()}
-    calls = []
-    kernels = _kernels()
-    for name in ("gru_cell", "gru_back_step"):
-        fn = getattr(kernels, name)
-        monkeypatch.setattr(kernels, name, lambda *a, _fn=fn, _name=name: calls.append(_name) or _fn(*a))
-    on = _gru(ember, x, weights, lengths, **kw)
-    assert {"gru_cell", "gru_back_step"} <= set(calls)
-    monkeypatch.setattr(jit, "ENABLED", False)
-    off = _gru(ember, x, weights, lengths, **kw)
-    ref = _gru(torch, x, weights, lengths, **kw)
-    for a, b, t in zip(on, off, ref):
-        np.testing.assert_allclose(a, t, rtol=2e-5, atol=2e-5)
-        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)

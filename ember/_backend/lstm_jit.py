@@ -1,11 +1,12 @@
-"""One float32 LSTM step's gate activations and states as a compiled loop (numba), with an exp the compiler
-vectorizes: the NumPy cell (ember/_ops/rnn_sequence.py's lstm_cell) makes ~12 passes over the (B, 4H) gates,
-each a NumPy call, where this makes one. A numba loop calling math.exp gets the C library's scalar expf (~4 ns
-an element, twice NumPy's SIMD loop, measured: 240 vs 70-120 us for a 32x512 step); the exp below is plain
-float32 arithmetic (Cody-Waite reduction by ln 2, a degree-7 Taylor polynomial, the power of two put into
-the exponent bits), which LLVM turns into 8-wide AVX2 code. Relative error ~1e-7 (2 ulp), as NumPy's; so the
-cell agrees with the NumPy one to rounding, not bit for bit. Loaded through jit.load("lstm_jit") (Note [JIT
-kernels]); tests/test_lstm_jit.py holds it to torch and to the NumPy cell.
+"""The LSTM's and GRU's steps as compiled loops (numba), with an exp the compiler vectorizes: the NumPy float32
+LSTM cell (ember/_ops/rnn_sequence.py's lstm_cell) makes ~12 passes over the (B, 4H) gates, each a NumPy call,
+where the compiled step makes one. A numba loop calling math.exp gets the C library's scalar expf (~4 ns an
+element, twice NumPy's SIMD loop, measured: 240 vs 70-120 us for a 32x512 step); the exp below is plain float32
+arithmetic (Cody-Waite reduction by ln 2, a degree-7 Taylor polynomial, the power of two put into the exponent
+bits), which LLVM turns into 8-wide AVX2 code. Relative error ~1e-7 (2 ulp), as NumPy's; so the forward steps
+agree with the NumPy ones to rounding, not bit for bit. The backward steps (float32 and float64) are plain
+arithmetic in the NumPy recursions' operations and order: the same bits. Loaded through jit.load("lstm_jit")
+(Note [JIT kernels]); tests/test_lstm_jit.py holds them to torch and to the NumPy steps.
 """
 import numba
 import numpy as np
