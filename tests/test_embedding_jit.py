@@ -7,6 +7,7 @@ import torch
 
 import ember
 from ember._backend import jit
+from tests._jit import count_calls
 
 pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
 
@@ -45,10 +46,7 @@ def test_the_switch_gives_the_numpy_scatter(monkeypatch):
     rng = np.random.default_rng(0)
     idx = rng.integers(0, 50, 300).astype(np.int64)
     g = rng.standard_normal((300, 8)).astype(np.float32)
-    calls = []
-    kernels = jit.load("embedding_jit")
-    fn = kernels.index_add_rows
-    monkeypatch.setattr(kernels, "index_add_rows", lambda *a: calls.append(1) or fn(*a))
+    calls = count_calls(monkeypatch, jit.load("embedding_jit"), "index_add_rows")
     res = {}
     for on in (True, False):
         monkeypatch.setattr(jit, "ENABLED", on)

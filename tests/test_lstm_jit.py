@@ -9,6 +9,7 @@ import torch
 import ember
 from ember._backend import jit
 from ember._ops import rnn_sequence as RS
+from tests._jit import count_calls
 
 numba = pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
 from ember._backend.lstm_jit import _exp  # noqa: E402  (needs numba)
@@ -56,6 +57,19 @@ def _cell_inputs(rng, batch, n, scale=3.0):
     return gates, xg, c
 
 
+def _check_steps(compiled, reference, make_args):
+    """The compiled forward step and its NumPy reference, each on fresh arguments from make_args(), leave the same
+    arrays to rounding (NaN where NaN, inf where inf)."""
+    res = []
+    for step in (compiled, reference):
+        args = make_args()
+        with np.errstate(all="ignore"):
+            step(*args)
+        res.append(args)
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("values", ["normal", "saturating", "nonfinite"])
 def test_forward_step_matches_the_numpy_cell(values):
     rng = np.random.default_rng(len(values))
@@ -65,19 +79,7 @@ def test_forward_step_matches_the_numpy_cell(values):
             a[rng.random(a.shape) < 0.05] = np.nan
             a[rng.random(a.shape) < 0.05] = np.inf
             a[rng.random(a.shape) < 0.05] = -np.inf
-    res = []
-    for compiled in (True, False):
-        g = gates.copy()
-        outs = [np.empty_like(c) for _ in range(3)]
-        if compiled:
-            _kernels().cell(g, xg, c, *outs)
-        else:
-            np.add(g, xg, out=g)
-            with np.errstate(all="ignore"):
-                RS.lstm_cell(g, c, *outs)
-        res.append([g] + outs)
-    for a, b in zip(*res):
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)  # NaN where NaN, inf where inf
+    _check_steps(_kernels().cell, RS._lstm_step, lambda: [gates.copy(), xg, c] + [np.empty_like(c) for _ in range(3)])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -133,11 +135,7 @@ def test_layers_match_torch_with_the_compiled_steps(layer, kind, monkeypatch):
     lengths = [9, 3, 7, 9, 1, 5] if kind == "packed" else None
     module = getattr(ember.nn, layer)(10, 24, batch_first=True, **kw)
     weights = {k: v.numpy() for k, v in module.state_dict().items()}
-    calls = []
-    kernels = _kernels()
-    for name in _STEPS[layer]:
-        fn = getattr(kernels, name)
-        monkeypatch.setattr(kernels, name, lambda *a, _fn=fn, _name=name: calls.append(_name) or _fn(*a))
+    calls = count_calls(monkeypatch, _kernels(), *_STEPS[layer])
     on = _layer(ember, layer, x, weights, lengths, **kw)
     assert set(_STEPS[layer]) <= set(calls)
     monkeypatch.setattr(jit, "ENABLED", False)
@@ -161,14 +159,8 @@ def test_gru_forward_step_matches_the_numpy_step(values):
         for a in (hg, xg, h_prev):
             a[rng.random(a.shape) < 0.05] = np.nan
             a[rng.random(a.shape) < 0.05] = np.inf
-    ws, h = np.empty((rows, 4 * n), np.float32), np.empty((rows, n), np.float32)
-    _kernels().gru_cell(hg, xg, ws, h_prev, h)
-    with np.errstate(all="ignore"):
-        rz = 1 / (1 + np.exp(-(xg[:, :2 * n] + hg[:, :2 * n])))
-        new = np.tanh(rz[:, :n] * hg[:, 2 * n:] + xg[:, 2 * n:])
-        want_h = (h_prev - new) * rz[:, n:] + new
-    np.testing.assert_allclose(ws, np.concatenate([rz, new, hg[:, 2 * n:]], 1), rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(h, want_h, rtol=1e-6, atol=1e-6)
+    _check_steps(_kernels().gru_cell, RS._gru_step,
+                 lambda: [hg, xg, np.empty((rows, 4 * n), np.float32), h_prev, np.empty((rows, n), np.float32)])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -8,6 +8,7 @@ import torch
 
 import ember
 from ember._backend import jit
+from tests._jit import count_calls
 
 pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
 
@@ -46,10 +47,7 @@ def test_compiled_steps_match_numpy_blocks_and_torch(kw, dtype, monkeypatch):
 
     def make(lib, params):
         return getattr(lib.optim, name)(params, **kw)
-    kernels = jit.load("optim_jit")
-    compiled = getattr(kernels, name.lower())
-    calls = []
-    monkeypatch.setattr(kernels, name.lower(), lambda *a: calls.append(1) or compiled(*a))
+    calls = count_calls(monkeypatch, jit.load("optim_jit"), name.lower())
     on = _steps(ember, make, dtype, True, monkeypatch)
     assert calls  # the compiled step ran
     off = _steps(ember, make, dtype, False, monkeypatch)

@@ -8,6 +8,7 @@ import torch
 import ember
 from ember._backend import jit
 from ember._ops import pool as P
+from tests._jit import count_calls
 
 pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
 
@@ -65,10 +66,7 @@ def test_the_switch_and_the_threshold_give_the_numpy_paths(monkeypatch):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4, 8, 15, 15)).astype(np.float32)
     gy = (rng.integers(-8, 9, (4, 8, 7, 7)) / 8).astype(np.float32)  # exact sums: the NumPy scatter adds in float64
-    kernels = jit.load("pool_jit")
-    calls = []
-    fn = kernels.scatter
-    monkeypatch.setattr(kernels, "scatter", lambda *a: calls.append(1) or fn(*a))
+    calls = count_calls(monkeypatch, jit.load("pool_jit"), "scatter")
     res = []
     for on, threshold in ((True, 1), (False, 1), (True, gy.size + 1)):
         monkeypatch.setattr(jit, "ENABLED", on)

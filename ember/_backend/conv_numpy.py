@@ -88,12 +88,17 @@ def _operand_order(ndim, layout):
 LAYOUT_JIT_MIN = 1 << 12
 
 
-def _batch_last_kernels(a, layout):
-    """The compiled batch-last layout copies for a 4-D float32/float64 array a of LAYOUT_JIT_MIN elements in
-    the BATCH_LAST layout, with ember[jit] installed and the switch on (Note [JIT kernels]); else None."""
-    if layout != BATCH_LAST or a.ndim != 4 or a.dtype not in jit.DTYPES or a.size < LAYOUT_JIT_MIN:
+def _kernels(name, a):
+    """The compiled kernel module ember/_backend/<name>.py for a float32/float64 array a of LAYOUT_JIT_MIN
+    elements, with ember[jit] installed and the switch on (Note [JIT kernels]); else None."""
+    if a.dtype not in jit.DTYPES or a.size < LAYOUT_JIT_MIN:
         return None
-    return jit.load("layout_jit")
+    return jit.load(name)
+
+
+def _batch_last_kernels(a, layout):
+    """The compiled batch-last layout copies for a 4-D array a in the BATCH_LAST layout (as _kernels), or None."""
+    return _kernels("layout_jit", a) if layout == BATCH_LAST and a.ndim == 4 else None
 
 
 def padded(x, lo, hi, value=0, layout=PER_SAMPLE):
@@ -237,10 +242,9 @@ def scatter_windows(cols, kernel, stride, dilation, lo, hi, spatial):
 def col2im(cols, x_shape, kernel, stride, dilation, lo, hi, out):
     """Transpose of im2col: cols (C * taps, N * positions) summed back into a fresh (N, C, *S) array."""
     n, c = x_shape[:2]
-    if len(x_shape) == 4 and cols.dtype in jit.DTYPES and cols.flags.c_contiguous and cols.size >= LAYOUT_JIT_MIN:
-        kernels = jit.load("col2im_jit")
-        if kernels is not None:
-            return kernels.col2im(cols, x_shape, kernel, stride, dilation, lo, out)
+    kernels = _kernels("col2im_jit", cols) if len(x_shape) == 4 and cols.flags.c_contiguous else None
+    if kernels is not None:
+        return kernels.col2im(cols, x_shape, kernel, stride, dilation, lo, out)
     cols = cols.reshape((c,) + tuple(kernel) + (n,) + tuple(out))
     crop = scatter_windows(cols, kernel, stride, dilation, lo, hi, x_shape[2:])
     return contiguous(crop.transpose((1, 0) + tuple(range(2, crop.ndim))))
@@ -253,7 +257,7 @@ def swapped(a, shape):
     by tiles (0.5 ms)."""
     res = allocator.empty(tuple(shape), a.dtype)
     out = res.reshape(a.shape[0], a.shape[2], a.shape[1])
-    kernels = jit.load("layout_jit") if a.dtype in jit.DTYPES and a.size >= LAYOUT_JIT_MIN else None
+    kernels = _kernels("layout_jit", a)
     if kernels is None:
         np.copyto(out, a.transpose(0, 2, 1))
     else:

@@ -360,7 +360,7 @@ def _depthwise_kernels(x, x_shape=None):
     of x (of x_shape when given), or None: a 2-D float32/float64 convolution of planes at least
     _JIT_MIN_WIDTH wide, with ember[jit] installed and the switch on."""
     shape = x.shape if x_shape is None else x_shape
-    if len(shape) != 4 or x.dtype not in _KEEP_DTYPES or shape[-1] < _JIT_MIN_WIDTH:
+    if len(shape) != 4 or x.dtype not in jit.DTYPES or shape[-1] < _JIT_MIN_WIDTH:
         return None
     return jit.load("depthwise_jit")
 

@@ -139,18 +139,20 @@ class _Argmax:
         self.kernel, self.stride, self.padding, self.dilation, self.out = kernel, stride, padding, dilation, out
         self.spatial = plan.spatial
 
+    def _tables(self):
+        return _index_tables(self.spatial, self.kernel, self.stride, self.padding, self.dilation, self.out)
+
     def indices(self):
         """Flat positions in the input plane, (N, C, *out) int64 (torch's indices)."""
-        base, tap_off = _index_tables(self.spatial, self.kernel, self.stride, self.padding, self.dilation, self.out)
+        base, tap_off = self._tables()
         return base + tap_off[self.plan.valid_taps(self.arg)]
 
     def scatter(self, g):
         """g (N, C, *out) sent back to the maxima: an (N, C, *spatial) gradient."""
         kernels = _compiled(g)
         if kernels is not None:
-            tables = _index_tables(self.spatial, self.kernel, self.stride, self.padding, self.dilation, self.out)
             taps = self.arg.reshape((self.plan.c, self.plan.n) + self.plan.q)
-            return kernels.scatter(g, taps, *tables, self.spatial)
+            return kernels.scatter(g, taps, *self._tables(), self.spatial)
         if _by_index(g, self):
             return _scatter(g, self.indices(), self.spatial, unique=False)
         return self.plan.window_scatter(g, self.arg)

@@ -98,10 +98,18 @@ def lstm_cell(gates, c, c_new, tanh_c, h):
     np.multiply(gates[:, 3 * n:], tanh_c, out=h)
 
 
-def _compiled_cell(xg):
-    """ember/_backend/lstm_jit.py's step for float32 sequences, with ember[jit] installed and the switch on (Note
-    [JIT kernels]); else None (lstm_cell above). 32x512 gates: 68 -> 36 us a step, the add of xg included."""
-    return jit.load("lstm_jit") if xg.dtype == np.float32 else None
+def _step_kernels(dtype, forward):
+    """ember/_backend/lstm_jit.py's steps, with ember[jit] installed and the switch on (Note [JIT kernels]); else
+    None (the NumPy steps). The forward steps take float32 (their exp is float32; 32x512 LSTM gates: 68 -> 36
+    us a step), the backward steps float32 and float64."""
+    takes = dtype == np.float32 or (not forward and dtype in jit.DTYPES)
+    return jit.load("lstm_jit") if takes else None
+
+
+def _lstm_step(gates, xg, c, c_new, tanh_c, h):
+    """One LSTM step in NumPy from the GEMM's gates (B, 4H): xg added, then lstm_cell (lstm_jit.cell's reference)."""
+    gates += xg
+    lstm_cell(gates, c, c_new, tanh_c, h)
 
 
 class LSTMSequence(Op):
@@ -118,15 +126,12 @@ class LSTMSequence(Op):
         cs = np.empty((count + 1, batch, n), dtype=xg.dtype)
         tcs = steps.empty((count, batch, n), xg.dtype)
         cs[0] = c0
-        kernels = _compiled_cell(xg)
+        kernels = _step_kernels(xg.dtype, forward=True)
+        step = _lstm_step if kernels is None else kernels.cell
         for k, (t, rows, offset) in enumerate(steps.steps):
             a = gates[k, :rows]
             np.matmul(hs[k, :rows], w_t, out=a)
-            if kernels is not None:
-                kernels.cell(a, x[offset:offset + rows], cs[k, :rows], cs[k + 1, :rows], tcs[k, :rows], hs[k + 1, :rows])
-            else:
-                a += x[offset:offset + rows]
-                lstm_cell(a, cs[k, :rows], cs[k + 1, :rows], tcs[k, :rows], hs[k + 1, :rows])
+            step(a, x[offset:offset + rows], cs[k, :rows], cs[k + 1, :rows], tcs[k, :rows], hs[k + 1, :rows])
             if rows < batch:
                 hs[k + 1, rows:] = hs[k, rows:]
                 cs[k + 1, rows:] = cs[k, rows:]
@@ -150,7 +155,7 @@ class LSTMSequence(Op):
         dc = np.zeros((batch, n), dtype=gates.dtype) if g_c is None else g_c._data.copy()
         go = None if g_out is None else steps.flat(g_out._data)
         dgates = steps.empty(gates.shape, gates.dtype)
-        kernels = jit.load("lstm_jit") if gates.dtype in jit.DTYPES else None
+        kernels = _step_kernels(gates.dtype, forward=False)
         _lstm_steps_back(steps, gates, cs, tcs, dgates, dh, dc, go, w, kernels)
         gxg = Tensor._make(steps.gather(dgates, xg._data.shape)) if need[0] else None
         gw = None
@@ -256,6 +261,23 @@ def _rejoin(head, full):
 
 # ---- GRU ----------------------------------------------------------------------------------
 
+def _gru_step(hg, xs, w, h_prev, h):
+    """One GRU step in NumPy (lstm_jit.gru_cell's reference) from hg = h_prev W_hh^T + b_hh and the inputs' xs
+    (B, 3H): w (B, 4H) = (r, z, n, hg_n), h = (h_prev - n) z + n."""
+    n = h.shape[-1]
+    rz = w[:, :2 * n]
+    np.add(xs[:, :2 * n], hg[:, :2 * n], out=rz)
+    _sigmoid_kernel(rz, out=rz)
+    w[:, 3 * n:] = hg[:, 2 * n:]
+    new = w[:, 2 * n:3 * n]
+    np.multiply(w[:, :n], hg[:, 2 * n:], out=new)
+    new += xs[:, 2 * n:]
+    np.tanh(new, out=new)
+    np.subtract(h_prev, new, out=h)
+    h *= w[:, n:2 * n]
+    h += new
+
+
 class GRUSequence(Op):
     """(out, h_n) of one GRU layer direction over a padded sequence: xg (T, B, 3H), out (T, B, H)."""
     _name = "StackBackward0"  # torch's CPU GRU stacks its per-step outputs
@@ -267,31 +289,14 @@ class GRUSequence(Op):
         n = width // 3
         ws = steps.empty((count, batch, 4 * n), xg.dtype)  # per step: r, z, n, hg_n
         hg_all = np.empty((batch, width), dtype=xg.dtype)
-        kernels = _compiled_cell(xg)
+        kernels = _step_kernels(xg.dtype, forward=True)
+        step = _gru_step if kernels is None else kernels.gru_cell
         for k, (t, rows, offset) in enumerate(steps.steps):
-            xs = x[offset:offset + rows]
-            w = ws[k, :rows]
             hg = hg_all[:rows]
             np.matmul(hs[k, :rows], w_t, out=hg)
             if b_hh is not None:
                 hg += b_hh
-            if kernels is not None:
-                kernels.gru_cell(hg, xs, w, hs[k, :rows], hs[k + 1, :rows])
-                if rows < batch:
-                    hs[k + 1, rows:] = hs[k, rows:]
-                continue
-            rz = w[:, :2 * n]
-            np.add(xs[:, :2 * n], hg[:, :2 * n], out=rz)
-            _sigmoid_kernel(rz, out=rz)
-            w[:, 3 * n:] = hg[:, 2 * n:]
-            new = w[:, 2 * n:3 * n]
-            np.multiply(w[:, :n], hg[:, 2 * n:], out=new)
-            new += xs[:, 2 * n:]
-            np.tanh(new, out=new)
-            h = hs[k + 1, :rows]
-            np.subtract(hs[k, :rows], new, out=h)
-            h *= w[:, n:2 * n]
-            h += new
+            step(hg, x[offset:offset + rows], ws[k, :rows], hs[k, :rows], hs[k + 1, :rows])
             if rows < batch:
                 hs[k + 1, rows:] = hs[k, rows:]
         ctx.workspace = (ws, hs)
@@ -312,7 +317,7 @@ class GRUSequence(Op):
         dhg = steps.empty((count, batch, 3, n), dt)
         dh = np.zeros((batch, n), dtype=dt) if g_h is None else g_h._data.copy()
         go = None if g_out is None else steps.flat(g_out._data)
-        kernels = jit.load("lstm_jit") if dt in jit.DTYPES else None
+        kernels = _step_kernels(dt, forward=False)
         _gru_steps_back(steps, ws, hs, dxg, dhg, dh, go, w_hh._data, kernels)
         gxg = Tensor._make(steps.gather(dxg.reshape(count, batch, 3 * n), xg._data.shape)) if need[0] else None
         flat = dhg.reshape(-1, 3 * n)
