@@ -89,52 +89,50 @@ def _columns(wd, sw, pw):
 
 
 @numba.njit(inline="always")
-def _to_grid(xf, xb, h, wd, P, gb, sh, sw, ph, pw, qw, cols):
-    """The plane of xf at xb (h x wd) into the phase grids P (sh * sw, ...) from grid position gb on (the
-    caller zeroes P: the padding). cols: _columns(wd, sw, pw)."""
+def _grid_rows(f, fb, oh, ow, y, yb, qw, into_grid):
+    """An output plane of f at fb (oh x ow) and the grid y from yb on (rows qw apart, the first ow of each),
+    copied into the grid (into_grid) or back out of it; a constant into_grid compiles the branch away."""
+    for i in range(oh):
+        at = yb + _U(i * qw)
+        fat = fb + _U(i * ow)
+        if into_grid:
+            for j in range(_U(ow)):
+                y[at + j] = f[fat + j]
+        else:
+            for j in range(_U(ow)):
+                f[fat + j] = y[at + j]
+
+
+@numba.njit(inline="always")
+def _grid_copy(xf, xb, h, wd, P, gb, sh, sw, ph, pw, qw, cols, into_grid):
+    """The plane of xf at xb (h x wd) and its positions in the phase grids P (sh * sw, ...) from grid position gb
+    on, copied into the grids (into_grid; the caller zeroes P: the padding) or back out of them. cols:
+    _columns(wd, sw, pw). Callers pass into_grid as a constant, so the branch is compiled away."""
     a, qi = ph % sh, ph // sh  # the row phase and grid row of input row i, stepped along
     for i in range(h):
         base = gb + _U(qi * qw)
         xrow = xb + _U(i * wd)
         if sw == 1:
             prow = P[a]
-            dst = base + _U(pw)
-            for j in range(_U(wd)):
-                prow[dst + j] = xf[xrow + j]
+            at = base + _U(pw)
+            if into_grid:
+                for j in range(_U(wd)):
+                    prow[at + j] = xf[xrow + j]
+            else:
+                for j in range(_U(wd)):
+                    xf[xrow + j] = prow[at + j]
         else:
             usw = _U(sw)
             for b in range(sw):
                 prow = P[a * sw + b]
-                dst = base + _U(cols[b, 2])
-                src = xrow + _U(cols[b, 0])
-                for t in range(_U(cols[b, 1])):
-                    prow[dst + t] = xf[src + t * usw]
-        a += 1
-        if a == sh:
-            a = 0
-            qi += 1
-
-
-@numba.njit(inline="always")
-def _from_grid(xf, xb, h, wd, P, gb, sh, sw, ph, pw, qw, cols):
-    """_to_grid's transpose: the plane's positions of the phase grids P from gb on into xf at xb (h x wd)."""
-    a, qi = ph % sh, ph // sh
-    for i in range(h):
-        base = gb + _U(qi * qw)
-        xrow = xb + _U(i * wd)
-        if sw == 1:
-            prow = P[a]
-            src = base + _U(pw)
-            for j in range(_U(wd)):
-                xf[xrow + j] = prow[src + j]
-        else:
-            usw = _U(sw)
-            for b in range(sw):
-                prow = P[a * sw + b]
-                src = base + _U(cols[b, 2])
-                dst = xrow + _U(cols[b, 0])
-                for t in range(_U(cols[b, 1])):
-                    xf[dst + t * usw] = prow[src + t]
+                at = base + _U(cols[b, 2])
+                xat = xrow + _U(cols[b, 0])
+                if into_grid:
+                    for t in range(_U(cols[b, 1])):
+                        prow[at + t] = xf[xat + t * usw]
+                else:
+                    for t in range(_U(cols[b, 1])):
+                        xf[xat + t * usw] = prow[at + t]
         a += 1
         if a == sh:
             a = 0
@@ -167,7 +165,7 @@ def _grid_forward(x, w, b, out, sh, sw, ph, pw, dh, dw, qh, qw, tail, c0, c1):
     for c in range(c0, c1):
         P[:] = 0
         for n in range(n_n):
-            _to_grid(xf, _U((n * c_in + c) * h * wd), h, wd, P, _U(n * plane), sh, sw, ph, pw, qw, cols)
+            _grid_copy(xf, _U((n * c_in + c) * h * wd), h, wd, P, _U(n * plane), sh, sw, ph, pw, qw, cols, True)
         for o in range(c * mult, (c + 1) * mult):
             y[:] = b[o] if b.shape[0] else x.dtype.type(0)
             for kh in range(kh_n):
@@ -179,12 +177,7 @@ def _grid_forward(x, w, b, out, sh, sw, ph, pw, dh, dw, qh, qw, tail, c0, c1):
                     for q in range(m):
                         y[q] += wv * prow[q + off]
             for n in range(n_n):
-                ob = _U((n * o_ch + o) * oh_n * ow_n)
-                for i in range(oh_n):
-                    src = _U(n * plane + i * qw)
-                    dst = ob + _U(i * ow_n)
-                    for j in range(_U(ow_n)):
-                        of[dst + j] = y[src + j]
+                _grid_rows(of, _U((n * o_ch + o) * oh_n * ow_n), oh_n, ow_n, y, _U(n * plane), qw, False)
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
@@ -237,7 +230,7 @@ def _grid_backward(x, g, w, gx, gw, sh, sw, ph, pw, dh, dw, qh, qw, tail, c0, c1
         if need_gw:
             P[:] = 0
             for n in range(n_n):
-                _to_grid(xf, _U((n * c_in + c) * h * wd), h, wd, P, _U(n * plane), sh, sw, ph, pw, qw, cols)
+                _grid_copy(xf, _U((n * c_in + c) * h * wd), h, wd, P, _U(n * plane), sh, sw, ph, pw, qw, cols, True)
             finite = _finite(P)
         if need_gx:
             GP[:] = 0
@@ -245,11 +238,7 @@ def _grid_backward(x, g, w, gx, gw, sh, sw, ph, pw, dh, dw, qh, qw, tail, c0, c1
             y[:] = 0
             for n in range(n_n):
                 gb = _U((n * o_ch + o) * oh_n * ow_n)
-                for i in range(oh_n):
-                    dst = _U(n * plane + i * qw)
-                    src = gb + _U(i * ow_n)
-                    for j in range(_U(ow_n)):
-                        y[dst + j] = gf[src + j]
+                _grid_rows(gf, gb, oh_n, ow_n, y, _U(n * plane), qw, True)
                 if need_gw and not finite:
                     _rows_weight(xf, _U((n * c_in + c) * h * wd), gf, gb, acc, o, h, wd, oh_n, ow_n, kh_n, kw_n,
                                  sh, sw, ph, pw, dh, dw)
@@ -267,7 +256,7 @@ def _grid_backward(x, g, w, gx, gw, sh, sw, ph, pw, dh, dw, qh, qw, tail, c0, c1
                             grow[q + off] += wv * y[q]
         if need_gx:
             for n in range(n_n):
-                _from_grid(gxf, _U((n * c_in + c) * h * wd), h, wd, GP, _U(n * plane), sh, sw, ph, pw, qw, cols)
+                _grid_copy(gxf, _U((n * c_in + c) * h * wd), h, wd, GP, _U(n * plane), sh, sw, ph, pw, qw, cols, False)
     if need_gw:
         for o in range(c0 * mult, c1 * mult):
             for t in range(kh_n * kw_n):
