@@ -1,14 +1,15 @@
 """The 2-D col2im (the transpose of im2col: a strided convolution's input gradient) as a compiled loop (numba):
 per channel and sample, every tap's columns added into the plane while it is in cache, in tap order as the
-NumPy form's one strided add per tap over the whole padded buffer (conv_numpy.scatter_windows), then cropped
-and transposed to (N, C, H, W) by a layout copy; here the sums land in the (N, C, H, W) result directly, the
-padding's positions skipped. The same sums in the same order: the same bits. Loaded through
+NumPy form's one strided add per tap over the whole padded buffer (conv_numpy.scatter_windows, whose buffer is
+then cropped and transposed to (N, C, H, W) by a layout copy); here the sums land in the (N, C, H, W) result
+directly, the padding's positions skipped. The same sums in the same order: the same bits. Loaded through
 jit.load("col2im_jit") (Note [JIT kernels]); tests/test_conv_layout_jit.py holds it to the NumPy form.
 """
 import numba
 import numpy as np
 
 from . import allocator, parallel
+from .depthwise_jit import _span
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -23,12 +24,9 @@ def _col2im(cols, sh, sw, dh, dw, ph, pw, gx, c0, c1):
                 for q in range(w):
                     plane[r, q] = zero
             for i in range(kh):
-                # output rows y whose row y * sh + i * dh - ph lies in [0, h)
-                y0 = max(0, (ph - i * dh + sh - 1) // sh)
-                y1 = min(oh, (h - 1 + ph - i * dh) // sh + 1)
+                y0, y1 = _span(i * dh - ph, sh, h, oh)  # output rows whose input row lies in [0, h)
                 for j in range(kw):
-                    x0 = max(0, (pw - j * dw + sw - 1) // sw)
-                    x1 = min(ow, (w - 1 + pw - j * dw) // sw + 1)
+                    x0, x1 = _span(j * dw - pw, sw, w, ow)
                     src = cols[c, i, j, s]
                     step = np.uint64(sw)  # unsigned positions: no negative-index wraparound check per add
                     for y in range(y0, y1):
