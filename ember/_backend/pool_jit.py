@@ -1,7 +1,8 @@
 """2-D max pooling's backward as a compiled loop (numba): each output's gradient added at the flat input
 position of its window's maximum (from the tap number the forward chose), in output order (torch's order of
 accumulation), onto zero planes, in one pass. The NumPy forms (ember/_ops/pool.py) scatter per tap through the
-phase rows (~3 passes per tap) or by np.bincount in float64. Loaded through jit.load("pool_jit") (Note [JIT kernels]); tests/test_pool_jit.py holds it to torch.
+phase rows (~3 passes per tap) or by np.bincount in float64. Loaded through jit.load("pool_jit") (Note [JIT
+kernels]); tests/test_pool_jit.py holds it to torch.
 """
 import numba
 import numpy as np
