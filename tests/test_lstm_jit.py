@@ -79,7 +79,8 @@ def test_forward_step_matches_the_numpy_cell(values):
             a[rng.random(a.shape) < 0.05] = np.nan
             a[rng.random(a.shape) < 0.05] = np.inf
             a[rng.random(a.shape) < 0.05] = -np.inf
-    _check_steps(_kernels().cell, RS._lstm_step, lambda: [gates.copy(), xg, c] + [np.empty_like(c) for _ in range(3)])
+    _check_steps(_kernels().cell, RS._lstm_numpy_step,
+                 lambda: [gates.copy(), xg, c] + [np.empty_like(c) for _ in range(3)])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -159,7 +160,7 @@ def test_gru_forward_step_matches_the_numpy_step(values):
         for a in (hg, xg, h_prev):
             a[rng.random(a.shape) < 0.05] = np.nan
             a[rng.random(a.shape) < 0.05] = np.inf
-    _check_steps(_kernels().gru_cell, RS._gru_step,
+    _check_steps(_kernels().gru_cell, RS._gru_numpy_step,
                  lambda: [hg, xg, np.empty((rows, 4 * n), np.float32), h_prev, np.empty((rows, n), np.float32)])
 
 

@@ -106,7 +106,7 @@ def _step_kernels(dtype, forward):
     return jit.load("lstm_jit") if takes else None
 
 
-def _lstm_step(gates, xg, c, c_new, tanh_c, h):
+def _lstm_numpy_step(gates, xg, c, c_new, tanh_c, h):
     """One LSTM step in NumPy from the GEMM's gates (B, 4H): xg added, then lstm_cell (lstm_jit.cell's reference)."""
     gates += xg
     lstm_cell(gates, c, c_new, tanh_c, h)
@@ -127,7 +127,7 @@ class LSTMSequence(Op):
         tcs = steps.empty((count, batch, n), xg.dtype)
         cs[0] = c0
         kernels = _step_kernels(xg.dtype, forward=True)
-        step = _lstm_step if kernels is None else kernels.cell
+        step = _lstm_numpy_step if kernels is None else kernels.cell
         for k, (t, rows, offset) in enumerate(steps.steps):
             a = gates[k, :rows]
             np.matmul(hs[k, :rows], w_t, out=a)
@@ -261,7 +261,7 @@ def _rejoin(head, full):
 
 # ---- GRU ----------------------------------------------------------------------------------
 
-def _gru_step(hg, xs, w, h_prev, h):
+def _gru_numpy_step(hg, xs, w, h_prev, h):
     """One GRU step in NumPy (lstm_jit.gru_cell's reference) from hg = h_prev W_hh^T + b_hh and the inputs' xs
     (B, 3H): w (B, 4H) = (r, z, n, hg_n), h = (h_prev - n) z + n."""
     n = h.shape[-1]
@@ -290,7 +290,7 @@ class GRUSequence(Op):
         ws = steps.empty((count, batch, 4 * n), xg.dtype)  # per step: r, z, n, hg_n
         hg_all = np.empty((batch, width), dtype=xg.dtype)
         kernels = _step_kernels(xg.dtype, forward=True)
-        step = _gru_step if kernels is None else kernels.gru_cell
+        step = _gru_numpy_step if kernels is None else kernels.gru_cell
         for k, (t, rows, offset) in enumerate(steps.steps):
             hg = hg_all[:rows]
             np.matmul(hs[k, :rows], w_t, out=hg)
