@@ -597,6 +597,29 @@ def test_accumulate_grad_node():
         assert acc.next_functions == ()
 
 
+def test_sequence_numbers():
+    """An AccumulateGrad takes no number from the count (torch gives it UINT64_MAX), so consecutive ops on a
+    leaf take consecutive numbers."""
+    for lib in LIBS:
+        x = lib.tensor([1.0], requires_grad=True)
+        y = x * 2
+        z = y + x
+        assert y.grad_fn.next_functions[0][0]._sequence_nr() == 2 ** 64 - 1
+        assert z.grad_fn._sequence_nr() == y.grad_fn._sequence_nr() + 1
+
+
+def test_needs_input_grad_of_built_in_nodes():
+    """A built-in node's needs_input_grad follows its edges; the engine checks each gradient against the
+    metadata of the node its edge leads to."""
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    c = ember.tensor([3.0, 4.0])
+    y = x * c
+    assert y.grad_fn.needs_input_grad == (True, False)
+    assert y.grad_fn._input_meta == (((2,), ember.float32), None)
+    (c * x).sum().backward()
+    assert x.grad.tolist() == [3.0, 4.0]
+
+
 # ---- grad modes ----------------------------------------------------------------------------
 
 def test_no_grad_enable_grad_nesting():

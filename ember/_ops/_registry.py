@@ -396,7 +396,13 @@ def _coerce_other(v, opname):
 
 
 def binary_call(row, a, b):
-    x, y, cd = binary_operands(row, a, b)
+    ta = isinstance(a, Tensor)
+    tb = isinstance(b, Tensor)
+    if ta and tb and a._dtype is b._dtype and row.plain and not a._dtype.limited:
+        x = a._data  # the common case, binary_operands' answer without its call
+        y = b._data
+    else:
+        x, y, _ = binary_operands(row, a, b)
     try:
         if row.ufunc and (x.nbytes >= _pool.threshold or y.nbytes >= _pool.threshold):
             r = ufunc(row.kernel, x, y)  # a large result: into a pooled buffer
@@ -408,11 +414,9 @@ def binary_call(row, a, b):
         r = _iter_layout(r, x, y)
     out = _make(r)  # (a NumPy scalar r becomes a 0-d array there)
     if _state.enabled and row.differentiable and out._dtype.category >= FLOAT:
-        ra = isinstance(a, Tensor) and a._requires_grad
-        rb = isinstance(b, Tensor) and b._requires_grad
-        if ra or rb:
+        if (ta and a._requires_grad) or (tb and b._requires_grad):
             node = _new(row.node)
-            init_node(node, (a if isinstance(a, Tensor) else None, b if isinstance(b, Tensor) else None))
+            init_node(node, (a if ta else None, b if tb else None))
             node._out_meta = ((r.shape, out._dtype),)
             if row.save_names:
                 _save_row(node, row, a, b, x, y, out)

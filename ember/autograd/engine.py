@@ -296,7 +296,6 @@ def _execute(roots, retain_graph, create_graph, user_arrays, captures=None, resu
                 leaves.may_steal = False
             if not retain_graph and node._saved:
                 node._saved = (FREED_SLOT,) * len(node._saved)
-            meta = node._input_meta
             i = -1
             for nxt, nr in node.next_functions:
                 i += 1
@@ -304,7 +303,7 @@ def _execute(roots, retain_graph, create_graph, user_arrays, captures=None, resu
                     continue
                 g = out[i]
                 if g is not None:
-                    shape, dtype = meta[i]
+                    shape, dtype = nxt._out_meta[nr]  # the input's metadata, as the node it came from holds it
                     if g.__class__ is not Tensor or g._data.shape != shape or g._dtype is not dtype:
                         g = _validate(g, node, i)
                     buf = buffers.get(nxt)

@@ -11,6 +11,7 @@ import weakref
 from . import grad_mode
 
 _state = grad_mode._state
+_new = object.__new__
 _anomaly = grad_mode._anomaly
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -103,14 +104,25 @@ def _make_tensor(arr, dtype=None):
 FREED_SLOT = SavedTensor("freed", None)
 
 
+class _from_edges:
+    """A node attribute derived from its edges when read, unless the node set its own (autograd.Function's
+    ctx sets needs_input_grad per argument): init_node, run for every op that records history, skips it."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+
+    def __get__(self, node, owner=None):
+        return self if node is None else self.fn(node)
+
+
 class Node:
     """A grad_fn: edges to the nodes of its inputs, saved values, hooks.
 
     Subclasses implement backward(ctx, *grads) -> grad or tuple of grads, one per
     input, written with ember ops so that create_graph=True works.
     """
-    __slots__ = ("next_functions", "needs_input_grad", "_input_meta", "_saved", "_out_meta", "_seq",
-                 "__dict__", "__weakref__")
+    __slots__ = ("next_functions", "_saved", "_out_meta", "_seq", "__dict__", "__weakref__")
     _name = None
     # Defaults read from the class until a node sets its own (in its __dict__): most nodes never do, and a
     # node is made for every op that records history, so setting them all each time is a cost on every op.
@@ -122,6 +134,17 @@ class Node:
     # the engine may move such a buffer into a leaf's .grad; a user's backward may return
     # a tensor it keeps (autograd.Function sets this False).
     _fresh_grads = True
+
+    @_from_edges
+    def needs_input_grad(self):
+        """One flag per input: does its gradient go anywhere (torch: task_should_compute_output)."""
+        return tuple([fn is not None for fn, _ in self.next_functions])
+
+    @_from_edges
+    def _input_meta(self):
+        """(shape, dtype) per input that has an edge, None for the others: read from the node the edge
+        leads to, whose output it is (torch validates gradients against the next edge's metadata)."""
+        return tuple([None if fn is None else fn._out_meta[nr] for fn, nr in self.next_functions])
 
     def name(self):
         return self._name or type(self).__name__
@@ -177,30 +200,18 @@ _next_seq = itertools.count().__next__
 def init_node(node, inputs):
     """Fill a node's edges from its input tensors (None entries allowed)."""
     edges = []
-    needs = []
-    meta = []
     for t in inputs:
-        if t is None:
+        if t is None or not t._requires_grad:
             edges.append(_NO_EDGE)
-            needs.append(False)
-            meta.append(None)
             continue
-        meta.append((t._data.shape, t._dtype))
-        if t._requires_grad:
-            fn = t._grad_fn  # gradient_edge(t), inlined: this runs for every input of every op
-            if fn is None:
-                edges.append((grad_accumulator(t), 0))
-            elif t._base is not None and t._view_version != t._version_counter.value:
-                edges.append((regenerate_view_grad_fn(t), t._output_nr))
-            else:
-                edges.append((fn, t._output_nr))
-            needs.append(True)
+        fn = t._grad_fn  # gradient_edge(t), inlined: this runs for every input of every op
+        if fn is None:
+            edges.append((grad_accumulator(t), 0))
+        elif t._base is not None and t._view_version != t._version_counter.value:
+            edges.append((regenerate_view_grad_fn(t), t._output_nr))
         else:
-            edges.append(_NO_EDGE)
-            needs.append(False)
+            edges.append((fn, t._output_nr))
     node.next_functions = tuple(edges)
-    node.needs_input_grad = tuple(needs)
-    node._input_meta = tuple(meta)
     node._seq = _next_seq()
     if _anomaly.enabled:
         node._trace = grad_mode.anomaly_trace()
@@ -224,19 +235,12 @@ def regenerate_view_grad_fn(t):
 
 
 class AccumulateGrad(Node):
-    """Sink of a leaf tensor: the engine adds incoming gradients into leaf.grad."""
+    """Sink of a leaf tensor: the engine adds incoming gradients into leaf.grad. Made by grad_accumulator."""
     __slots__ = ("variable",)
     _name = "torch::autograd::AccumulateGrad"
     # a sink has no inputs and saves nothing: read from the class (a leaf's node is made anew for each graph)
     next_functions = needs_input_grad = _input_meta = _saved = ()
-
-    def __init__(self, variable):
-        self._seq = _next_seq()
-        self.variable = variable
-        # a dense Tensor's array shape as it is (the hot case: a leaf's node is made anew for each graph);
-        # .shape for subclasses, sparse leaves (no _data) and uninitialized parameters
-        shape = variable._data.shape if type(variable) is _Tensor else _leaf_shape(variable)
-        self._out_meta = ((shape, variable._dtype),)
+    _seq = 2 ** 64 - 1  # torch's sequence number for every AccumulateGrad (UINT64_MAX): it takes none from the count
 
 
 _Tensor = None  # ember.Tensor, bound by _leaf_shape's first call (ember._tensor imports this module)
@@ -256,9 +260,14 @@ def _leaf_shape(variable):
 def grad_accumulator(t):
     """The leaf's AccumulateGrad node, created on demand and held weakly by the tensor
     (so it lives exactly as long as some graph uses it)."""
-    acc = t._grad_acc() if t._grad_acc is not None else None
+    ref = t._grad_acc
+    acc = ref() if ref is not None else None
     if acc is None:
-        acc = AccumulateGrad(t)
+        acc = _new(AccumulateGrad)  # no __init__ frame: this runs once per leaf per graph
+        acc.variable = t
+        # a dense Tensor's array shape as it is; .shape for subclasses, sparse leaves (no _data) and
+        # uninitialized parameters
+        acc._out_meta = ((t._data.shape if type(t) is _Tensor else _leaf_shape(t), t._dtype),)
         t._grad_acc = weakref.ref(acc)
     return acc
 
