@@ -3,10 +3,12 @@
 Spawned children import the module a pickled function or class comes from; this one imports only
 ember (the test modules import torch, which would make every spawned child slow to start).
 """
+import multiprocessing
 import os
 import signal
 import sys
 
+import ember
 import ember.utils.data as edata
 
 
@@ -56,3 +58,37 @@ def echo_slice(conn):
     t = conn.recv()
     conn.send(t[2:])
     conn.recv()
+
+
+def _segment_fds():
+    """The descriptors of shared-memory segments (ember's memfds): what a received tensor may hold open (pipes
+    and other descriptors are not counted)."""
+    n = 0
+    for f in os.listdir("/proc/self/fd"):
+        try:
+            n += os.readlink(f"/proc/self/fd/{f}").startswith(("/memfd:", "/dev/shm/"))
+        except OSError:  # closed while listing
+            pass
+    return n
+
+
+def count_received_segment_descriptors():
+    """A received shared tensor holds one descriptor while it lives (test_multiprocessing.py runs this in a
+    fresh interpreter)."""
+    ctx = multiprocessing.get_context("fork")
+    here, there = ctx.Pipe()
+    t = ember.zeros(1000).share_memory_()
+    fds = _segment_fds()
+    for _ in range(50):
+        here.send(t)
+        copy = there.recv()  # same process: the received descriptor maps the same file
+        assert copy.data_ptr() == t.data_ptr()
+        del copy
+    assert _segment_fds() == fds
+    fresh = []
+    for _ in range(5):
+        here.send(ember.zeros(10))  # new segments each time
+        fresh.append(there.recv())
+    assert _segment_fds() == fds + 5  # one descriptor per live shared storage, as torch's file_descriptor strategy
+    del fresh
+    assert _segment_fds() == fds

@@ -4,7 +4,6 @@ A tensor sent through a queue or pipe is moved to shared memory and the receiver
 memory, so in-place changes on either side are seen by the other; spawn()/start_processes() run
 fn(i, *args) and report a failed child the way torch does.
 """
-import gc
 import multiprocessing
 import os
 from multiprocessing.reduction import ForkingPickler
@@ -122,46 +121,11 @@ def test_non_leaf_requiring_grad_is_refused_like_torch():
 
 
 def test_received_segments_free_their_descriptors():
-    # objects left by earlier tests in this worker (pipes, loaders) closing their descriptors when the
-    # cycle collector happens to run would move the count: collect first, and not during the counting
-    gc.collect()
-    gc.disable()
-    try:
-        _count_received_segment_descriptors()
-    finally:
-        gc.enable()
-
-
-def _segment_fds():
-    """The descriptors of shared-memory segments (ember's memfds): what a received tensor may hold open. Other
-    descriptors (pipes of loaders and processes earlier tests in this worker left shutting down) are not counted."""
-    n = 0
-    for f in os.listdir("/proc/self/fd"):
-        try:
-            n += os.readlink(f"/proc/self/fd/{f}").startswith(("/memfd:", "/dev/shm/"))
-        except OSError:  # closed while listing
-            pass
-    return n
-
-
-def _count_received_segment_descriptors():
-    ctx = multiprocessing.get_context("fork")
-    here, there = ctx.Pipe()
-    t = ember.zeros(1000).share_memory_()
-    fds = _segment_fds()
-    for _ in range(50):
-        here.send(t)
-        copy = there.recv()  # same process: the received descriptor maps the same file
-        assert copy.data_ptr() == t.data_ptr()
-        del copy
-    assert _segment_fds() == fds
-    fresh = []
-    for _ in range(5):
-        here.send(ember.zeros(10))  # new segments each time
-        fresh.append(there.recv())
-    assert _segment_fds() == fds + 5  # one descriptor per live shared storage, as torch's file_descriptor strategy
-    del fresh
-    assert _segment_fds() == fds
+    """Counted in a fresh interpreter: the descriptors are process-wide, and objects other tests left in a
+    worker (loaders, pipes, segments closed by the cycle collector) would move the count."""
+    code = "from tests._mp_helpers import count_received_segment_descriptors as f; f(); print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
 
 
 def test_parameter_survives_forking_pickler_round_trip():
