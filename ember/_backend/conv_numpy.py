@@ -34,7 +34,7 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from . import allocator, contiguous, jit, parallel
+from . import allocator, cblas, contiguous, jit, parallel
 
 _scratch = threading.local()
 _SCRATCH_LIMIT = 1 << 28  # keep at most 256 MB per thread between calls
@@ -173,6 +173,27 @@ def im2col(x, kernel, stride, dilation, lo, hi, out, groups, layout=BATCH_SECOND
     if layout == PER_SAMPLE:
         return cols.reshape(n, groups, rows, positions)
     return cols.reshape(groups, rows, n * positions)
+
+
+def weight_per_sample(x, y, kernel, stride, dilation, lo, hi):
+    """The weight gradient (O, C, *kernel) of a groups-1 convolution of x (N, C, *S) with the output gradient
+    y (N, O, *out), one sample at a time: the sample's im2col matrix (C * taps, positions) is built in scratch
+    memory and, still in cache, multiplied into the running sum (BLAS's beta = 1) with y's sample (O, positions)
+    as it lies in NCHW (Note [Per-sample weight gradient] in ember/_ops/conv.py). x and y share a dtype cblas
+    takes; the batch and the positions are not empty."""
+    n, c = x.shape[:2]
+    o = y.shape[1]
+    positions = int(np.prod(y.shape[2:]))
+    rows = c * int(np.prod(kernel))
+    view = windows(padded(x, lo, hi), kernel, stride, dilation, y.shape[2:], PER_SAMPLE)  # (N, C, *kernel, *out)
+    ys = np.ascontiguousarray(y).reshape(n, o, positions)
+    acc = np.zeros((1, rows, o), x.dtype)  # the sum, transposed: cols @ y^T packs the long dimension better
+    cols = scratch(view.shape[1:], x.dtype)
+    for i in range(n):
+        np.copyto(cols, view[i])
+        cblas.gemm(x.dtype, rows, o, positions, cols.ctypes.data, positions, ys[i].ctypes.data, positions,
+                   acc.ctypes.data, o, 1.0, trans_b=True)
+    return swapped(acc, (o, c) + tuple(kernel))
 
 
 def matmul_split(a, b, out=None):

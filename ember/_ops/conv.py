@@ -156,6 +156,8 @@ def conv_weight(x, y, geo, w_shape):
     elif _rows(x, w_shape, out, geo):
         plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out)
         w = CR.weight(plan, x, K.to_channel_major(y, 1, K.BATCH_LAST).reshape(w_shape[0], -1), w_shape)
+    elif _per_sample_weight(x, y, w_shape, geo):
+        w = K.weight_per_sample(x, y, kernel, geo.stride, geo.dilation, geo.lo, geo.hi)
     else:
         g = geo.groups
         layout = _channel_major(out)
@@ -178,6 +180,34 @@ def conv_weight(x, y, geo, w_shape):
                 w += part
         w = K.swapped(w, w_shape)  # its own buffer, so autograd takes it as .grad as it is
     return w if w.dtype == dtype else w.astype(dtype)
+
+
+# Note [Per-sample weight gradient]: the im2col weight gradient writes a matrix taps times the input
+# (19 MB for a 16->16 3x3 layer at 32x32, batch 32) and reads it back from memory for one GEMM. With 256 or
+# more output positions per sample, each sample's matrix (C * taps, positions: 590 KB there) is built and
+# multiplied at once, the GEMMs accumulating (beta = 1, ember/_backend/cblas.py) and reading y's samples as
+# they lie (no layout copy of y). 2-D, groups 1, after the row path. Medians of 15 alternating calls, 2
+# threads, batch 32, float32, im2col -> per sample (ms, 2026-11-29, 2-core EPYC VM): 16->16 3x3 at 32x32
+# 5.50 -> 4.68, 32->32 at 16x16 5.16 -> 3.60, 32->64 at 16x16 7.65 -> 6.04; best of 5, twice: 3->16 at
+# 32x32 3.1 -> 1.8, 3->32 at 32x32 5.1-5.3 -> 2.3, 16->32 stride 2 at 32x32 4.5-5.2 -> 3.3-3.5, 3->32 5x5
+# stride 2 at 64x64 7.4-7.8 -> 6.1-6.3. With 64 positions it lost (64->64 at 8x8 3.2-3.4 -> 4.2, 128->128
+# at 8x8 10.3-10.6 -> 11.4-11.6: GEMMs too small), so fewer positions keep im2col, and so do 1x1 kernels
+# (ResNet-8's strided shortcut 0.60 -> 0.68 ms). Inside training steps (medians of 10 alternating steps, the
+# weight gradients' sum): ResNet-8 21.0 -> 19.1 ms; whole steps alternating, medians of 12: VGG 141.6 ->
+# 125.3, AlexNet 121.9 -> 117.0, ResNet-8 even (117.3 / 121.2, 109.3 / 107.0). SAMPLE_WEIGHT_MODE "always"
+# takes it for every 2-D groups-1 weight gradient cblas can run, "never" keeps im2col.
+SAMPLE_WEIGHT_MODE = "auto"
+_SAMPLE_WEIGHT_MIN_POSITIONS = 256
+
+
+def _per_sample_weight(x, y, w_shape, geo):
+    """Whether conv_weight takes the per-sample path (Note [Per-sample weight gradient])."""
+    if (SAMPLE_WEIGHT_MODE == "never" or x.ndim != 4 or geo.groups != 1 or 0 in x.shape or 0 in y.shape
+            or y.dtype != x.dtype or not cblas.available(x.dtype)):
+        return False
+    if SAMPLE_WEIGHT_MODE == "always":
+        return True
+    return w_shape[2] * w_shape[3] > 1 and int(np.prod(y.shape[2:])) >= _SAMPLE_WEIGHT_MIN_POSITIONS
 
 
 # Note [Weight-gradient chunks]: the weight gradient's im2col matrix is taps times the input (19 MB for a
