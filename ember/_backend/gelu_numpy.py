@@ -4,13 +4,14 @@ Float32 (and half, computed in float32) reads interpolation tables (Note [GELU t
 and the erf form's forward. The tanh form's forward (and float64 backward) is computed as x * sigmoid(2u),
 u = sqrt(2/pi) (x + 0.044715 x^3): 0.5 (1 + tanh(u)) equals sigmoid(2u) exactly, NumPy's exp costs about
 half its tanh, and the quotient has no cancellation for x < 0 (6 passes and an exp: faster than the table's
-9 passes and two gathers, measured). Float64's erf form uses special.ndtr_pdf.
+9 passes and two gathers, measured). Float64's erf form uses special.ndtr_pdf. With `ember[jit]` the float32
+table reads run as one compiled pass each (ember/_backend/gelu_jit.py, the same bits).
 """
 import math
 
 import numpy as np
 
-from . import clamp_between, opmath, parallel, special
+from . import clamp_between, jit, opmath, parallel, special
 
 _C = math.sqrt(2 / math.pi)
 _A = 0.044715
@@ -149,18 +150,44 @@ def _interpolate(x, tab):
     return out
 
 
+def _compiled(*arrays):
+    """gelu_jit (Note [JIT kernels]) when it takes these float32 arrays (C-contiguous: the kernels run over
+    the flat elements and the result keeps their layout), else None."""
+    if not all(a.flags.c_contiguous for a in arrays):
+        return None
+    return jit.load("gelu_jit")
+
+
+def _table_args(tab):
+    """The compiled kernels' view of a table: M, node 0's t (the float32 whose bits are the index base), 1/h,
+    then the coefficients."""
+    base, coeffs = tab
+    return (np.float32(_MAGIC), np.array(base, np.int32).view(np.float32)[()], np.float32(1 / _H)) + coeffs
+
+
 def _gelu_erf32(w):
     """x Phi(x), Phi from the table read at x clipped to the table's span."""
+    kernels = _compiled(w)
+    if kernels is not None:
+        out = np.empty(w.shape, np.float32)
+        kernels.parabola_times_input(w.reshape(-1), _CLIP_LO[()], _CLIP_HI[()], *_table_args(_table(False, False)),
+                                     out.reshape(-1))
+        return out
     out = _interpolate(clamp_between(w, _CLIP_LO, _CLIP_HI), _table(False, False))
     out *= w
     return out
 
 
 def _gelu_backward32(g, w, tanh):
-    out = _interpolate(w, _table(tanh, True))
+    kernels = _compiled(g, w)
+    if kernels is not None:
+        out = np.empty(w.shape, np.float32)
+        kernels.line_times_grad(g.reshape(-1), w.reshape(-1), *_table_args(_table(tanh, True)), out.reshape(-1))
+    else:
+        out = _interpolate(w, _table(tanh, True))
+        out *= g
     if tanh:
         _nan_where_square_overflows(out, w)
-    out *= g
     return out
 
 
