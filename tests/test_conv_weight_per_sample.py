@@ -14,6 +14,7 @@ from ember._backend import conv_numpy as K
 from ember._ops import conv as C
 
 from .test_nn_conv import check_conv2d_double_backward
+from .test_nn_conv_rows import _case, _run  # random 2-D geometries (no 1x1), and one run of both gradients
 
 TOL = {np.float64: dict(rtol=1e-9, atol=1e-9), np.float32: dict(rtol=2e-4, atol=2e-4)}
 
@@ -34,33 +35,6 @@ def calls(monkeypatch):
 @pytest.fixture
 def forced(monkeypatch):
     monkeypatch.setattr(C, "SAMPLE_WEIGHT_MODE", "always")
-
-
-def _case(rng, dtype):
-    cin = int(rng.integers(1, 6))
-    cout = int(rng.integers(1, 6))
-    size = [int(rng.integers(3, 14)) for _ in range(2)]
-    k = [int(rng.integers(1, 6)) for _ in range(2)]
-    if k == [1, 1]:
-        k[0] = 2  # not a 1x1 convolution (its own per-sample GEMM path)
-    s = [int(rng.integers(1, 4)) for _ in range(2)]
-    d = [int(rng.integers(1, 3)) for _ in range(2)]
-    padding = [int(rng.integers(0, 3)) for _ in range(2)]
-    for i in range(2):
-        if size[i] + 2 * padding[i] < d[i] * (k[i] - 1) + 1:
-            padding[i] = d[i] * (k[i] - 1)
-    x = rng.standard_normal([int(rng.integers(1, 4)), cin] + size).astype(dtype)
-    w = rng.standard_normal([cout, cin] + k).astype(dtype)
-    b = rng.standard_normal([cout]).astype(dtype) if rng.random() < 0.7 else None
-    return x, w, b, dict(stride=s, padding=padding, dilation=d)
-
-
-def _run(lib, x, w, b, kw, g):
-    args = [lib.from_numpy(a.copy()).requires_grad_() for a in (x, w)]
-    bias = None if b is None else lib.from_numpy(b.copy()).requires_grad_()
-    y = lib.nn.functional.conv2d(*args, bias, **kw)
-    y.backward(lib.from_numpy(g.copy()))
-    return [y.detach().numpy()] + [t.grad.numpy() for t in args + ([bias] if bias is not None else [])]
 
 
 def _compare(x, w, b, kw, g, dtype):
