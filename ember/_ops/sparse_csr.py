@@ -23,7 +23,7 @@ from .. import _dtype as D
 from .._layout import sparse_coo, sparse_csr, strided
 from .._tensor import _DTYPE_OF, Size, Tensor, VersionCounter, _wrap_dim
 from ..autograd import grad_mode
-from ..autograd.graph import Node, SavedTensor, gradient_edge, init_node
+from ..autograd.graph import Node, SavedTensor, init_node
 
 _state = grad_mode._state
 _make = Tensor._make
@@ -87,23 +87,9 @@ def _wrap(out):
 
 
 def _attach(ctx, inputs, result):
-    """init_node for inputs of any layout (their logical shapes are the gradients' shapes)."""
-    init_node(ctx, ())
-    edges = []
-    needs = []
-    meta = []
-    for t in inputs:
-        if t is None:
-            edges.append((None, 0))
-            needs.append(False)
-            meta.append(None)
-            continue
-        meta.append((tuple(t.shape), t._dtype))
-        needs.append(t._requires_grad)
-        edges.append(gradient_edge(t) if t._requires_grad else (None, 0))
-    ctx.next_functions = tuple(edges)
-    ctx.needs_input_grad = tuple(needs)
-    ctx._input_meta = tuple(meta)
+    """init_node for inputs of any layout (init_node reads no array; the gradients' shapes come from the nodes
+    the edges lead to, which hold their outputs' logical shapes)."""
+    init_node(ctx, inputs)
     ctx._saved = tuple(SavedTensor("input", t, None, t._version_counter.value) for t in inputs if t is not None)
     ctx._out_meta = ((tuple(result.shape), result._dtype),)
     if result._dtype.category >= D.FLOAT:
