@@ -1,9 +1,10 @@
 """The implicit-GEMM convolution path (Note [Implicit GEMM], ember/_backend/conv_implicit.py) against torch.
 
-Stride-1 convolutions over random sizes, kernels, dilations, padding (asymmetric 'same' included),
-groups and bias, in float32 and float64, with the path forced (IMPLICIT_MODE "always") so that every
-shape reaches it, and at its default thresholds; a spy on the kernel checks the path really ran.
-Outputs, input, weight and bias gradients and double backward must match torch.
+Convolutions over random sizes, kernels, dilations, padding (asymmetric 'same' included), groups and
+bias, stride 1 and strided (Note [Strided implicit GEMM]: the input split into phases), in float32 and
+float64, with the path forced (IMPLICIT_MODE "always") so that every shape reaches it, and at its default
+thresholds; a spy on the kernel checks the path really ran. Outputs, input, weight and bias gradients
+and double backward must match torch.
 """
 import numpy as np
 import pytest
@@ -35,7 +36,7 @@ def calls(monkeypatch):
     return seen
 
 
-def _case(rng, dtype):
+def _case(rng, dtype, strided=False):
     nd = int(rng.choice([1, 2, 3], p=[0.25, 0.5, 0.25]))
     groups = int(rng.choice([1, 1, 2]))
     cin = groups * int(rng.integers(1 if groups == 1 else 2, 5))  # not depthwise (its own kernel)
@@ -54,7 +55,14 @@ def _case(rng, dtype):
     x = rng.standard_normal([int(rng.integers(1, 4)), cin] + size).astype(dtype)
     w = rng.standard_normal([cout, cin // groups] + k).astype(dtype)
     b = rng.standard_normal(cout).astype(dtype) if rng.random() < 0.7 else None
-    return f"conv{nd}d", x, w, b, dict(stride=1, padding=padding, dilation=d, groups=groups)
+    stride = 1
+    if strided:  # 'same' padding takes stride 1 only
+        stride = [int(rng.integers(1, 4)) for _ in range(nd)]
+        if all(st == 1 for st in stride):
+            stride[-1] = 2
+        if padding == "same":
+            padding = [dd * (kk - 1) // 2 for dd, kk in zip(d, k)]
+    return f"conv{nd}d", x, w, b, dict(stride=stride, padding=padding, dilation=d, groups=groups)
 
 
 def _run(lib, name, x, w, b, kw, g):
@@ -65,12 +73,13 @@ def _run(lib, name, x, w, b, kw, g):
     return [y.detach().numpy()] + [t.grad.numpy() for t in args + ([bias] if bias is not None else [])]
 
 
+@pytest.mark.parametrize("strided", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_forced_path_matches_torch(dtype, monkeypatch, calls):
+def test_forced_path_matches_torch(dtype, strided, monkeypatch, calls):
     monkeypatch.setattr(C, "IMPLICIT_MODE", "always")
-    rng = np.random.default_rng(3 if dtype is np.float64 else 4)
+    rng = np.random.default_rng((3 if dtype is np.float64 else 4) + 10 * strided)
     for _ in range(60):
-        name, x, w, b, kw = _case(rng, dtype)
+        name, x, w, b, kw = _case(rng, dtype, strided)
         with torch.no_grad():
             shape = getattr(torch.nn.functional, name)(torch.from_numpy(x), torch.from_numpy(w), **kw).shape
         g = rng.standard_normal(tuple(shape)).astype(dtype)
@@ -100,11 +109,50 @@ def test_default_thresholds_reach_path_for_narrow_layers(dtype, calls):
         np.testing.assert_allclose(e, t, **TOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_default_thresholds_reach_path_for_strided_layers(dtype, calls):
+    """ResNet's downsampling 3x3 convolution at its default thresholds: 16 -> 32 channels, stride 2, 16x16 -> 8x8
+    (64 positions); its input gradient stays GEMM + col2im (the spy sees the forward only)."""
+    assert C.IMPLICIT_MODE == "auto"
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 16, 16, 16)).astype(dtype)
+    w = rng.standard_normal((32, 16, 3, 3)).astype(dtype) * 0.1
+    g = rng.standard_normal((2, 32, 8, 8)).astype(dtype)
+    kw = dict(stride=2, padding=1)
+    got = _run(ember, "conv2d", x, w, None, kw, g)
+    assert calls == [(2, 16, 16, 16)]
+    for e, t in zip(got, _run(torch, "conv2d", x, w, None, kw, g)):
+        np.testing.assert_allclose(e, t, **TOL[dtype])
+
+
+def test_phases_of_a_strided_plan():
+    """A 3x3 stride-2 plan: four phases of the padded input, each tap on its phase at offset (t // 2) on a grid
+    one position wider than the output; a dilation-2 kernel reads one phase."""
+    plan = IM.FlatPlan((2, 3, 16, 15), (3, 3), (1, 1), (1, 1), (1, 1), (2, 2))
+    assert plan.out == (8, 8) and plan.grid == (9, 9) and plan.plane == 81
+    assert plan.phases == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert plan.taps == [(0, 0), (1, 0), (0, 1), (2, 0), (3, 0), (2, 1), (0, 9), (1, 9), (0, 10)]
+    assert plan.tail == 10
+    dilated = IM.FlatPlan((2, 3, 16, 16), (3, 3), (2, 2), (2, 2), (2, 2), (2, 2))
+    assert dilated.phases == [(0, 0)] and dilated.grid == (10, 10)
+    x = np.arange(2 * 3 * 16 * 15, dtype=np.float64).reshape(2, 3, 16, 15)
+    flat = plan.input(x)
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    for p, (r, c) in enumerate(plan.phases):  # each phase's grid holds the padded input's (r::2, c::2) positions
+        grid = flat[p * 3:(p + 1) * 3, :plan.length].reshape(3, 2, 9, 9)
+        phase = padded[:, :, r::2, c::2].transpose(1, 0, 2, 3)
+        want = np.zeros_like(grid)
+        want[:, :, :phase.shape[2], :phase.shape[3]] = phase
+        np.testing.assert_array_equal(grid, want)
+    assert not flat[:, plan.length:].any()
+
+
 def test_default_thresholds_keep_im2col_elsewhere(calls):
-    """Wide layers, few positions, few input channels and strided convolutions stay on im2col."""
+    """Wide layers, few positions (fewer still when strided) and few input channels stay on im2col."""
     rng = np.random.default_rng(6)
     for shape, wshape, kw in (((2, 128, 16, 16), (64, 128, 3, 3), {}), ((2, 16, 8, 8), (16, 16, 3, 3), {}),
-                              ((2, 3, 32, 32), (16, 3, 3, 3), {}), ((2, 16, 32, 32), (16, 16, 3, 3), {"stride": 2})):
+                              ((2, 3, 32, 32), (16, 3, 3, 3), {}), ((2, 16, 14, 14), (16, 16, 3, 3), {"stride": 2}),
+                              ((2, 3, 32, 32), (16, 3, 3, 3), {"stride": 2})):
         x = ember.from_numpy(rng.standard_normal(shape).astype(np.float32))
         w = ember.from_numpy(rng.standard_normal(wshape).astype(np.float32))
         ember.nn.functional.conv2d(x, w, padding=1, **kw)

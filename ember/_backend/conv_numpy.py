@@ -17,8 +17,8 @@ thread meanwhile (matmul_split, matmul_reduce, matmul_sum below; Note [BLAS piec
 The transposed scatter (col2im, for strided input gradients) is one strided add per kernel tap,
 vectorised over channels, batch and positions. With ember[jit], the 2-D batch-last layout copies and col2im
 are compiled loops (ember/_backend/layout_jit.py, col2im_jit.py; the measurements with LAYOUT_JIT_MIN below).
-Stride-1 forwards and input gradients of 16 to 64 channels run without im2col instead (Note [Implicit GEMM], ember/_backend/conv_implicit.py: per-tap
-GEMMs accumulating with BLAS's beta = 1). Rejected, on Conv2d(64, 64, 3, padding=1) forward +
+Forwards (strided too) and stride-1 input gradients of 16 to 64 channels run without im2col instead (Note [Implicit
+GEMM], ember/_backend/conv_implicit.py: per-tap GEMMs accumulating with BLAS's beta = 1). Rejected, on Conv2d(64, 64, 3, padding=1) forward +
 backward of 32x64x32x32 (medians): per-tap accumulation over 9 shifted flat views for the weight
 gradient too (9 long-reduction GEMMs; again in conv_implicit.py's note); an NHWC (positions,
 taps * C) im2col 192 vs 536 ms at 1 thread; an im2col over the flat padded layout (contiguous runs
