@@ -9,7 +9,7 @@ import numpy as np
 from .. import _backend as B
 from .. import _dtype as D
 from .._backend import opmath as _opmath
-from .._backend import contiguous, parallel, ufunc
+from .._backend import contiguous, jit, parallel, ufunc
 from .._tensor import _wrap_dim
 from ._registry import Op, install
 
@@ -28,6 +28,22 @@ def _empty_like(a, b=None):
     return B.empty(a.shape, a.dtype) if c_order else np.empty_like(a, np.result_type(a, *([] if b is None else [b])))
 
 
+def exp_rows_kernels(x, dim):
+    """ember/_backend/softmax_jit.py, when it runs for rows of x along dim (the last of 2, float32, rows
+    contiguous) with ember[jit] installed and the switch on (Note [JIT kernels]); else None (the NumPy rows)."""
+    if dim != x.ndim - 1 or x.ndim != 2 or x.dtype != np.float32 or x.strides[1] != x.itemsize:
+        return None
+    return jit.load("softmax_jit")
+
+
+def _last_dim_rows(w, dim):
+    """w as 2-D rows along dim when dim is its last and the rows can be one view (so the compiled row pass can
+    take them), with the dim to reduce; else w and dim as they are."""
+    if w.ndim > 2 and dim == w.ndim - 1 and w.flags.c_contiguous:
+        return w.reshape(-1, w.shape[-1]), 1
+    return w, dim
+
+
 class Softmax(Op):
     """exp(x - max) / sum, along one dim (own kernel: stable, and saves only the output)."""
     _name = "SoftmaxBackward0"
@@ -38,12 +54,20 @@ class Softmax(Op):
         w = _row(_opmath(x))
         if w.size:
             e = _empty_like(w)
+            rows2, d = _last_dim_rows(w, dim)
+            kernels = exp_rows_kernels(rows2, d)
 
             def rows(ws, es):
-                np.subtract(ws, np.maximum.reduce(ws, axis=dim, keepdims=True), out=es)
+                m = np.maximum.reduce(ws, axis=d, keepdims=True)
+                if kernels is not None:
+                    s = np.empty_like(m)
+                    kernels.exp_rows(ws, m, es, s)
+                    es /= s
+                    return
+                np.subtract(ws, m, out=es)
                 np.exp(es, out=es)
-                es /= np.add.reduce(es, axis=dim, keepdims=True)
-            parallel.run_rows(rows, (w, e), dim)
+                es /= np.add.reduce(es, axis=d, keepdims=True)
+            parallel.run_rows(rows, (rows2, e.reshape(rows2.shape)), d)
         else:
             e = w.copy()
         out = contiguous(e.astype(x.dtype, copy=False).reshape(x.shape))  # as torch's, contiguous
@@ -95,11 +119,19 @@ class LogSoftmax(Op):
         w = _row(_opmath(x))
         if w.size:
             shifted = _empty_like(w)
+            rows2, d = _last_dim_rows(w, dim)
+            kernels = exp_rows_kernels(rows2, d)
 
             def rows(ws, ss):
-                np.subtract(ws, np.maximum.reduce(ws, axis=dim, keepdims=True), out=ss)
-                ss -= np.log(np.add.reduce(ufunc(np.exp, ss), axis=dim, keepdims=True))
-            parallel.run_rows(rows, (w, shifted), dim)
+                m = np.maximum.reduce(ws, axis=d, keepdims=True)
+                if kernels is not None:  # ss holds exp(x - m) for the row sums, then x - (m + log(sum))
+                    s = np.empty_like(m)
+                    kernels.exp_rows(ws, m, ss, s)
+                    np.subtract(ws, m + np.log(s), out=ss)
+                    return
+                np.subtract(ws, m, out=ss)
+                ss -= np.log(np.add.reduce(ufunc(np.exp, ss), axis=d, keepdims=True))
+            parallel.run_rows(rows, (rows2, shifted.reshape(rows2.shape)), d)
         else:
             shifted = w.copy()
         out = contiguous(shifted.astype(x.dtype, copy=False).reshape(x.shape))

@@ -1,0 +1,45 @@
+"""The softmax family's row pass as a compiled loop (numba): e = exp(x - m) and its row sum s in one pass over a
+row, where NumPy makes three (a subtraction, its exp, a sum; NumPy's float32 exp alone costs ~2 ns an element on
+this AVX2 VM, the compiled one below ~1.1). The row maxima m come from NumPy's maximum.reduce (it propagates NaN).
+float32 only: the exp is lstm_jit's (Cody-Waite reduction, a polynomial, the exponent bits; ~2 ulp, as NumPy's),
+so results agree with the NumPy rows to rounding, not bit for bit; and the sum runs in vector lanes (partial sums
+added at the end, as NumPy's pairwise sum does in blocks). Loaded through jit.load("softmax_jit") (Note [JIT
+kernels]); tests/test_softmax_jit.py holds it to the NumPy rows and the ops to torch.
+"""
+import numba
+import numpy as np
+
+from .lstm_jit import _exp
+
+_ZERO = np.float32(0)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc"})
+def _row_sum(a):
+    """sum(a) of a float32 row, reassociated so that it runs in vector lanes."""
+    s = _ZERO
+    for j in range(a.shape[0]):
+        s += a[j]
+    return s
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _exp_rows(x, m, e, s):
+    for i in range(x.shape[0]):
+        mi = m[i, 0]
+        xi = x[i]
+        ei = e[i]
+        for j in range(x.shape[1]):
+            ei[j] = _exp(xi[j] - mi)
+        s[i, 0] = _row_sum(ei)
+
+
+def takes(x):
+    """Whether exp_rows runs for x: float32, 2-D, rows C-contiguous."""
+    return x.dtype == np.float32 and x.ndim == 2 and x.strides[1] == 4
+
+
+def exp_rows(x, m, e, s):
+    """e = exp(x - m) and s = e.sum(1, keepdims=True) for 2-D float32 x and e (rows contiguous), m the rows'
+    maxima and s as (rows, 1) float32 arrays."""
+    _exp_rows(x, m, e, s)

@@ -1,0 +1,109 @@
+"""The compiled softmax row pass (ember/_backend/softmax_jit.py, Note [JIT kernels]) against the NumPy rows it
+replaces, to rounding (its exp is ~2 ulp, as NumPy's), over normal rows, wide ranges, long rows, +-inf and NaN;
+softmax, log_softmax and cross_entropy with the kernel on against torch in float32 (values and gradients,
+class weights, ignore_index, label smoothing, reductions); and the paths it does not take (float64, a dim that
+is not the last, the switch off)."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember._backend import jit
+from tests._jit import count_calls
+
+pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
+
+
+@pytest.fixture(autouse=True)
+def compiled_on(monkeypatch):
+    """The compiled kernels on whatever EMBER_JIT says (tests that want them off say so)."""
+    monkeypatch.setattr(jit, "ENABLED", True)
+
+
+def _numpy_rows(x):
+    m = np.maximum.reduce(x, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x - m)
+    return m, e, np.add.reduce(e, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("width", [1, 7, 64, 1000, 4099])
+def test_rows_match_numpy(width):
+    rng = np.random.default_rng(width)
+    x = (rng.standard_normal((37, width)) * rng.choice([0.1, 3, 30], (37, 1))).astype(np.float32)
+    m, want_e, want_s = _numpy_rows(x)
+    e, s = np.empty_like(x), np.empty_like(m)
+    jit.load("softmax_jit").exp_rows(x, m, e, s)
+    # NumPy's exp gives subnormals below exp(-87.3); the compiled one gives 0 there (|difference| < 1.2e-38)
+    np.testing.assert_allclose(e, want_e, rtol=4e-7, atol=1.2e-38)
+    np.testing.assert_allclose(s, want_s, rtol=2e-6)
+
+
+def test_rows_with_infinities_and_nan():
+    x = np.array([[0, 1, np.nan, 2], [np.inf, 0, 1, 2], [-np.inf] * 4, [-np.inf, 0, -1, -np.inf],
+                  [-200, 0, -90, -87], [np.inf, np.inf, 0, 1], [3e38, -3e38, 0, 1]], np.float32)
+    m, want_e, want_s = _numpy_rows(x)
+    e, s = np.empty_like(x), np.empty_like(m)
+    jit.load("softmax_jit").exp_rows(x, m, e, s)
+    np.testing.assert_allclose(e, want_e, rtol=4e-7, atol=1.2e-38)  # NaN where NaN
+    np.testing.assert_allclose(s, want_s, rtol=4e-7)
+
+
+def _run(lib, fn, x, g, **kw):
+    xs = lib.from_numpy(x.copy()).requires_grad_()
+    y = fn(lib, xs, **kw)
+    y.backward(lib.from_numpy(g.copy()))
+    return y.detach().numpy(), xs.grad.numpy()
+
+
+SOFTMAX = {"softmax": lambda lib, x, dim: lib.softmax(x, dim), "log_softmax": lambda lib, x, dim: x.log_softmax(dim)}
+
+
+@pytest.mark.parametrize("name", sorted(SOFTMAX))
+@pytest.mark.parametrize("shape", [(64, 1000), (3, 5, 129), (1, 1)])
+def test_softmax_ops_match_torch(name, shape, monkeypatch):
+    rng = np.random.default_rng(len(shape))
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    calls = count_calls(monkeypatch, jit.load("softmax_jit"), "exp_rows")
+    got = _run(ember, SOFTMAX[name], x, g, dim=-1)
+    assert calls
+    for e, t in zip(got, _run(torch, SOFTMAX[name], x, g, dim=-1)):
+        np.testing.assert_allclose(e, t, rtol=2e-5, atol=2e-6)
+
+
+def _cross_entropy(lib, x, **kw):
+    if kw.get("weight") is not None:
+        kw["weight"] = lib.from_numpy(kw["weight"])
+    target = lib.from_numpy(kw.pop("target"))
+    return lib.nn.functional.cross_entropy(x, target, **kw)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(reduction="sum"), dict(reduction="none"), dict(ignore_index=3),
+                                dict(label_smoothing=0.1), dict(weight=True, ignore_index=1, label_smoothing=0.2)],
+                         ids=["mean", "sum", "none", "ignore", "smoothing", "weight"])
+def test_cross_entropy_matches_torch(kw, monkeypatch):
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((96, 200)) * 5).astype(np.float32)
+    kw = dict(kw, target=rng.integers(0, 200, 96))
+    if kw.get("weight"):
+        kw["weight"] = rng.random(200).astype(np.float32)
+    g = rng.standard_normal(96).astype(np.float32) if kw.get("reduction") == "none" else np.array(1.5, np.float32)
+    calls = count_calls(monkeypatch, jit.load("softmax_jit"), "exp_rows")
+    got = _run(ember, _cross_entropy, x, g, **dict(kw))
+    assert calls
+    for e, t in zip(got, _run(torch, _cross_entropy, x, g, **dict(kw))):
+        np.testing.assert_allclose(e, t, rtol=2e-5, atol=2e-6)
+
+
+def test_paths_without_the_kernel(monkeypatch):
+    """float64, a class dim that is not the last, and the switch off keep the NumPy rows."""
+    calls = count_calls(monkeypatch, jit.load("softmax_jit"), "exp_rows")
+    rng = np.random.default_rng(5)
+    ember.softmax(ember.from_numpy(rng.standard_normal((8, 9))), -1)
+    ember.softmax(ember.from_numpy(rng.standard_normal((8, 9, 3)).astype(np.float32)), 1)
+    x = ember.from_numpy(rng.standard_normal((4, 9, 3)).astype(np.float32))
+    ember.nn.functional.cross_entropy(x, ember.from_numpy(rng.integers(0, 9, (4, 3))))
+    monkeypatch.setattr(jit, "ENABLED", False)
+    ember.softmax(ember.from_numpy(rng.standard_normal((8, 9)).astype(np.float32)), -1)
+    assert calls == []
