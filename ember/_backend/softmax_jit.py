@@ -9,7 +9,7 @@ kernels]); tests/test_softmax_jit.py holds it to the NumPy rows and the ops to t
 import numba
 import numpy as np
 
-from .lstm_jit import _exp
+from .lstm_jit import _CONTRACT, _exp
 
 _ZERO = np.float32(0)
 
@@ -23,7 +23,7 @@ def _row_sum(a):
     return s
 
 
-@numba.njit(nogil=True, cache=True, error_model="numpy")
+@numba.njit(nogil=True, cache=True, error_model="numpy", fastmath=_CONTRACT)
 def _exp_rows(x, m, e, s):
     for i in range(x.shape[0]):
         mi = m[i, 0]
