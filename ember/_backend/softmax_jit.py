@@ -34,11 +34,6 @@ def _exp_rows(x, m, e, s):
         s[i, 0] = _row_sum(ei)
 
 
-def takes(x):
-    """Whether exp_rows runs for x: float32, 2-D, rows C-contiguous."""
-    return x.dtype == np.float32 and x.ndim == 2 and x.strides[1] == 4
-
-
 def exp_rows(x, m, e, s):
     """e = exp(x - m) and s = e.sum(1, keepdims=True) for 2-D float32 x and e (rows contiguous), m the rows'
     maxima and s as (rows, 1) float32 arrays."""

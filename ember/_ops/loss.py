@@ -24,7 +24,7 @@ from .activation import _log_softmax, _softmax, logsigmoid
 from .ctc import ctc_loss  # noqa: F401  (re-exported for nn.functional)
 from .distance import cosine_similarity, pairwise_distance, pdist  # noqa: F401
 from .reduction import gather
-from .softmax import exp_rows_kernels
+from .softmax import exp_rows_kernels, shifted_exp
 
 _state = grad_mode._state
 _make = Tensor._make
@@ -178,13 +178,7 @@ class CrossEntropy(Op):
         kernels = exp_rows_kernels(xf, cd)
 
         def rows(xs, es, ms, ss, wxs):
-            np.maximum.reduce(xs, axis=cd, keepdims=True, out=ms)
-            if kernels is not None:
-                kernels.exp_rows(xs, ms, es, ss)
-            else:
-                np.subtract(xs, ms, out=es)
-                np.exp(es, out=es)
-                np.add.reduce(es, axis=cd, keepdims=True, out=ss)
+            shifted_exp(xs, cd, kernels, es, ms, ss)
             if wxs is not None:
                 np.add.reduce(xs if wc is None else xs * wc, axis=cd, out=wxs)
         parallel.run_rows(rows, (xf, e, m, s, wx), cd)

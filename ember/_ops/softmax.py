@@ -36,6 +36,21 @@ def exp_rows_kernels(x, dim):
     return jit.load("softmax_jit")
 
 
+def shifted_exp(ws, d, kernels, es, m=None, s=None):
+    """The softmax family's row pass along d: m = the rows' maxima, es = exp(ws - m) and s = es's row sums (both
+    keepdims, written into m and s when given), through kernels (exp_rows_kernels) when it runs, else in NumPy."""
+    m = np.maximum.reduce(ws, axis=d, keepdims=True, out=m)
+    if s is None:
+        s = np.empty_like(m)
+    if kernels is not None:
+        kernels.exp_rows(ws, m, es, s)
+    else:
+        np.subtract(ws, m, out=es)
+        np.exp(es, out=es)
+        np.add.reduce(es, axis=d, keepdims=True, out=s)
+    return m, s
+
+
 def _last_dim_rows(w, dim):
     """w as 2-D rows along dim when dim is its last and the rows can be one view (so the compiled row pass can
     take them), with the dim to reduce; else w and dim as they are."""
@@ -58,15 +73,7 @@ class Softmax(Op):
             kernels = exp_rows_kernels(rows2, d)
 
             def rows(ws, es):
-                m = np.maximum.reduce(ws, axis=d, keepdims=True)
-                if kernels is not None:
-                    s = np.empty_like(m)
-                    kernels.exp_rows(ws, m, es, s)
-                    es /= s
-                    return
-                np.subtract(ws, m, out=es)
-                np.exp(es, out=es)
-                es /= np.add.reduce(es, axis=d, keepdims=True)
+                es /= shifted_exp(ws, d, kernels, es)[1]
             parallel.run_rows(rows, (rows2, e.reshape(rows2.shape)), d)
         else:
             e = w.copy()
@@ -123,13 +130,11 @@ class LogSoftmax(Op):
             kernels = exp_rows_kernels(rows2, d)
 
             def rows(ws, ss):
-                m = np.maximum.reduce(ws, axis=d, keepdims=True)
                 if kernels is not None:  # ss holds exp(x - m) for the row sums, then x - (m + log(sum))
-                    s = np.empty_like(m)
-                    kernels.exp_rows(ws, m, ss, s)
+                    m, s = shifted_exp(ws, d, kernels, ss)
                     np.subtract(ws, m + np.log(s), out=ss)
                     return
-                np.subtract(ws, m, out=ss)
+                np.subtract(ws, np.maximum.reduce(ws, axis=d, keepdims=True), out=ss)
                 ss -= np.log(np.add.reduce(ufunc(np.exp, ss), axis=d, keepdims=True))
             parallel.run_rows(rows, (rows2, shifted.reshape(rows2.shape)), d)
         else:
