@@ -12,6 +12,7 @@ import torch
 import ember
 from ember._backend import conv_numpy as K
 from ember._ops import conv as C
+from tests._jit import count_calls
 
 from .test_nn_conv import check_conv2d_double_backward
 from .test_nn_conv_rows import _case, _run  # random 2-D geometries (no 1x1), and one run of both gradients
@@ -21,15 +22,8 @@ TOL = {np.float64: dict(rtol=1e-9, atol=1e-9), np.float32: dict(rtol=2e-4, atol=
 
 @pytest.fixture
 def calls(monkeypatch):
-    """Counts the runs of the per-sample kernel."""
-    seen = []
-    real = K.weight_per_sample
-
-    def spy(*args):
-        seen.append(args[0].shape)
-        return real(*args)
-    monkeypatch.setattr(K, "weight_per_sample", spy)
-    return seen
+    """Counts the runs of the per-sample kernel (each its input's shape)."""
+    return count_calls(monkeypatch, K, "weight_per_sample", record=lambda *args: args[0].shape)
 
 
 @pytest.fixture

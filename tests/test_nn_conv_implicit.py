@@ -14,6 +14,7 @@ import ember
 from ember._backend import cblas
 from ember._backend import conv_implicit as IM
 from ember._ops import conv as C
+from tests._jit import count_calls
 
 from .test_nn_conv import check_conv2d_double_backward
 
@@ -25,15 +26,8 @@ TOL = {np.float64: dict(rtol=1e-9, atol=1e-9), np.float32: dict(rtol=2e-4, atol=
 
 @pytest.fixture
 def calls(monkeypatch):
-    """Counts the implicit kernel's runs."""
-    seen = []
-    real = IM.forward
-
-    def spy(*args):
-        seen.append(args[0].shape)
-        return real(*args)
-    monkeypatch.setattr(IM, "forward", spy)
-    return seen
+    """Counts the implicit kernel's runs (each its input's shape)."""
+    return count_calls(monkeypatch, IM, "forward", record=lambda *args: args[0].shape)
 
 
 def _case(rng, dtype, strided=False):

@@ -13,6 +13,7 @@ import torch
 import ember
 from ember._backend import conv_rows as CR
 from ember._ops import conv as C
+from tests._jit import count_calls
 
 from .test_nn_conv import check_conv2d_double_backward
 
@@ -23,15 +24,7 @@ TOL = {np.float64: dict(rtol=1e-9, atol=1e-9), np.float32: dict(rtol=2e-4, atol=
 @pytest.fixture
 def calls(monkeypatch):
     """Records which row kernels ran ("conv" or "weight")."""
-    seen = []
-    for name in ("conv", "weight"):
-        real = getattr(CR, name)
-
-        def spy(*args, _real=real, _name=name):
-            seen.append(_name)
-            return _real(*args)
-        monkeypatch.setattr(CR, name, spy)
-    return seen
+    return count_calls(monkeypatch, CR, "conv", "weight")
 
 
 @pytest.fixture
