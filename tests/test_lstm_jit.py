@@ -1,7 +1,8 @@
 """The compiled LSTM and GRU steps (ember/_backend/lstm_jit.py, Note [JIT kernels]): the vectorizable float32 exp
 against float64's over the whole range and at the edges; the forward steps against the NumPy ones (to rounding,
-with NaN, inf and saturating gates); the backward recursions bit for bit against the NumPy ones; LSTM and GRU
-layers (two layers, bidirectional, packed) against torch; and the switch."""
+with NaN, inf and saturating gates); the backward recursions bit for bit against the NumPy ones; the LSTM's time
+loop as one compiled call (Note [Compiled LSTM sequence]) bit for bit against a compiled step per call; LSTM and
+GRU layers (two layers, bidirectional, packed) against torch; and the switch."""
 import numpy as np
 import pytest
 import torch
@@ -86,7 +87,12 @@ def test_forward_step_matches_the_numpy_cell(values):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("with_go", [False, True])
 @pytest.mark.parametrize("packed", [False, True])
-def test_backward_recursion_is_the_numpy_one_bit_for_bit(dtype, with_go, packed):
+@pytest.mark.parametrize("whole_loop", [True, False])
+def test_backward_recursion_is_the_numpy_one_bit_for_bit(dtype, with_go, packed, whole_loop, monkeypatch):
+    """The compiled recursion, as one call (Note [Compiled LSTM sequence]) or a compiled step per call, against the
+    NumPy one; the packed batch has a step of one row (a gemv in NumPy, and so in the whole loop)."""
+    monkeypatch.setattr(RS, "WHOLE_LOOP", whole_loop)
+    calls = count_calls(monkeypatch, _kernels(), "backward_sequence", "back_step")
     rng = np.random.default_rng([with_go, packed, np.dtype(dtype).itemsize])
     sizes = [5, 5, 4, 2, 2, 1] if packed else [5] * 6
     steps = RS.Steps(sizes, reverse=False)
@@ -103,6 +109,30 @@ def test_backward_recursion_is_the_numpy_one_bit_for_bit(dtype, with_go, packed)
         dh, dc, dgates = dh0.copy(), dc0.copy(), steps.empty(gates.shape, dtype)
         RS._lstm_steps_back(steps, gates, cs, tcs, dgates, dh, dc, go, w, kernels)
         res.append((dh, dc, dgates))
+    assert set(calls) == ({"backward_sequence"} if whole_loop else {"back_step"})
+    for a, b in zip(*res):
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_whole_forward_loop_is_the_stepwise_one_bit_for_bit(packed, reverse, monkeypatch):
+    """LSTMSequence's forward as one compiled call against a compiled cell per step from Python: the same BLAS
+    calls (a gemv for the one-row step) and cells, so the same bits; the rows a packed step leaves carry over."""
+    rng = np.random.default_rng([packed, reverse])
+    sizes = [5, 5, 4, 2, 2, 1] if packed else [5] * 6
+    n = 19
+    xg = rng.standard_normal((sum(sizes), 4 * n)).astype(np.float32)
+    h0, c0 = (rng.standard_normal((5, n)).astype(np.float32) for _ in range(2))
+    w = (rng.standard_normal((4 * n, n)) * 0.5).astype(np.float32)
+    calls = count_calls(monkeypatch, _kernels(), "forward_sequence", "cell")
+    res = []
+    for whole in (True, False):
+        monkeypatch.setattr(RS, "WHOLE_LOOP", whole)
+        ctx = type("Ctx", (), {"saves_output": False, "save_for_backward": lambda self, *a: None})()
+        out = RS.LSTMSequence.forward(ctx, xg, h0, c0, w, reverse, sizes)
+        res.append(list(out) + list(ctx.workspace))
+    assert calls.count("forward_sequence") == 1 and calls.count("cell") == len(sizes)
     for a, b in zip(*res):
         np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
@@ -124,21 +154,24 @@ def _layer(lib, kind, x, weights, packed_lengths=None, **kw):
     return [out.detach().numpy()] + [t.detach().numpy() for t in states] + [g.numpy() for g in grads]
 
 
-_STEPS = {"LSTM": ("cell", "back_step"), "GRU": ("gru_cell", "gru_back_step")}
+_STEPS = {"LSTM": ("forward_sequence", "backward_sequence"), "LSTM stepwise": ("cell", "back_step"),
+          "GRU": ("gru_cell", "gru_back_step")}
 
 
-@pytest.mark.parametrize("layer", ["LSTM", "GRU"])
+@pytest.mark.parametrize("layer", ["LSTM", "LSTM stepwise", "GRU"])
 @pytest.mark.parametrize("kind", ["one direction", "bidirectional", "packed"])
 def test_layers_match_torch_with_the_compiled_steps(layer, kind, monkeypatch):
+    monkeypatch.setattr(RS, "WHOLE_LOOP", layer != "LSTM stepwise")
+    spied, layer = layer, layer.split()[0]
     rng = np.random.default_rng([len(kind), len(layer)])
     x = rng.standard_normal((6, 9, 10)).astype(np.float32)
     kw = {"bidirectional": kind != "one direction", "num_layers": 2 if kind == "one direction" else 1}
     lengths = [9, 3, 7, 9, 1, 5] if kind == "packed" else None
     module = getattr(ember.nn, layer)(10, 24, batch_first=True, **kw)
     weights = {k: v.numpy() for k, v in module.state_dict().items()}
-    calls = count_calls(monkeypatch, _kernels(), *_STEPS[layer])
+    calls = count_calls(monkeypatch, _kernels(), *_STEPS[spied])
     on = _layer(ember, layer, x, weights, lengths, **kw)
-    assert set(_STEPS[layer]) <= set(calls)
+    assert set(_STEPS[spied]) <= set(calls)
     monkeypatch.setattr(jit, "ENABLED", False)
     off = _layer(ember, layer, x, weights, lengths, **kw)
     ref = _layer(torch, layer, x, weights, lengths, **kw)

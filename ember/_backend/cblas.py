@@ -18,6 +18,7 @@ _NAMES = (("scipy_cblas_", "64_", ctypes.c_int64), ("cblas_", "64_", ctypes.c_in
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
 _fns = None
+_addresses = {}  # (routine, dtype) -> the address of cblas ?gemm / ?gemv with 64-bit integers (address())
 
 
 def _bind():
@@ -40,6 +41,12 @@ def _bind():
             found[np.dtype(dtype)] = fn
         if len(found) == 2:
             _fns = found
+            if int_t is ctypes.c_int64:
+                for routine in ("gemm", "gemv"):
+                    for code, dtype in (("s", np.float32), ("d", np.float64)):
+                        fn = getattr(lib, f"{prefix}{code}{routine}{suffix}", None)
+                        if fn is not None:
+                            _addresses[routine, np.dtype(dtype)] = ctypes.cast(fn, ctypes.c_void_p).value
             break
     return _fns
 
@@ -47,6 +54,14 @@ def _bind():
 def available(dtype):
     """Whether gemm() runs for arrays of dtype (float32/float64 with NumPy's OpenBLAS found)."""
     return np.dtype(dtype) in _bind()
+
+
+def address(routine, dtype):
+    """The address of cblas ?gemm or ?gemv (routine) for dtype, for compiled loops that call it themselves
+    (jit.blas_intrinsics, which pass 64-bit integers); None when gemm() does not run for dtype or the BLAS takes
+    32-bit integers."""
+    _bind()
+    return _addresses.get((routine, np.dtype(dtype)))
 
 
 def gemm(dtype, m, n, k, a, lda, b, ldb, c, ldc, beta, trans_b=False):

@@ -69,3 +69,89 @@ def fma_intrinsic():
             return builder.call(fn, args)
         return a(a, a, a), codegen
     return fma
+
+
+def blas_intrinsics():
+    """numba intrinsics (gemm, gemv) that call the cblas routines NumPy links against from compiled code, so that a
+    loop of BLAS calls and compiled steps runs without coming back to Python (Note [Compiled LSTM sequence] in
+    ember/_backend/lstm_jit.py). Row-major; matrices and vectors are given as addresses (an array's .ctypes.data),
+    leading dimensions in elements, the routine's address from cblas.address (64-bit integers); single or double
+    precision as beta is float32 or float64:
+    - gemm(addr, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc): C (m x n) = A (m x k) @ op(B) + beta C, op(B) = B
+      (k x n), or B^T for B (n x k) when trans_b is 1;
+    - gemv(addr, trans, m, n, a, lda, x, beta, y): y = op(A) x + beta y for A (m x n), op(A) = A, or A^T when trans
+      is 1 (unit strides), as NumPy computes a one-row product (a different rounding from gemm's).
+    The caller keeps the arrays alive and in bounds."""
+    import numba
+    if numba.config.DISABLE_JIT:  # NUMBA_DISABLE_JIT=1: the kernels run as Python, so these must be callable
+        return _gemm_by_ctypes, _gemv_by_ctypes
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    i32, i64, ptr = ir.IntType(32), ir.IntType(64), ir.IntType(8).as_pointer()
+
+    def trans_flag(builder, v):
+        return builder.select(builder.icmp_unsigned("!=", v, ir.Constant(i64, 0)), ir.Constant(i32, 112),
+                              ir.Constant(i32, 111))
+
+    @intrinsic
+    def gemm(typingctx, addr, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc):
+        if not isinstance(beta, types.Float):
+            return None
+        u, n64 = types.uintp, types.int64
+        sig = types.void(u, n64, n64, n64, n64, u, n64, u, n64, beta, u, n64)
+
+        def codegen(context, builder, signature, args):
+            addr_, trans_, m_, n_, k_, a_, lda_, b_, ldb_, beta_, c_, ldc_ = args
+            real = beta_.type
+            fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, i64, i64, i64, real, ptr, i64, ptr, i64, real, ptr,
+                                                   i64])
+            builder.call(builder.inttoptr(addr_, fnty.as_pointer()),
+                         [ir.Constant(i32, 101), ir.Constant(i32, 111), trans_flag(builder, trans_), m_, n_, k_,
+                          ir.Constant(real, 1.0), builder.inttoptr(a_, ptr), lda_, builder.inttoptr(b_, ptr), ldb_,
+                          beta_, builder.inttoptr(c_, ptr), ldc_])
+            return context.get_dummy_value()
+        return sig, codegen
+
+    @intrinsic
+    def gemv(typingctx, addr, trans, m, n, a, lda, x, beta, y):
+        if not isinstance(beta, types.Float):
+            return None
+        u, n64 = types.uintp, types.int64
+        sig = types.void(u, n64, n64, n64, u, n64, u, beta, u)
+
+        def codegen(context, builder, signature, args):
+            addr_, trans_, m_, n_, a_, lda_, x_, beta_, y_ = args
+            real = beta_.type
+            fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i64, i64, real, ptr, i64, ptr, i64, real, ptr, i64])
+            one64 = ir.Constant(i64, 1)
+            builder.call(builder.inttoptr(addr_, fnty.as_pointer()),
+                         [ir.Constant(i32, 101), trans_flag(builder, trans_), m_, n_, ir.Constant(real, 1.0),
+                          builder.inttoptr(a_, ptr), lda_, builder.inttoptr(x_, ptr), one64, beta_,
+                          builder.inttoptr(y_, ptr), one64])
+            return context.get_dummy_value()
+        return sig, codegen
+    return gemm, gemv
+
+
+def _real(beta):
+    import ctypes
+    return ctypes.c_float if isinstance(beta, np.float32) else ctypes.c_double
+
+
+def _gemm_by_ctypes(addr, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc):
+    """blas_intrinsics' gemm through ctypes (for NUMBA_DISABLE_JIT=1)."""
+    import ctypes
+    real, i64, p = _real(beta), ctypes.c_int64, ctypes.c_void_p
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, ctypes.c_int, i64, i64, i64, real, p, i64, p, i64, real,
+                          p, i64)(addr)
+    fn(101, 111, 112 if trans_b else 111, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc)
+
+
+def _gemv_by_ctypes(addr, trans, m, n, a, lda, x, beta, y):
+    """blas_intrinsics' gemv through ctypes (for NUMBA_DISABLE_JIT=1)."""
+    import ctypes
+    real, i64, p = _real(beta), ctypes.c_int64, ctypes.c_void_p
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, i64, i64, real, p, i64, p, i64, real, p, i64)(addr)
+    fn(101, 112 if trans else 111, m, n, 1.0, a, lda, x, 1, beta, y, 1)

@@ -4,8 +4,10 @@ Note [Sequence ops]: the layer's inputs are projected for every step up front (x
 Note [RNN time loop] in rnn.py); the op runs the time loop in NumPy, one GEMM (h W_hh^T) and the gate
 passes per step, keeping each step's activated gates and states, and its backward runs the recursion
 back in NumPy, each step's factors that do not depend on the incoming gradient computed for all steps up
-front, then W_hh's gradient from one GEMM over all steps. Under create_graph the backward is rebuilt from
-ember ops (the forward recomputed differentiably, then the same recursion through rnn.py's gate formulas).
+front, then W_hh's gradient from one GEMM over all steps. With ember[jit] an LSTM's loop, either way, is one
+compiled call, its GEMMs through NumPy's cblas (Note [Compiled LSTM sequence] in ember/_backend/lstm_jit.py).
+Under create_graph the backward is rebuilt from ember ops (the forward recomputed differentiably, then the
+same recursion through rnn.py's gate formulas).
 
 A sequence is a list of steps (Steps): padded, every step has the whole batch; packed (a PackedSequence's
 data and batch_sizes), step t has the first batch_sizes[t] rows, the batch shrinking as sequences end
@@ -41,6 +43,7 @@ class Steps:
         self.batch = max(sizes)
         self.total = int(sum(sizes))
         self.packed = min(sizes) < self.batch
+        self.table = np.array([(rows, offset) for _, rows, offset in self.steps], np.int64).reshape(-1, 2)
 
     def __len__(self):
         return len(self.steps)
@@ -106,6 +109,16 @@ def _step_kernels(dtype, forward):
     return jit.load("lstm_jit") if takes else None
 
 
+# The LSTM's time loop runs as one compiled call (Note [Compiled LSTM sequence], ember/_backend/lstm_jit.py) where it
+# can; WHOLE_LOOP = False keeps the loop here, a compiled step per call (the tests compare the two).
+WHOLE_LOOP = True
+
+
+def _whole_loop(kernels, w):
+    """Whether an LSTM sequence's loop runs as one compiled call: the compiled steps run and so does their GEMM."""
+    return WHOLE_LOOP and kernels is not None and kernels.sequence_runs(w)
+
+
 def _lstm_numpy_step(gates, xg, c, c_new, tanh_c, h):
     """One LSTM step in NumPy from the GEMM's gates (B, 4H): xg added, then lstm_cell (lstm_jit.cell's reference)."""
     gates += xg
@@ -127,14 +140,17 @@ class LSTMSequence(Op):
         tcs = steps.empty((count, batch, n), xg.dtype)
         cs[0] = c0
         kernels = _step_kernels(xg.dtype, forward=True)
-        step = _lstm_numpy_step if kernels is None else kernels.cell
-        for k, (t, rows, offset) in enumerate(steps.steps):
-            a = gates[k, :rows]
-            np.matmul(hs[k, :rows], w_t, out=a)
-            step(a, x[offset:offset + rows], cs[k, :rows], cs[k + 1, :rows], tcs[k, :rows], hs[k + 1, :rows])
-            if rows < batch:
-                hs[k + 1, rows:] = hs[k, rows:]
-                cs[k + 1, rows:] = cs[k, rows:]
+        if _whole_loop(kernels, w_hh):
+            kernels.forward_sequence(w_hh, x, gates, hs, cs, tcs, steps.table)
+        else:
+            step = _lstm_numpy_step if kernels is None else kernels.cell
+            for k, (t, rows, offset) in enumerate(steps.steps):
+                a = gates[k, :rows]
+                np.matmul(hs[k, :rows], w_t, out=a)
+                step(a, x[offset:offset + rows], cs[k, :rows], cs[k + 1, :rows], tcs[k, :rows], hs[k + 1, :rows])
+                if rows < batch:
+                    hs[k + 1, rows:] = hs[k, rows:]
+                    cs[k + 1, rows:] = cs[k, rows:]
         ctx.workspace = (gates, hs, cs, tcs)
         out = steps.gather(hs[1:], xg.shape[:-1] + (n,))
         # saved as torch's oneDNN layer saves it (padded, float32): writing into it before backward raises
@@ -170,6 +186,9 @@ def _lstm_steps_back(steps, gates, cs, tcs, dgates, dh, dc, go, w, kernels=None)
     bits) every factor that does not depend on the incoming gradient is computed for all steps at once, so a
     step is seven NumPy calls: dc += dh * o(1 - tanh(c)^2); d_o = dh * tanh(c) o(1 - o);
     (d_i, d_f, d_g) = dc * (g i(1 - i), c_prev f(1 - f), i(1 - g^2)); dc *= f; dh = d @ w_hh."""
+    if _whole_loop(kernels, w):
+        kernels.backward_sequence(w, gates, cs, tcs, dgates, dh, dc, go, steps.table)
+        return
     if kernels is not None:
         for k in range(len(steps) - 1, -1, -1):
             t, rows, offset = steps.steps[k]
