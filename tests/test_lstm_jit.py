@@ -1,7 +1,7 @@
 """The compiled LSTM and GRU steps (ember/_backend/lstm_jit.py, Note [JIT kernels]): the vectorizable float32 exp
 against float64's over the whole range and at the edges; the forward steps against the NumPy ones (to rounding,
-with NaN, inf and saturating gates); the backward recursions bit for bit against the NumPy ones; the LSTM's time
-loop as one compiled call (Note [Compiled LSTM sequence]) bit for bit against a compiled step per call; LSTM and
+with NaN, inf and saturating gates); the backward recursions bit for bit against the NumPy ones; the LSTM's and GRU's
+time loops as one compiled call (Note [Compiled LSTM sequence]) bit for bit against a compiled step per call; LSTM and
 GRU layers (two layers, bidirectional, packed) against torch; and the switch."""
 import numpy as np
 import pytest
@@ -155,13 +155,13 @@ def _layer(lib, kind, x, weights, packed_lengths=None, **kw):
 
 
 _STEPS = {"LSTM": ("forward_sequence", "backward_sequence"), "LSTM stepwise": ("cell", "back_step"),
-          "GRU": ("gru_cell", "gru_back_step")}
+          "GRU": ("gru_forward_sequence", "gru_backward_sequence"), "GRU stepwise": ("gru_cell", "gru_back_step")}
 
 
-@pytest.mark.parametrize("layer", ["LSTM", "LSTM stepwise", "GRU"])
+@pytest.mark.parametrize("layer", ["LSTM", "LSTM stepwise", "GRU", "GRU stepwise"])
 @pytest.mark.parametrize("kind", ["one direction", "bidirectional", "packed"])
 def test_layers_match_torch_with_the_compiled_steps(layer, kind, monkeypatch):
-    monkeypatch.setattr(RS, "WHOLE_LOOP", layer != "LSTM stepwise")
+    monkeypatch.setattr(RS, "WHOLE_LOOP", not layer.endswith("stepwise"))
     spied, layer = layer, layer.split()[0]
     rng = np.random.default_rng([len(kind), len(layer)])
     x = rng.standard_normal((6, 9, 10)).astype(np.float32)
@@ -200,7 +200,10 @@ def test_gru_forward_step_matches_the_numpy_step(values):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("with_go", [False, True])
 @pytest.mark.parametrize("packed", [False, True])
-def test_gru_backward_recursion_is_the_numpy_one_bit_for_bit(dtype, with_go, packed):
+@pytest.mark.parametrize("whole_loop", [True, False])
+def test_gru_backward_recursion_is_the_numpy_one_bit_for_bit(dtype, with_go, packed, whole_loop, monkeypatch):
+    monkeypatch.setattr(RS, "WHOLE_LOOP", whole_loop)
+    calls = count_calls(monkeypatch, _kernels(), "gru_backward_sequence", "gru_back_step")
     rng = np.random.default_rng([with_go, packed, np.dtype(dtype).itemsize, 1])
     sizes = [5, 5, 4, 2, 2, 1] if packed else [5] * 6
     steps = RS.Steps(sizes, reverse=True)
@@ -218,5 +221,28 @@ def test_gru_backward_recursion_is_the_numpy_one_bit_for_bit(dtype, with_go, pac
         dxg, dhg = (steps.empty((count, batch, 3, n), dtype) for _ in range(2))
         RS._gru_steps_back(steps, ws, hs, dxg, dhg, dh, go, w, kernels)
         res.append((dh, dxg, dhg))
+    assert set(calls) == ({"gru_backward_sequence"} if whole_loop else {"gru_back_step"})
+    for a, b in zip(*res):
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+def test_gru_whole_forward_loop_is_the_stepwise_one_bit_for_bit(packed, bias, monkeypatch):
+    rng = np.random.default_rng([packed, bias, 2])
+    sizes = [5, 5, 4, 2, 2, 1] if packed else [5] * 6
+    n = 17
+    xg = rng.standard_normal((sum(sizes), 3 * n)).astype(np.float32)
+    h0 = rng.standard_normal((5, n)).astype(np.float32)
+    w = (rng.standard_normal((3 * n, n)) * 0.5).astype(np.float32)
+    b = rng.standard_normal(3 * n).astype(np.float32) if bias else None
+    calls = count_calls(monkeypatch, _kernels(), "gru_forward_sequence", "gru_cell")
+    res = []
+    for whole in (True, False):
+        monkeypatch.setattr(RS, "WHOLE_LOOP", whole)
+        ctx = type("Ctx", (), {"save_for_backward": lambda self, *a: None})()
+        out = RS.GRUSequence.forward(ctx, xg, h0, w, b, True, sizes)
+        res.append(list(out) + list(ctx.workspace))
+    assert calls.count("gru_forward_sequence") == 1 and calls.count("gru_cell") == len(sizes)
     for a, b in zip(*res):
         np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))

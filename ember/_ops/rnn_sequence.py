@@ -4,8 +4,8 @@ Note [Sequence ops]: the layer's inputs are projected for every step up front (x
 Note [RNN time loop] in rnn.py); the op runs the time loop in NumPy, one GEMM (h W_hh^T) and the gate
 passes per step, keeping each step's activated gates and states, and its backward runs the recursion
 back in NumPy, each step's factors that do not depend on the incoming gradient computed for all steps up
-front, then W_hh's gradient from one GEMM over all steps. With ember[jit] an LSTM's loop, either way, is one
-compiled call, its GEMMs through NumPy's cblas (Note [Compiled LSTM sequence] in ember/_backend/lstm_jit.py).
+front, then W_hh's gradient from one GEMM over all steps. With ember[jit] each loop, either way, is one compiled
+call, its GEMMs through NumPy's cblas (Note [Compiled LSTM sequence] in ember/_backend/lstm_jit.py).
 Under create_graph the backward is rebuilt from ember ops (the forward recomputed differentiably, then the
 same recursion through rnn.py's gate formulas).
 
@@ -109,13 +109,14 @@ def _step_kernels(dtype, forward):
     return jit.load("lstm_jit") if takes else None
 
 
-# The LSTM's time loop runs as one compiled call (Note [Compiled LSTM sequence], ember/_backend/lstm_jit.py) where it
-# can; WHOLE_LOOP = False keeps the loop here, a compiled step per call (the tests compare the two).
+# The LSTM's and GRU's time loops run as one compiled call each (Note [Compiled LSTM sequence],
+# ember/_backend/lstm_jit.py) where they can; WHOLE_LOOP = False keeps the loops here, a compiled step per call (the
+# tests compare the two).
 WHOLE_LOOP = True
 
 
 def _whole_loop(kernels, w):
-    """Whether an LSTM sequence's loop runs as one compiled call: the compiled steps run and so does their GEMM."""
+    """Whether a sequence's loop runs as one compiled call: the compiled steps run and so does their GEMM."""
     return WHOLE_LOOP and kernels is not None and kernels.sequence_runs(w)
 
 
@@ -309,15 +310,18 @@ class GRUSequence(Op):
         ws = steps.empty((count, batch, 4 * n), xg.dtype)  # per step: r, z, n, hg_n
         hg_all = np.empty((batch, width), dtype=xg.dtype)
         kernels = _step_kernels(xg.dtype, forward=True)
-        step = _gru_numpy_step if kernels is None else kernels.gru_cell
-        for k, (t, rows, offset) in enumerate(steps.steps):
-            hg = hg_all[:rows]
-            np.matmul(hs[k, :rows], w_t, out=hg)
-            if b_hh is not None:
-                hg += b_hh
-            step(hg, x[offset:offset + rows], ws[k, :rows], hs[k, :rows], hs[k + 1, :rows])
-            if rows < batch:
-                hs[k + 1, rows:] = hs[k, rows:]
+        if _whole_loop(kernels, w_hh):
+            kernels.gru_forward_sequence(w_hh, b_hh, x, ws, hs, hg_all, steps.table)
+        else:
+            step = _gru_numpy_step if kernels is None else kernels.gru_cell
+            for k, (t, rows, offset) in enumerate(steps.steps):
+                hg = hg_all[:rows]
+                np.matmul(hs[k, :rows], w_t, out=hg)
+                if b_hh is not None:
+                    hg += b_hh
+                step(hg, x[offset:offset + rows], ws[k, :rows], hs[k, :rows], hs[k + 1, :rows])
+                if rows < batch:
+                    hs[k + 1, rows:] = hs[k, rows:]
         ctx.workspace = (ws, hs)
         ctx.save_for_backward(xg, h0, w_hh, b_hh)
         return steps.gather(hs[1:], xg.shape[:-1] + (n,)), hs[count].copy()
@@ -353,6 +357,10 @@ def _gru_steps_back(steps, ws, hs, dxg, dhg, dh, go, w, kernels=None):
     n = hs.shape[-1]
     dt = ws.dtype
     tmp = np.empty((batch, n), dtype=dt)
+    if _whole_loop(kernels, w):
+        kernels.gru_backward_sequence(w, ws, hs, dxg.reshape(count, batch, 3 * n), dhg.reshape(count, batch, 3 * n),
+                                      dh, go, tmp, steps.table)
+        return
     if kernels is not None:
         for k in range(count - 1, -1, -1):
             t, rows, offset = steps.steps[k]
