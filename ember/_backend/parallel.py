@@ -132,7 +132,9 @@ def run(fn, length, nbytes):
     _run_parts(fn, parts)
 
 
-ROW_WEIGHT = 2  # row kernels give run() twice their bytes: they split from 2 MiB arrays (Note [Row pieces])
+# Row kernels give run() their bytes times ROW_WEIGHT: 0, they run whole on the calling thread (in training steps
+# their splits lost, Note [Row pieces]); 2 splits them from 2 MiB arrays.
+ROW_WEIGHT = 0
 
 
 def run_rows(fn, arrays, dim=None):
@@ -159,6 +161,15 @@ def run_rows(fn, arrays, dim=None):
 # softmax 0.64-0.65, log_softmax 0.61, cross_entropy 1024x1000 0.59-0.70. (Against main's code in separate
 # processes the figures scatter more: a process here runs these kernels either ~1.0x or ~1.4x as fast, at random,
 # on main's code as on this.) A thread hand-off here costs ~0.2-0.3 ms, which a 1 MB kernel does not win back.
+# Those were kernels measured alone. Inside training steps they lose (2026-11-29, 2 threads, ROW_WEIGHT 2 vs 0
+# alternating in one process, medians of 16 rounds): GNMT's cross_entropy on 512x2000 logits forward 1.77 -> 1.49
+# ms, backward 0.99 -> 0.83 (step 41.9 -> 41.4 ms); the 16-block Linear-LayerNorm-GELU MLP at 1024x512 (bench
+# deep_mlp) 406 -> 370 and 337 -> 312 ms a step. A row kernel there follows a GEMM, after which NumPy's OpenBLAS
+# keeps its worker thread spinning (sched_yield) for ~0.1 s before it sleeps (OPENBLAS_THREAD_TIMEOUT, 2^28
+# cycles by default), and the pool thread shares that core with it: exp rows of 512x2000 after a 512x512 GEMM
+# took 1.41-1.83 ms split against 1.28 ms whole, 0.78 ms split with OPENBLAS_THREAD_TIMEOUT=4 (the worker
+# asleep). cross_entropy fwd+bwd on 1024x1000 alone, now with its compiled exp rows, no longer gained either
+# (3.09 split, 2.94 ms whole). So ROW_WEIGHT is 0: row kernels run whole.
 
 
 # Note [BLAS pieces]: NumPy's OpenBLAS splits each GEMM across its own threads, with a barrier at
