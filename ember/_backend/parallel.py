@@ -168,8 +168,11 @@ def run_rows(fn, arrays, dim=None):
 # keeps its worker thread spinning (sched_yield) for ~0.1 s before it sleeps (OPENBLAS_THREAD_TIMEOUT, 2^28
 # cycles by default), and the pool thread shares that core with it: exp rows of 512x2000 after a 512x512 GEMM
 # took 1.41-1.83 ms split against 1.28 ms whole, 0.78 ms split with OPENBLAS_THREAD_TIMEOUT=4 (the worker
-# asleep). cross_entropy fwd+bwd on 1024x1000 alone, now with its compiled exp rows, no longer gained either
-# (3.09 split, 2.94 ms whole). So ROW_WEIGHT is 0: row kernels run whole.
+# asleep). Alone, with no GEMM before them, the splits still win (the bench's cross_entropy fwd+bwd on 1024x1000,
+# alternating: 1.85 ms split, 3.02 ms whole), but a training step is where these kernels run, so ROW_WEIGHT is 0:
+# row kernels run whole. (Tried: a check before each split for this process's running threads in /proc, splitting
+# only with the cores free. In GNMT, the deep MLP and ResNet-8 every split decision saw OpenBLAS's worker running,
+# so it came to the same as ROW_WEIGHT 0 plus ~30 us a check; not kept.)
 
 
 # Note [BLAS pieces]: NumPy's OpenBLAS splits each GEMM across its own threads, with a barrier at
