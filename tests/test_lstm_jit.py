@@ -26,6 +26,23 @@ def _kernels():
     return jit.load("lstm_jit")
 
 
+def _same_bits(results):
+    """Two runs' arrays, pairwise bit for bit the same."""
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def _both_loops(monkeypatch, forward):
+    """forward(ctx)'s outputs and ctx.workspace with the time loop as one compiled call and as a compiled step per
+    call (rnn_sequence.WHOLE_LOOP), bit for bit the same."""
+    res = []
+    for whole in (True, False):
+        monkeypatch.setattr(RS, "WHOLE_LOOP", whole)
+        ctx = type("Ctx", (), {"saves_output": False, "save_for_backward": lambda self, *a: None})()
+        res.append(list(forward(ctx)) + list(ctx.workspace))
+    _same_bits(res)
+
+
 @numba.njit
 def _exp_all(x, out):
     for i in range(x.shape[0]):
@@ -110,8 +127,7 @@ def test_backward_recursion_is_the_numpy_one_bit_for_bit(dtype, with_go, packed,
         RS._lstm_steps_back(steps, gates, cs, tcs, dgates, dh, dc, go, w, kernels)
         res.append((dh, dc, dgates))
     assert set(calls) == ({"backward_sequence"} if whole_loop else {"back_step"})
-    for a, b in zip(*res):
-        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+    _same_bits(res)
 
 
 @pytest.mark.parametrize("packed", [False, True])
@@ -126,15 +142,8 @@ def test_whole_forward_loop_is_the_stepwise_one_bit_for_bit(packed, reverse, mon
     h0, c0 = (rng.standard_normal((5, n)).astype(np.float32) for _ in range(2))
     w = (rng.standard_normal((4 * n, n)) * 0.5).astype(np.float32)
     calls = count_calls(monkeypatch, _kernels(), "forward_sequence", "cell")
-    res = []
-    for whole in (True, False):
-        monkeypatch.setattr(RS, "WHOLE_LOOP", whole)
-        ctx = type("Ctx", (), {"saves_output": False, "save_for_backward": lambda self, *a: None})()
-        out = RS.LSTMSequence.forward(ctx, xg, h0, c0, w, reverse, sizes)
-        res.append(list(out) + list(ctx.workspace))
+    _both_loops(monkeypatch, lambda ctx: RS.LSTMSequence.forward(ctx, xg, h0, c0, w, reverse, sizes))
     assert calls.count("forward_sequence") == 1 and calls.count("cell") == len(sizes)
-    for a, b in zip(*res):
-        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
 def _layer(lib, kind, x, weights, packed_lengths=None, **kw):
@@ -222,8 +231,7 @@ def test_gru_backward_recursion_is_the_numpy_one_bit_for_bit(dtype, with_go, pac
         RS._gru_steps_back(steps, ws, hs, dxg, dhg, dh, go, w, kernels)
         res.append((dh, dxg, dhg))
     assert set(calls) == ({"gru_backward_sequence"} if whole_loop else {"gru_back_step"})
-    for a, b in zip(*res):
-        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+    _same_bits(res)
 
 
 @pytest.mark.parametrize("packed", [False, True])
@@ -237,12 +245,5 @@ def test_gru_whole_forward_loop_is_the_stepwise_one_bit_for_bit(packed, bias, mo
     w = (rng.standard_normal((3 * n, n)) * 0.5).astype(np.float32)
     b = rng.standard_normal(3 * n).astype(np.float32) if bias else None
     calls = count_calls(monkeypatch, _kernels(), "gru_forward_sequence", "gru_cell")
-    res = []
-    for whole in (True, False):
-        monkeypatch.setattr(RS, "WHOLE_LOOP", whole)
-        ctx = type("Ctx", (), {"save_for_backward": lambda self, *a: None})()
-        out = RS.GRUSequence.forward(ctx, xg, h0, w, b, True, sizes)
-        res.append(list(out) + list(ctx.workspace))
+    _both_loops(monkeypatch, lambda ctx: RS.GRUSequence.forward(ctx, xg, h0, w, b, True, sizes))
     assert calls.count("gru_forward_sequence") == 1 and calls.count("gru_cell") == len(sizes)
-    for a, b in zip(*res):
-        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
