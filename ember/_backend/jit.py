@@ -135,23 +135,16 @@ def blas_intrinsics():
     return gemm, gemv
 
 
-def _real(beta):
-    import ctypes
-    return ctypes.c_float if isinstance(beta, np.float32) else ctypes.c_double
-
-
 def _gemm_by_ctypes(addr, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc):
-    """blas_intrinsics' gemm through ctypes (for NUMBA_DISABLE_JIT=1)."""
-    import ctypes
-    real, i64, p = _real(beta), ctypes.c_int64, ctypes.c_void_p
-    fn = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, ctypes.c_int, i64, i64, i64, real, p, i64, p, i64, real,
-                          p, i64)(addr)
-    fn(101, 111, 112 if trans_b else 111, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc)
+    """blas_intrinsics' gemm as Python (for NUMBA_DISABLE_JIT=1): cblas.gemm, the routine of beta's dtype."""
+    from . import cblas
+    cblas.gemm(type(beta), m, n, k, a, lda, b, ldb, c, ldc, beta, trans_b=bool(trans_b))
 
 
 def _gemv_by_ctypes(addr, trans, m, n, a, lda, x, beta, y):
     """blas_intrinsics' gemv through ctypes (for NUMBA_DISABLE_JIT=1)."""
     import ctypes
-    real, i64, p = _real(beta), ctypes.c_int64, ctypes.c_void_p
+    real = ctypes.c_float if isinstance(beta, np.float32) else ctypes.c_double
+    i64, p = ctypes.c_int64, ctypes.c_void_p
     fn = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, i64, i64, real, p, i64, p, i64, real, p, i64)(addr)
     fn(101, 112 if trans else 111, m, n, 1.0, a, lda, x, 1, beta, y, 1)

@@ -165,18 +165,38 @@ def back_step(h, c, go, gates, tanh_c, c_prev, dg):
 _gemm, _gemv = jit.blas_intrinsics()
 
 
+@numba.njit(inline="always", error_model="numpy")
+def _times_wt(mm, mv, rows, a, w, out):
+    """out[:rows] = a[:rows] w^T for a (B, H), w (G H, H), out (B, G H), all C-contiguous, as np.matmul computes it
+    (gemv for one row)."""
+    width, n = w.shape
+    zero = out.dtype.type(0)
+    if rows == 1:
+        _gemv(mv, 0, width, n, w.ctypes.data, n, a.ctypes.data, zero, out.ctypes.data)
+    else:
+        _gemm(mm, 1, rows, width, n, a.ctypes.data, n, w.ctypes.data, n, zero, out.ctypes.data, width)
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _times_w(mm, mv, rows, d, w, out):
+    """out[:rows] = d[:rows] w for d (B, G H), w (G H, H), out (B, H), all C-contiguous, as np.matmul computes it
+    (gemv for one row)."""
+    width, n = w.shape
+    zero = out.dtype.type(0)
+    if rows == 1:
+        _gemv(mv, 1, width, n, w.ctypes.data, n, d.ctypes.data, zero, out.ctypes.data)
+    else:
+        _gemm(mm, 0, rows, n, width, d.ctypes.data, width, w.ctypes.data, n, zero, out.ctypes.data, n)
+
+
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def _forward_sequence(mm, mv, w, x, gates, hs, cs, tcs, steps):
     count, batch, width = gates.shape
     n = width // 4
-    zero = gates.dtype.type(0)
     for k in range(count):
         rows, off = steps[k, 0], steps[k, 1]
+        _times_wt(mm, mv, rows, hs[k], w, gates[k])
         g = gates[k, :rows]
-        if rows == 1:  # g = w h
-            _gemv(mv, 0, width, n, w.ctypes.data, n, hs[k].ctypes.data, zero, g.ctypes.data)
-        else:
-            _gemm(mm, 1, rows, width, n, hs[k].ctypes.data, n, w.ctypes.data, n, zero, g.ctypes.data, width)
         _cell(g, x[off:off + rows], cs[k, :rows], cs[k + 1, :rows], tcs[k, :rows], hs[k + 1, :rows])
         for r in range(rows, batch):
             for j in range(n):
@@ -195,20 +215,12 @@ def forward_sequence(w, x, gates, hs, cs, tcs, steps):
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def _backward_sequence(mm, mv, w, gates, cs, tcs, dgates, dh, dc, go, steps):
-    count, batch, width = gates.shape
-    n = width // 4
-    zero = gates.dtype.type(0)
-    for k in range(count - 1, -1, -1):
+    for k in range(gates.shape[0] - 1, -1, -1):
         rows, off = steps[k, 0], steps[k, 1]
-        if go.shape[0]:
-            _back_step(dh[:rows], dc[:rows], go[off:off + rows], gates[k, :rows], tcs[k, :rows], cs[k, :rows],
-                       dgates[k, :rows])
-        else:
-            _back_step(dh[:rows], dc[:rows], go, gates[k, :rows], tcs[k, :rows], cs[k, :rows], dgates[k, :rows])
-        if rows == 1:  # dh = w^T d
-            _gemv(mv, 1, width, n, w.ctypes.data, n, dgates[k].ctypes.data, zero, dh.ctypes.data)
-        else:
-            _gemm(mm, 0, rows, n, width, dgates[k].ctypes.data, width, w.ctypes.data, n, zero, dh.ctypes.data, n)
+        # go[off:off + rows] of an empty go (no output gradient) is empty, as back_step takes it
+        _back_step(dh[:rows], dc[:rows], go[off:off + rows], gates[k, :rows], tcs[k, :rows], cs[k, :rows],
+                   dgates[k, :rows])
+        _times_w(mm, mv, rows, dgates[k], w, dh)
 
 
 def backward_sequence(w, gates, cs, tcs, dgates, dh, dc, go, steps):
@@ -299,14 +311,10 @@ def _gru_forward_sequence(mm, mv, w, b, x, ws, hs, hg_all, steps):
     count, batch = ws.shape[0], ws.shape[1]
     n = hs.shape[2]
     width = 3 * n
-    zero = hs.dtype.type(0)
     for k in range(count):
         rows, off = steps[k, 0], steps[k, 1]
+        _times_wt(mm, mv, rows, hs[k], w, hg_all)
         hg = hg_all[:rows]
-        if rows == 1:  # hg = w h
-            _gemv(mv, 0, width, n, w.ctypes.data, n, hs[k].ctypes.data, zero, hg.ctypes.data)
-        else:
-            _gemm(mm, 1, rows, width, n, hs[k].ctypes.data, n, w.ctypes.data, n, zero, hg.ctypes.data, width)
         if b.shape[0]:
             for r in range(rows):
                 for j in range(width):
@@ -328,21 +336,12 @@ def gru_forward_sequence(w, b, x, ws, hs, hg, steps):
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def _gru_backward_sequence(mm, mv, w, ws, hs, dxg, dhg, dh, go, tmp, steps):
-    count = ws.shape[0]
     n = hs.shape[2]
-    width = 3 * n
-    zero = hs.dtype.type(0)
-    for k in range(count - 1, -1, -1):
+    for k in range(ws.shape[0] - 1, -1, -1):
         rows, off = steps[k, 0], steps[k, 1]
         h = dh[:rows]
-        if go.shape[0]:
-            _gru_back_step(h, go[off:off + rows], ws[k, :rows], hs[k, :rows], dxg[k, :rows], dhg[k, :rows])
-        else:
-            _gru_back_step(h, go, ws[k, :rows], hs[k, :rows], dxg[k, :rows], dhg[k, :rows])
-        if rows == 1:  # tmp = w^T d(hg)
-            _gemv(mv, 1, width, n, w.ctypes.data, n, dhg[k].ctypes.data, zero, tmp.ctypes.data)
-        else:
-            _gemm(mm, 0, rows, n, width, dhg[k].ctypes.data, width, w.ctypes.data, n, zero, tmp.ctypes.data, n)
+        _gru_back_step(h, go[off:off + rows], ws[k, :rows], hs[k, :rows], dxg[k, :rows], dhg[k, :rows])
+        _times_w(mm, mv, rows, dhg[k], w, tmp)
         for r in range(rows):
             for j in range(n):
                 h[r, j] += tmp[r, j]
