@@ -13,7 +13,7 @@ its threads do not exist.
 import os
 import threading
 
-_MIN_BYTES = 1 << 22  # below ~4 MB a split costs more than it saves (Note [Split threshold])
+_MIN_BYTES = 1 << 21  # below ~2 MB a split costs more than it saves (Note [Split threshold])
 
 _lock = threading.Lock()
 _idle = []  # the pool's workers not running a piece (Note [Worker hand-off])
@@ -104,6 +104,10 @@ def _forget_pool():
 # or with no split at all, 355 on one thread (medians of 12-14 quiet 0.25 s windows, 2 cores, 2026-11;
 # 5 of 6 such alternating runs favoured 4 MB or no split by 4-11%, one favoured 2 MB by 2.5%).
 # Splits of 4.5-18 MB in that step neither gained nor lost; the im2col gathers of 5-75 MB above gain.
+# That was with OpenBLAS's worker spinning beside every split (Note [Parked BLAS workers] in blas.py). With it
+# parked, 2 MB wins (2026-11-29, pieces on, alternating with torch in one process, medians of 16 steps, ember/torch
+# throughput at 4 / 2 / 1 MB): ResNet-8 0.50 / 0.53 / 0.54, VGG 0.63 / 0.66 / 0.64; the MLP makes no split at
+# 2 or 4 MB (at 1 MB its SGD updates split: 1.10 / 1.06 / 0.99).
 
 
 if hasattr(os, "register_at_fork"):
@@ -132,9 +136,9 @@ def run(fn, length, nbytes):
     _run_parts(fn, parts)
 
 
-# Row kernels give run() their bytes times ROW_WEIGHT: 0, they run whole on the calling thread (in training steps
-# their splits lost, Note [Row pieces]); 2 splits them from 2 MiB arrays.
-ROW_WEIGHT = 0
+# Row kernels give run() their bytes times ROW_WEIGHT (Note [Row pieces]): 2 splits them from 1 MiB arrays, 0 runs
+# them whole on the calling thread.
+ROW_WEIGHT = 2
 
 
 def run_rows(fn, arrays, dim=None):
@@ -165,14 +169,17 @@ def run_rows(fn, arrays, dim=None):
 # alternating in one process, medians of 16 rounds): GNMT's cross_entropy on 512x2000 logits forward 1.77 -> 1.49
 # ms, backward 0.99 -> 0.83 (step 41.9 -> 41.4 ms); the 16-block Linear-LayerNorm-GELU MLP at 1024x512 (bench
 # deep_mlp) 406 -> 370 and 337 -> 312 ms a step. A row kernel there follows a GEMM, after which NumPy's OpenBLAS
-# keeps its worker thread spinning (sched_yield) for ~0.1 s before it sleeps (OPENBLAS_THREAD_TIMEOUT, 2^28
+# keeps its worker thread spinning for ~0.1 s before it sleeps (OPENBLAS_THREAD_TIMEOUT, 2^28
 # cycles by default), and the pool thread shares that core with it: exp rows of 512x2000 after a 512x512 GEMM
 # took 1.41-1.83 ms split against 1.28 ms whole, 0.78 ms split with OPENBLAS_THREAD_TIMEOUT=4 (the worker
 # asleep). Alone, with no GEMM before them, the splits still win (the bench's cross_entropy fwd+bwd on 1024x1000,
-# alternating: 1.85 ms split, 3.02 ms whole), but a training step is where these kernels run, so ROW_WEIGHT is 0:
-# row kernels run whole. (Tried: a check before each split for this process's running threads in /proc, splitting
-# only with the cores free. In GNMT, the deep MLP and ResNet-8 every split decision saw OpenBLAS's worker running,
-# so it came to the same as ROW_WEIGHT 0 plus ~30 us a check; not kept.)
+# alternating: 1.85 ms split, 3.02 ms whole), but a training step is where these kernels run, so ROW_WEIGHT was 0.
+# (Tried: a check before each split for this process's running threads in /proc, splitting only with the cores
+# free. In GNMT, the deep MLP and ResNet-8 every split decision saw OpenBLAS's worker running, so it came to the
+# same as ROW_WEIGHT 0 plus ~30 us a check; not kept.) Since every split parks that worker (Note [Parked BLAS
+# workers] in blas.py; its spin is a loop of nops, not sched_yield), ROW_WEIGHT is 2 again: deep_mlp 370.9 ->
+# 331.7 ms a step (0.83 -> 0.92 of torch's throughput, alternating with torch in one process, medians of 12),
+# GNMT 56.2 ms either way (30 rounds).
 
 
 # Note [BLAS pieces]: NumPy's OpenBLAS splits each GEMM across its own threads, with a barrier at
@@ -190,11 +197,19 @@ def run_rows(fn, arrays, dim=None):
 # threads, pieces on at 16 MFLOP vs off, alternating): ResNet-8 0.41/0.43/0.41/0.45 vs 0.50/0.47/0.46/0.46
 # of torch, VGG 0.59/0.64 vs 0.64/0.69, AlexNet 0.44/0.54 vs 0.59/0.52, Conv2d(64,64,3) 1.38/1.43 vs
 # 1.49/1.33x torch's time. Idle cores make OpenBLAS's own split cheap, so the pieces lose there; they won
-# only under oversubscription (above). So they are off by default; tests/test_conv_threads.py forces them.
+# only under oversubscription (above). So they were off by default. What made them lose on idle cores was
+# OpenBLAS's worker, left spinning by the GEMM before each piece on the core the pool thread needs; with it parked
+# during every split (Note [Parked BLAS workers] in blas.py) they are on from 16 MFLOP. Whole steps, 2026-11-29,
+# alternating with torch in one process, ms and ember/torch throughput, medians of 16-24 steps: pieces with the
+# worker parked vs pieces without: ResNet-8 105.2 (0.56) vs 131.8 (0.45), VGG 158.8 (0.66) vs 200.0 (0.52),
+# AlexNet 120.5 (0.57) vs 155.1 (0.44). Everything of that change (parking, pieces, 2 MB splits, ROW_WEIGHT 2)
+# against none of it: AlexNet 122.0 (0.56) vs 133.2 (0.51), VGG 151.3 (0.74) vs 161.4 (0.69), ResNet-8 103.9
+# (0.55) vs 109.3 (0.52), MobileNetV2 117.7 (0.91) vs 129.7 (0.83); GNMT 56.2 vs 57.1 and NCF 8.2 vs 8.2 (30
+# rounds). tests/test_conv_threads.py forces the pieces on any shape.
 _blas_lock = threading.Lock()
 _blas_regions = 0
 _blas_restore = None
-_MIN_FLOPS = 1 << 62  # off: see "Measured on a quiet machine" above; 1 << 24 (~16 MFLOP) turns the pieces on
+_MIN_FLOPS = 1 << 24  # ~16 MFLOP: pieces from there (Note [BLAS pieces]); 1 << 62 turns them off
 
 
 def blas_chunks(length, flops):
@@ -241,15 +256,22 @@ def _run_parts(fn, parts):
     raising the first error (this thread's first)."""
     piece = _in_callers_errstate(fn)
     workers = _take_workers(len(parts) - 1)
-    for w, (a, b) in zip(workers, parts[1:]):
-        w.start(piece, a, b)
+    if workers:
+        from . import blas
+        blas.park()  # OpenBLAS's spinning workers sleep while ours run (Note [Parked BLAS workers])
     try:
-        for a, b in [parts[0]] + parts[1 + len(workers):]:  # ours, and any no worker was free for
-            fn(a, b)
-    except BaseException:
-        _wait(workers, raise_error=False)
-        raise
-    _wait(workers)
+        for w, (a, b) in zip(workers, parts[1:]):
+            w.start(piece, a, b)
+        try:
+            for a, b in [parts[0]] + parts[1 + len(workers):]:  # ours, and any no worker was free for
+                fn(a, b)
+        except BaseException:
+            _wait(workers, raise_error=False)
+            raise
+        _wait(workers)
+    finally:
+        if workers:
+            blas.unpark()
 
 
 def _wait(workers, raise_error=True):
@@ -305,6 +327,9 @@ def stream(length, step, produce, consume, nbytes, align=1):
 
     worker = _in_callers_errstate(work)
     pool = _take_workers(workers)
+    if pool:
+        from . import blas
+        blas.park()
     for w in pool:
         w.start(worker)
     try:
@@ -323,7 +348,11 @@ def stream(length, step, produce, consume, nbytes, align=1):
     except BaseException:  # the workers are done before this raises (this thread's error first)
         _wait(pool, raise_error=False)
         raise
-    _wait(pool)
+    else:
+        _wait(pool)
+    finally:
+        if pool:
+            blas.unpark()
 
 
 # Note [Streamed work]: a normal fill is ~100 NumPy passes over its draws, each call releasing the GIL for its
