@@ -131,3 +131,18 @@ def test_a_parked_worker_sleeps_until_the_next_gemm():
     out = subprocess.run([sys.executable, "-c", _SLEEP_CHECK], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[-2] == "[True, False, True, False, True]"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_child_forked_while_parked_gets_the_budget_back():
+    budget = blas._timeout_cell().value
+    blas.park()
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: report through the exit status
+            os._exit(0 if blas._cell.value == budget and blas._parked == 0 else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        blas.unpark()
+    assert os.WEXITSTATUS(status) == 0
+    assert blas._cell.value == budget

@@ -178,3 +178,16 @@ def unpark():
         _parked -= 1
         if _parked == 0:
             _cell.value = _budget
+
+
+def _forget_parks():
+    """In a forked child: no pool thread of the parent runs here, so a park in flight at the fork is undone."""
+    global _parked, _park_lock
+    _park_lock = threading.Lock()
+    if _parked:
+        _parked = 0
+        _cell.value = _budget
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_parks)
