@@ -10,6 +10,7 @@ with OpenBLAS on one thread meanwhile (Note [BLAS pieces]). The pool has ember.g
 workers (the calling thread does one share), is built lazily and is dropped in a forked child, where
 its threads do not exist.
 """
+import contextlib
 import os
 import threading
 
@@ -256,10 +257,7 @@ def _run_parts(fn, parts):
     raising the first error (this thread's first)."""
     piece = _in_callers_errstate(fn)
     workers = _take_workers(len(parts) - 1)
-    if workers:
-        from . import blas
-        blas.park()  # OpenBLAS's spinning workers sleep while ours run (Note [Parked BLAS workers])
-    try:
+    with _blas_parked(workers):
         for w, (a, b) in zip(workers, parts[1:]):
             w.start(piece, a, b)
         try:
@@ -269,9 +267,21 @@ def _run_parts(fn, parts):
             _wait(workers, raise_error=False)
             raise
         _wait(workers)
+
+
+@contextlib.contextmanager
+def _blas_parked(workers):
+    """OpenBLAS's spinning workers asleep while our pool `workers` run (Note [Parked BLAS workers] in blas.py);
+    nothing to do when no pool thread was taken."""
+    if not workers:
+        yield
+        return
+    from . import blas
+    blas.park()
+    try:
+        yield
     finally:
-        if workers:
-            blas.unpark()
+        blas.unpark()
 
 
 def _wait(workers, raise_error=True):
@@ -327,32 +337,26 @@ def stream(length, step, produce, consume, nbytes, align=1):
 
     worker = _in_callers_errstate(work)
     pool = _take_workers(workers)
-    if pool:
-        from . import blas
-        blas.park()
-    for w in pool:
-        w.start(worker)
-    try:
+    with _blas_parked(pool):
+        for w in pool:
+            w.start(worker)
         try:
-            for a in range(0, length, step):
-                b = min(length, a + step)
-                produce(a, b)
+            try:
+                for a in range(0, length, step):
+                    b = min(length, a + step)
+                    produce(a, b)
+                    with cond:
+                        state["produced"] = b
+                        cond.notify()
+            finally:
                 with cond:
-                    state["produced"] = b
-                    cond.notify()
-        finally:
-            with cond:
-                state["ended"] = True
-                cond.notify_all()
-        work()
-    except BaseException:  # the workers are done before this raises (this thread's error first)
-        _wait(pool, raise_error=False)
-        raise
-    else:
+                    state["ended"] = True
+                    cond.notify_all()
+            work()
+        except BaseException:  # the workers are done before this raises (this thread's error first)
+            _wait(pool, raise_error=False)
+            raise
         _wait(pool)
-    finally:
-        if pool:
-            blas.unpark()
 
 
 # Note [Streamed work]: a normal fill is ~100 NumPy passes over its draws, each call releasing the GIL for its
