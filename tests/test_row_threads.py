@@ -114,3 +114,26 @@ def test_softmax_rows_double_backward(split, name):
 def test_gelu_elements(split, approximate, dtype):
     x = (np.random.default_rng(5).standard_normal((301, 47)) * 4).astype(dtype)
     _check(split, lambda lib, x: lib.nn.functional.gelu(x, approximate=approximate), x)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_layer_norm_split_threshold(monkeypatch, compiled):
+    """At the default threshold a float32 layer norm of 1 MB runs whole when compiled (2-3 passes a row) and
+    splits on the NumPy blocks (6-11 passes); 2 MB splits either way."""
+    from ember._backend import jit
+    if compiled and jit.load("layernorm_jit") is None:
+        pytest.skip("needs ember[jit]")
+    if not compiled:
+        monkeypatch.setattr(jit, "ENABLED", False)
+    seen = spy_splits(monkeypatch)
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    try:
+        ln = ember.nn.LayerNorm(1024)
+        for rows, splits in ((256, not compiled), (512, True)):
+            x = ember.from_numpy(np.ones((rows, 1024), np.float32)).requires_grad_()
+            ln(x).sum().backward()
+            assert bool(seen) == splits, (rows, seen)
+            seen.clear()
+    finally:
+        ember.set_num_threads(before)
