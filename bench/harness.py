@@ -97,7 +97,8 @@ def run_timed(r, libs, rounds, min_time):
     for i in range(rounds):
         for name in _order(names, i):
             gc.collect()
-            time.sleep(0.1)  # let the other library's spinning worker threads (OpenBLAS, OpenMP) go idle
+            time.sleep(0.2)  # let the other library's spinning worker threads go idle: NumPy's OpenBLAS spins 2^28 TSC
+            # ticks after a call (~0.11 s at 2.4 GHz, Note [Parked BLAS workers]), torch's OpenMP threads a few ms
             samples[name].append(time_step(steps[name], min_time))
     return {n: statistics.median(s) for n, s in samples.items()}, samples, items
 
