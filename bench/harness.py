@@ -12,7 +12,8 @@ A row is one of three kinds:
 
 Timed rows are built once per library, warmed up, then sampled alternately (ember, torch,
 torch, ember, ...) so load changes on the machine hit both; each sample repeats the step until
-`min_time` has passed. The reported figure is the median of the samples.
+`min_time` has passed. The reported figure is the median of the samples. bench/run.py runs each
+library in a process of its own for that (Note [Separate processes]).
 """
 import gc
 import os
@@ -103,6 +104,58 @@ def run_timed(r, libs, rounds, min_time):
     return {n: statistics.median(s) for n, s in samples.items()}, samples, items
 
 
+# Note [Separate processes]: ember's import tunes glibc's malloc for the whole process (Note [Freed memory] in
+# ember/_backend/__init__.py: freed blocks up to 32 MB are kept, not returned to the OS and faulted in again).
+# With both libraries in one process, torch ran with that tuning too, which a torch user does not have: torch's
+# own steps, alone in a process, with and without MALLOC_MMAP_THRESHOLD_=32 MB / MALLOC_TRIM_THRESHOLD_=64 MB
+# (2026-11-29, 2 threads, medians of 8 samples, 3-5 process pairs): ResNet-8 37.7-57.0 vs 66.6-69.6 ms a step,
+# GNMT 36.7-53.3 vs 50.5-63.6, NCF 9.3-10.5 vs 11.5-13.6, MLP 6.6-7.9 vs 7.4-8.7, AlexNet 64.7-81.7 vs
+# 65.2-83.2. So by default each library runs in an interpreter of its own (bench/worker.py), started once per
+# run, and the parent alternates the samples between them as before (the load's drift still hits both);
+# `--one-process` keeps the old way. ember in a process where torch was imported and had run: no change beyond
+# the noise (GNMT 46.7-56.5 vs 46.1-56.3 ms alone, 6 pairs).
+class Worker:
+    """A library in its own interpreter (bench/worker.py), asked for builds and samples one at a time."""
+
+    def __init__(self, name):
+        self.__name__ = name  # read like a library module's name by _order's callers
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.worker", name], cwd=root, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def ask(self, **request):
+        import json
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.__name__} worker exited (code {self.proc.wait()})")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError(f"{self.__name__}: {reply['error']}")
+        return reply
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.write('{"cmd": "exit"}\n')
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+
+
+def run_timed_apart(workers, build, rounds, min_time):
+    """run_timed with each library in its Worker: build (a dict: {"row": name} or {"model", "batch"}) in each,
+    then the samples alternated as run_timed alternates them."""
+    items = None
+    for w in workers:
+        items = w.ask(cmd="build", threads=THREADS, warm=min_time / 3, **build)["items"]
+    samples = {w.__name__: [] for w in workers}
+    for i in range(rounds):
+        for w in _order(list(workers), i):
+            time.sleep(0.2)  # the other process's spinning threads share these cores too
+            samples[w.__name__].append(w.ask(cmd="sample", min_time=min_time)["seconds"])
+    return {n: statistics.median(s) for n, s in samples.items()}, samples, items
+
+
 def run_measure(r, names, rounds, smoke=False):
     samples = {name: [] for name in names}
     for i in range(rounds):
@@ -133,8 +186,9 @@ def meets(target, ratio):
     return {"<=": ratio <= value, "<": ratio < value, ">=": ratio >= value, ">": ratio > value}[op]
 
 
-def run_row(r, libs, quick=False):
-    """Run one row on the given library modules; never raises (errors are recorded)."""
+def run_row(r, libs, quick=False, workers=None):
+    """Run one row on the given library modules, its timed samples in `workers` when given (Note [Separate
+    processes]); never raises (errors are recorded)."""
     rounds = max(3, r.rounds // 2) if quick else r.rounds
     min_time = r.min_time * (0.4 if quick else 1.0)
     load_before = os.getloadavg()[0]
@@ -145,6 +199,8 @@ def run_row(r, libs, quick=False):
         if r.kind == "measure":
             med, samples = run_measure(r, [lib.__name__ for lib in libs], rounds)
             items = None
+        elif workers:
+            med, samples, items = run_timed_apart(workers, {"row": r.name}, rounds, min_time)
         else:
             med, samples, items = run_timed(r, libs, rounds, min_time)
         shown, ratio = evaluate(r, med, items)

@@ -70,9 +70,13 @@ def header(labels):
     return "| " + " | ".join(cols) + " |\n|" + "|".join(align) + "|"
 
 
+_PROCESSES = {"separate": "each in its own process", "one": "both in one process"}
+
+
 def describe(machine):
     return (f"ember {machine.get('ember_commit')} vs torch {machine['torch']}, {machine['date']}; {machine['cpu']}, "
-            f"{machine['cores']} cores, {machine['torch_threads']} thread(s) per library; NumPy's BLAS "
+            f"{machine['cores']} cores, {machine['torch_threads']} thread(s) per library, "
+            f"{_PROCESSES.get(machine.get('processes'), 'both in one process')}; NumPy's BLAS "
             f"{machine.get('blas', 'not recorded')}; compiled kernels {machine.get('jit', 'not recorded')}; load average "
             f"{machine['load_start']:.1f} at start, {machine['load_end']:.1f} at end"
             f"{' (--quick)' if machine.get('quick') else ''}")

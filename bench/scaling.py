@@ -4,8 +4,8 @@
     python bench/scaling.py --models resnet --batches 32 --threads 1 2 --rounds 3
 
 Each cell is one training step of bench/training.py's model (forward, loss, backward, optimizer
-step) timed as bench/run.py times a row: both libraries built from the same weights and batch,
-alternated, the median of --rounds samples. Threads: torch.set_num_threads for torch, NumPy's BLAS
+step) timed as bench/run.py times a row: both libraries built from the same weights and batch, each in
+its own process (--one-process: both in this one), alternated, the median of --rounds samples. Threads: torch.set_num_threads for torch, NumPy's BLAS
 pool (threadpoolctl) and ember's intra-op splits for ember (bench/run.py's set_threads). Prints a
 markdown table of items/s (images, or target tokens for GNMT), each library's speedup from 1 to 2
 threads and the ratio ember/torch (>1: ember faster). On a machine shared with other jobs the
@@ -22,10 +22,14 @@ sys.path.insert(0, ROOT)
 MODELS = {"resnet": ("ResNet-8+BN, 32x32", "images/s"), "gnmt": ("GNMT (16+16 tokens)", "tokens/s")}
 
 
-def measure(torch, ember, model, batch, threads, rounds, min_time):
-    """Items/s of each library (dict by module name) for one cell."""
+def measure(torch, ember, model, batch, threads, rounds, min_time, workers=None):
+    """Items/s of each library (dict by module name) for one cell, in `workers` when given (Note [Separate
+    processes] in bench/harness.py)."""
     from bench import harness, run, training
     run.set_threads(threads, torch, ember)
+    if workers:
+        med, _, items = harness.run_timed_apart(workers, {"model": model, "batch": batch}, rounds, min_time)
+        return {name: items / sec for name, sec in med.items()}
     builder = getattr(training, model)
     r = harness.Row(f"{model} b{batch} t{threads}", "scaling", "throughput", lambda lib: builder(lib, batch=batch),
                     MODELS[model][1], rounds=rounds, min_time=min_time)
@@ -61,6 +65,7 @@ def main(argv=None):
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--min-time", type=float, default=0.5)
+    ap.add_argument("--one-process", action="store_true", help="both libraries in this process (bench/run.py's)")
     args = ap.parse_args(argv)
     import torch
 
@@ -69,15 +74,21 @@ def main(argv=None):
     start = os.getloadavg()
     t0 = time.time()
     results = {}
-    for m in args.models:
-        for b in args.batches:
-            for t in args.threads:
-                results[m, b, t] = measure(torch, ember, m, b, t, args.rounds, args.min_time)
-                print(f"# {m} batch {b} threads {t}: " + ", ".join(
-                    f"{k} {v:.0f} {MODELS[m][1]}" for k, v in results[m, b, t].items()), flush=True)
+    workers = None if args.one_process else [harness.Worker("ember"), harness.Worker("torch")]
+    try:
+        for m in args.models:
+            for b in args.batches:
+                for t in args.threads:
+                    results[m, b, t] = measure(torch, ember, m, b, t, args.rounds, args.min_time, workers)
+                    print(f"# {m} batch {b} threads {t}: " + ", ".join(
+                        f"{k} {v:.0f} {MODELS[m][1]}" for k, v in results[m, b, t].items()), flush=True)
+    finally:
+        for w in workers or ():
+            w.close()
     print()
     print(f"ember {harness.git_commit()} vs torch {torch.__version__}; {harness.cpu_model()}, "
-          f"{os.cpu_count()} logical cores; {args.rounds} rounds of >= {args.min_time}s; "
+          f"{os.cpu_count()} logical cores, {'both in one process' if args.one_process else 'each in its own process'}; "
+          f"{args.rounds} rounds of >= {args.min_time}s; "
           f"load average {start[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end ({time.time() - t0:.0f}s)")
     print()
     print(table(results, args.models, args.batches, args.threads))

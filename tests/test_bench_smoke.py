@@ -25,3 +25,25 @@ def test_runner_selects_and_reports(tmp_path, capsys):
     res = json.loads(out.read_text())
     assert [r["name"] for r in res["rows"]] == ["tiny add (no grad)"]
     assert res["rows"][0]["ratio"] > 0 and res["machine"]["cores"] >= 1
+    assert res["machine"]["processes"] == "separate"  # each library timed in a worker of its own
+    assert all(len(v) >= 3 for v in res["rows"][0]["samples"].values())
+
+
+def test_runner_in_one_process(tmp_path):
+    out = tmp_path / "r.json"
+    bench_run.main(["--only", "TINY ADD (NO", "--quick", "--one-process", "--json", str(out)])
+    import json
+    res = json.loads(out.read_text())
+    assert res["machine"]["processes"] == "one" and res["rows"][0]["ratio"] > 0
+
+
+def test_worker_reports_errors_and_stays_up():
+    w = harness.Worker("ember")
+    try:
+        with pytest.raises(RuntimeError, match="KeyError"):
+            w.ask(cmd="build", threads=1, row="no such row")
+        assert w.ask(cmd="build", threads=1, model="mlp", batch=4, warm=0.01)["items"] == 4
+        assert w.ask(cmd="sample", min_time=0.01)["seconds"] > 0
+    finally:
+        w.close()
+    assert w.proc.returncode == 0
