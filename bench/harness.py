@@ -12,8 +12,8 @@ A row is one of three kinds:
 
 Timed rows are built once per library, warmed up, then sampled alternately (ember, torch,
 torch, ember, ...) so load changes on the machine hit both; each sample repeats the step until
-`min_time` has passed. The reported figure is the median of the samples. bench/run.py runs each
-library in a process of its own for that (Note [Separate processes]).
+`min_time` has passed. The reported figure is the median of the samples. With --separate, bench/run.py
+samples each library in a process of its own (Note [Separate processes]).
 """
 import gc
 import os
@@ -104,16 +104,18 @@ def run_timed(r, libs, rounds, min_time):
     return {n: statistics.median(s) for n, s in samples.items()}, samples, items
 
 
-# Note [Separate processes]: ember's import tunes glibc's malloc for the whole process (Note [Freed memory] in
-# ember/_backend/__init__.py: freed blocks up to 32 MB are kept, not returned to the OS and faulted in again).
-# With both libraries in one process, torch ran with that tuning too, which a torch user does not have: torch's
-# own steps, alone in a process, with and without MALLOC_MMAP_THRESHOLD_=32 MB / MALLOC_TRIM_THRESHOLD_=64 MB
-# (2026-11-29, 2 threads, medians of 8 samples, 3-5 process pairs): ResNet-8 37.7-57.0 vs 66.6-69.6 ms a step,
-# GNMT 36.7-53.3 vs 50.5-63.6, NCF 9.3-10.5 vs 11.5-13.6, MLP 6.6-7.9 vs 7.4-8.7, AlexNet 64.7-81.7 vs
-# 65.2-83.2. So by default each library runs in an interpreter of its own (bench/worker.py), started once per
-# run, and the parent alternates the samples between them as before (the load's drift still hits both);
-# `--one-process` keeps the old way. ember in a process where torch was imported and had run: no change beyond
-# the noise (GNMT 46.7-56.5 vs 46.1-56.3 ms alone, 6 pairs).
+# Note [Separate processes]: with both libraries in one process, each runs beside the other's state: the heap
+# glibc's malloc has grown and tuned (ember's import sets its thresholds, Note [Freed memory] in
+# ember/_backend/__init__.py), loaded libraries, idle threads. `--separate` runs each library in an interpreter of
+# its own (bench/worker.py, started once per run), the parent alternating the samples between the two as
+# run_timed does, so the load's drift still hits both. Measured 2026-11-29 (2 threads, bench rows, images/s of
+# torch): AlexNet-style 488-565 in one process (4 runs; 515-565 with ember's malloc tuning off,
+# EMBER_KEEP_FREED_MEMORY=0, so not that) against 397-420 in its own (3 runs); ResNet-8 538-541 against 550-586;
+# GNMT 9,326-11,285 against 8,675-10,782 tokens/s. Which effect speeds torch's AlexNet up beside ember was not found.
+# torch alone in a script, with and without glibc's thresholds fixed as ember fixes them
+# (MALLOC_MMAP_THRESHOLD_=32 MB, MALLOC_TRIM_THRESHOLD_=64 MB), order alternated, 4 process pairs, ms a step:
+# ResNet-8 50.4-56.5 vs 63.0-77.6 (4 of 4), AlexNet 50.8-64.4 vs 62.1-82.1 (3 of 4), GNMT 34.9-54.1 vs 36.1-59.1
+# (2 of 4). The issue's method, both in one process, stays the default; the README gives both.
 class Worker:
     """A library in its own interpreter (bench/worker.py), asked for builds and samples one at a time."""
 

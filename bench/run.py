@@ -9,8 +9,8 @@
 Rows live in bench/rows.py (the issue's table) and bench/rows_extra.py; models in
 bench/models.py are written once against the library module. Each row is built once per
 library, warmed up, then timed alternately (ember, torch, torch, ember, ...) and the medians
-are compared; each library runs in an interpreter of its own (bench/worker.py), as a user runs it
-(Note [Separate processes] in harness.py; --one-process times both here). Throughput rows report items/s and the ratio ember/torch of throughput (>1 means
+are compared; --separate samples each library in an interpreter of its own (bench/worker.py) instead
+of both in this one (Note [Separate processes] in harness.py). Throughput rows report items/s and the ratio ember/torch of throughput (>1 means
 ember is faster); time rows report time per step and the ratio ember/torch of time (<1 means
 ember is faster); memory and size rows report MB and the ratio ember/torch (<1 means ember is
 smaller). Both libraries get the same number of threads (torch.set_num_threads and NumPy's BLAS
@@ -88,9 +88,9 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="fewer rounds, shorter samples")
     p.add_argument("--threads", type=int, default=2, help="threads for each library (default 2)")
     p.add_argument("--list", action="store_true", help="list the rows and exit")
-    p.add_argument("--one-process", action="store_true",
-                   help="time both libraries in this process (torch then runs with ember's malloc tuning: "
-                        "Note [Separate processes] in bench/harness.py)")
+    p.add_argument("--separate", action="store_true",
+                   help="sample each library in an interpreter of its own (Note [Separate processes] in "
+                        "bench/harness.py)")
     p.add_argument("--pinned-blas", action="store_true",
                    help="keep OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE as the environment sets them (Note [BLAS kernel])")
     args = p.parse_args(argv)
@@ -107,9 +107,9 @@ def main(argv=None):
     info = harness.machine_info(torch, numpy)
     info["load_start"] = os.getloadavg()[0]
     info["quick"] = args.quick
-    info["processes"] = "one" if args.one_process else "separate"
+    info["processes"] = "separate" if args.separate else "one"
     timed = [n for n in names if ROWS[n].kind != "measure"]
-    workers = None if args.one_process or not timed else [harness.Worker("ember"), harness.Worker("torch")]
+    workers = [harness.Worker("ember"), harness.Worker("torch")] if args.separate and timed else None
     print(f"# ember ({info['ember_commit']}) vs torch {info['torch']}; {info['cpu']}, {info['cores']} cores, "
           f"{args.threads} threads each; NumPy's BLAS {info['blas']}; {info['date']}; load {os.getloadavg()}",
           flush=True)

@@ -5,7 +5,7 @@
 
 Each cell is one training step of bench/training.py's model (forward, loss, backward, optimizer
 step) timed as bench/run.py times a row: both libraries built from the same weights and batch, each in
-its own process (--one-process: both in this one), alternated, the median of --rounds samples. Threads: torch.set_num_threads for torch, NumPy's BLAS
+this process (--separate: each in its own, bench/run.py's), alternated, the median of --rounds samples. Threads: torch.set_num_threads for torch, NumPy's BLAS
 pool (threadpoolctl) and ember's intra-op splits for ember (bench/run.py's set_threads). Prints a
 markdown table of items/s (images, or target tokens for GNMT), each library's speedup from 1 to 2
 threads and the ratio ember/torch (>1: ember faster). On a machine shared with other jobs the
@@ -65,7 +65,7 @@ def main(argv=None):
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--min-time", type=float, default=0.5)
-    ap.add_argument("--one-process", action="store_true", help="both libraries in this process (bench/run.py's)")
+    ap.add_argument("--separate", action="store_true", help="each library in a process of its own (bench/run.py's)")
     args = ap.parse_args(argv)
     import torch
 
@@ -74,7 +74,7 @@ def main(argv=None):
     start = os.getloadavg()
     t0 = time.time()
     results = {}
-    workers = None if args.one_process else [harness.Worker("ember"), harness.Worker("torch")]
+    workers = [harness.Worker("ember"), harness.Worker("torch")] if args.separate else None
     try:
         for m in args.models:
             for b in args.batches:
@@ -87,7 +87,7 @@ def main(argv=None):
             w.close()
     print()
     print(f"ember {harness.git_commit()} vs torch {torch.__version__}; {harness.cpu_model()}, "
-          f"{os.cpu_count()} logical cores, {'both in one process' if args.one_process else 'each in its own process'}; "
+          f"{os.cpu_count()} logical cores, {'each in its own process' if args.separate else 'both in one process'}; "
           f"{args.rounds} rounds of >= {args.min_time}s; "
           f"load average {start[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end ({time.time() - t0:.0f}s)")
     print()
