@@ -6,15 +6,15 @@
     python bench/run.py --group training    # one group: training, micro, system, extra
     python bench/run.py --json out.json     # also save the results (samples, load, machine)
 
-Rows live in bench/rows.py (the issue's table) and bench/rows_extra.py; models in
-bench/models.py are written once against the library module. Each row is built once per
-library, warmed up, then timed alternately (ember, torch, torch, ember, ...) and the medians
-are compared; --separate samples each library in an interpreter of its own (bench/worker.py) instead
-of both in this one (Note [Separate processes] in harness.py). Throughput rows report items/s and the ratio ember/torch of throughput (>1 means
-ember is faster); time rows report time per step and the ratio ember/torch of time (<1 means
-ember is faster); memory and size rows report MB and the ratio ember/torch (<1 means ember is
-smaller). Both libraries get the same number of threads (torch.set_num_threads and NumPy's BLAS
-pool, default 2). Timings depend on the load of the machine: it is printed with the results.
+Rows live in bench/rows.py (the issue's table) and bench/rows_extra.py; models in bench/models.py
+are written once against the library module. Each row is built once per library, warmed up, then
+timed alternately (ember, torch, torch, ember, ...) and the medians are compared; --separate samples
+each library in an interpreter of its own (bench/worker.py) instead of both in this one (Note
+[Separate processes] in harness.py). Throughput rows report items/s and the ratio ember/torch of
+throughput (>1 means ember is faster); time rows report time per step and the ratio ember/torch of
+time (<1 means ember is faster); memory and size rows report MB and the ratio ember/torch (<1 means
+ember is smaller). Both libraries get the same number of threads (torch.set_num_threads and NumPy's
+BLAS pool, default 2). Timings depend on the load of the machine: it is printed with the results.
 
 Note [BLAS kernel]: some machine images set OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) to guard old
 OpenBLAS builds; that pins NumPy's OpenBLAS to an older kernel (Haswell/AVX2) where a user's NumPy

@@ -4,12 +4,13 @@
     python bench/scaling.py --models resnet --batches 32 --threads 1 2 --rounds 3
 
 Each cell is one training step of bench/training.py's model (forward, loss, backward, optimizer
-step) timed as bench/run.py times a row: both libraries built from the same weights and batch, each in
-this process (--separate: each in its own, bench/run.py's), alternated, the median of --rounds samples. Threads: torch.set_num_threads for torch, NumPy's BLAS
-pool (threadpoolctl) and ember's intra-op splits for ember (bench/run.py's set_threads). Prints a
-markdown table of items/s (images, or target tokens for GNMT), each library's speedup from 1 to 2
-threads and the ratio ember/torch (>1: ember faster). On a machine shared with other jobs the
-thread speedups say little: print the load average beside the table.
+step) timed as bench/run.py times a row: both libraries built from the same weights and batch, in
+this process (--separate: each in its own, as bench/run.py's), alternated, the median of --rounds
+samples. Threads: torch.set_num_threads for torch, NumPy's BLAS pool (threadpoolctl) and ember's
+intra-op splits for ember (bench/run.py's set_threads). Prints a markdown table of items/s (images,
+or target tokens for GNMT), each library's speedup from 1 to 2 threads and the ratio ember/torch
+(>1: ember faster). On a machine shared with other jobs the thread speedups say little: print the
+load average beside the table.
 """
 import argparse
 import os
