@@ -109,8 +109,8 @@ def run_timed(r, libs, rounds, min_time):
 # ember/_backend/__init__.py), loaded libraries, idle threads. `--separate` runs each library in an interpreter of
 # its own (bench/worker.py, started once per run), the parent alternating the samples between the two as
 # run_timed does, so the load's drift still hits both. Measured 2026-11-29 (2 threads, bench rows, images/s of
-# torch): AlexNet-style 488-565 in one process (4 runs; 515-565 with ember's malloc tuning off,
-# EMBER_KEEP_FREED_MEMORY=0, so not that) against 397-420 in its own (3 runs); ResNet-8 538-541 against 550-586;
+# torch): AlexNet-style 488-511 in one process (5 runs; 515-565 in 2 runs with ember's malloc tuning off,
+# EMBER_KEEP_FREED_MEMORY=0, so not that) against 397-423 in its own (4 runs); ResNet-8 538-562 against 517-586;
 # GNMT 9,326-11,285 against 8,675-10,782 tokens/s. Which effect speeds torch's AlexNet up beside ember was not found.
 # torch alone in a script, with and without glibc's thresholds fixed as ember fixes them
 # (MALLOC_MMAP_THRESHOLD_=32 MB, MALLOC_TRIM_THRESHOLD_=64 MB), order alternated, 4 process pairs, ms a step:
