@@ -73,6 +73,22 @@ def time_step(step, min_time):
         n = max(n * 2, int(n * min_time * 1.2 / max(dt, 1e-9)))
 
 
+def set_threads(n, *libs):
+    """n threads for each library's intra-op work (torch's pool, ember's splits) and for NumPy's own OpenBLAS
+    pool (threadpoolctl, when installed; not torch's libgomp); THREADS for the fresh-interpreter probes."""
+    global THREADS
+    for lib in libs:
+        lib.set_num_threads(n)
+    THREADS = n
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return
+    for controller in ThreadpoolController().lib_controllers:
+        if "numpy" in controller.filepath:
+            controller.set_num_threads(n)
+
+
 def _unpack(r, built):
     if r.kind == "throughput":
         return built

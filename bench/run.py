@@ -56,17 +56,8 @@ GROUPS = ("training", "micro", "system", "extra")
 
 
 def set_threads(n, torch, ember):
-    """Give both libraries n threads: torch's intra-op pool, ember's NumPy BLAS pool."""
-    torch.set_num_threads(n)
-    ember.set_num_threads(n)
-    harness.THREADS = n  # for the fresh-interpreter probes
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return
-    for controller in ThreadpoolController().lib_controllers:
-        if "numpy" in controller.filepath:  # NumPy's own OpenBLAS, not torch's libgomp
-            controller.set_num_threads(n)
+    """Give both libraries n threads: torch's intra-op pool, ember's NumPy BLAS pool (harness.set_threads)."""
+    harness.set_threads(n, torch, ember)
 
 
 def select(only, group):

@@ -20,23 +20,10 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def set_threads(lib, n):
-    """n threads for lib's intra-op work and for NumPy's BLAS pool (as bench/run.py's set_threads)."""
-    lib.set_num_threads(n)
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return
-    for controller in ThreadpoolController().lib_controllers:
-        if "numpy" in controller.filepath:
-            controller.set_num_threads(n)
-
-
 def build(lib, req):
     from bench import harness, training
     from bench import rows, rows_allocator, rows_checkpoint, rows_extra, rows_func  # noqa: F401 (register rows)
-    set_threads(lib, req["threads"])
-    harness.THREADS = req["threads"]
+    harness.set_threads(req["threads"], lib)
     if "row" in req:
         r = harness.ROWS[req["row"]]
         step, items = harness._unpack(r, r.fn(lib))
