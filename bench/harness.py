@@ -127,7 +127,12 @@ def run_timed(r, libs, rounds, min_time):
 # run_timed does, so the load's drift still hits both. Measured 2026-11-29 (2 threads, bench rows, images/s of
 # torch): AlexNet-style 488-511 in one process (5 runs; 515-565 in 2 runs with ember's malloc tuning off,
 # EMBER_KEEP_FREED_MEMORY=0, so not that) against 397-423 in its own (4 runs); ResNet-8 538-562 against 517-586;
-# GNMT 9,326-11,285 against 8,675-10,782 tokens/s. Which effect speeds torch's AlexNet up beside ember was not found.
+# GNMT 9,326-11,285 against 8,675-10,782 tokens/s. The AlexNet difference is page faults: torch's step alone took
+# 3,507-4,181 minor faults and 71.9-76.9 ms (script, 2 runs); after ember had run its AlexNet steps in the same
+# process 0-5 faults and 61.4-64.7 ms (12-18 faults, 58.9-64.0 ms with ember's malloc tuning off); alone with glibc's
+# thresholds fixed by the environment, 0-12 faults and 61.7-69.0 ms. Likely glibc's dynamic mmap threshold, which a
+# freed mapped block raises for the whole process: after ember's frees, torch's large tensors come from the heap
+# instead of freshly mapped (and faulted) memory. A torch user's process does not get that from ember.
 # torch alone in a script, with and without glibc's thresholds fixed as ember fixes them
 # (MALLOC_MMAP_THRESHOLD_=32 MB, MALLOC_TRIM_THRESHOLD_=64 MB), order alternated, 4 process pairs, ms a step:
 # ResNet-8 50.4-56.5 vs 63.0-77.6 (4 of 4), AlexNet 50.8-64.4 vs 62.1-82.1 (3 of 4), GNMT 34.9-54.1 vs 36.1-59.1
