@@ -83,18 +83,29 @@ def run_processes(out):
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
                                                              "MASTER_PORT")}
     env.update(PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
-    port = str(free_port())
     logs = {name: open(out / f"{name}.log", "w") for name in ("torch0", "torch1", "ember2", "ember4")}
+
+    def torch_run():  # torch's reference: two gloo processes
+        port = str(free_port())
+        return [start([sys.executable, worker.__file__, "torch", str(out)],
+                      dict(env, MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(r), WORLD_SIZE="2"),
+                      logs[f"torch{r}"]) for r in range(2)]
     try:
-        torch_procs = [start([sys.executable, worker.__file__, "torch", str(out)],
-                             dict(env, MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(r), WORLD_SIZE="2"),
-                             logs[f"torch{r}"]) for r in range(2)]
+        torch_procs = torch_run()
         ember2 = start([mpiexec(), "-n", "2", sys.executable, worker.__file__, "ember", str(out), EMBER_CHECKS],
                        env, logs["ember2"])
         codes = finish([ember2], TIMEOUT)
         ember4 = start([mpiexec(), "-n", "4", sys.executable, worker.__file__, "ember", str(out), "concat"],
                        env, logs["ember4"])
         codes += finish([ember4] + torch_procs, TIMEOUT)
+        if any(codes[2:]):
+            # torch's gloo processes once aborted in CI ("terminate called without an active exception", return
+            # code -6, after the other rank had finished every collective): the reference runs once more, its files
+            # rewritten; ember's processes are not retried
+            for f in (logs["torch0"], logs["torch1"]):
+                f.write(f"\n--- torch's reference failed (return codes {codes[2:]}); run again\n")
+                f.flush()
+            codes[2:] = finish(torch_run(), TIMEOUT)
     finally:
         for f in logs.values():
             f.close()
