@@ -16,6 +16,7 @@ torch, ember, ...) so load changes on the machine hit both; each sample repeats 
 samples each library in a process of its own (Note [Separate processes]).
 """
 import gc
+import json
 import os
 import platform
 import statistics
@@ -147,7 +148,6 @@ class Worker:
                                      stdout=subprocess.PIPE, text=True)
 
     def ask(self, **request):
-        import json
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()

@@ -19,10 +19,11 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench import harness, training  # noqa: E402
+from bench import rows, rows_allocator, rows_checkpoint, rows_extra, rows_func  # noqa: E402,F401 (register rows)
+
 
 def build(lib, req):
-    from bench import harness, training
-    from bench import rows, rows_allocator, rows_checkpoint, rows_extra, rows_func  # noqa: F401 (register rows)
     harness.set_threads(req["threads"], lib)
     if "row" in req:
         r = harness.ROWS[req["row"]]
@@ -49,7 +50,6 @@ def main():
                 step, items = build(lib, req)
                 reply = {"items": items}
             else:
-                from bench import harness
                 gc.collect()
                 reply = {"seconds": harness.time_step(step, req["min_time"])}
         except Exception as exc:
