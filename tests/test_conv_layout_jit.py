@@ -17,6 +17,12 @@ pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] ex
 
 
 @pytest.fixture(autouse=True)
+def gemm_paths(monkeypatch):
+    """These tests are of the GEMM paths: the direct float32 convolution (tests/test_conv_direct.py) is off."""
+    monkeypatch.setattr(C, "DIRECT_MODE", "never")
+
+
+@pytest.fixture(autouse=True)
 def compiled_on(monkeypatch):
     """The compiled kernels on whatever EMBER_JIT says, from the first element."""
     monkeypatch.setattr(jit, "ENABLED", True)

@@ -21,6 +21,12 @@ from .test_nn_conv import check_conv2d_double_backward
 TOL = {np.float64: dict(rtol=1e-9, atol=1e-9), np.float32: dict(rtol=2e-4, atol=2e-4)}
 
 
+@pytest.fixture(autouse=True)
+def gemm_paths(monkeypatch):
+    """These tests are of the GEMM paths: the direct float32 convolution (tests/test_conv_direct.py) is off."""
+    monkeypatch.setattr(C, "DIRECT_MODE", "never")
+
+
 @pytest.fixture
 def split(monkeypatch):
     """2 intra-op threads, every BLAS piece split; yields the list of piece counts of the splits."""

@@ -21,6 +21,12 @@ TOL = {np.float64: dict(rtol=1e-9, atol=1e-9), np.float32: dict(rtol=2e-4, atol=
        np.complex128: dict(rtol=1e-9, atol=1e-9)}
 
 
+@pytest.fixture(autouse=True)
+def gemm_paths(monkeypatch):
+    """These tests are of the GEMM paths: the direct float32 convolution (tests/test_conv_direct.py) is off."""
+    monkeypatch.setattr(C, "DIRECT_MODE", "never")
+
+
 @pytest.fixture
 def calls(monkeypatch):
     """Records which row kernels ran ("conv" or "weight")."""

@@ -241,6 +241,16 @@ def run_blas(fn, length, flops):
                 blas.set_threads(_blas_restore)
 
 
+def run_compiled(fn, length, flops):
+    """run() for compiled compute loops that call no BLAS (ember/_backend/conv_direct_jit.py): split, as
+    run_blas, when the work (flops) is worth a hand-off."""
+    parts = blas_chunks(length, flops)
+    if len(parts) == 1:
+        fn(0, length)
+        return
+    _run_parts(fn, parts)
+
+
 def _in_callers_errstate(fn):
     """fn, to run on another thread under the calling thread's NumPy error state (it is per thread)."""
     import numpy as np

@@ -69,6 +69,8 @@ def conv_forward(x, w, b, geo):
         y = _depthwise_forward(x, w, b, geo, out)
     elif _pointwise(x.shape, kernel, geo):
         y = _pointwise_forward(x, w, b, geo)
+    elif _direct(x, w, geo):
+        y = jit.load("conv_direct_jit").forward(x, w, b, geo.lo, geo.hi)
     elif _rows(x, w.shape, out, geo):
         plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out)
         y = K.from_channel_major(CR.conv(plan, x, w), x.shape[0], out, b, K.BATCH_LAST)
@@ -97,7 +99,8 @@ def conv_input(y, w, geo, x_shape):
         x = _depthwise_input(y, w, geo, x_shape)
     elif _pointwise(y.shape, kernel, geo):
         x = _pointwise_input(y, w, geo, x_shape)
-    elif _as_flipped_conv(kernel, geo) and w.shape[0] // geo.groups < _FLIP_MAX_WIDENING * w.shape[1]:
+    elif _as_flipped_conv(kernel, geo) and (w.shape[0] // geo.groups < _FLIP_MAX_WIDENING * w.shape[1]
+                                            or _direct(y, w, geo)):
         x = conv_forward(y, _flip_weight(w, geo.groups), None, _flipped_geometry(kernel, geo, out, x_shape[2:]))
     else:
         g = geo.groups
@@ -319,6 +322,30 @@ def _rows(x, w_shape, out, geo):
             or out[0] * out[1] < _ROWS_MIN_POSITIONS):
         return False
     return w_shape[2] * w_shape[3] >= _ROWS_OVER_IMPLICIT_TAPS or not _implicit(x, w_shape, out, geo)
+
+
+# Stride-1 2-D float32 convolutions of groups 1 with a kernel wider than 1x1 run as a compiled direct loop with
+# ember[jit] (Note [Direct convolution], ember/_backend/conv_direct_jit.py): no im2col, no GEMM; their input
+# gradients too (the flipped form above, whatever its widening: no im2col of the gradient is made). Forward,
+# batch 32, 3x3 padding 1, alternating with the GEMM paths and torch in one process, medians of 3x7 calls, 2
+# threads (ms, 2026-11-29, 2-core EPYC VM), GEMM paths -> direct (torch): 3->16 at 32x32 1.17 -> 0.46 (0.54),
+# 16->16 at 32x32 4.01 -> 2.73 (2.56), 32->32 at 16x16 3.02 -> 1.98 (1.60), 16->32 at 32x32 5.45 -> 3.06 (2.98),
+# 32->64 at 16x16 4.65 -> 4.07 (2.87), 64->128 at 16x16 16.5 -> 11.3 (10.7), 128->128 at 8x8 10.3 -> 8.0 (7.9).
+# Outputs narrower than 6 columns stay on the GEMM paths: a tile computes 8 columns (4x4 outputs: 128->256 6.6 ms
+# direct vs 3.4 GEMM, 256->256 12.5 vs 6.4). DIRECT_MODE "always" takes it wherever it can run, "never" keeps the
+# GEMM paths (the tests force both).
+DIRECT_MODE = "auto"
+_DIRECT_MIN_WIDTH = 6
+
+
+def _direct(x, w, geo):
+    """Whether the convolution of x (N, C, H, W) with w takes the direct path (and ember[jit] is there)."""
+    if (DIRECT_MODE == "never" or x.ndim != 4 or geo.groups != 1 or x.dtype != np.float32 or w.dtype != np.float32
+            or any(s != 1 for s in geo.stride) or any(d != 1 for d in geo.dilation) or 0 in x.shape
+            or 0 in w.shape or w.shape[2] * w.shape[3] == 1 or min(geo.lo + geo.hi) < 0):
+        return False
+    out_w = x.shape[3] + geo.lo[1] + geo.hi[1] - w.shape[3] + 1
+    return (DIRECT_MODE == "always" or out_w >= _DIRECT_MIN_WIDTH) and jit.load("conv_direct_jit") is not None
 
 
 def _add_bias(y, b):
