@@ -1,10 +1,10 @@
 """The direct float32 convolution (Note [Direct convolution], ember/_backend/conv_direct_jit.py) against torch.
 
-Stride-1 2-D convolutions of groups 1 over random sizes that reach every tile (output widths of 8 and not a
+Stride-1 2-D convolutions of groups 1 (forward, and the input and weight gradients) over random sizes that reach every tile (output widths of 8 and not a
 multiple of 8, output channels not a multiple of 4, kernels of 3, 5 and other widths, padding on one side), on
 one and two threads: outputs, input, weight and bias gradients, and double backward. A spy checks the kernel ran,
 for the forward and for the input gradient (the flipped convolution), that the default leaves outputs narrower than
-6 columns to the GEMM paths, and that DIRECT_MODE "never" keeps it off.
+6 columns to the GEMM paths (the weight gradient narrower than 25), and that DIRECT_MODE "never" keeps it off.
 """
 import numpy as np
 import pytest
@@ -24,6 +24,12 @@ def calls(monkeypatch):
     monkeypatch.setattr(jit, "ENABLED", True)
     monkeypatch.setattr(C, "DIRECT_MODE", "always")
     return count_calls(monkeypatch, jit.load("conv_direct_jit"), "forward", record=lambda x, *a: x.shape)
+
+
+@pytest.fixture
+def weight_calls(monkeypatch):
+    """The (N, O, OH, OW) output gradient of every direct weight gradient that ran."""
+    return count_calls(monkeypatch, jit.load("conv_direct_jit"), "weight", record=lambda x, y, *a: y.shape)
 
 
 def _run(lib, x, w, b, gy, **kw):
@@ -46,7 +52,7 @@ def _case(rng):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_random_shapes_match_torch(calls, threads):
+def test_random_shapes_match_torch(calls, weight_calls, threads):
     rng = np.random.default_rng(threads)
     before = ember.get_num_threads()
     ember.set_num_threads(threads)
@@ -59,6 +65,7 @@ def test_random_shapes_match_torch(calls, threads):
             ran = len(calls)
             got, want = _run(ember, x, w, b, gy, **kw), _run(torch, x, w, b, gy, **kw)
             assert calls[ran] == x.shape  # the forward ran the direct kernel
+            assert weight_calls[-1] == gy.shape  # and so did the weight gradient
             for g, t in zip(got, want):
                 assert g.dtype == t.dtype and g.shape == t.shape
                 scale = max(1.0, float(np.abs(t).max()))
@@ -68,7 +75,8 @@ def test_random_shapes_match_torch(calls, threads):
 
 
 @pytest.mark.parametrize("shape", [(32, 16, 32, 32), (8, 32, 8, 8), (4, 3, 9, 13)], ids=["32x32", "8x8", "odd"])
-def test_layer_shapes_take_the_path_for_input_gradient_too(calls, shape):
+def test_layer_shapes_take_the_path_for_input_gradient_too(calls, weight_calls, monkeypatch, shape):
+    monkeypatch.setattr(C, "DIRECT_MODE", "auto")
     rng = np.random.default_rng(shape[1])
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal((2 * shape[1], shape[1], 3, 3)).astype(np.float32) * 0.1
@@ -77,6 +85,7 @@ def test_layer_shapes_take_the_path_for_input_gradient_too(calls, shape):
     got, want = _run(ember, x, w, b, gy, padding=1), _run(torch, x, w, b, gy, padding=1)
     # the forward on x, then the input gradient as the flipped convolution of the output gradient
     assert calls == [shape, gy.shape]
+    assert weight_calls == ([gy.shape] if shape[3] >= 25 else [])  # the weight gradient from 25 output columns
     for g, t in zip(got, want):
         np.testing.assert_allclose(g, t, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(t).max())))
 

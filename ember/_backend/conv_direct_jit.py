@@ -29,6 +29,7 @@ from . import parallel
 
 LANES = 8  # floats per vector register (AVX2); a tile is 1 or 2 of them wide
 BLOCK = 4  # output channels per tile, the packed weight's last dim
+WEIGHT_ROWS = 64  # vector rows a weight-gradient tile sums at least (samples permitting)
 
 
 def _make_tile(rows, vectors, taps=0):
@@ -177,6 +178,99 @@ def _forward(xp, wp, bp, y, start, stop, KH, KW):
                 j += LANES * vectors
 
 
+def _make_weight_tile(taps):
+    """An intrinsic wtile(x, y, dw, S, xns, yns, OH, V, xrs, yrs, ycs, dws): for o < BLOCK and kw < taps,
+    dw[o dws + kw] += sum over s < S, h < OH, v < V of the 8 products
+    y[s yns + o ycs + h yrs + 8v : +8] * x[s xns + h xrs + kw + 8v : +8]
+    (S samples' share of the weight gradient at one input channel and kernel row). x, y, dw are addresses of
+    float32, the strides in elements: xns / yns the input's / output gradient's sample stride, xrs / yrs their row
+    stride, ycs the output gradient's channel stride, dws the weight gradient's stride between output channels."""
+    f32 = ir.FloatType()
+    vec = ir.VectorType(f32, LANES)
+    i64 = ir.IntType(64)
+
+    @intrinsic
+    def wtile(typingctx, x, y, dw, S, xns, yns, OH, V, xrs, yrs, ycs, dws):
+        sig = types.void(types.uintp, types.uintp, types.uintp, *[types.int64] * 9)
+
+        def codegen(context, builder, signature, args):
+            x_, y_, dw_, S_, xns_, yns_, OH_, V_, xrs_, yrs_, ycs_, dws_ = args
+            fp, vp = f32.as_pointer(), vec.as_pointer()
+            xb, yb, wb = (builder.inttoptr(a, fp) for a in (x_, y_, dw_))
+            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec] * 3), "llvm.fma.v8f32")
+
+            def const(v):
+                return ir.Constant(i64, v)
+
+            acc = [[cgutils.alloca_once(builder, vec) for _ in range(taps)] for _ in range(BLOCK)]
+            for row in acc:
+                for a in row:
+                    builder.store(ir.Constant(vec, [0.0] * LANES), a)
+            y_rows = [builder.mul(const(o), ycs_) for o in range(BLOCK)]
+            with cgutils.for_range(builder, S_) as s_loop, cgutils.for_range(builder, OH_) as h_loop:
+                xh = builder.add(builder.mul(s_loop.index, xns_), builder.mul(h_loop.index, xrs_))
+                yh = builder.add(builder.mul(s_loop.index, yns_), builder.mul(h_loop.index, yrs_))
+                with cgutils.for_range(builder, V_) as v_loop:
+                    col = builder.mul(v_loop.index, const(LANES))
+                    ys = [builder.load(builder.bitcast(builder.gep(yb, [builder.add(builder.add(y_rows[o], yh), col)]),
+                                                       vp), align=4) for o in range(BLOCK)]
+                    for kw in range(taps):
+                        xo = builder.add(builder.add(xh, col), const(kw))
+                        xv = builder.load(builder.bitcast(builder.gep(xb, [xo]), vp), align=4)
+                        for o in range(BLOCK):
+                            builder.store(builder.call(fma, [ys[o], xv, builder.load(acc[o][kw])]), acc[o][kw])
+            for o in range(BLOCK):
+                for kw in range(taps):
+                    v = builder.load(acc[o][kw])
+                    total = builder.extract_element(v, ir.Constant(ir.IntType(32), 0))
+                    for lane in range(1, LANES):
+                        total = builder.fadd(total, builder.extract_element(v, ir.Constant(ir.IntType(32), lane)))
+                    at = builder.gep(wb, [builder.add(builder.mul(const(o), dws_), const(kw))])
+                    builder.store(builder.fadd(builder.load(at), total), at)
+            return context.get_dummy_value()
+        return sig, codegen
+    return wtile
+
+
+_W1, _W2, _W3 = _make_weight_tile(1), _make_weight_tile(2), _make_weight_tile(3)
+
+
+@numba.njit(nogil=True, cache=True)
+def _weight(xp, yp, dw, start, stop):
+    """dw[o, c, kh, kw] = sum over samples and output positions of yp[n, o, h, j] * xp[n, c, h + kh, j + kw], for
+    the (block of BLOCK output channels, input channel) pairs start..stop-1, numbered block * C + c: xp (N, C, Hp,
+    Wq) the padded input, yp (N, O, OH, OWt) the output gradient with O a multiple of BLOCK and OWt of LANES (zeros
+    past the output), dw (O, C, KH, KW) zeroed. A tile takes enough samples for WEIGHT_ROWS vector rows (one at
+    32x32, eight at 8x8: its horizontal sums and dw updates then weigh little), and the chunks of samples run
+    outermost, so that their input and output gradient stay in cache across the pairs."""
+    N, C, Hp, Wq = xp.shape
+    O, OH, OWt = yp.shape[1], yp.shape[2], yp.shape[3]
+    KH, KW = dw.shape[2], dw.shape[3]
+    xa, ya, wa = xp.ctypes.data, yp.ctypes.data, dw.ctypes.data
+    dws = C * KH * KW
+    V = OWt // LANES
+    xns, yns = C * Hp * Wq, O * OH * OWt
+    chunk = max(1, -(-WEIGHT_ROWS // (OH * V)))
+    for n in range(0, N, chunk):
+        S = min(chunk, N - n)
+        for i in range(start, stop):
+            o, c = (i // C) * BLOCK, i % C
+            y_at = ya + 4 * ((n * O + o) * OH * OWt)
+            for kh in range(KH):
+                x_at = xa + 4 * (((n * C + c) * Hp + kh) * Wq)
+                w_at = wa + 4 * (((o * C + c) * KH + kh) * KW)
+                kw = 0
+                while kw < KW:
+                    taps = min(3, KW - kw)
+                    if taps == 3:
+                        _W3(x_at + 4 * kw, y_at, w_at + 4 * kw, S, xns, yns, OH, V, Wq, OWt, OH * OWt, dws)
+                    elif taps == 2:
+                        _W2(x_at + 4 * kw, y_at, w_at + 4 * kw, S, xns, yns, OH, V, Wq, OWt, OH * OWt, dws)
+                    else:
+                        _W1(x_at + 4 * kw, y_at, w_at + 4 * kw, S, xns, yns, OH, V, Wq, OWt, OH * OWt, dws)
+                    kw += taps
+
+
 @numba.njit(nogil=True, cache=True)
 def _pad(x, xp, start, stop, top, left):
     """xp[n] = x[n] placed at (top, left) in zeros, for samples start..stop-1 (every element of xp[n] written).
@@ -201,6 +295,35 @@ def applies(x, w):
     return x.dtype == np.float32 and w.dtype == np.float32 and x.ndim == 4 and x.shape[1] == w.shape[1]
 
 
+def _padded(x, lo, hi, kw, owt):
+    """x (N, C, H, W) in zeros, lo / hi rows and columns around, the rows widened to owt + kw - 1 columns (what
+    owt output columns read)."""
+    x = np.ascontiguousarray(x)
+    n, c, h, w = x.shape
+    xp = np.empty((n, c, h + lo[0] + hi[0], max(owt + kw - 1, w + lo[1] + hi[1])), np.float32)
+    parallel.run(lambda a, z: _pad(x, xp, a, z, lo[0], lo[1]), n, xp.nbytes)
+    return xp
+
+
+def weight(x, y, lo, hi, w_shape):
+    """The weight gradient of conv2d at stride 1, dilation 1, groups 1, padding lo, hi >= 0: dw (O, C, KH, KW)
+    float32 from the input x (N, C, H, W) and the output gradient y (N, O, OH, OW)."""
+    o, c, kh, kw = w_shape
+    n, _, oh, ow = y.shape
+    owt = -(-ow // LANES) * LANES
+    blocks = -(-o // BLOCK)
+    xp = _padded(x, lo, hi, kw, owt)
+    if owt != ow or blocks * BLOCK != o:  # zeros past the output columns and channels
+        yp = np.zeros((n, blocks * BLOCK, oh, owt), np.float32)
+        yp[:, :o, :, :ow] = y
+    else:
+        yp = np.ascontiguousarray(y)
+    dw = np.zeros((blocks * BLOCK, c, kh, kw), np.float32)
+    flops = 2 * n * blocks * BLOCK * oh * owt * c * kh * kw
+    parallel.run_compiled(lambda a, z: _weight(xp, yp, dw, a, z), blocks * c, flops)
+    return dw if blocks * BLOCK == o else np.ascontiguousarray(dw[:o])
+
+
 def forward(x, w, b, lo, hi):
     """conv2d(x, w, b) at stride 1, dilation 1, groups 1, padding lo (top, left) and hi (bottom, right) >= 0:
     (N, O, OH, OW) float32."""
@@ -208,9 +331,7 @@ def forward(x, w, b, lo, hi):
     o, _, kh, kw = w.shape
     oh, ow = h + lo[0] + hi[0] - kh + 1, wd + lo[1] + hi[1] - kw + 1
     owt = -(-ow // LANES) * LANES
-    x = np.ascontiguousarray(x)
-    xp = np.empty((n, c, h + lo[0] + hi[0], owt + kw - 1), np.float32)
-    parallel.run(lambda a, z: _pad(x, xp, a, z, lo[0], lo[1]), n, xp.nbytes)
+    xp = _padded(x, lo, hi, kw, owt)
     blocks = -(-o // BLOCK)
     wp = np.zeros((blocks * BLOCK, c, kh, kw), np.float32)
     wp[:o] = w

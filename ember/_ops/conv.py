@@ -69,7 +69,7 @@ def conv_forward(x, w, b, geo):
         y = _depthwise_forward(x, w, b, geo, out)
     elif _pointwise(x.shape, kernel, geo):
         y = _pointwise_forward(x, w, b, geo)
-    elif _direct(x, w, geo):
+    elif _direct(x, w.shape, geo, w):
         y = jit.load("conv_direct_jit").forward(x, w, b, geo.lo, geo.hi)
     elif _rows(x, w.shape, out, geo):
         plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out)
@@ -100,7 +100,7 @@ def conv_input(y, w, geo, x_shape):
     elif _pointwise(y.shape, kernel, geo):
         x = _pointwise_input(y, w, geo, x_shape)
     elif _as_flipped_conv(kernel, geo) and (w.shape[0] // geo.groups < _FLIP_MAX_WIDENING * w.shape[1]
-                                            or _direct(y, w, geo)):
+                                            or _direct(y, w.shape, geo, w)):
         x = conv_forward(y, _flip_weight(w, geo.groups), None, _flipped_geometry(kernel, geo, out, x_shape[2:]))
     else:
         g = geo.groups
@@ -156,6 +156,8 @@ def conv_weight(x, y, geo, w_shape):
         w = _depthwise_weight(x, y, geo, w_shape)
     elif _pointwise(y.shape, kernel, geo):
         w = _pointwise_weight(x, y, geo, w_shape)
+    elif _direct(x, w_shape, geo, y, _DIRECT_WEIGHT_MIN_WIDTH):
+        w = jit.load("conv_direct_jit").weight(x, y, geo.lo, geo.hi, w_shape)
     elif _rows(x, w_shape, out, geo):
         plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out)
         w = CR.weight(plan, x, K.to_channel_major(y, 1, K.BATCH_LAST).reshape(w_shape[0], -1), w_shape)
@@ -334,18 +336,26 @@ def _rows(x, w_shape, out, geo):
 # Outputs narrower than 6 columns stay on the GEMM paths: a tile computes 8 columns (4x4 outputs: 128->256 6.6 ms
 # direct vs 3.4 GEMM, 256->256 12.5 vs 6.4). DIRECT_MODE "always" takes it wherever it can run, "never" keeps the
 # GEMM paths (the tests force both).
+# The weight gradient's tiles sum over output columns in vectors and each ends in horizontal sums, so it takes the
+# path from 25 output columns (4 vectors a row): 3x3, batch 32, medians of 6 alternating calls, 2 threads, GEMM
+# paths -> direct (torch), ms: 3->16 at 32x32 1.46 -> 0.73 (0.50), 16->16 at 32x32 4.53 -> 2.78 (2.61); narrower
+# it lost or drew: 32->32 at 16x16 3.49 -> 3.06 (1.91), 32->64 at 16x16 5.82 -> 5.94, 64->64 at 8x8 2.27 -> 4.42,
+# 32->64 5x5 at 15x15 11.5 -> 14.7.
 DIRECT_MODE = "auto"
 _DIRECT_MIN_WIDTH = 6
+_DIRECT_WEIGHT_MIN_WIDTH = 25
 
 
-def _direct(x, w, geo):
-    """Whether the convolution of x (N, C, H, W) with w takes the direct path (and ember[jit] is there)."""
-    if (DIRECT_MODE == "never" or x.ndim != 4 or geo.groups != 1 or x.dtype != np.float32 or w.dtype != np.float32
-            or any(s != 1 for s in geo.stride) or any(d != 1 for d in geo.dilation) or 0 in x.shape
-            or 0 in w.shape or w.shape[2] * w.shape[3] == 1 or min(geo.lo + geo.hi) < 0):
+def _direct(x, w_shape, geo, other, min_width=None):
+    """Whether the convolution of x (N, C, H, W) with a weight of w_shape takes the direct path (x and the other
+    operand float32, ember[jit] there, at least min_width output columns)."""
+    if (DIRECT_MODE == "never" or x.ndim != 4 or geo.groups != 1 or x.dtype != np.float32
+            or other.dtype != np.float32 or any(s != 1 for s in geo.stride) or any(d != 1 for d in geo.dilation)
+            or 0 in x.shape or 0 in w_shape or w_shape[2] * w_shape[3] == 1 or min(geo.lo + geo.hi) < 0):
         return False
-    out_w = x.shape[3] + geo.lo[1] + geo.hi[1] - w.shape[3] + 1
-    return (DIRECT_MODE == "always" or out_w >= _DIRECT_MIN_WIDTH) and jit.load("conv_direct_jit") is not None
+    out_w = x.shape[3] + geo.lo[1] + geo.hi[1] - w_shape[3] + 1
+    wide = out_w >= (_DIRECT_MIN_WIDTH if min_width is None else min_width)
+    return (DIRECT_MODE == "always" or wide) and jit.load("conv_direct_jit") is not None
 
 
 def _add_bias(y, b):
