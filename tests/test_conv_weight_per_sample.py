@@ -20,6 +20,12 @@ from .test_nn_conv_rows import _case, _run  # random 2-D geometries (no 1x1), an
 TOL = {np.float64: dict(rtol=1e-9, atol=1e-9), np.float32: dict(rtol=2e-4, atol=2e-4)}
 
 
+@pytest.fixture(autouse=True)
+def gemm_paths(monkeypatch):
+    """These tests are of the GEMM paths: the direct float32 convolution (tests/test_conv_direct.py) is off."""
+    monkeypatch.setattr(C, "DIRECT_MODE", "never")
+
+
 @pytest.fixture
 def calls(monkeypatch):
     """Counts the runs of the per-sample kernel (each its input's shape)."""
