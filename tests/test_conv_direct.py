@@ -1,6 +1,7 @@
 """The direct float32 convolution (Note [Direct convolution], ember/_backend/conv_direct_jit.py) against torch.
 
-Stride-1 2-D convolutions of groups 1 (forward, and the input and weight gradients) over random sizes that reach every tile (output widths of 8 and not a
+Stride-1 2-D convolutions of groups 1 (forward, and the input and weight gradients, the latter with either of the
+two weight kernels; strided and dilated ones for the weight gradient) over random sizes that reach every tile (output widths of 8 and not a
 multiple of 8, output channels not a multiple of 4, kernels of 3, 5 and other widths, padding on one side), on
 one and two threads: outputs, input, weight and bias gradients, and double backward. A spy checks the kernel ran,
 for the forward and for the input gradient (the flipped convolution), that the default leaves outputs narrower than
@@ -28,8 +29,15 @@ def calls(monkeypatch):
 
 @pytest.fixture
 def weight_calls(monkeypatch):
-    """The (N, O, OH, OW) output gradient of every direct weight gradient that ran."""
-    return count_calls(monkeypatch, jit.load("conv_direct_jit"), "weight", record=lambda x, y, *a: y.shape)
+    """("rows" or "lanes", the (N, O, OH, OW) output gradient) of every direct weight gradient that ran: the
+    row-vector kernel of conv_direct_jit.py or the output-channel-vector one of conv_weight_jit.py."""
+    calls = []
+    for kind, name in (("rows", "conv_direct_jit"), ("lanes", "conv_weight_jit")):
+        module = jit.load(name)
+        fn = module.weight
+        monkeypatch.setattr(module, "weight", lambda x, y, *a, _fn=fn, _kind=kind: calls.append((_kind, y.shape))
+                            or _fn(x, y, *a))
+    return calls
 
 
 def _run(lib, x, w, b, gy, **kw):
@@ -40,19 +48,26 @@ def _run(lib, x, w, b, gy, **kw):
     return [y.detach().numpy()] + [g.numpy() for g in grads]
 
 
-def _case(rng):
-    n, c, o = int(rng.integers(1, 5)), int(rng.integers(1, 20)), int(rng.integers(1, 14))
+def _case(rng, strided=False):
+    n, c, o = int(rng.integers(1, 5)), int(rng.integers(1, 20)), int(rng.integers(1, 40))
     kh, kw = int(rng.choice([1, 2, 3, 3, 5, 7])), int(rng.choice([2, 3, 3, 5, 7]))
-    h, w = int(rng.integers(kh, kh + 14)), int(rng.integers(kw, kw + 30))
-    padding = "same" if rng.random() < 0.25 else (int(rng.integers(0, kh)), int(rng.integers(0, kw)))
+    stride = (int(rng.integers(1, 4)), int(rng.integers(1, 4))) if strided else (1, 1)
+    dilation = (int(rng.integers(1, 3)), int(rng.integers(1, 3))) if strided else (1, 1)
+    h, w = int(rng.integers(kh, kh + 14)) * dilation[0], int(rng.integers(kw, kw + 30)) * dilation[1]
+    padding = (int(rng.integers(0, kh)), int(rng.integers(0, kw)))
+    if not strided and rng.random() < 0.25:
+        padding = "same"
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     wt = rng.standard_normal((o, c, kh, kw)).astype(np.float32)
     b = rng.standard_normal(o).astype(np.float32) if rng.random() < 0.7 else None
-    return x, wt, b, dict(padding=padding)
+    return x, wt, b, dict(padding=padding, stride=stride, dilation=dilation)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_random_shapes_match_torch(calls, weight_calls, threads):
+@pytest.mark.parametrize("weight_kernel", ["lanes", "rows"])
+def test_random_shapes_match_torch(calls, weight_calls, monkeypatch, weight_kernel, threads):
+    if weight_kernel == "rows":  # the output-channel-vector kernel off: the row-vector one takes every weight gradient
+        monkeypatch.setattr(C, "_direct_weight", lambda *a: False)
     rng = np.random.default_rng(threads)
     before = ember.get_num_threads()
     ember.set_num_threads(threads)
@@ -65,7 +80,7 @@ def test_random_shapes_match_torch(calls, weight_calls, threads):
             ran = len(calls)
             got, want = _run(ember, x, w, b, gy, **kw), _run(torch, x, w, b, gy, **kw)
             assert calls[ran] == x.shape  # the forward ran the direct kernel
-            assert weight_calls[-1] == gy.shape  # and so did the weight gradient
+            assert weight_calls[-1] == (weight_kernel, gy.shape)  # and so did the weight gradient
             for g, t in zip(got, want):
                 assert g.dtype == t.dtype and g.shape == t.shape
                 scale = max(1.0, float(np.abs(t).max()))
@@ -85,9 +100,28 @@ def test_layer_shapes_take_the_path_for_input_gradient_too(calls, weight_calls, 
     got, want = _run(ember, x, w, b, gy, padding=1), _run(torch, x, w, b, gy, padding=1)
     # the forward on x, then the input gradient as the flipped convolution of the output gradient
     assert calls == [shape, gy.shape]
-    assert weight_calls == ([gy.shape] if shape[3] >= 25 else [])  # the weight gradient from 25 output columns
+    # the weight gradient on output-channel vectors from 16 input channels and 49 output positions; 3 channels and
+    # 13 columns: the GEMM paths
+    assert weight_calls == ([] if shape[1] < 16 else [("lanes", gy.shape)])
     for g, t in zip(got, want):
         np.testing.assert_allclose(g, t, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(t).max())))
+
+
+def test_strided_and_dilated_weight_gradients_match_torch(calls, weight_calls):
+    """Stride and dilation: the forward and input gradient on the GEMM paths, the weight gradient direct."""
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        x, w, b, kw = _case(rng, strided=True)
+        with torch.no_grad():
+            shape = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), **kw).shape
+        if 0 in shape:
+            continue
+        gy = rng.standard_normal(tuple(shape)).astype(np.float32)
+        got, want = _run(ember, x, w, b, gy, **kw), _run(torch, x, w, b, gy, **kw)
+        if w.shape[2] * w.shape[3] > 1:
+            assert weight_calls[-1] == ("lanes", gy.shape)
+        for g, t in zip(got, want):
+            np.testing.assert_allclose(g, t, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(t).max())))
 
 
 def test_double_backward_matches_torch(calls):

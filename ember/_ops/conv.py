@@ -156,6 +156,8 @@ def conv_weight(x, y, geo, w_shape):
         w = _depthwise_weight(x, y, geo, w_shape)
     elif _pointwise(y.shape, kernel, geo):
         w = _pointwise_weight(x, y, geo, w_shape)
+    elif _direct_weight(x, y, w_shape, geo):
+        w = jit.load("conv_weight_jit").weight(x, y, geo.stride, geo.dilation, geo.lo, geo.hi, w_shape)
     elif _direct(x, w_shape, geo, y, _DIRECT_WEIGHT_MIN_WIDTH):
         w = jit.load("conv_direct_jit").weight(x, y, geo.lo, geo.hi, w_shape)
     elif _rows(x, w_shape, out, geo):
@@ -336,14 +338,23 @@ def _rows(x, w_shape, out, geo):
 # Outputs narrower than 6 columns stay on the GEMM paths: a tile computes 8 columns (4x4 outputs: 128->256 6.6 ms
 # direct vs 3.4 GEMM, 256->256 12.5 vs 6.4). DIRECT_MODE "always" takes it wherever it can run, "never" keeps the
 # GEMM paths (the tests force both).
-# The weight gradient's tiles sum over output columns in vectors and each ends in horizontal sums, so it takes the
-# path from 25 output columns (4 vectors a row): 3x3, batch 32, medians of 6 alternating calls, 2 threads, GEMM
-# paths -> direct (torch), ms: 3->16 at 32x32 1.46 -> 0.73 (0.50), 16->16 at 32x32 4.53 -> 2.78 (2.61); narrower
-# it lost or drew: 32->32 at 16x16 3.49 -> 3.06 (1.91), 32->64 at 16x16 5.82 -> 5.94, 64->64 at 8x8 2.27 -> 4.42,
-# 32->64 5x5 at 15x15 11.5 -> 14.7.
+# Weight gradients have two direct kernels. From 16 input channels and 49 output positions a sample, any stride
+# and dilation: tiles of 6 taps x 16 output channels over a channels-last copy of the output gradient (Note [Direct
+# weight gradient], ember/_backend/conv_weight_jit.py; its sums are torch's, bit for bit, on the shapes tried).
+# Batch 32, medians of 6 alternating calls, 2 threads, ms, previous path -> it (torch): 16->16 at 32x32 2.73 ->
+# 2.33 (1.89), 16->32 stride 2 at 32x32 3.18 -> 1.40 (1.23), 32->32 at 16x16 3.35 -> 1.98 (1.62), 32->64 stride 2
+# 1.50 -> 1.21 (0.95), 64->64 at 8x8 1.76 -> 1.34 (1.30), 96->96 at 7x7 3.94 -> 3.32 (2.89); with 3 input channels
+# it lost (3->16 at 32x32 0.66 -> 1.42: 27 taps in 5 tiles for 2 threads), at 4x4 too (128->256 5.7 -> 6.9). Whole
+# steps, alternating in one process, medians of 8x3: ResNet-8 71.9 -> 68.2 ms, VGG 132.0 -> 121.1, AlexNet 84.3 ->
+# 86.8 (noise). Narrower inputs at stride 1 take conv_direct_jit.py's tiles, which sum over output columns in
+# vectors, each ending in horizontal sums: from 25 output columns (4 vectors a row), GEMM paths -> it (torch):
+# 3->16 at 32x32 1.46 -> 0.73 (0.50), 16->16 at 32x32 4.53 -> 2.78 (2.61); narrower they lost or drew (32->32 at
+# 16x16 3.49 -> 3.06, 64->64 at 8x8 2.27 -> 4.42, 32->64 5x5 at 15x15 11.5 -> 14.7).
 DIRECT_MODE = "auto"
 _DIRECT_MIN_WIDTH = 6
 _DIRECT_WEIGHT_MIN_WIDTH = 25
+_DIRECT_WEIGHT_MIN_CHANNELS = 16
+_DIRECT_WEIGHT_MIN_POSITIONS = 49
 
 
 def _direct(x, w_shape, geo, other, min_width=None):
@@ -356,6 +367,15 @@ def _direct(x, w_shape, geo, other, min_width=None):
     out_w = x.shape[3] + geo.lo[1] + geo.hi[1] - w_shape[3] + 1
     wide = out_w >= (_DIRECT_MIN_WIDTH if min_width is None else min_width)
     return (DIRECT_MODE == "always" or wide) and jit.load("conv_direct_jit") is not None
+
+
+def _direct_weight(x, y, w_shape, geo):
+    """Whether conv_weight takes the output-channel-vector direct kernel (Note [Direct weight gradient])."""
+    if (DIRECT_MODE == "never" or x.ndim != 4 or geo.groups != 1 or x.dtype != np.float32 or y.dtype != np.float32
+            or 0 in x.shape or 0 in y.shape or w_shape[2] * w_shape[3] == 1 or min(geo.lo + geo.hi) < 0):
+        return False
+    wide = x.shape[1] >= _DIRECT_WEIGHT_MIN_CHANNELS and y.shape[2] * y.shape[3] >= _DIRECT_WEIGHT_MIN_POSITIONS
+    return (DIRECT_MODE == "always" or wide) and jit.load("conv_weight_jit") is not None
 
 
 def _add_bias(y, b):

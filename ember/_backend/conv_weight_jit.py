@@ -1,0 +1,135 @@
+"""2-D float32 convolution weight gradients of groups 1 as a compiled direct loop over output-channel vectors (numba).
+
+Note [Direct weight gradient]: dw[o, c, kh, kw] = sum over samples n and output positions (h, j) of
+g[n, o, h, j] * x[n, c, s h + d kh - lo, s j + d kw - lo]. The output gradient is copied once channels-last,
+(N, OH, OW, O) with O rounded up to 16, so that at each position the gradients of 16 output channels are two
+vector loads; a tile keeps 6 taps (c, kh, kw) x 16 output channels in 12 AVX2 registers and, per position,
+broadcasts the 6 input values the taps read and makes 12 fused multiply-adds. The sum runs over every position,
+so a tile needs no horizontal sums however narrow the output (the row-vector tiles of conv_direct_jit.py do, and
+lose below 25 output columns), and stride and dilation only change which input values are broadcast. Samples run
+outermost (in chunks of 256 output positions or more), each chunk's padded input and gradient staying in cache while every tile of the thread adds its
+share into a (taps, O) accumulator; the threads take disjoint tiles. Like conv_direct_jit.py's tiles, this one is
+a numba intrinsic emitting LLVM's <8 x float> vectors and llvm.fma (numba leaves such register tiles scalar).
+Sums in float32, over samples then positions: to rounding against the GEMM paths (tests/test_conv_direct.py holds
+it to torch). Loaded through jit.load("conv_weight_jit") (Note [JIT kernels]).
+"""
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from . import parallel
+
+LANES = 8  # floats per AVX2 vector
+VECTORS = 2  # output-channel vectors per tile
+TAPS = 6  # (c, kh, kw) taps per tile
+WIDTH = LANES * VECTORS  # output channels per tile; the channels-last gradient's last dim is a multiple of it
+POSITIONS = 256  # output positions a tile sums at least per call (samples permitting): its 24 loads and stores of
+                 # the accumulator weigh little against them
+
+
+def _make_tile():
+    """An intrinsic tile(x, g, acc, S, xns, gns, OH, OW, xrs, xcs, grs, gps, o0, ..., o5): for t < TAPS and
+    v < VECTORS, acc[t WIDTH + 8v : +8] += sum over s < S, h < OH, j < OW of
+    x[s xns + h xrs + j xcs + o_t] * g[s gns + h grs + j gps + 8v : +8].
+    x, g, acc are addresses of float32, the strides (sample, row, column / position) and tap offsets o_t in
+    elements; acc's rows are WIDTH apart."""
+    f32 = ir.FloatType()
+    vec = ir.VectorType(f32, LANES)
+    i64 = ir.IntType(64)
+    zeros = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+
+    @intrinsic
+    def tile(typingctx, x, g, acc, S, xns, gns, OH, OW, xrs, xcs, grs, gps, o0, o1, o2, o3, o4, o5):
+        sig = types.void(types.uintp, types.uintp, types.uintp, *[types.int64] * 15)
+
+        def codegen(context, builder, signature, args):
+            x_, g_, acc_, S_, xns_, gns_, OH_, OW_, xrs_, xcs_, grs_, gps_ = args[:12]
+            offsets = args[12:]
+            fp, vp = f32.as_pointer(), vec.as_pointer()
+            xb, gb, ab = (builder.inttoptr(a, fp) for a in (x_, g_, acc_))
+            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec] * 3), "llvm.fma.v8f32")
+
+            def const(v):
+                return ir.Constant(i64, v)
+
+            def vector_at(base, offset):
+                return builder.bitcast(builder.gep(base, [offset]), vp)
+
+            sums = [[cgutils.alloca_once(builder, vec) for _ in range(VECTORS)] for _ in range(TAPS)]
+            for t in range(TAPS):
+                for v in range(VECTORS):
+                    builder.store(builder.load(vector_at(ab, const(t * WIDTH + v * LANES)), align=4), sums[t][v])
+            with cgutils.for_range(builder, S_) as s_loop, cgutils.for_range(builder, OH_) as h_loop:
+                xh = builder.add(builder.mul(s_loop.index, xns_), builder.mul(h_loop.index, xrs_))
+                gh = builder.add(builder.mul(s_loop.index, gns_), builder.mul(h_loop.index, grs_))
+                with cgutils.for_range(builder, OW_) as j_loop:
+                    xj = builder.add(xh, builder.mul(j_loop.index, xcs_))
+                    gj = builder.add(gh, builder.mul(j_loop.index, gps_))
+                    gs = [builder.load(vector_at(gb, builder.add(gj, const(v * LANES))), align=4)
+                          for v in range(VECTORS)]
+                    for t in range(TAPS):
+                        value = builder.load(builder.gep(xb, [builder.add(xj, offsets[t])]))
+                        xv = builder.insert_element(ir.Constant(vec, None), value, ir.Constant(ir.IntType(32), 0))
+                        xv = builder.shuffle_vector(xv, ir.Constant(vec, None), zeros)
+                        for v in range(VECTORS):
+                            builder.store(builder.call(fma, [xv, gs[v], builder.load(sums[t][v])]), sums[t][v])
+            for t in range(TAPS):
+                for v in range(VECTORS):
+                    builder.store(builder.load(sums[t][v]), vector_at(ab, const(t * WIDTH + v * LANES)), align=4)
+            return context.get_dummy_value()
+        return sig, codegen
+    return tile
+
+
+_TILE = _make_tile()
+
+
+@numba.njit(nogil=True, cache=True)
+def _weight(xp, gt, acc, offsets, start, stop, sh, sw):
+    """acc[group, block] (TAPS, WIDTH) += the weight gradient's share of taps group * TAPS.. and output channels
+    block * WIDTH.., for the (group, block) pairs start..stop-1, numbered group * blocks + block: xp (N, C, Hp, Wq)
+    the padded input, gt (N, OH, OW, Op) the channels-last output gradient, offsets (groups * TAPS,) each tap's
+    element offset in a padded sample, sh / sw the stride. Samples come in chunks of POSITIONS output positions,
+    the chunks outermost."""
+    N, Hp, Wq = xp.shape[0], xp.shape[2], xp.shape[3]
+    OH, OW, Op = gt.shape[1], gt.shape[2], gt.shape[3]
+    blocks = Op // WIDTH
+    xa, ga, aa = xp.ctypes.data, gt.ctypes.data, acc.ctypes.data
+    xns, gns = xp.shape[1] * Hp * Wq, OH * OW * Op
+    chunk = max(1, -(-POSITIONS // (OH * OW)))
+    for n in range(0, N, chunk):
+        S = min(chunk, N - n)
+        for i in range(start, stop):
+            grp, blk = i // blocks, i % blocks
+            t = grp * TAPS
+            _TILE(xa + 4 * n * xns, ga + 4 * (n * gns + blk * WIDTH), aa + 4 * ((grp * blocks + blk) * TAPS * WIDTH),
+                  S, xns, gns, OH, OW, sh * Wq, sw, OW * Op, Op,
+                  offsets[t], offsets[t + 1], offsets[t + 2], offsets[t + 3], offsets[t + 4], offsets[t + 5])
+
+
+def weight(x, g, stride, dilation, lo, hi, w_shape):
+    """The weight gradient of a 2-D convolution of groups 1: dw (O, C, KH, KW) float32 from the input x (N, C, H, W)
+    and the output gradient g (N, O, OH, OW), any stride, dilation and padding lo, hi >= 0."""
+    o, c, kh, kw = w_shape
+    n, _, oh, ow = g.shape
+    h, w = x.shape[2:]
+    op = -(-o // WIDTH) * WIDTH
+    xp = np.zeros((n, c, h + lo[0] + hi[0], w + lo[1] + hi[1]), np.float32)
+    xp[:, :, lo[0]:lo[0] + h, lo[1]:lo[1] + w] = x
+    gt = np.zeros((n, oh, ow, op), np.float32)
+    gt[..., :o] = g.transpose(0, 2, 3, 1)
+    taps = c * kh * kw
+    groups = -(-taps // TAPS)
+    cc, hh, ww = np.unravel_index(np.arange(taps), (c, kh, kw))
+    offsets = np.zeros(groups * TAPS, np.int64)  # the padding taps read offset 0 and land in rows dropped below
+    offsets[:taps] = (cc * xp.shape[2] + hh * dilation[0]) * xp.shape[3] + ww * dilation[1]
+    blocks = op // WIDTH
+    acc = np.zeros((groups, blocks, TAPS, WIDTH), np.float32)
+    flops = 2 * n * oh * ow * groups * TAPS * op
+    parallel.run_compiled(lambda a, z: _weight(xp, gt, acc, offsets, a, z, stride[0], stride[1]), groups * blocks,
+                          flops)
+    dw = acc.transpose(0, 2, 1, 3).reshape(groups * TAPS, op)[:taps, :o]
+    return np.ascontiguousarray(dw.T).reshape(w_shape)
