@@ -1,11 +1,12 @@
-"""The direct float32 convolution (Note [Direct convolution], ember/_backend/conv_direct_jit.py) against torch.
+"""The direct float32 convolutions against torch: the row tiles (Note [Direct convolution],
+ember/_backend/conv_direct_jit.py) and the output-channel-vector tiles (Notes [Direct weight gradient] and [Direct
+strided forward], ember/_backend/conv_lanes_jit.py).
 
-Stride-1 2-D convolutions of groups 1 (forward, and the input and weight gradients, the latter with either of the
-two weight kernels; strided and dilated ones for the weight gradient) over random sizes that reach every tile (output widths of 8 and not a
-multiple of 8, output channels not a multiple of 4, kernels of 3, 5 and other widths, padding on one side), on
-one and two threads: outputs, input, weight and bias gradients, and double backward. A spy checks the kernel ran,
-for the forward and for the input gradient (the flipped convolution), that the default leaves outputs narrower than
-6 columns to the GEMM paths (the weight gradient narrower than 25), and that DIRECT_MODE "never" keeps it off.
+2-D convolutions of groups 1 over random sizes that reach every tile (output widths of 8 and not a multiple of 8,
+output channels not a multiple of 4 or 16, kernels of 3, 5 and other widths, padding on one side, stride and
+dilation for the lanes kernels), each kernel forced in turn, on one and two threads: outputs, input, weight and
+bias gradients, and double backward. A spy checks which kernel ran for the forward, the input gradient (the flipped
+convolution) and the weight gradient, at the default thresholds too, and that DIRECT_MODE "never" keeps them off.
 """
 import numpy as np
 import pytest
@@ -14,29 +15,22 @@ import torch
 import ember
 from ember._backend import jit
 from ember._ops import conv as C
-from tests._jit import count_calls
 
-pytest.importorskip("numba", reason="the direct convolution needs the ember[jit] extra (numba)")
+pytest.importorskip("numba", reason="the direct convolutions need the ember[jit] extra (numba)")
 
 
 @pytest.fixture
-def calls(monkeypatch):
-    """The (N, C, H, W) input of every direct forward that ran."""
+def ran(monkeypatch):
+    """(op, kernel, shape) for every direct kernel call: op "forward" with the input's shape, or "weight" with the
+    output gradient's; kernel "rows" or "lanes"."""
     monkeypatch.setattr(jit, "ENABLED", True)
-    monkeypatch.setattr(C, "DIRECT_MODE", "always")
-    return count_calls(monkeypatch, jit.load("conv_direct_jit"), "forward", record=lambda x, *a: x.shape)
-
-
-@pytest.fixture
-def weight_calls(monkeypatch):
-    """("rows" or "lanes", the (N, O, OH, OW) output gradient) of every direct weight gradient that ran: the
-    row-vector kernel of conv_direct_jit.py or the output-channel-vector one of conv_weight_jit.py."""
     calls = []
-    for kind, name in (("rows", "conv_direct_jit"), ("lanes", "conv_weight_jit")):
+    for kind, name in (("rows", "conv_direct_jit"), ("lanes", "conv_lanes_jit")):
         module = jit.load(name)
-        fn = module.weight
-        monkeypatch.setattr(module, "weight", lambda x, y, *a, _fn=fn, _kind=kind: calls.append((_kind, y.shape))
-                            or _fn(x, y, *a))
+        for op, shape_of in (("forward", lambda x, *a: x.shape), ("weight", lambda x, y, *a: y.shape)):
+            fn = getattr(module, op)
+            monkeypatch.setattr(module, op, lambda *a, _fn=fn, _op=op, _kind=kind, _shape=shape_of: calls.append(
+                (_op, _kind, _shape(*a))) or _fn(*a))
     return calls
 
 
@@ -63,11 +57,16 @@ def _case(rng, strided=False):
     return x, wt, b, dict(padding=padding, stride=stride, dilation=dilation)
 
 
+def _close(got, want):
+    for g, t in zip(got, want):
+        assert g.dtype == t.dtype and g.shape == t.shape
+        np.testing.assert_allclose(g, t, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(t).max())))
+
+
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("weight_kernel", ["lanes", "rows"])
-def test_random_shapes_match_torch(calls, weight_calls, monkeypatch, weight_kernel, threads):
-    if weight_kernel == "rows":  # the output-channel-vector kernel off: the row-vector one takes every weight gradient
-        monkeypatch.setattr(C, "_direct_weight", lambda *a: False)
+@pytest.mark.parametrize("kernel", ["rows", "lanes"])
+def test_random_shapes_match_torch(ran, monkeypatch, kernel, threads):
+    monkeypatch.setattr(C, "DIRECT_MODE", kernel)
     rng = np.random.default_rng(threads)
     before = ember.get_num_threads()
     ember.set_num_threads(threads)
@@ -77,20 +76,48 @@ def test_random_shapes_match_torch(calls, weight_calls, monkeypatch, weight_kern
             with torch.no_grad():
                 shape = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), **kw).shape
             gy = rng.standard_normal(tuple(shape)).astype(np.float32)
-            ran = len(calls)
+            first = len(ran)
             got, want = _run(ember, x, w, b, gy, **kw), _run(torch, x, w, b, gy, **kw)
-            assert calls[ran] == x.shape  # the forward ran the direct kernel
-            assert weight_calls[-1] == (weight_kernel, gy.shape)  # and so did the weight gradient
-            for g, t in zip(got, want):
-                assert g.dtype == t.dtype and g.shape == t.shape
-                scale = max(1.0, float(np.abs(t).max()))
-                np.testing.assert_allclose(g, t, rtol=1e-4, atol=1e-4 * scale)
+            if w.shape[2] * w.shape[3] > 1:  # 1x1 kernels are plain GEMMs
+                assert ran[first] == ("forward", kernel, x.shape)
+                assert ("weight", kernel, gy.shape) in ran[first:]
+            _close(got, want)
     finally:
         ember.set_num_threads(before)
 
 
-@pytest.mark.parametrize("shape", [(32, 16, 32, 32), (8, 32, 8, 8), (4, 3, 9, 13)], ids=["32x32", "8x8", "odd"])
-def test_layer_shapes_take_the_path_for_input_gradient_too(calls, weight_calls, monkeypatch, shape):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_strided_and_dilated_match_torch(ran, monkeypatch, threads):
+    """The lanes kernels: the forward and the weight gradient (the strided input gradient stays GEMM + col2im)."""
+    monkeypatch.setattr(C, "DIRECT_MODE", "lanes")
+    rng = np.random.default_rng(10 + threads)
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        for _ in range(30):
+            x, w, b, kw = _case(rng, strided=True)
+            with torch.no_grad():
+                shape = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), **kw).shape
+            if 0 in shape:
+                continue
+            gy = rng.standard_normal(tuple(shape)).astype(np.float32)
+            first = len(ran)
+            got, want = _run(ember, x, w, b, gy, **kw), _run(torch, x, w, b, gy, **kw)
+            if w.shape[2] * w.shape[3] > 1:
+                assert ran[first] == ("forward", "lanes", x.shape) and ("weight", "lanes", gy.shape) in ran[first:]
+            _close(got, want)
+    finally:
+        ember.set_num_threads(before)
+
+
+@pytest.mark.parametrize("shape, expected", [
+    ((32, 16, 32, 32), ["rows", "rows", "lanes"]),  # wide rows; the weight from 16 channels
+    ((8, 32, 8, 8), ["lanes", "lanes", "lanes"]),  # 8 columns: lanes everywhere
+    ((4, 3, 9, 13), ["lanes", "lanes", None]),  # 3 channels, 13 columns: the weight gradient on GEMMs
+    ((2, 8, 4, 4), [None, None, None]),  # 16 positions a sample: GEMMs
+], ids=["32x32", "8x8", "odd", "4x4"])
+def test_default_thresholds(ran, monkeypatch, shape, expected):
+    """forward, input gradient (the flipped convolution of the output gradient) and weight gradient kernels."""
     monkeypatch.setattr(C, "DIRECT_MODE", "auto")
     rng = np.random.default_rng(shape[1])
     x = rng.standard_normal(shape).astype(np.float32)
@@ -98,33 +125,16 @@ def test_layer_shapes_take_the_path_for_input_gradient_too(calls, weight_calls, 
     b = rng.standard_normal(2 * shape[1]).astype(np.float32)
     gy = rng.standard_normal((shape[0], 2 * shape[1]) + shape[2:]).astype(np.float32)
     got, want = _run(ember, x, w, b, gy, padding=1), _run(torch, x, w, b, gy, padding=1)
-    # the forward on x, then the input gradient as the flipped convolution of the output gradient
-    assert calls == [shape, gy.shape]
-    # the weight gradient on output-channel vectors from 16 input channels and 49 output positions; 3 channels and
-    # 13 columns: the GEMM paths
-    assert weight_calls == ([] if shape[1] < 16 else [("lanes", gy.shape)])
-    for g, t in zip(got, want):
-        np.testing.assert_allclose(g, t, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(t).max())))
+    forwards = [kind for op, kind, s in ran if op == "forward"]
+    weights = [kind for op, kind, s in ran if op == "weight"]
+    assert forwards == [k for k in expected[:2] if k is not None]
+    assert weights == [k for k in expected[2:] if k is not None]
+    _close(got, want)
 
 
-def test_strided_and_dilated_weight_gradients_match_torch(calls, weight_calls):
-    """Stride and dilation: the forward and input gradient on the GEMM paths, the weight gradient direct."""
-    rng = np.random.default_rng(11)
-    for _ in range(30):
-        x, w, b, kw = _case(rng, strided=True)
-        with torch.no_grad():
-            shape = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), **kw).shape
-        if 0 in shape:
-            continue
-        gy = rng.standard_normal(tuple(shape)).astype(np.float32)
-        got, want = _run(ember, x, w, b, gy, **kw), _run(torch, x, w, b, gy, **kw)
-        if w.shape[2] * w.shape[3] > 1:
-            assert weight_calls[-1] == ("lanes", gy.shape)
-        for g, t in zip(got, want):
-            np.testing.assert_allclose(g, t, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(t).max())))
-
-
-def test_double_backward_matches_torch(calls):
+@pytest.mark.parametrize("kernel", ["rows", "lanes"])
+def test_double_backward_matches_torch(ran, monkeypatch, kernel):
+    monkeypatch.setattr(C, "DIRECT_MODE", kernel)
     rng = np.random.default_rng(7)
     x = rng.standard_normal((2, 5, 9, 11)).astype(np.float32)
     w = rng.standard_normal((6, 5, 3, 3)).astype(np.float32)
@@ -136,32 +146,29 @@ def test_double_backward_matches_torch(calls):
         gx, gw = lib.autograd.grad((y * y).sum(), (xs, ws), create_graph=True)
         ((gx * gx).sum() + (gw * gw).sum()).backward()
         results.append([t.detach().numpy() for t in (y, gx, gw, xs.grad, ws.grad, bs.grad)])
-    assert len(calls) >= 3  # forward, input gradient, and the second-order forwards
+    assert len(ran) >= 4 and {kind for op, kind, s in ran} == {kernel}
     for e, t in zip(*results):
         np.testing.assert_allclose(e, t, rtol=2e-4, atol=2e-4 * max(1.0, float(np.abs(t).max())))
 
 
-def test_off_outside_its_cases_and_when_switched_off(calls, monkeypatch):
+def test_off_outside_its_cases_and_when_switched_off(ran, monkeypatch):
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 4, 10, 10)).astype(np.float32)
     w = rng.standard_normal((4, 4, 3, 3)).astype(np.float32)
     xe, we = ember.from_numpy(x), ember.from_numpy(w)
-    ember.nn.functional.conv2d(xe, we, stride=2)  # strided
-    ember.nn.functional.conv2d(xe, we, dilation=2)  # dilated
-    ember.nn.functional.conv2d(xe, ember.from_numpy(w[:, :2].copy()), groups=2)  # grouped
-    ember.nn.functional.conv2d(xe.double(), we.double())  # float64
-    ember.nn.functional.conv2d(xe, ember.from_numpy(w[:, :, :1, :1].copy()))  # 1x1: a plain GEMM
-    assert calls == []
-    monkeypatch.setattr(C, "DIRECT_MODE", "auto")
-    ember.nn.functional.conv2d(ember.from_numpy(x[:, :, :6, :7].copy()), we)  # 5 output columns: GEMM paths
-    assert calls == []
-    ember.nn.functional.conv2d(ember.from_numpy(x[:, :, :6, :8].copy()), we)  # 6 columns: direct
-    assert calls == [(2, 4, 6, 8)]
-    calls.clear()
+    monkeypatch.setattr(C, "DIRECT_MODE", "rows")
+    ember.nn.functional.conv2d(xe, we, stride=2)  # rows: stride 1 only
+    ember.nn.functional.conv2d(xe, we, dilation=2)  # and no dilation
+    for mode in ("rows", "lanes"):
+        monkeypatch.setattr(C, "DIRECT_MODE", mode)
+        ember.nn.functional.conv2d(xe, ember.from_numpy(w[:, :2].copy()), groups=2)  # grouped
+        ember.nn.functional.conv2d(xe.double(), we.double())  # float64
+        ember.nn.functional.conv2d(xe, ember.from_numpy(w[:, :, :1, :1].copy()))  # 1x1: a plain GEMM
+    assert ran == []
     monkeypatch.setattr(C, "DIRECT_MODE", "never")
     want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=1).numpy()
     np.testing.assert_allclose(ember.nn.functional.conv2d(xe, we, padding=1).numpy(), want, rtol=1e-4, atol=1e-4)
-    assert calls == []
+    assert ran == []
     monkeypatch.setattr(C, "DIRECT_MODE", "auto")
     np.testing.assert_allclose(ember.nn.functional.conv2d(xe, we, padding=1).numpy(), want, rtol=1e-4, atol=1e-4)
-    assert calls == [x.shape]
+    assert ran == [("forward", "lanes", x.shape)]

@@ -18,7 +18,7 @@ the result differs from the GEMM paths' by rounding only (tests/test_conv_direct
 The input gradient of a stride-1 convolution is itself one (the flipped form in ember/_ops/conv.py), so it
 takes this path too. The weight gradient's tiles here (4 output channels x 3 taps, summing over output columns in
 vectors) serve inputs of fewer than 16 channels at 25 output columns or more; wider inputs take the
-output-channel-vector kernel of conv_weight_jit.py. Loaded through jit.load("conv_direct_jit") (Note [JIT kernels]).
+output-channel-vector kernel of conv_lanes_jit.py. Loaded through jit.load("conv_direct_jit") (Note [JIT kernels]).
 """
 import numba
 import numpy as np

@@ -69,8 +69,8 @@ def conv_forward(x, w, b, geo):
         y = _depthwise_forward(x, w, b, geo, out)
     elif _pointwise(x.shape, kernel, geo):
         y = _pointwise_forward(x, w, b, geo)
-    elif _direct(x, w.shape, geo, w):
-        y = jit.load("conv_direct_jit").forward(x, w, b, geo.lo, geo.hi)
+    elif (kind := _direct_kind(x, w.shape, out, geo, w)) is not None:
+        y = _direct_forward(kind, x, w, b, geo)
     elif _rows(x, w.shape, out, geo):
         plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out)
         y = K.from_channel_major(CR.conv(plan, x, w), x.shape[0], out, b, K.BATCH_LAST)
@@ -100,7 +100,7 @@ def conv_input(y, w, geo, x_shape):
     elif _pointwise(y.shape, kernel, geo):
         x = _pointwise_input(y, w, geo, x_shape)
     elif _as_flipped_conv(kernel, geo) and (w.shape[0] // geo.groups < _FLIP_MAX_WIDENING * w.shape[1]
-                                            or _direct(y, w.shape, geo, w)):
+                                            or _flipped_direct(y, w, geo, x_shape)):
         x = conv_forward(y, _flip_weight(w, geo.groups), None, _flipped_geometry(kernel, geo, out, x_shape[2:]))
     else:
         g = geo.groups
@@ -156,9 +156,9 @@ def conv_weight(x, y, geo, w_shape):
         w = _depthwise_weight(x, y, geo, w_shape)
     elif _pointwise(y.shape, kernel, geo):
         w = _pointwise_weight(x, y, geo, w_shape)
-    elif _direct_weight(x, y, w_shape, geo):
-        w = jit.load("conv_weight_jit").weight(x, y, geo.stride, geo.dilation, geo.lo, geo.hi, w_shape)
-    elif _direct(x, w_shape, geo, y, _DIRECT_WEIGHT_MIN_WIDTH):
+    elif (kind := _direct_kind(x, w_shape, out, geo, y, weight=True)) == "lanes":
+        w = jit.load("conv_lanes_jit").weight(x, y, geo.stride, geo.dilation, geo.lo, geo.hi, w_shape)
+    elif kind == "rows":
         w = jit.load("conv_direct_jit").weight(x, y, geo.lo, geo.hi, w_shape)
     elif _rows(x, w_shape, out, geo):
         plan = CR.RowPlan(x.shape, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out)
@@ -328,54 +328,73 @@ def _rows(x, w_shape, out, geo):
     return w_shape[2] * w_shape[3] >= _ROWS_OVER_IMPLICIT_TAPS or not _implicit(x, w_shape, out, geo)
 
 
-# Stride-1 2-D float32 convolutions of groups 1 with a kernel wider than 1x1 run as a compiled direct loop with
-# ember[jit] (Note [Direct convolution], ember/_backend/conv_direct_jit.py): no im2col, no GEMM; their input
-# gradients too (the flipped form above, whatever its widening: no im2col of the gradient is made). Forward,
-# batch 32, 3x3 padding 1, alternating with the GEMM paths and torch in one process, medians of 3x7 calls, 2
-# threads (ms, 2026-11-29, 2-core EPYC VM), GEMM paths -> direct (torch): 3->16 at 32x32 1.17 -> 0.46 (0.54),
-# 16->16 at 32x32 4.01 -> 2.73 (2.56), 32->32 at 16x16 3.02 -> 1.98 (1.60), 16->32 at 32x32 5.45 -> 3.06 (2.98),
-# 32->64 at 16x16 4.65 -> 4.07 (2.87), 64->128 at 16x16 16.5 -> 11.3 (10.7), 128->128 at 8x8 10.3 -> 8.0 (7.9).
-# Outputs narrower than 6 columns stay on the GEMM paths: a tile computes 8 columns (4x4 outputs: 128->256 6.6 ms
-# direct vs 3.4 GEMM, 256->256 12.5 vs 6.4). DIRECT_MODE "always" takes it wherever it can run, "never" keeps the
-# GEMM paths (the tests force both).
-# Weight gradients have two direct kernels. From 16 input channels and 49 output positions a sample, any stride
-# and dilation: tiles of 6 taps x 16 output channels over a channels-last copy of the output gradient (Note [Direct
-# weight gradient], ember/_backend/conv_weight_jit.py; its sums are torch's, bit for bit, on the shapes tried).
-# Batch 32, medians of 6 alternating calls, 2 threads, ms, previous path -> it (torch): 16->16 at 32x32 2.73 ->
-# 2.33 (1.89), 16->32 stride 2 at 32x32 3.18 -> 1.40 (1.23), 32->32 at 16x16 3.35 -> 1.98 (1.62), 32->64 stride 2
-# 1.50 -> 1.21 (0.95), 64->64 at 8x8 1.76 -> 1.34 (1.30), 96->96 at 7x7 3.94 -> 3.32 (2.89); with 3 input channels
-# it lost (3->16 at 32x32 0.66 -> 1.42: 27 taps in 5 tiles for 2 threads), at 4x4 too (128->256 5.7 -> 6.9). Whole
-# steps, alternating in one process, medians of 8x3: ResNet-8 71.9 -> 68.2 ms, VGG 132.0 -> 121.1, AlexNet 84.3 ->
-# 86.8 (noise). Narrower inputs at stride 1 take conv_direct_jit.py's tiles, which sum over output columns in
-# vectors, each ending in horizontal sums: from 25 output columns (4 vectors a row), GEMM paths -> it (torch):
-# 3->16 at 32x32 1.46 -> 0.73 (0.50), 16->16 at 32x32 4.53 -> 2.78 (2.61); narrower they lost or drew (32->32 at
-# 16x16 3.49 -> 3.06, 64->64 at 8x8 2.27 -> 4.42, 32->64 5x5 at 15x15 11.5 -> 14.7).
+# 2-D float32 convolutions of groups 1 with a kernel wider than 1x1 run as compiled direct loops with ember[jit]:
+# no im2col, no GEMM; their stride-1 input gradients too (the flipped form above, whatever its widening: no im2col
+# of the gradient is made). Two kernels:
+# - "rows" (Note [Direct convolution], ember/_backend/conv_direct_jit.py): stride 1, tiles of 4 output channels x
+#   16 columns of an output row, so it wastes the columns past a multiple of 8; forwards from 16 output columns.
+#   Forward, batch 32, 3x3 padding 1, alternating with the GEMM paths and torch in one process, medians of 3x7
+#   calls, 2 threads (ms, 2026-11-29, 2-core EPYC VM), GEMM paths -> rows (torch): 3->16 at 32x32 1.17 -> 0.46
+#   (0.54), 16->16 at 32x32 4.01 -> 2.73 (2.56), 32->32 at 16x16 3.02 -> 1.98 (1.60), 16->32 at 32x32 5.45 -> 3.06
+#   (2.98), 32->64 at 16x16 4.65 -> 4.07 (2.87), 64->128 at 16x16 16.5 -> 11.3 (10.7).
+# - "lanes" (Notes [Direct weight gradient] and [Direct strided forward], ember/_backend/conv_lanes_jit.py): tiles
+#   of 16 output channels x 6 positions (forward) or 6 taps (weight gradient), any stride and dilation; from 49
+#   output positions a sample. Forward, rows or GEMM paths -> lanes (torch): 16->32 stride 2 at 32x32 2.37 -> 1.27
+#   (0.94), 32->64 stride 2 at 16x16 2.05 -> 1.15 (0.96), 3->32 5x5 stride 2 at 64x64 4.05 -> 3.23 (1.50), 64->96
+#   at 7x7 3.10 -> 2.06 (2.15), 96->96 at 7x7 4.32 -> 2.94 (3.03), 32->64 5x5 at 15x15 7.15 -> 6.48 (5.48), 64->64
+#   at 8x8 even (1.99 / 1.93); 16->16 at 32x32 lost (1.91 -> 3.01), and so did 4x4 outputs (128->256 3.55 -> 5.05).
+#   Weight gradient, from 16 input channels, ms, previous path -> lanes (torch): 16->16 at 32x32 2.73 -> 2.33
+#   (1.89), 16->32 stride 2 at 32x32 3.18 -> 1.40 (1.23), 32->32 at 16x16 3.35 -> 1.98 (1.62), 32->64 stride 2
+#   1.50 -> 1.21 (0.95), 64->64 at 8x8 1.76 -> 1.34 (1.30), 96->96 at 7x7 3.94 -> 3.32 (2.89); with 3 input
+#   channels it lost (3->16 at 32x32 0.66 -> 1.42: 27 taps in 5 tiles for 2 threads), at 4x4 too (128->256 5.7 ->
+#   6.9). Whole steps, alternating in one process, medians of 8x3: ResNet-8 71.9 -> 68.2 ms, VGG 132.0 -> 121.1.
+#   Narrower inputs at stride 1 take the rows kernel's weight tiles, which sum over output columns in vectors, each
+#   ending in horizontal sums: from 25 output columns, GEMM paths -> rows (torch): 3->16 at 32x32 1.46 -> 0.73
+#   (0.50); narrower they lost (64->64 at 8x8 2.27 -> 4.42, 32->64 5x5 at 15x15 11.5 -> 14.7).
+# DIRECT_MODE "rows" / "lanes" takes that kernel wherever it can run, "never" keeps the GEMM paths (the tests force
+# each).
 DIRECT_MODE = "auto"
-_DIRECT_MIN_WIDTH = 6
-_DIRECT_WEIGHT_MIN_WIDTH = 25
-_DIRECT_WEIGHT_MIN_CHANNELS = 16
-_DIRECT_WEIGHT_MIN_POSITIONS = 49
+_ROWS_MIN_WIDTH = 16
+_ROWS_WEIGHT_MIN_WIDTH = 25
+_LANES_MIN_POSITIONS = 49
+_LANES_WEIGHT_MIN_CHANNELS = 16
 
 
-def _direct(x, w_shape, geo, other, min_width=None):
-    """Whether the convolution of x (N, C, H, W) with a weight of w_shape takes the direct path (x and the other
-    operand float32, ember[jit] there, at least min_width output columns)."""
+def _direct_kind(x, w_shape, out, geo, other, weight=False):
+    """Which direct kernel takes the convolution of x (N, C, H, W) with a weight of w_shape and out positions (its
+    forward, or with weight=True its weight gradient): "rows", "lanes" or None (the GEMM paths). x and other (the
+    weight or the output gradient) must be float32, and ember[jit] there."""
     if (DIRECT_MODE == "never" or x.ndim != 4 or geo.groups != 1 or x.dtype != np.float32
-            or other.dtype != np.float32 or any(s != 1 for s in geo.stride) or any(d != 1 for d in geo.dilation)
-            or 0 in x.shape or 0 in w_shape or w_shape[2] * w_shape[3] == 1 or min(geo.lo + geo.hi) < 0):
-        return False
-    out_w = x.shape[3] + geo.lo[1] + geo.hi[1] - w_shape[3] + 1
-    wide = out_w >= (_DIRECT_MIN_WIDTH if min_width is None else min_width)
-    return (DIRECT_MODE == "always" or wide) and jit.load("conv_direct_jit") is not None
+            or other.dtype != np.float32 or 0 in x.shape or 0 in w_shape or 0 in out or w_shape[2] * w_shape[3] == 1
+            or min(geo.lo + geo.hi) < 0):
+        return None
+    unit = all(s == 1 for s in geo.stride) and all(d == 1 for d in geo.dilation)
+    positions = out[0] * out[1]
+    if DIRECT_MODE == "rows":
+        kind = "rows" if unit else None
+    elif DIRECT_MODE == "lanes":
+        kind = "lanes"
+    elif weight:
+        kind = ("lanes" if x.shape[1] >= _LANES_WEIGHT_MIN_CHANNELS and positions >= _LANES_MIN_POSITIONS
+                else "rows" if unit and out[1] >= _ROWS_WEIGHT_MIN_WIDTH else None)
+    else:
+        kind = ("rows" if unit and out[1] >= _ROWS_MIN_WIDTH
+                else "lanes" if positions >= _LANES_MIN_POSITIONS else None)
+    if kind is None or jit.load("conv_direct_jit" if kind == "rows" else "conv_lanes_jit") is None:
+        return None
+    return kind
 
 
-def _direct_weight(x, y, w_shape, geo):
-    """Whether conv_weight takes the output-channel-vector direct kernel (Note [Direct weight gradient])."""
-    if (DIRECT_MODE == "never" or x.ndim != 4 or geo.groups != 1 or x.dtype != np.float32 or y.dtype != np.float32
-            or 0 in x.shape or 0 in y.shape or w_shape[2] * w_shape[3] == 1 or min(geo.lo + geo.hi) < 0):
-        return False
-    wide = x.shape[1] >= _DIRECT_WEIGHT_MIN_CHANNELS and y.shape[2] * y.shape[3] >= _DIRECT_WEIGHT_MIN_POSITIONS
-    return (DIRECT_MODE == "always" or wide) and jit.load("conv_weight_jit") is not None
+def _direct_forward(kind, x, w, b, geo):
+    if kind == "rows":
+        return jit.load("conv_direct_jit").forward(x, w, b, geo.lo, geo.hi)
+    return jit.load("conv_lanes_jit").forward(x, w, b, geo.stride, geo.dilation, geo.lo, geo.hi)
+
+
+def _flipped_direct(y, w, geo, x_shape):
+    """Whether the flipped convolution that gives a stride-1 input gradient takes a direct kernel."""
+    fgeo = _flipped_geometry(w.shape[2:], geo, y.shape[2:], x_shape[2:])
+    return geo.groups == 1 and _direct_kind(y, (w.shape[1], w.shape[0]) + w.shape[2:], x_shape[2:], fgeo, w) is not None
 
 
 def _add_bias(y, b):

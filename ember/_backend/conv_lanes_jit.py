@@ -1,4 +1,5 @@
-"""2-D float32 convolution weight gradients of groups 1 as a compiled direct loop over output-channel vectors (numba).
+"""2-D float32 convolutions of groups 1 as compiled direct loops over output-channel vectors (numba): the weight
+gradient, and the forward of strided or dilated convolutions.
 
 Note [Direct weight gradient]: dw[o, c, kh, kw] = sum over samples n and output positions (h, j) of
 g[n, o, h, j] * x[n, c, s h + d kh - lo, s j + d kw - lo]. The output gradient is copied once channels-last,
@@ -11,7 +12,15 @@ outermost (in chunks of 256 output positions or more), each chunk's padded input
 share into a (taps, O) accumulator; the threads take disjoint tiles. Like conv_direct_jit.py's tiles, this one is
 a numba intrinsic emitting LLVM's <8 x float> vectors and llvm.fma (numba leaves such register tiles scalar).
 Sums in float32, over samples then positions: to rounding against the GEMM paths (tests/test_conv_direct.py holds
-it to torch). Loaded through jit.load("conv_weight_jit") (Note [JIT kernels]).
+it to torch).
+
+Note [Direct strided forward]: the forward the same way round, y[n, h, j, o] = sum over taps t = (c, kh, kw) of
+x[n, c, s h + d kh - lo, s j + d kw - lo] * w[o, t]: the weight packed (taps, O rounded up to 16), a tile keeps 6
+consecutive output positions (of the flat (n, h, j) order, across rows) x 16 output channels in 12 registers and
+runs over every tap: two weight vectors and six broadcast input values per tap. The result is channels-last,
+copied to (N, O, OH, OW) at the end. Stride and dilation only change the positions' and taps' input offsets, so
+this serves the strided and dilated convolutions that conv_direct_jit.py's row tiles (stride 1) do not.
+Loaded through jit.load("conv_lanes_jit") (Note [JIT kernels]).
 """
 import numba
 import numpy as np
@@ -85,6 +94,107 @@ def _make_tile():
 
 
 _TILE = _make_tile()
+
+
+def _make_forward_tile():
+    """An intrinsic ftile(x, w, y, T, taps, p0, ..., p5): for k < 6 and v < VECTORS,
+    y[k Op + 8v : +8] = sum over t < T of x[p_k + taps[t]] * w[t Op + 8v : +8], with Op = WIDTH' the row length of
+    w and y given as wps. x, w, y, taps are addresses (float32; taps int64), offsets in elements."""
+    f32 = ir.FloatType()
+    vec = ir.VectorType(f32, LANES)
+    i64 = ir.IntType(64)
+    zeros = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+
+    @intrinsic
+    def ftile(typingctx, x, w, y, taps, T, wps, p0, p1, p2, p3, p4, p5):
+        sig = types.void(types.uintp, types.uintp, types.uintp, types.uintp, *[types.int64] * 8)
+
+        def codegen(context, builder, signature, args):
+            x_, w_, y_, taps_, T_, wps_ = args[:6]
+            positions = args[6:]
+            fp, vp = f32.as_pointer(), vec.as_pointer()
+            xb, wb, yb = (builder.inttoptr(a, fp) for a in (x_, w_, y_))
+            tb = builder.inttoptr(taps_, i64.as_pointer())
+            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec] * 3), "llvm.fma.v8f32")
+
+            def const(v):
+                return ir.Constant(i64, v)
+
+            def vector_at(base, offset):
+                return builder.bitcast(builder.gep(base, [offset]), vp)
+
+            sums = [[cgutils.alloca_once(builder, vec) for _ in range(VECTORS)] for _ in positions]
+            for row in sums:
+                for a in row:
+                    builder.store(ir.Constant(vec, [0.0] * LANES), a)
+            with cgutils.for_range(builder, T_) as t_loop:
+                tap = builder.load(builder.gep(tb, [t_loop.index]))
+                wt = builder.mul(t_loop.index, wps_)
+                ws = [builder.load(vector_at(wb, builder.add(wt, const(v * LANES))), align=4) for v in range(VECTORS)]
+                for k, p in enumerate(positions):
+                    value = builder.load(builder.gep(xb, [builder.add(p, tap)]))
+                    xv = builder.insert_element(ir.Constant(vec, None), value, ir.Constant(ir.IntType(32), 0))
+                    xv = builder.shuffle_vector(xv, ir.Constant(vec, None), zeros)
+                    for v in range(VECTORS):
+                        builder.store(builder.call(fma, [xv, ws[v], builder.load(sums[k][v])]), sums[k][v])
+            for k in range(len(positions)):
+                for v in range(VECTORS):
+                    at = builder.add(builder.mul(const(k), wps_), const(v * LANES))
+                    builder.store(builder.load(sums[k][v]), vector_at(yb, at), align=4)
+            return context.get_dummy_value()
+        return sig, codegen
+    return ftile
+
+
+_FORWARD_TILE = _make_forward_tile()
+POSITIONS_PER_TILE = 6
+
+
+@numba.njit(nogil=True, cache=True)
+def _forward(xp, wt, taps, y, start, stop, OH, OW, sh, sw):
+    """y (N OH OW, Op) channels-last: the output positions of the tiles start..stop-1 (tile i has flat positions
+    6i..6i+5; past the last, the last again), every block of WIDTH output channels: xp (N, C, Hp, Wq) the padded
+    input, wt (T, Op) the packed weight, taps (T,) each tap's element offset in a padded sample."""
+    C, Hp, Wq = xp.shape[1], xp.shape[2], xp.shape[3]
+    T, Op = wt.shape
+    total = xp.shape[0] * OH * OW  # y has spare rows past the last position
+    xa, wa, ya, ta = xp.ctypes.data, wt.ctypes.data, y.ctypes.data, taps.ctypes.data
+    per = OH * OW
+    offs = np.empty(POSITIONS_PER_TILE, np.int64)
+    for i in range(start, stop):
+        q0 = i * POSITIONS_PER_TILE
+        for k in range(POSITIONS_PER_TILE):
+            q = min(q0 + k, total - 1)
+            n, r = q // per, q % per
+            offs[k] = ((n * C * Hp) + (r // OW) * sh) * Wq + (r % OW) * sw
+        for blk in range(Op // WIDTH):  # a short last tile computes the last position again into y's spare rows
+            _FORWARD_TILE(xa, wa + 4 * blk * WIDTH, ya + 4 * (q0 * Op + blk * WIDTH), ta, T, Op,
+                          offs[0], offs[1], offs[2], offs[3], offs[4], offs[5])
+
+
+def forward(x, w, b, stride, dilation, lo, hi):
+    """conv2d(x, w, b) of groups 1, any stride and dilation, padding lo, hi >= 0: (N, O, OH, OW) float32."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh = (h + lo[0] + hi[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (wd + lo[1] + hi[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    op = -(-o // WIDTH) * WIDTH
+    xp = np.zeros((n, c, h + lo[0] + hi[0], wd + lo[1] + hi[1]), np.float32)
+    xp[:, :, lo[0]:lo[0] + h, lo[1]:lo[1] + wd] = x
+    taps = c * kh * kw
+    cc, hh, ww = np.unravel_index(np.arange(taps), (c, kh, kw))
+    offsets = ((cc * xp.shape[2] + hh * dilation[0]) * xp.shape[3] + ww * dilation[1]).astype(np.int64)
+    wt = np.zeros((taps, op), np.float32)
+    wt[:, :o] = w.reshape(o, taps).T
+    positions = n * oh * ow
+    tiles = -(-positions // POSITIONS_PER_TILE)
+    y = np.empty((tiles * POSITIONS_PER_TILE, op), np.float32)  # rows past the last position: scratch
+    flops = 2 * positions * taps * op
+    parallel.run_compiled(lambda a, z: _forward(xp, wt, offsets, y, a, z, oh, ow, stride[0], stride[1]), tiles, flops)
+    out = y[:positions, :o].reshape(n, oh, ow, o).transpose(0, 3, 1, 2)
+    if b is not None:
+        out = out + b.reshape(1, o, 1, 1)
+    return np.ascontiguousarray(out)
 
 
 @numba.njit(nogil=True, cache=True)
