@@ -22,14 +22,13 @@ output-channel-vector kernel of conv_lanes_jit.py. Loaded through jit.load("conv
 """
 import numba
 import numpy as np
-from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import parallel
+from .vector_ir import LANES, Vectors
 
-LANES = 8  # floats per vector register (AVX2); a tile is 1 or 2 of them wide
 BLOCK = 4  # output channels per tile, the packed weight's last dim
 WEIGHT_ROWS = 64  # vector rows a weight-gradient tile sums at least (samples permitting)
 
@@ -41,46 +40,26 @@ def _make_tile(rows, vectors, taps=0):
     x, w, b, y are addresses of float32; the strides are in elements: xcs / xrs the input's channel / row
     stride, ycs the output's channel stride, xvs / yvs where the second vector sits (8 further along the row,
     or a row further down). taps > 0 unrolls the kw loop for KW == taps (a loop over kw costs ~2x)."""
-    f32 = ir.FloatType()
-    vec = ir.VectorType(f32, LANES)
-    i64 = ir.IntType(64)
-    zeros = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
-
     @intrinsic
     def tile(typingctx, x, w, b, y, C, KH, KW, xcs, xrs, xvs, ycs, yvs):
         sig = types.void(types.uintp, types.uintp, types.uintp, types.uintp, *[types.int64] * 8)
 
         def codegen(context, builder, signature, args):
             x_, w_, b_, y_, C_, KH_, KW_, xcs_, xrs_, xvs_, ycs_, yvs_ = args
-            fp, vp = f32.as_pointer(), vec.as_pointer()
-            xb, wb, bb, yb = (builder.inttoptr(a, fp) for a in (x_, w_, b_, y_))
-            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec] * 3), "llvm.fma.v8f32")
-
-            def splat(value):
-                v = builder.insert_element(ir.Constant(vec, None), value, ir.Constant(ir.IntType(32), 0))
-                return builder.shuffle_vector(v, ir.Constant(vec, None), zeros)
-
-            def const(v):
-                return ir.Constant(i64, v)
-
-            def vector_at(base, offset):
-                return builder.bitcast(builder.gep(base, [offset]), vp)
-
+            vx = Vectors(builder)
+            const = vx.const
+            xb, wb, bb, yb = (vx.floats(a) for a in (x_, w_, b_, y_))
             x_vec = [builder.mul(const(v), xvs_) for v in range(vectors)]
-            acc = [[cgutils.alloca_once(builder, vec) for _ in range(vectors)] for _ in range(rows)]
-            for o in range(rows):  # the tile starts from the bias
-                bias = splat(builder.load(builder.gep(bb, [const(o)])))
-                for v in range(vectors):
-                    builder.store(bias, acc[o][v])
+            acc = [vx.accumulators(1, vectors, vx.splat(vx.load(bb, const(o))))[0] for o in range(rows)]  # the bias
 
             def tap(row, step, kw):
                 xo = builder.add(row, kw)
                 wo = builder.mul(builder.add(step, kw), const(BLOCK))
-                xs = [builder.load(vector_at(xb, builder.add(xo, x_vec[v])), align=4) for v in range(vectors)]
+                xs = [vx.load_vector(xb, builder.add(xo, x_vec[v])) for v in range(vectors)]
                 for o in range(rows):
-                    wv = splat(builder.load(builder.gep(wb, [builder.add(wo, const(o))])))
+                    wv = vx.splat(vx.load(wb, builder.add(wo, const(o))))
                     for v in range(vectors):
-                        builder.store(builder.call(fma, [wv, xs[v], builder.load(acc[o][v])]), acc[o][v])
+                        vx.fma_into(acc[o][v], wv, xs[v])
 
             with cgutils.for_range(builder, C_) as c_loop:
                 with cgutils.for_range(builder, KH_) as kh_loop:
@@ -96,7 +75,7 @@ def _make_tile(rows, vectors, taps=0):
             for o in range(rows):
                 for v in range(vectors):
                     yo = builder.add(builder.mul(const(o), ycs_), builder.mul(const(v), yvs_))
-                    builder.store(builder.load(acc[o][v]), vector_at(yb, yo), align=4)
+                    vx.store_vector(builder.load(acc[o][v]), yb, yo)
             return context.get_dummy_value()
         return sig, codegen
     return tile
@@ -187,48 +166,31 @@ def _make_weight_tile(taps):
     (S samples' share of the weight gradient at one input channel and kernel row). x, y, dw are addresses of
     float32, the strides in elements: xns / yns the input's / output gradient's sample stride, xrs / yrs their row
     stride, ycs the output gradient's channel stride, dws the weight gradient's stride between output channels."""
-    f32 = ir.FloatType()
-    vec = ir.VectorType(f32, LANES)
-    i64 = ir.IntType(64)
-
     @intrinsic
     def wtile(typingctx, x, y, dw, S, xns, yns, OH, V, xrs, yrs, ycs, dws):
         sig = types.void(types.uintp, types.uintp, types.uintp, *[types.int64] * 9)
 
         def codegen(context, builder, signature, args):
             x_, y_, dw_, S_, xns_, yns_, OH_, V_, xrs_, yrs_, ycs_, dws_ = args
-            fp, vp = f32.as_pointer(), vec.as_pointer()
-            xb, yb, wb = (builder.inttoptr(a, fp) for a in (x_, y_, dw_))
-            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec] * 3), "llvm.fma.v8f32")
-
-            def const(v):
-                return ir.Constant(i64, v)
-
-            acc = [[cgutils.alloca_once(builder, vec) for _ in range(taps)] for _ in range(BLOCK)]
-            for row in acc:
-                for a in row:
-                    builder.store(ir.Constant(vec, [0.0] * LANES), a)
+            vx = Vectors(builder)
+            const = vx.const
+            xb, yb, wb = (vx.floats(a) for a in (x_, y_, dw_))
+            acc = vx.accumulators(BLOCK, taps)
             y_rows = [builder.mul(const(o), ycs_) for o in range(BLOCK)]
             with cgutils.for_range(builder, S_) as s_loop, cgutils.for_range(builder, OH_) as h_loop:
                 xh = builder.add(builder.mul(s_loop.index, xns_), builder.mul(h_loop.index, xrs_))
                 yh = builder.add(builder.mul(s_loop.index, yns_), builder.mul(h_loop.index, yrs_))
                 with cgutils.for_range(builder, V_) as v_loop:
                     col = builder.mul(v_loop.index, const(LANES))
-                    ys = [builder.load(builder.bitcast(builder.gep(yb, [builder.add(builder.add(y_rows[o], yh), col)]),
-                                                       vp), align=4) for o in range(BLOCK)]
+                    ys = [vx.load_vector(yb, builder.add(builder.add(y_rows[o], yh), col)) for o in range(BLOCK)]
                     for kw in range(taps):
-                        xo = builder.add(builder.add(xh, col), const(kw))
-                        xv = builder.load(builder.bitcast(builder.gep(xb, [xo]), vp), align=4)
+                        xv = vx.load_vector(xb, builder.add(builder.add(xh, col), const(kw)))
                         for o in range(BLOCK):
-                            builder.store(builder.call(fma, [ys[o], xv, builder.load(acc[o][kw])]), acc[o][kw])
+                            vx.fma_into(acc[o][kw], ys[o], xv)
             for o in range(BLOCK):
                 for kw in range(taps):
-                    v = builder.load(acc[o][kw])
-                    total = builder.extract_element(v, ir.Constant(ir.IntType(32), 0))
-                    for lane in range(1, LANES):
-                        total = builder.fadd(total, builder.extract_element(v, ir.Constant(ir.IntType(32), lane)))
                     at = builder.gep(wb, [builder.add(builder.mul(const(o), dws_), const(kw))])
-                    builder.store(builder.fadd(builder.load(at), total), at)
+                    builder.store(builder.fadd(builder.load(at), vx.horizontal_sum(builder.load(acc[o][kw]))), at)
             return context.get_dummy_value()
         return sig, codegen
     return wtile

@@ -24,14 +24,13 @@ Loaded through jit.load("conv_lanes_jit") (Note [JIT kernels]).
 """
 import numba
 import numpy as np
-from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import parallel
+from .vector_ir import LANES, Vectors
 
-LANES = 8  # floats per AVX2 vector
 VECTORS = 2  # output-channel vectors per tile
 TAPS = 6  # (c, kh, kw) taps per tile
 WIDTH = LANES * VECTORS  # output channels per tile; the channels-last gradient's last dim is a multiple of it
@@ -45,11 +44,6 @@ def _make_tile():
     x[s xns + h xrs + j xcs + o_t] * g[s gns + h grs + j gps + 8v : +8].
     x, g, acc are addresses of float32, the strides (sample, row, column / position) and tap offsets o_t in
     elements; acc's rows are WIDTH apart."""
-    f32 = ir.FloatType()
-    vec = ir.VectorType(f32, LANES)
-    i64 = ir.IntType(64)
-    zeros = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
-
     @intrinsic
     def tile(typingctx, x, g, acc, S, xns, gns, OH, OW, xrs, xcs, grs, gps, o0, o1, o2, o3, o4, o5):
         sig = types.void(types.uintp, types.uintp, types.uintp, *[types.int64] * 15)
@@ -57,37 +51,27 @@ def _make_tile():
         def codegen(context, builder, signature, args):
             x_, g_, acc_, S_, xns_, gns_, OH_, OW_, xrs_, xcs_, grs_, gps_ = args[:12]
             offsets = args[12:]
-            fp, vp = f32.as_pointer(), vec.as_pointer()
-            xb, gb, ab = (builder.inttoptr(a, fp) for a in (x_, g_, acc_))
-            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec] * 3), "llvm.fma.v8f32")
-
-            def const(v):
-                return ir.Constant(i64, v)
-
-            def vector_at(base, offset):
-                return builder.bitcast(builder.gep(base, [offset]), vp)
-
-            sums = [[cgutils.alloca_once(builder, vec) for _ in range(VECTORS)] for _ in range(TAPS)]
-            for t in range(TAPS):
+            vx = Vectors(builder)
+            const = vx.const
+            xb, gb, ab = (vx.floats(a) for a in (x_, g_, acc_))
+            sums = vx.accumulators(TAPS, VECTORS)
+            for t in range(TAPS):  # from the accumulator's running sums
                 for v in range(VECTORS):
-                    builder.store(builder.load(vector_at(ab, const(t * WIDTH + v * LANES)), align=4), sums[t][v])
+                    builder.store(vx.load_vector(ab, const(t * WIDTH + v * LANES)), sums[t][v])
             with cgutils.for_range(builder, S_) as s_loop, cgutils.for_range(builder, OH_) as h_loop:
                 xh = builder.add(builder.mul(s_loop.index, xns_), builder.mul(h_loop.index, xrs_))
                 gh = builder.add(builder.mul(s_loop.index, gns_), builder.mul(h_loop.index, grs_))
                 with cgutils.for_range(builder, OW_) as j_loop:
                     xj = builder.add(xh, builder.mul(j_loop.index, xcs_))
                     gj = builder.add(gh, builder.mul(j_loop.index, gps_))
-                    gs = [builder.load(vector_at(gb, builder.add(gj, const(v * LANES))), align=4)
-                          for v in range(VECTORS)]
+                    gs = [vx.load_vector(gb, builder.add(gj, const(v * LANES))) for v in range(VECTORS)]
                     for t in range(TAPS):
-                        value = builder.load(builder.gep(xb, [builder.add(xj, offsets[t])]))
-                        xv = builder.insert_element(ir.Constant(vec, None), value, ir.Constant(ir.IntType(32), 0))
-                        xv = builder.shuffle_vector(xv, ir.Constant(vec, None), zeros)
+                        xv = vx.splat(vx.load(xb, builder.add(xj, offsets[t])))
                         for v in range(VECTORS):
-                            builder.store(builder.call(fma, [xv, gs[v], builder.load(sums[t][v])]), sums[t][v])
+                            vx.fma_into(sums[t][v], xv, gs[v])
             for t in range(TAPS):
                 for v in range(VECTORS):
-                    builder.store(builder.load(sums[t][v]), vector_at(ab, const(t * WIDTH + v * LANES)), align=4)
+                    vx.store_vector(builder.load(sums[t][v]), ab, const(t * WIDTH + v * LANES))
             return context.get_dummy_value()
         return sig, codegen
     return tile
@@ -100,11 +84,6 @@ def _make_forward_tile():
     """An intrinsic ftile(x, w, y, T, taps, p0, ..., p5): for k < 6 and v < VECTORS,
     y[k Op + 8v : +8] = sum over t < T of x[p_k + taps[t]] * w[t Op + 8v : +8], with Op = WIDTH' the row length of
     w and y given as wps. x, w, y, taps are addresses (float32; taps int64), offsets in elements."""
-    f32 = ir.FloatType()
-    vec = ir.VectorType(f32, LANES)
-    i64 = ir.IntType(64)
-    zeros = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
-
     @intrinsic
     def ftile(typingctx, x, w, y, taps, T, wps, p0, p1, p2, p3, p4, p5):
         sig = types.void(types.uintp, types.uintp, types.uintp, types.uintp, *[types.int64] * 8)
@@ -112,35 +91,23 @@ def _make_forward_tile():
         def codegen(context, builder, signature, args):
             x_, w_, y_, taps_, T_, wps_ = args[:6]
             positions = args[6:]
-            fp, vp = f32.as_pointer(), vec.as_pointer()
-            xb, wb, yb = (builder.inttoptr(a, fp) for a in (x_, w_, y_))
-            tb = builder.inttoptr(taps_, i64.as_pointer())
-            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec] * 3), "llvm.fma.v8f32")
-
-            def const(v):
-                return ir.Constant(i64, v)
-
-            def vector_at(base, offset):
-                return builder.bitcast(builder.gep(base, [offset]), vp)
-
-            sums = [[cgutils.alloca_once(builder, vec) for _ in range(VECTORS)] for _ in positions]
-            for row in sums:
-                for a in row:
-                    builder.store(ir.Constant(vec, [0.0] * LANES), a)
+            vx = Vectors(builder)
+            const = vx.const
+            xb, wb, yb = (vx.floats(a) for a in (x_, w_, y_))
+            tb = vx.ints(taps_)
+            sums = vx.accumulators(len(positions), VECTORS)
             with cgutils.for_range(builder, T_) as t_loop:
-                tap = builder.load(builder.gep(tb, [t_loop.index]))
+                tap = vx.load(tb, t_loop.index)
                 wt = builder.mul(t_loop.index, wps_)
-                ws = [builder.load(vector_at(wb, builder.add(wt, const(v * LANES))), align=4) for v in range(VECTORS)]
+                ws = [vx.load_vector(wb, builder.add(wt, const(v * LANES))) for v in range(VECTORS)]
                 for k, p in enumerate(positions):
-                    value = builder.load(builder.gep(xb, [builder.add(p, tap)]))
-                    xv = builder.insert_element(ir.Constant(vec, None), value, ir.Constant(ir.IntType(32), 0))
-                    xv = builder.shuffle_vector(xv, ir.Constant(vec, None), zeros)
+                    xv = vx.splat(vx.load(xb, builder.add(p, tap)))
                     for v in range(VECTORS):
-                        builder.store(builder.call(fma, [xv, ws[v], builder.load(sums[k][v])]), sums[k][v])
+                        vx.fma_into(sums[k][v], xv, ws[v])
             for k in range(len(positions)):
                 for v in range(VECTORS):
-                    at = builder.add(builder.mul(const(k), wps_), const(v * LANES))
-                    builder.store(builder.load(sums[k][v]), vector_at(yb, at), align=4)
+                    vx.store_vector(builder.load(sums[k][v]), yb, builder.add(builder.mul(const(k), wps_),
+                                                                              const(v * LANES)))
             return context.get_dummy_value()
         return sig, codegen
     return ftile
