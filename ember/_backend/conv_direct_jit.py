@@ -30,6 +30,8 @@ from . import parallel
 from .vector_ir import LANES, Vectors
 
 BLOCK = 4  # output channels per tile, the packed weight's last dim
+DISABLED = numba.config.DISABLE_JIT  # NUMBA_DISABLE_JIT=1: the tiles (LLVM IR) cannot run as Python; ember/_ops/conv.py
+                                     # then keeps the GEMM paths
 WEIGHT_ROWS = 64  # vector rows a weight-gradient tile sums at least (samples permitting)
 
 

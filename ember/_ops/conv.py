@@ -382,7 +382,8 @@ def _direct_kind(x, w_shape, out, geo, other, weight=False):
                 else "lanes" if positions >= _LANES_MIN_POSITIONS else None)
     if kind is None or jit.load("conv_direct_jit" if kind == "rows" else "conv_lanes_jit") is None:
         return None
-    return kind
+    # under NUMBA_DISABLE_JIT=1 (the compiled kernels run as Python) the tiles, LLVM IR, cannot run: GEMM paths
+    return None if jit.load("conv_direct_jit").DISABLED else kind
 
 
 def _direct_forward(kind, x, w, b, geo):
