@@ -108,8 +108,9 @@ def test_strided_and_dilated_match_torch(ran, monkeypatch, threads):
     ((32, 16, 32, 32), ["rows", "rows", "lanes"]),  # wide rows; the weight from 16 channels
     ((8, 32, 8, 8), ["lanes", "lanes", "lanes"]),  # 8 columns: lanes everywhere
     ((4, 3, 9, 13), ["lanes", "lanes", None]),  # 3 channels, 13 columns: the weight gradient on GEMMs
-    ((2, 8, 4, 4), [None, None, None]),  # 16 positions a sample: GEMMs
-], ids=["32x32", "8x8", "odd", "4x4"])
+    ((2, 32, 4, 4), ["lanes", "lanes", None]),  # 16 positions a sample: the weight gradient on GEMMs
+    ((2, 8, 3, 3), [None, None, None]),  # 9: GEMMs
+], ids=["32x32", "8x8", "odd", "4x4", "3x3"])
 def test_default_thresholds(ran, monkeypatch, shape, expected):
     """forward, input gradient (the flipped convolution of the output gradient) and weight gradient kernels."""
     monkeypatch.setattr(C, "DIRECT_MODE", "auto")

@@ -15,7 +15,7 @@ Sums in float32, over samples then positions: to rounding against the GEMM paths
 it to torch).
 
 Note [Direct strided forward]: the forward the same way round, y[n, h, j, o] = sum over taps t = (c, kh, kw) of
-x[n, c, s h + d kh - lo, s j + d kw - lo] * w[o, t]: the weight packed (taps, O rounded up to 16), a tile keeps 6
+x[n, c, s h + d kh - lo, s j + d kw - lo] * w[o, t]: the weight packed (O / 16 blocks, taps, 16), a tile keeps 6
 consecutive output positions (of the flat (n, h, j) order, across rows) x 16 output channels in 12 registers and
 runs over every tap: two weight vectors and six broadcast input values per tap. The result is channels-last,
 copied to (N, O, OH, OW) at the end. Stride and dilation only change the positions' and taps' input offsets, so
@@ -81,15 +81,15 @@ _TILE = _make_tile()
 
 
 def _make_forward_tile():
-    """An intrinsic ftile(x, w, y, T, taps, p0, ..., p5): for k < 6 and v < VECTORS,
-    y[k Op + 8v : +8] = sum over t < T of x[p_k + taps[t]] * w[t Op + 8v : +8], with Op = WIDTH' the row length of
-    w and y given as wps. x, w, y, taps are addresses (float32; taps int64), offsets in elements."""
+    """An intrinsic ftile(x, w, y, taps, T, yps, p0, ..., p5): for k < 6 and v < VECTORS,
+    y[k yps + 8v : +8] = sum over t < T of x[p_k + taps[t]] * w[t WIDTH + 8v : +8].
+    x, w, y, taps are addresses (float32; taps int64), offsets and yps (y's row length) in elements."""
     @intrinsic
-    def ftile(typingctx, x, w, y, taps, T, wps, p0, p1, p2, p3, p4, p5):
+    def ftile(typingctx, x, w, y, taps, T, yps, p0, p1, p2, p3, p4, p5):
         sig = types.void(types.uintp, types.uintp, types.uintp, types.uintp, *[types.int64] * 8)
 
         def codegen(context, builder, signature, args):
-            x_, w_, y_, taps_, T_, wps_ = args[:6]
+            x_, w_, y_, taps_, T_, yps_ = args[:6]
             positions = args[6:]
             vx = Vectors(builder)
             const = vx.const
@@ -98,7 +98,7 @@ def _make_forward_tile():
             sums = vx.accumulators(len(positions), VECTORS)
             with cgutils.for_range(builder, T_) as t_loop:
                 tap = vx.load(tb, t_loop.index)
-                wt = builder.mul(t_loop.index, wps_)
+                wt = builder.mul(t_loop.index, const(WIDTH))
                 ws = [vx.load_vector(wb, builder.add(wt, const(v * LANES))) for v in range(VECTORS)]
                 for k, p in enumerate(positions):
                     xv = vx.splat(vx.load(xb, builder.add(p, tap)))
@@ -106,7 +106,7 @@ def _make_forward_tile():
                         vx.fma_into(sums[k][v], xv, ws[v])
             for k in range(len(positions)):
                 for v in range(VECTORS):
-                    vx.store_vector(builder.load(sums[k][v]), yb, builder.add(builder.mul(const(k), wps_),
+                    vx.store_vector(builder.load(sums[k][v]), yb, builder.add(builder.mul(const(k), yps_),
                                                                               const(v * LANES)))
             return context.get_dummy_value()
         return sig, codegen
@@ -121,22 +121,27 @@ POSITIONS_PER_TILE = 6
 def _forward(xp, wt, taps, y, start, stop, OH, OW, sh, sw):
     """y (N OH OW, Op) channels-last: the output positions of the tiles start..stop-1 (tile i has flat positions
     6i..6i+5; past the last, the last again), every block of WIDTH output channels: xp (N, C, Hp, Wq) the padded
-    input, wt (T, Op) the packed weight, taps (T,) each tap's element offset in a padded sample."""
+    input, wt (Op / WIDTH, T, WIDTH) the packed weight, taps (T,) each tap's element offset in a padded sample.
+    Blocks of output channels run outermost, so that a block's weights (T x 64 bytes) stay in cache across the
+    tiles (with the tiles outermost, 128->256 at 4x4 read the whole 1.2 MB weight for every 6 positions)."""
     C, Hp, Wq = xp.shape[1], xp.shape[2], xp.shape[3]
-    T, Op = wt.shape
+    blocks, T = wt.shape[0], wt.shape[1]
+    Op = y.shape[1]
     total = xp.shape[0] * OH * OW  # y has spare rows past the last position
     xa, wa, ya, ta = xp.ctypes.data, wt.ctypes.data, y.ctypes.data, taps.ctypes.data
     per = OH * OW
-    offs = np.empty(POSITIONS_PER_TILE, np.int64)
+    offs = np.empty((stop - start, POSITIONS_PER_TILE), np.int64)
     for i in range(start, stop):
-        q0 = i * POSITIONS_PER_TILE
         for k in range(POSITIONS_PER_TILE):
-            q = min(q0 + k, total - 1)
+            q = min(i * POSITIONS_PER_TILE + k, total - 1)
             n, r = q // per, q % per
-            offs[k] = ((n * C * Hp) + (r // OW) * sh) * Wq + (r % OW) * sw
-        for blk in range(Op // WIDTH):  # a short last tile computes the last position again into y's spare rows
-            _FORWARD_TILE(xa, wa + 4 * blk * WIDTH, ya + 4 * (q0 * Op + blk * WIDTH), ta, T, Op,
-                          offs[0], offs[1], offs[2], offs[3], offs[4], offs[5])
+            offs[i - start, k] = ((n * C * Hp) + (r // OW) * sh) * Wq + (r % OW) * sw
+    for blk in range(blocks):  # a short last tile computes the last position again into y's spare rows
+        w_at = wa + 4 * blk * T * WIDTH
+        for i in range(start, stop):
+            o = offs[i - start]
+            _FORWARD_TILE(xa, w_at, ya + 4 * (i * POSITIONS_PER_TILE * Op + blk * WIDTH), ta, T, Op,
+                          o[0], o[1], o[2], o[3], o[4], o[5])
 
 
 def forward(x, w, b, stride, dilation, lo, hi):
@@ -151,8 +156,9 @@ def forward(x, w, b, stride, dilation, lo, hi):
     taps = c * kh * kw
     cc, hh, ww = np.unravel_index(np.arange(taps), (c, kh, kw))
     offsets = ((cc * xp.shape[2] + hh * dilation[0]) * xp.shape[3] + ww * dilation[1]).astype(np.int64)
-    wt = np.zeros((taps, op), np.float32)
-    wt[:, :o] = w.reshape(o, taps).T
+    wt = np.zeros((op, taps), np.float32)
+    wt[:o] = w.reshape(o, taps)
+    wt = np.ascontiguousarray(wt.reshape(op // WIDTH, WIDTH, taps).transpose(0, 2, 1))  # (blocks, taps, WIDTH)
     positions = n * oh * ow
     tiles = -(-positions // POSITIONS_PER_TILE)
     y = np.empty((tiles * POSITIONS_PER_TILE, op), np.float32)  # rows past the last position: scratch

@@ -338,16 +338,18 @@ def _rows(x, w_shape, out, geo):
 #   (0.54), 16->16 at 32x32 4.01 -> 2.73 (2.56), 32->32 at 16x16 3.02 -> 1.98 (1.60), 16->32 at 32x32 5.45 -> 3.06
 #   (2.98), 32->64 at 16x16 4.65 -> 4.07 (2.87), 64->128 at 16x16 16.5 -> 11.3 (10.7).
 # - "lanes" (Notes [Direct weight gradient] and [Direct strided forward], ember/_backend/conv_lanes_jit.py): tiles
-#   of 16 output channels x 6 positions (forward) or 6 taps (weight gradient), any stride and dilation; from 49
-#   output positions a sample. Forward, rows or GEMM paths -> lanes (torch): 16->32 stride 2 at 32x32 2.37 -> 1.27
-#   (0.94), 32->64 stride 2 at 16x16 2.05 -> 1.15 (0.96), 3->32 5x5 stride 2 at 64x64 4.05 -> 3.23 (1.50), 64->96
-#   at 7x7 3.10 -> 2.06 (2.15), 96->96 at 7x7 4.32 -> 2.94 (3.03), 32->64 5x5 at 15x15 7.15 -> 6.48 (5.48), 64->64
-#   at 8x8 even (1.99 / 1.93); 16->16 at 32x32 lost (1.91 -> 3.01), and so did 4x4 outputs (128->256 3.55 -> 5.05).
+#   of 16 output channels x 6 positions (forward) or 6 taps (weight gradient), any stride and dilation; forwards
+#   from 16 output positions a sample, weight gradients from 49. Forward, rows or GEMM paths -> lanes (torch):
+#   16->32 stride 2 at 32x32 2.37 -> 1.27 (0.94), 32->64 stride 2 at 16x16 2.05 -> 1.15 (0.96), 3->32 5x5 stride 2
+#   at 64x64 4.05 -> 3.23 (1.50), 64->96 at 7x7 3.10 -> 2.06 (2.15), 96->96 at 7x7 4.32 -> 2.94 (3.03), 32->64 5x5
+#   at 15x15 7.15 -> 6.48 (5.48), 64->64 at 8x8 even (1.99 / 1.93), 4x4 outputs (once a block's weights stayed in
+#   cache across the tiles) 128->256 3.28 -> 3.22 (3.41), 256->256 6.30 -> 6.07 (6.77), their input gradients
+#   5.11 -> 4.30 and 7.41 -> 7.19; 16->16 at 32x32 lost (1.91 -> 3.01).
 #   Weight gradient, from 16 input channels, ms, previous path -> lanes (torch): 16->16 at 32x32 2.73 -> 2.33
 #   (1.89), 16->32 stride 2 at 32x32 3.18 -> 1.40 (1.23), 32->32 at 16x16 3.35 -> 1.98 (1.62), 32->64 stride 2
 #   1.50 -> 1.21 (0.95), 64->64 at 8x8 1.76 -> 1.34 (1.30), 96->96 at 7x7 3.94 -> 3.32 (2.89); with 3 input
-#   channels it lost (3->16 at 32x32 0.66 -> 1.42: 27 taps in 5 tiles for 2 threads), at 4x4 too (128->256 5.7 ->
-#   6.9). Whole steps, alternating in one process, medians of 8x3: ResNet-8 71.9 -> 68.2 ms, VGG 132.0 -> 121.1.
+#   channels it lost (3->16 at 32x32 0.66 -> 1.42: 27 taps in 5 tiles for 2 threads), at 4x4 too (128->256 4.57
+#   -> 6.28). Whole steps, alternating in one process, medians of 8x3: ResNet-8 71.9 -> 68.2 ms, VGG 132.0 -> 121.1.
 #   Narrower inputs at stride 1 take the rows kernel's weight tiles, which sum over output columns in vectors, each
 #   ending in horizontal sums: from 25 output columns, GEMM paths -> rows (torch): 3->16 at 32x32 1.46 -> 0.73
 #   (0.50); narrower they lost (64->64 at 8x8 2.27 -> 4.42, 32->64 5x5 at 15x15 11.5 -> 14.7).
@@ -356,7 +358,8 @@ def _rows(x, w_shape, out, geo):
 DIRECT_MODE = "auto"
 _ROWS_MIN_WIDTH = 16
 _ROWS_WEIGHT_MIN_WIDTH = 25
-_LANES_MIN_POSITIONS = 49
+_LANES_MIN_POSITIONS = 16
+_LANES_WEIGHT_MIN_POSITIONS = 49
 _LANES_WEIGHT_MIN_CHANNELS = 16
 
 
@@ -375,7 +378,7 @@ def _direct_kind(x, w_shape, out, geo, other, weight=False):
     elif DIRECT_MODE == "lanes":
         kind = "lanes"
     elif weight:
-        kind = ("lanes" if x.shape[1] >= _LANES_WEIGHT_MIN_CHANNELS and positions >= _LANES_MIN_POSITIONS
+        kind = ("lanes" if x.shape[1] >= _LANES_WEIGHT_MIN_CHANNELS and positions >= _LANES_WEIGHT_MIN_POSITIONS
                 else "rows" if unit and out[1] >= _ROWS_WEIGHT_MIN_WIDTH else None)
     else:
         kind = ("rows" if unit and out[1] >= _ROWS_MIN_WIDTH
