@@ -2,17 +2,21 @@
 gradient, and the forward of strided or dilated convolutions.
 
 Note [Direct weight gradient]: dw[o, c, kh, kw] = sum over samples n and output positions (h, j) of
-g[n, o, h, j] * x[n, c, s h + d kh - lo, s j + d kw - lo]. The output gradient is copied once channels-last,
-(N, OH, OW, O) with O rounded up to 16, so that at each position the gradients of 16 output channels are two
-vector loads; a tile keeps 6 taps (c, kh, kw) x 16 output channels in 12 AVX2 registers and, per position,
-broadcasts the 6 input values the taps read and makes 12 fused multiply-adds. The sum runs over every position,
-so a tile needs no horizontal sums however narrow the output (the row-vector tiles of conv_direct_jit.py do, and
-lose below 25 output columns), and stride and dilation only change which input values are broadcast. Samples run
-outermost (in chunks of 256 output positions or more), each chunk's padded input and gradient staying in cache while every tile of the thread adds its
-share into a (taps, O) accumulator; the threads take disjoint tiles. Like conv_direct_jit.py's tiles, this one is
-a numba intrinsic emitting LLVM's <8 x float> vectors and llvm.fma (numba leaves such register tiles scalar).
-Sums in float32, over samples then positions: to rounding against the GEMM paths (tests/test_conv_direct.py holds
-it to torch).
+g[n, o, h, j] * x[n, c, s h + d kh - lo, s j + d kw - lo]. The output gradient is copied once by blocks of 16
+output channels, (O / 16, N OH OW, 16) with O rounded up to 16, so that at each position the gradients of a block
+are two contiguous vector loads; a tile keeps 6 taps (c, kh, kw) x 16 output channels in 12 AVX2 registers and,
+per position, broadcasts the 6 input values the taps read (at the position's offset, from a table, plus the tap's)
+and makes 12 fused multiply-adds. The sum runs over every position in one flat loop, so a tile needs no horizontal
+sums and no inner loop of a few columns however narrow the output (the row-vector tiles of conv_direct_jit.py sum
+over columns, and lose below 25), and stride and dilation only change the offsets. Positions run outermost in
+chunks of 256, each chunk's input and gradient staying in cache while every tile of the thread adds its share into
+a (taps, O) accumulator; the threads take disjoint tiles. The flat loop against one over (sample, row, column) with
+the gradient channels-last, ms, same process, 2 threads: 96->96 at 7x7 3.97 -> 3.04, 128->128 at 8x8 7.30 -> 6.11,
+128->256 at 4x4 5.95 -> 4.10, 32->64 5x5 at 15x15 10.5 -> 8.4; 5-7% slower at 16x16 and 32x32 (16->16 3.26 ->
+3.47); whole steps alternating: VGG 116.7 -> 105.9, ResNet-8 70.4 -> 69.9, AlexNet 86.9 -> 83.2. Like
+conv_direct_jit.py's tiles, this one is a numba intrinsic emitting LLVM's <8 x float> vectors and llvm.fma (numba
+leaves such register tiles scalar). Sums in float32, over positions in order: to rounding against the GEMM paths
+(tests/test_conv_direct.py holds it to torch).
 
 Note [Direct strided forward]: the forward the same way round, y[n, h, j, o] = sum over taps t = (c, kh, kw) of
 x[n, c, s h + d kh - lo, s j + d kw - lo] * w[o, t]: the weight packed (O / 16 blocks, taps, 16), a tile keeps 6
@@ -34,41 +38,38 @@ from .vector_ir import LANES, Vectors
 VECTORS = 2  # output-channel vectors per tile
 TAPS = 6  # (c, kh, kw) taps per tile
 WIDTH = LANES * VECTORS  # output channels per tile; the channels-last gradient's last dim is a multiple of it
-POSITIONS = 256  # output positions a tile sums at least per call (samples permitting): its 24 loads and stores of
-                 # the accumulator weigh little against them
+POSITIONS = 256  # output positions a weight tile sums per call: its 24 loads and stores of the accumulator weigh
+                 # little against them
 
 
 def _make_tile():
-    """An intrinsic tile(x, g, acc, S, xns, gns, OH, OW, xrs, xcs, grs, gps, o0, ..., o5): for t < TAPS and
-    v < VECTORS, acc[t WIDTH + 8v : +8] += sum over s < S, h < OH, j < OW of
-    x[s xns + h xrs + j xcs + o_t] * g[s gns + h grs + j gps + 8v : +8].
-    x, g, acc are addresses of float32, the strides (sample, row, column / position) and tap offsets o_t in
-    elements; acc's rows are WIDTH apart."""
+    """An intrinsic tile(x, g, acc, P, pos, o0, ..., o5): for t < TAPS and v < VECTORS,
+    acc[t WIDTH + 8v : +8] += sum over q < P of x[pos[q] + o_t] * g[q WIDTH + 8v : +8].
+    x, g, acc are addresses of float32 and pos of int64 (each output position's element offset in the padded
+    input); the tap offsets o_t are in elements; acc's rows are WIDTH apart."""
     @intrinsic
-    def tile(typingctx, x, g, acc, S, xns, gns, OH, OW, xrs, xcs, grs, gps, o0, o1, o2, o3, o4, o5):
-        sig = types.void(types.uintp, types.uintp, types.uintp, *[types.int64] * 15)
+    def tile(typingctx, x, g, acc, P, pos, o0, o1, o2, o3, o4, o5):
+        sig = types.void(types.uintp, types.uintp, types.uintp, types.int64, types.uintp, *[types.int64] * 6)
 
         def codegen(context, builder, signature, args):
-            x_, g_, acc_, S_, xns_, gns_, OH_, OW_, xrs_, xcs_, grs_, gps_ = args[:12]
-            offsets = args[12:]
+            x_, g_, acc_, P_, pos_ = args[:5]
+            offsets = args[5:]
             vx = Vectors(builder)
             const = vx.const
             xb, gb, ab = (vx.floats(a) for a in (x_, g_, acc_))
+            pb = vx.ints(pos_)
             sums = vx.accumulators(TAPS, VECTORS)
             for t in range(TAPS):  # from the accumulator's running sums
                 for v in range(VECTORS):
                     builder.store(vx.load_vector(ab, const(t * WIDTH + v * LANES)), sums[t][v])
-            with cgutils.for_range(builder, S_) as s_loop, cgutils.for_range(builder, OH_) as h_loop:
-                xh = builder.add(builder.mul(s_loop.index, xns_), builder.mul(h_loop.index, xrs_))
-                gh = builder.add(builder.mul(s_loop.index, gns_), builder.mul(h_loop.index, grs_))
-                with cgutils.for_range(builder, OW_) as j_loop:
-                    xj = builder.add(xh, builder.mul(j_loop.index, xcs_))
-                    gj = builder.add(gh, builder.mul(j_loop.index, gps_))
-                    gs = [vx.load_vector(gb, builder.add(gj, const(v * LANES))) for v in range(VECTORS)]
-                    for t in range(TAPS):
-                        xv = vx.splat(vx.load(xb, builder.add(xj, offsets[t])))
-                        for v in range(VECTORS):
-                            vx.fma_into(sums[t][v], xv, gs[v])
+            with cgutils.for_range(builder, P_) as q_loop:
+                xq = vx.load(pb, q_loop.index)
+                gq = builder.mul(q_loop.index, const(WIDTH))
+                gs = [vx.load_vector(gb, builder.add(gq, const(v * LANES))) for v in range(VECTORS)]
+                for t in range(TAPS):
+                    xv = vx.splat(vx.load(xb, builder.add(xq, offsets[t])))
+                    for v in range(VECTORS):
+                        vx.fma_into(sums[t][v], xv, gs[v])
             for t in range(TAPS):
                 for v in range(VECTORS):
                     vx.store_vector(builder.load(sums[t][v]), ab, const(t * WIDTH + v * LANES))
@@ -171,26 +172,22 @@ def forward(x, w, b, stride, dilation, lo, hi):
 
 
 @numba.njit(nogil=True, cache=True)
-def _weight(xp, gt, acc, offsets, start, stop, sh, sw):
+def _weight(xp, gt, pos, acc, offsets, start, stop):
     """acc[group, block] (TAPS, WIDTH) += the weight gradient's share of taps group * TAPS.. and output channels
-    block * WIDTH.., for the (group, block) pairs start..stop-1, numbered group * blocks + block: xp (N, C, Hp, Wq)
-    the padded input, gt (N, OH, OW, Op) the channels-last output gradient, offsets (groups * TAPS,) each tap's
-    element offset in a padded sample, sh / sw the stride. Samples come in chunks of POSITIONS output positions,
-    the chunks outermost."""
-    N, Hp, Wq = xp.shape[0], xp.shape[2], xp.shape[3]
-    OH, OW, Op = gt.shape[1], gt.shape[2], gt.shape[3]
-    blocks = Op // WIDTH
-    xa, ga, aa = xp.ctypes.data, gt.ctypes.data, acc.ctypes.data
-    xns, gns = xp.shape[1] * Hp * Wq, OH * OW * Op
-    chunk = max(1, -(-POSITIONS // (OH * OW)))
-    for n in range(0, N, chunk):
-        S = min(chunk, N - n)
+    block * WIDTH.., for the (group, block) pairs start..stop-1, numbered group * blocks + block: xp the padded input,
+    gt (blocks, P, WIDTH) the output gradient by block of channels, one row per output position (sample, row,
+    column), pos (P,) each position's element offset in xp, offsets (groups * TAPS,) each tap's. The positions come
+    in chunks of POSITIONS, the chunks outermost, so that a chunk's input and gradient stay in cache across the
+    pairs."""
+    blocks, P = gt.shape[0], gt.shape[1]
+    xa, ga, pa, aa = xp.ctypes.data, gt.ctypes.data, pos.ctypes.data, acc.ctypes.data
+    for q in range(0, P, POSITIONS):
+        length = min(POSITIONS, P - q)
         for i in range(start, stop):
             grp, blk = i // blocks, i % blocks
             t = grp * TAPS
-            _TILE(xa + 4 * n * xns, ga + 4 * (n * gns + blk * WIDTH), aa + 4 * ((grp * blocks + blk) * TAPS * WIDTH),
-                  S, xns, gns, OH, OW, sh * Wq, sw, OW * Op, Op,
-                  offsets[t], offsets[t + 1], offsets[t + 2], offsets[t + 3], offsets[t + 4], offsets[t + 5])
+            _TILE(xa, ga + 4 * ((blk * P + q) * WIDTH), aa + 4 * ((grp * blocks + blk) * TAPS * WIDTH), length,
+                  pa + 8 * q, offsets[t], offsets[t + 1], offsets[t + 2], offsets[t + 3], offsets[t + 4], offsets[t + 5])
 
 
 def weight(x, g, stride, dilation, lo, hi, w_shape):
@@ -202,17 +199,21 @@ def weight(x, g, stride, dilation, lo, hi, w_shape):
     op = -(-o // WIDTH) * WIDTH
     xp = np.zeros((n, c, h + lo[0] + hi[0], w + lo[1] + hi[1]), np.float32)
     xp[:, :, lo[0]:lo[0] + h, lo[1]:lo[1] + w] = x
-    gt = np.zeros((n, oh, ow, op), np.float32)
-    gt[..., :o] = g.transpose(0, 2, 3, 1)
+    blocks = op // WIDTH
+    if op != o:  # zeros for the output channels past O
+        g = np.concatenate([g, np.zeros((n, op - o, oh, ow), np.float32)], axis=1)
+    gt = np.empty((blocks, n, oh * ow, WIDTH), np.float32)  # (blocks, positions, WIDTH)
+    gt.transpose(1, 0, 3, 2)[...] = g.reshape(n, blocks, WIDTH, oh * ow)
+    gt = gt.reshape(blocks, n * oh * ow, WIDTH)
+    hs, js = np.meshgrid(np.arange(oh) * stride[0] * xp.shape[3], np.arange(ow) * stride[1], indexing="ij")
+    pos = ((np.arange(n) * (c * xp.shape[2] * xp.shape[3]))[:, None] + (hs + js).reshape(-1)).reshape(-1)
     taps = c * kh * kw
     groups = -(-taps // TAPS)
     cc, hh, ww = np.unravel_index(np.arange(taps), (c, kh, kw))
     offsets = np.zeros(groups * TAPS, np.int64)  # the padding taps read offset 0 and land in rows dropped below
     offsets[:taps] = (cc * xp.shape[2] + hh * dilation[0]) * xp.shape[3] + ww * dilation[1]
-    blocks = op // WIDTH
     acc = np.zeros((groups, blocks, TAPS, WIDTH), np.float32)
     flops = 2 * n * oh * ow * groups * TAPS * op
-    parallel.run_compiled(lambda a, z: _weight(xp, gt, acc, offsets, a, z, stride[0], stride[1]), groups * blocks,
-                          flops)
+    parallel.run_compiled(lambda a, z: _weight(xp, gt, pos, acc, offsets, a, z), groups * blocks, flops)
     dw = acc.transpose(0, 2, 1, 3).reshape(groups * TAPS, op)[:taps, :o]
     return np.ascontiguousarray(dw.T).reshape(w_shape)
