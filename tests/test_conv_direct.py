@@ -104,22 +104,24 @@ def test_strided_and_dilated_match_torch(ran, monkeypatch, threads):
         ember.set_num_threads(before)
 
 
-@pytest.mark.parametrize("shape, expected", [
-    ((32, 16, 32, 32), ["rows", "rows", "lanes"]),  # wide rows; the weight from 16 channels
-    ((8, 32, 8, 8), ["lanes", "lanes", "lanes"]),  # 8 columns: lanes everywhere
-    ((4, 3, 9, 13), ["lanes", "lanes", None]),  # 3 channels, 13 columns: the weight gradient on GEMMs
-    ((2, 32, 4, 4), ["lanes", "lanes", None]),  # 16 positions a sample: the weight gradient on GEMMs
-    ((2, 8, 3, 3), [None, None, None]),  # 9: GEMMs
-], ids=["32x32", "8x8", "odd", "4x4", "3x3"])
-def test_default_thresholds(ran, monkeypatch, shape, expected):
+@pytest.mark.parametrize("shape, stride, expected", [
+    ((32, 16, 32, 32), 1, ["rows", "rows", "lanes"]),  # wide rows; the weight from 16 channels
+    ((8, 32, 8, 8), 1, ["lanes", "lanes", "lanes"]),  # 8 columns: lanes everywhere
+    ((4, 3, 9, 13), 1, ["lanes", "lanes", None]),  # 3 channels, 13 columns: the weight gradient on GEMMs
+    ((2, 32, 4, 4), 1, ["lanes", "lanes", None]),  # 16 positions a sample: the weight gradient on GEMMs
+    ((2, 8, 3, 3), 1, [None, None, None]),  # 9: GEMMs
+    ((2, 3, 16, 16), 2, ["lanes", None, "lanes"]),  # strided, 3 channels: lanes; the input gradient GEMM + col2im
+], ids=["32x32", "8x8", "odd", "4x4", "3x3", "strided"])
+def test_default_thresholds(ran, monkeypatch, shape, stride, expected):
     """forward, input gradient (the flipped convolution of the output gradient) and weight gradient kernels."""
     monkeypatch.setattr(C, "DIRECT_MODE", "auto")
     rng = np.random.default_rng(shape[1])
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal((2 * shape[1], shape[1], 3, 3)).astype(np.float32) * 0.1
     b = rng.standard_normal(2 * shape[1]).astype(np.float32)
-    gy = rng.standard_normal((shape[0], 2 * shape[1]) + shape[2:]).astype(np.float32)
-    got, want = _run(ember, x, w, b, gy, padding=1), _run(torch, x, w, b, gy, padding=1)
+    out = tuple((s - 1) // stride + 1 for s in shape[2:])
+    gy = rng.standard_normal((shape[0], 2 * shape[1]) + out).astype(np.float32)
+    got, want = (_run(lib, x, w, b, gy, padding=1, stride=stride) for lib in (ember, torch))
     forwards = [kind for op, kind, s in ran if op == "forward"]
     weights = [kind for op, kind, s in ran if op == "weight"]
     assert forwards == [k for k in expected[:2] if k is not None]

@@ -187,7 +187,8 @@ def _weight(xp, gt, pos, acc, offsets, start, stop):
             grp, blk = i // blocks, i % blocks
             t = grp * TAPS
             _TILE(xa, ga + 4 * ((blk * P + q) * WIDTH), aa + 4 * ((grp * blocks + blk) * TAPS * WIDTH), length,
-                  pa + 8 * q, offsets[t], offsets[t + 1], offsets[t + 2], offsets[t + 3], offsets[t + 4], offsets[t + 5])
+                  pa + 8 * q, offsets[t], offsets[t + 1], offsets[t + 2], offsets[t + 3], offsets[t + 4],
+                  offsets[t + 5])
 
 
 def weight(x, g, stride, dilation, lo, hi, w_shape):

@@ -349,9 +349,12 @@ def _rows(x, w_shape, out, geo):
 #   (1.89), 16->32 stride 2 at 32x32 3.18 -> 1.40 (1.23), 32->32 at 16x16 3.35 -> 1.98 (1.62), 32->64 stride 2
 #   1.50 -> 1.21 (0.95), 64->64 at 8x8 1.76 -> 1.34 (1.30), 96->96 at 7x7 3.94 -> 3.32 (2.89) (and faster at
 #   7x7 and smaller since, Note [Direct weight gradient]); with 3 input
-#   channels it lost (3->16 at 32x32 0.66 -> 1.42: 27 taps in 5 tiles for 2 threads), at 4x4 too (128->256 4.57
+#   channels it lost at stride 1 (3->16 at 32x32 0.66 -> 1.42: 27 taps in 5 tiles for 2 threads; 3->32 1.12 ->
+#   3.29) but won strided, where the rows kernel cannot go (AlexNet's 3->32 5x5 stride 2 at 64x64 5.36 -> 4.24,
+#   torch 2.31), so fewer than 16 channels take it only strided or dilated; at 4x4 it lost too (128->256 4.57
 #   -> 6.28; the flat loop since: 4.10 against 4.18, even; VGG's step 105.9 ms with the threshold at 49, 109.7 at
-#   16, so it stays at 49). Whole steps, alternating in one process, medians of 8x3: ResNet-8 71.9 -> 68.2 ms, VGG 132.0 -> 121.1.
+#   16, so it stays at 49). Whole steps, alternating in one process, medians of 8x3: ResNet-8 71.9 -> 68.2 ms,
+#   VGG 132.0 -> 121.1.
 #   Narrower inputs at stride 1 take the rows kernel's weight tiles, which sum over output columns in vectors, each
 #   ending in horizontal sums: from 25 output columns, GEMM paths -> rows (torch): 3->16 at 32x32 1.46 -> 0.73
 #   (0.50); narrower they lost (64->64 at 8x8 2.27 -> 4.42, 32->64 5x5 at 15x15 11.5 -> 14.7).
@@ -380,8 +383,8 @@ def _direct_kind(x, w_shape, out, geo, other, weight=False):
     elif DIRECT_MODE == "lanes":
         kind = "lanes"
     elif weight:
-        kind = ("lanes" if x.shape[1] >= _LANES_WEIGHT_MIN_CHANNELS and positions >= _LANES_WEIGHT_MIN_POSITIONS
-                else "rows" if unit and out[1] >= _ROWS_WEIGHT_MIN_WIDTH else None)
+        lanes = (x.shape[1] >= _LANES_WEIGHT_MIN_CHANNELS or not unit) and positions >= _LANES_WEIGHT_MIN_POSITIONS
+        kind = "lanes" if lanes else "rows" if unit and out[1] >= _ROWS_WEIGHT_MIN_WIDTH else None
     else:
         kind = ("rows" if unit and out[1] >= _ROWS_MIN_WIDTH
                 else "lanes" if positions >= _LANES_MIN_POSITIONS else None)
