@@ -21,8 +21,8 @@ leaves such register tiles scalar). Sums in float32, over positions in order: to
 Note [Direct strided forward]: the forward the same way round, y[n, h, j, o] = sum over taps t = (c, kh, kw) of
 x[n, c, s h + d kh - lo, s j + d kw - lo] * w[o, t]: the weight packed (O / 16 blocks, taps, 16), a tile keeps 6
 consecutive output positions (of the flat (n, h, j) order, across rows) x 16 output channels in 12 registers and
-runs over every tap: two weight vectors and six broadcast input values per tap. The result is channels-last,
-copied to (N, O, OH, OW) at the end. Stride and dilation only change the positions' and taps' input offsets, so
+runs over every tap: two weight vectors and six broadcast input values per tap; it writes its 96 sums straight
+into (N, O, OH, OW), lane by lane. Stride and dilation only change the positions' and taps' input offsets, so
 this serves the strided and dilated convolutions that conv_direct_jit.py's row tiles (stride 1) do not.
 Loaded through jit.load("conv_lanes_jit") (Note [JIT kernels]).
 """
@@ -82,16 +82,18 @@ _TILE = _make_tile()
 
 
 def _make_forward_tile():
-    """An intrinsic ftile(x, w, y, taps, T, yps, p0, ..., p5): for k < 6 and v < VECTORS,
-    y[k yps + 8v : +8] = sum over t < T of x[p_k + taps[t]] * w[t WIDTH + 8v : +8].
-    x, w, y, taps are addresses (float32; taps int64), offsets and yps (y's row length) in elements."""
+    """An intrinsic ftile(x, w, y, taps, T, ycs, p0, ..., p5, q0, ..., q5): for k < 6 and c < WIDTH,
+    y[q_k + c ycs] = sum over t < T of x[p_k + taps[t]] * w[t WIDTH + c]: the tile's 16 channels x 6 positions
+    written straight into NCHW (lane by lane, ycs the channel stride), so that no channels-last result needs a
+    transposed copy (it took 2.0 of AlexNet's stem's 3.2 ms). x, w, y, taps are addresses (float32; taps int64),
+    offsets in elements."""
     @intrinsic
-    def ftile(typingctx, x, w, y, taps, T, yps, p0, p1, p2, p3, p4, p5):
-        sig = types.void(types.uintp, types.uintp, types.uintp, types.uintp, *[types.int64] * 8)
+    def ftile(typingctx, x, w, y, taps, T, ycs, p0, p1, p2, p3, p4, p5, q0, q1, q2, q3, q4, q5):
+        sig = types.void(types.uintp, types.uintp, types.uintp, types.uintp, *[types.int64] * 14)
 
         def codegen(context, builder, signature, args):
-            x_, w_, y_, taps_, T_, yps_ = args[:6]
-            positions = args[6:]
+            x_, w_, y_, taps_, T_, ycs_ = args[:6]
+            positions, outputs = args[6:12], args[12:]
             vx = Vectors(builder)
             const = vx.const
             xb, wb, yb = (vx.floats(a) for a in (x_, w_, y_))
@@ -105,10 +107,10 @@ def _make_forward_tile():
                     xv = vx.splat(vx.load(xb, builder.add(p, tap)))
                     for v in range(VECTORS):
                         vx.fma_into(sums[k][v], xv, ws[v])
-            for k in range(len(positions)):
+            for k, q in enumerate(outputs):
                 for v in range(VECTORS):
-                    vx.store_vector(builder.load(sums[k][v]), yb, builder.add(builder.mul(const(k), yps_),
-                                                                              const(v * LANES)))
+                    vx.store_lanes(builder.load(sums[k][v]), yb, builder.add(q, builder.mul(const(v * LANES), ycs_)),
+                                   ycs_)
             return context.get_dummy_value()
         return sig, codegen
     return ftile
@@ -119,30 +121,33 @@ POSITIONS_PER_TILE = 6
 
 
 @numba.njit(nogil=True, cache=True)
-def _forward(xp, wt, taps, y, start, stop, OH, OW, sh, sw):
-    """y (N OH OW, Op) channels-last: the output positions of the tiles start..stop-1 (tile i has flat positions
-    6i..6i+5; past the last, the last again), every block of WIDTH output channels: xp (N, C, Hp, Wq) the padded
-    input, wt (Op / WIDTH, T, WIDTH) the packed weight, taps (T,) each tap's element offset in a padded sample.
-    Blocks of output channels run outermost, so that a block's weights (T x 64 bytes) stay in cache across the
-    tiles (with the tiles outermost, 128->256 at 4x4 read the whole 1.2 MB weight for every 6 positions)."""
+def _forward(xp, wt, taps, y, start, stop, sh, sw):
+    """y (N, Op, OH, OW): the output positions of the tiles start..stop-1 (tile i has flat positions 6i..6i+5 of
+    the (n, h, j) order; past the last, the last again), every block of WIDTH output channels: xp (N, C, Hp, Wq)
+    the padded input, wt (Op / WIDTH, T, WIDTH) the packed weight, taps (T,) each tap's element offset in a padded
+    sample. Blocks of output channels run outermost, so that a block's weights (T x 64 bytes) stay in cache across
+    the tiles (with the tiles outermost, 128->256 at 4x4 read the whole 1.2 MB weight for every 6 positions)."""
     C, Hp, Wq = xp.shape[1], xp.shape[2], xp.shape[3]
     blocks, T = wt.shape[0], wt.shape[1]
-    Op = y.shape[1]
-    total = xp.shape[0] * OH * OW  # y has spare rows past the last position
-    xa, wa, ya, ta = xp.ctypes.data, wt.ctypes.data, y.ctypes.data, taps.ctypes.data
+    Op, OH, OW = y.shape[1], y.shape[2], y.shape[3]
     per = OH * OW
-    offs = np.empty((stop - start, POSITIONS_PER_TILE), np.int64)
+    total = y.shape[0] * per
+    xa, wa, ya, ta = xp.ctypes.data, wt.ctypes.data, y.ctypes.data, taps.ctypes.data
+    ins = np.empty((stop - start, POSITIONS_PER_TILE), np.int64)
+    outs = np.empty((stop - start, POSITIONS_PER_TILE), np.int64)
     for i in range(start, stop):
         for k in range(POSITIONS_PER_TILE):
             q = min(i * POSITIONS_PER_TILE + k, total - 1)
             n, r = q // per, q % per
-            offs[i - start, k] = ((n * C * Hp) + (r // OW) * sh) * Wq + (r % OW) * sw
-    for blk in range(blocks):  # a short last tile computes the last position again into y's spare rows
+            ins[i - start, k] = ((n * C * Hp) + (r // OW) * sh) * Wq + (r % OW) * sw
+            outs[i - start, k] = n * Op * per + r
+    for blk in range(blocks):  # a short last tile computes the last position again, and writes it again
         w_at = wa + 4 * blk * T * WIDTH
+        y_at = ya + 4 * blk * WIDTH * per
         for i in range(start, stop):
-            o = offs[i - start]
-            _FORWARD_TILE(xa, w_at, ya + 4 * (i * POSITIONS_PER_TILE * Op + blk * WIDTH), ta, T, Op,
-                          o[0], o[1], o[2], o[3], o[4], o[5])
+            a, z = ins[i - start], outs[i - start]
+            _FORWARD_TILE(xa, w_at, y_at, ta, T, per, a[0], a[1], a[2], a[3], a[4], a[5],
+                          z[0], z[1], z[2], z[3], z[4], z[5])
 
 
 def forward(x, w, b, stride, dilation, lo, hi):
@@ -162,13 +167,14 @@ def forward(x, w, b, stride, dilation, lo, hi):
     wt = np.ascontiguousarray(wt.reshape(op // WIDTH, WIDTH, taps).transpose(0, 2, 1))  # (blocks, taps, WIDTH)
     positions = n * oh * ow
     tiles = -(-positions // POSITIONS_PER_TILE)
-    y = np.empty((tiles * POSITIONS_PER_TILE, op), np.float32)  # rows past the last position: scratch
+    y = np.empty((n, op, oh, ow), np.float32)
     flops = 2 * positions * taps * op
-    parallel.run_compiled(lambda a, z: _forward(xp, wt, offsets, y, a, z, oh, ow, stride[0], stride[1]), tiles, flops)
-    out = y[:positions, :o].reshape(n, oh, ow, o).transpose(0, 3, 1, 2)
+    parallel.run_compiled(lambda a, z: _forward(xp, wt, offsets, y, a, z, stride[0], stride[1]), tiles, flops)
+    if op != o:
+        y = np.ascontiguousarray(y[:, :o])
     if b is not None:
-        out = out + b.reshape(1, o, 1, 1)
-    return np.ascontiguousarray(out)
+        y += b.reshape(1, o, 1, 1)
+    return y
 
 
 @numba.njit(nogil=True, cache=True)

@@ -41,6 +41,12 @@ class Vectors:
     def store_vector(self, value, base, offset):
         self.b.store(value, self._vector_at(base, offset), align=4)
 
+    def store_lanes(self, value, base, offset, stride):
+        """base[offset + lane * stride] = value[lane] for the 8 lanes (a vector written across rows)."""
+        for lane in range(LANES):
+            at = self.b.add(offset, self.b.mul(ir.Constant(I64, lane), stride))
+            self.b.store(self.b.extract_element(value, ir.Constant(_I32, lane)), self.b.gep(base, [at]))
+
     def splat(self, scalar):
         """The vector of 8 copies of a float32."""
         v = self.b.insert_element(ir.Constant(VEC, None), scalar, ir.Constant(_I32, 0))
