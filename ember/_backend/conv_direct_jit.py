@@ -256,14 +256,9 @@ def _pad(x, xp, start, stop, top, left):
             dst[d + left + W:d + Wq] = 0
 
 
-def applies(x, w):
-    """Whether forward() takes these operands: float32, 4-D, groups 1 (the caller checks stride and dilation)."""
-    return x.dtype == np.float32 and w.dtype == np.float32 and x.ndim == 4 and x.shape[1] == w.shape[1]
-
-
-def _padded(x, lo, hi, kw, owt):
+def padded(x, lo, hi, kw=1, owt=0):
     """x (N, C, H, W) in zeros, lo / hi rows and columns around, the rows widened to owt + kw - 1 columns (what
-    owt output columns read)."""
+    owt output columns read) where that is wider; one compiled pass, split over samples (conv_lanes_jit.py too)."""
     x = np.ascontiguousarray(x)
     n, c, h, w = x.shape
     xp = np.empty((n, c, h + lo[0] + hi[0], max(owt + kw - 1, w + lo[1] + hi[1])), np.float32)
@@ -278,7 +273,7 @@ def weight(x, y, lo, hi, w_shape):
     n, _, oh, ow = y.shape
     owt = -(-ow // LANES) * LANES
     blocks = -(-o // BLOCK)
-    xp = _padded(x, lo, hi, kw, owt)
+    xp = padded(x, lo, hi, kw, owt)
     if owt != ow or blocks * BLOCK != o:  # zeros past the output columns and channels
         yp = np.zeros((n, blocks * BLOCK, oh, owt), np.float32)
         yp[:, :o, :, :ow] = y
@@ -297,7 +292,7 @@ def forward(x, w, b, lo, hi):
     o, _, kh, kw = w.shape
     oh, ow = h + lo[0] + hi[0] - kh + 1, wd + lo[1] + hi[1] - kw + 1
     owt = -(-ow // LANES) * LANES
-    xp = _padded(x, lo, hi, kw, owt)
+    xp = padded(x, lo, hi, kw, owt)
     blocks = -(-o // BLOCK)
     wp = np.zeros((blocks * BLOCK, c, kh, kw), np.float32)
     wp[:o] = w

@@ -33,6 +33,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import parallel
+from .conv_direct_jit import padded
 from .vector_ir import LANES, Vectors
 
 VECTORS = 2  # output-channel vectors per tile
@@ -150,6 +151,14 @@ def _forward(xp, wt, taps, y, start, stop, sh, sw):
                           z[0], z[1], z[2], z[3], z[4], z[5])
 
 
+def _padded_taps(x, kernel, dilation, lo, hi):
+    """The padded input (conv_direct_jit.padded) and each (c, kh, kw) tap's element offset in a padded sample."""
+    xp = padded(x, lo, hi)
+    c, (kh, kw) = x.shape[1], kernel
+    cc, hh, ww = np.unravel_index(np.arange(c * kh * kw), (c, kh, kw))
+    return xp, ((cc * xp.shape[2] + hh * dilation[0]) * xp.shape[3] + ww * dilation[1]).astype(np.int64)
+
+
 def forward(x, w, b, stride, dilation, lo, hi):
     """conv2d(x, w, b) of groups 1, any stride and dilation, padding lo, hi >= 0: (N, O, OH, OW) float32."""
     n, c, h, wd = x.shape
@@ -157,11 +166,8 @@ def forward(x, w, b, stride, dilation, lo, hi):
     oh = (h + lo[0] + hi[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
     ow = (wd + lo[1] + hi[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
     op = -(-o // WIDTH) * WIDTH
-    xp = np.zeros((n, c, h + lo[0] + hi[0], wd + lo[1] + hi[1]), np.float32)
-    xp[:, :, lo[0]:lo[0] + h, lo[1]:lo[1] + wd] = x
+    xp, offsets = _padded_taps(x, (kh, kw), dilation, lo, hi)
     taps = c * kh * kw
-    cc, hh, ww = np.unravel_index(np.arange(taps), (c, kh, kw))
-    offsets = ((cc * xp.shape[2] + hh * dilation[0]) * xp.shape[3] + ww * dilation[1]).astype(np.int64)
     wt = np.zeros((op, taps), np.float32)
     wt[:o] = w.reshape(o, taps)
     wt = np.ascontiguousarray(wt.reshape(op // WIDTH, WIDTH, taps).transpose(0, 2, 1))  # (blocks, taps, WIDTH)
@@ -202,10 +208,8 @@ def weight(x, g, stride, dilation, lo, hi, w_shape):
     and the output gradient g (N, O, OH, OW), any stride, dilation and padding lo, hi >= 0."""
     o, c, kh, kw = w_shape
     n, _, oh, ow = g.shape
-    h, w = x.shape[2:]
     op = -(-o // WIDTH) * WIDTH
-    xp = np.zeros((n, c, h + lo[0] + hi[0], w + lo[1] + hi[1]), np.float32)
-    xp[:, :, lo[0]:lo[0] + h, lo[1]:lo[1] + w] = x
+    xp, tap_offsets = _padded_taps(x, (kh, kw), dilation, lo, hi)
     blocks = op // WIDTH
     if op != o:  # zeros for the output channels past O
         g = np.concatenate([g, np.zeros((n, op - o, oh, ow), np.float32)], axis=1)
@@ -216,9 +220,8 @@ def weight(x, g, stride, dilation, lo, hi, w_shape):
     pos = ((np.arange(n) * (c * xp.shape[2] * xp.shape[3]))[:, None] + (hs + js).reshape(-1)).reshape(-1)
     taps = c * kh * kw
     groups = -(-taps // TAPS)
-    cc, hh, ww = np.unravel_index(np.arange(taps), (c, kh, kw))
     offsets = np.zeros(groups * TAPS, np.int64)  # the padding taps read offset 0 and land in rows dropped below
-    offsets[:taps] = (cc * xp.shape[2] + hh * dilation[0]) * xp.shape[3] + ww * dilation[1]
+    offsets[:taps] = tap_offsets
     acc = np.zeros((groups, blocks, TAPS, WIDTH), np.float32)
     flops = 2 * n * oh * ow * groups * TAPS * op
     parallel.run_compiled(lambda a, z: _weight(xp, gt, pos, acc, offsets, a, z), groups * blocks, flops)
