@@ -169,3 +169,20 @@ def test_off_outside_its_cases_and_when_switched_off(ran, monkeypatch):
     monkeypatch.setattr(C, "DIRECT_MODE", "auto")
     np.testing.assert_allclose(ember.nn.functional.conv2d(xe, we, padding=1).numpy(), want, rtol=1e-4, atol=1e-4)
     assert ran == [("forward", "lanes", x.shape)]
+
+
+@pytest.mark.parametrize("o, p", [(5, 3), (8, 8), (13, 9), (16, 1024 + 3), (24, 49), (40, 16)])
+def test_gradient_by_blocks_of_channels(o, p):
+    """The weight gradient's copy of g (N, O, P) to (blocks of 16 channels, N P, 16), 8 x 8 register blocks plus
+    scalar edges (channels and positions past a multiple of 8; zeros past O), a sample range at a time."""
+    lanes = jit.load("conv_lanes_jit")
+    n = 3
+    g = np.random.default_rng(o + p).standard_normal((n, o, p)).astype(np.float32)
+    blocks = -(-o // 16)
+    want = np.zeros((n, blocks * 16, p), np.float32)
+    want[:, :o] = g
+    want = want.reshape(n, blocks, 16, p).transpose(1, 0, 3, 2).reshape(blocks, n * p, 16)
+    got = np.full((blocks, n * p, 16), np.nan, np.float32)
+    lanes._by_blocks(g, got, 0, 1)
+    lanes._by_blocks(g, got, 1, n)
+    np.testing.assert_array_equal(got, want)

@@ -65,6 +65,18 @@ class Vectors:
         """slot = a * b + slot, rounded once."""
         self.b.store(self.b.call(self._fma, [a, b, self.b.load(slot)]), slot)
 
+    def transpose(self, rows):
+        """The 8 columns of the 8 x 8 block whose rows are the 8 vectors rows, in three rounds of two-vector
+        shuffles (interleave pairs of lanes, then pairs of pairs, then halves)."""
+        def shuffle(a, b, lanes):
+            return self.b.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, LANES), lanes))
+        pairs = [shuffle(rows[i], rows[i + 1], lanes) for i in range(0, LANES, 2)
+                 for lanes in ([0, 8, 1, 9, 4, 12, 5, 13], [2, 10, 3, 11, 6, 14, 7, 15])]
+        quads = [shuffle(pairs[a], pairs[a + 2], lanes) for a in (0, 1, 4, 5)
+                 for lanes in ([0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15])]
+        return [shuffle(quads[k], quads[k + 4], lanes) for lanes in ([0, 1, 2, 3, 8, 9, 10, 11],
+                                                                    [4, 5, 6, 7, 12, 13, 14, 15]) for k in range(4)]
+
     def horizontal_sum(self, value):
         """The sum of a vector's 8 lanes, left to right."""
         total = self.b.extract_element(value, ir.Constant(_I32, 0))
