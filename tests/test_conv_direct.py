@@ -186,3 +186,17 @@ def test_gradient_by_blocks_of_channels(o, p):
     lanes._by_blocks(g, got, 0, 1)
     lanes._by_blocks(g, got, 1, n)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape, lo, hi, kw, owt", [
+    ((2, 3, 5, 7), (1, 1), (1, 1), 1, 0), ((2, 3, 5, 7), (0, 0), (0, 0), 1, 0), ((1, 2, 4, 4), (2, 0), (0, 3), 1, 0),
+    ((2, 1, 3, 5), (1, 2), (2, 1), 3, 16),  # rows widened past the padding for 16 output columns
+    ((3, 2, 1, 1), (0, 0), (1, 1), 1, 0)])
+def test_padded_matches_numpy(shape, lo, hi, kw, owt):
+    """The compiled padding (one copy per input row, one fill between rows) against np.pad."""
+    direct = jit.load("conv_direct_jit")
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    got = direct.padded(x, lo, hi, kw, owt)
+    extra = max(0, owt + kw - 1 - (shape[3] + lo[1] + hi[1]))
+    want = np.pad(x, ((0, 0), (0, 0), (lo[0], hi[0]), (lo[1], hi[1] + extra)))
+    np.testing.assert_array_equal(got, want)

@@ -22,6 +22,7 @@ output-channel-vector kernel of conv_lanes_jit.py. Loaded through jit.load("conv
 """
 import numba
 import numpy as np
+from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -237,23 +238,49 @@ def _weight(xp, yp, dw, start, stop):
                     kw += taps
 
 
+def _make_copy():
+    """Intrinsics copy(dst, src, count) and zero(dst, count): count float32 copied or zeroed at addresses, by
+    llvm.memcpy / llvm.memset (libc's vector loops); numba's own element loops cost ~100 cycles a row here."""
+    i8p = ir.IntType(8).as_pointer()
+
+    @intrinsic
+    def copy(typingctx, dst, src, count):
+        def codegen(context, builder, signature, args):
+            d, s, n = args
+            cgutils.raw_memcpy(builder, builder.inttoptr(d, i8p), builder.inttoptr(s, i8p), n, 4)
+            return context.get_dummy_value()
+        return types.void(types.uintp, types.uintp, types.int64), codegen
+
+    @intrinsic
+    def zero(typingctx, dst, count):
+        def codegen(context, builder, signature, args):
+            d, n = args
+            cgutils.memset(builder, builder.inttoptr(d, i8p), builder.mul(n, ir.Constant(n.type, 4)), 0)
+            return context.get_dummy_value()
+        return types.void(types.uintp, types.int64), codegen
+    return copy, zero
+
+
+_COPY, _ZERO = _make_copy()
+
+
 @numba.njit(nogil=True, cache=True)
 def _pad(x, xp, start, stop, top, left):
-    """xp[n] = x[n] placed at (top, left) in zeros, for samples start..stop-1 (every element of xp[n] written).
-    x and xp are flat views of (N, C, H, W) and (N, C, Hp, Wq)."""
+    """xp[n] = x[n] placed at (top, left) in zeros, for samples start..stop-1 (every element of xp[n] written):
+    x (N, C, H, W) and xp (N, C, Hp, Wq) C-contiguous. Each input row is one copy, and the zeros between two rows
+    (this row's right margin, the next one's left) one fill. Against element loops, 1 thread: 32 channels at
+    32x32, batch 32, 1.56 -> 0.34 ms; 256 at 4x4 0.60 -> 0.36; 3 at 64x64 0.58 -> 0.08."""
     C, H, W, Hp, Wq = x.shape[1], x.shape[2], x.shape[3], xp.shape[2], xp.shape[3]
-    src, dst = x.reshape(-1), xp.reshape(-1)
+    sa, da = x.ctypes.data, xp.ctypes.data
+    right = Wq - left - W
     for p in range(start * C, stop * C):  # one (sample, channel) plane at a time
-        for r in range(Hp):
-            d = (p * Hp + r) * Wq
-            h = r - top
-            if h < 0 or h >= H:
-                dst[d:d + Wq] = 0
-                continue
-            s = (p * H + h) * W
-            dst[d:d + left] = 0
-            dst[d + left:d + left + W] = src[s:s + W]
-            dst[d + left + W:d + Wq] = 0
+        d0, s0 = p * Hp * Wq, p * H * W
+        _ZERO(da + 4 * d0, top * Wq + left)  # the top rows and the first row's left margin
+        for h in range(H):
+            d = d0 + (h + top) * Wq + left
+            _COPY(da + 4 * d, sa + 4 * (s0 + h * W), W)
+            _ZERO(da + 4 * (d + W), right + (left if h < H - 1 else 0))
+        _ZERO(da + 4 * (d0 + (top + H) * Wq), (Hp - top - H) * Wq)
 
 
 def padded(x, lo, hi, kw=1, owt=0):

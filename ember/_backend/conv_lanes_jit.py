@@ -223,18 +223,39 @@ def _padded_taps(x, kernel, dilation, lo, hi):
     return xp, ((cc * xp.shape[2] + hh * dilation[0]) * xp.shape[3] + ww * dilation[1]).astype(np.int64)
 
 
-def forward(x, w, b, stride, dilation, lo, hi):
-    """conv2d(x, w, b) of groups 1, any stride and dilation, padding lo, hi >= 0: (N, O, OH, OW) float32."""
+@numba.njit(nogil=True, cache=True)
+def _pack_flipped(w, wt):
+    """wt[b, (o KH + kh) KW + kw, l] = w[o, b WIDTH + l, KH-1-kh, KW-1-kw]: the flipped convolution's packed weight
+    (its output channels are w's inputs), straight from w (zeros past them must be there already); one pass where
+    flipping (a strided NumPy copy) and packing took two, 256->256 3x3 0.88 -> 0.47 ms."""
+    O, C = w.shape[0], w.shape[1]
+    T = w.shape[2] * w.shape[3]
+    src = w.reshape(O, C, T)
+    for o in range(O):
+        for c in range(C):
+            b, lane = c // WIDTH, c % WIDTH
+            for t in range(T):
+                wt[b, o * T + T - 1 - t, lane] = src[o, c, t]
+
+
+def forward(x, w, b, stride, dilation, lo, hi, flipped=False):
+    """conv2d(x, w, b) of groups 1, any stride and dilation, padding lo, hi >= 0: (N, O, OH, OW) float32. With
+    flipped, the convolution with w's kernel flipped and its in/out channels swapped (a stride-1 input gradient,
+    ember/_ops/conv.py), packed from w itself."""
     n, c, h, wd = x.shape
-    o, _, kh, kw = w.shape
+    kh, kw = w.shape[2:]
+    o = w.shape[1] if flipped else w.shape[0]
     oh = (h + lo[0] + hi[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
     ow = (wd + lo[1] + hi[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
     op = -(-o // WIDTH) * WIDTH
     xp, offsets = _padded_taps(x, (kh, kw), dilation, lo, hi)
     taps = c * kh * kw
-    wt = np.zeros((op, taps), np.float32)
-    wt[:o] = w.reshape(o, taps)
-    wt = np.ascontiguousarray(wt.reshape(op // WIDTH, WIDTH, taps).transpose(0, 2, 1))  # (blocks, taps, WIDTH)
+    if flipped:
+        wt = np.zeros((op // WIDTH, taps, WIDTH), np.float32)
+        _pack_flipped(np.ascontiguousarray(w), wt)
+    else:  # (blocks, taps, WIDTH), by the weight gradient's register transposes
+        wt = np.empty((op // WIDTH, taps, WIDTH), np.float32)
+        _by_blocks(np.ascontiguousarray(w).reshape(1, o, taps), wt, 0, 1)
     bias = np.zeros(op, np.float32)
     if b is not None:
         bias[:o] = b

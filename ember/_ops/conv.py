@@ -99,9 +99,13 @@ def conv_input(y, w, geo, x_shape):
         x = _depthwise_input(y, w, geo, x_shape)
     elif _pointwise(y.shape, kernel, geo):
         x = _pointwise_input(y, w, geo, x_shape)
-    elif _as_flipped_conv(kernel, geo) and (w.shape[0] // geo.groups < _FLIP_MAX_WIDENING * w.shape[1]
-                                            or _flipped_direct(y, w, geo, x_shape)):
-        x = conv_forward(y, _flip_weight(w, geo.groups), None, _flipped_geometry(kernel, geo, out, x_shape[2:]))
+    elif _as_flipped_conv(kernel, geo) and ((kind := _flipped_direct(y, w, geo, x_shape)) is not None
+                                            or w.shape[0] // geo.groups < _FLIP_MAX_WIDENING * w.shape[1]):
+        fgeo = _flipped_geometry(kernel, geo, out, x_shape[2:])
+        if kind == "lanes":  # packs the flipped weight from w in one pass
+            x = jit.load("conv_lanes_jit").forward(y, w, None, fgeo.stride, fgeo.dilation, fgeo.lo, fgeo.hi, True)
+        else:
+            x = conv_forward(y, _flip_weight(w, geo.groups), None, fgeo)
     else:
         g = geo.groups
         wt = w.reshape(g, w.shape[0] // g, -1).transpose(0, 2, 1)
@@ -406,9 +410,12 @@ def _direct_forward(kind, x, w, b, geo):
 
 
 def _flipped_direct(y, w, geo, x_shape):
-    """Whether the flipped convolution that gives a stride-1 input gradient takes a direct kernel."""
+    """The direct kernel ("rows", "lanes") that takes the flipped convolution giving a stride-1 input gradient, or
+    None."""
+    if geo.groups != 1:
+        return None
     fgeo = _flipped_geometry(w.shape[2:], geo, y.shape[2:], x_shape[2:])
-    return geo.groups == 1 and _direct_kind(y, (w.shape[1], w.shape[0]) + w.shape[2:], x_shape[2:], fgeo, w) is not None
+    return _direct_kind(y, (w.shape[1], w.shape[0]) + w.shape[2:], x_shape[2:], fgeo, w)
 
 
 def _add_bias(y, b):
