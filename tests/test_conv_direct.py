@@ -191,12 +191,17 @@ def test_gradient_by_blocks_of_channels(o, p):
 @pytest.mark.parametrize("shape, lo, hi, kw, owt", [
     ((2, 3, 5, 7), (1, 1), (1, 1), 1, 0), ((2, 3, 5, 7), (0, 0), (0, 0), 1, 0), ((1, 2, 4, 4), (2, 0), (0, 3), 1, 0),
     ((2, 1, 3, 5), (1, 2), (2, 1), 3, 16),  # rows widened past the padding for 16 output columns
-    ((3, 2, 1, 1), (0, 0), (1, 1), 1, 0)])
+    ((3, 2, 1, 1), (0, 0), (1, 1), 1, 0), ((2, 3, 4, 20), (1, 1), (1, 1), 1, 0)])  # rows of 20: filled per row
 def test_padded_matches_numpy(shape, lo, hi, kw, owt):
-    """The compiled padding (one copy per input row, one fill between rows) against np.pad."""
+    """The compiled padding (one copy per input row; one fill between rows, or for rows of up to 16 one fill of
+    the whole range first) against np.pad, whole and by ranges of samples."""
     direct = jit.load("conv_direct_jit")
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     got = direct.padded(x, lo, hi, kw, owt)
     extra = max(0, owt + kw - 1 - (shape[3] + lo[1] + hi[1]))
     want = np.pad(x, ((0, 0), (0, 0), (lo[0], hi[0]), (lo[1], hi[1] + extra)))
     np.testing.assert_array_equal(got, want)
+    split = np.full_like(want, np.nan)  # as two threads' ranges of samples would write it
+    direct._pad(x, split, 0, 1, lo[0], lo[1])
+    direct._pad(x, split, 1, shape[0], lo[0], lo[1])
+    np.testing.assert_array_equal(split, want)
