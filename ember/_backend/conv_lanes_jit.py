@@ -219,8 +219,8 @@ def _padded_taps(x, kernel, dilation, lo, hi):
     """The padded input (conv_direct_jit.padded) and each (c, kh, kw) tap's element offset in a padded sample."""
     xp = padded(x, lo, hi)
     c, (kh, kw) = x.shape[1], kernel
-    cc, hh, ww = np.unravel_index(np.arange(c * kh * kw), (c, kh, kw))
-    return xp, ((cc * xp.shape[2] + hh * dilation[0]) * xp.shape[3] + ww * dilation[1]).astype(np.int64)
+    rows = np.arange(c, dtype=np.int64)[:, None] * xp.shape[2] + np.arange(kh, dtype=np.int64) * dilation[0]
+    return xp, (rows[:, :, None] * xp.shape[3] + np.arange(kw, dtype=np.int64) * dilation[1]).reshape(-1)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -300,8 +300,8 @@ def weight(x, g, stride, dilation, lo, hi, w_shape):
     gt = np.empty((blocks, n * oh * ow, WIDTH), np.float32)  # (blocks, positions, WIDTH)
     gc = np.ascontiguousarray(g).reshape(n, o, oh * ow)
     parallel.run(lambda a, z: _by_blocks(gc, gt, a, z), n, 2 * gt.nbytes)
-    hs, js = np.meshgrid(np.arange(oh) * stride[0] * xp.shape[3], np.arange(ow) * stride[1], indexing="ij")
-    pos = ((np.arange(n) * (c * xp.shape[2] * xp.shape[3]))[:, None] + (hs + js).reshape(-1)).reshape(-1)
+    at = np.arange(oh, dtype=np.int64)[:, None] * (stride[0] * xp.shape[3]) + np.arange(ow, dtype=np.int64) * stride[1]
+    pos = (np.arange(n, dtype=np.int64)[:, None] * (c * xp.shape[2] * xp.shape[3]) + at.reshape(-1)).reshape(-1)
     taps = c * kh * kw
     groups = -(-taps // TAPS)
     offsets = np.zeros(groups * TAPS, np.int64)  # the padding taps read offset 0 and land in rows dropped below
@@ -309,5 +309,6 @@ def weight(x, g, stride, dilation, lo, hi, w_shape):
     acc = np.zeros((groups, blocks, TAPS, WIDTH), np.float32)
     flops = 2 * n * oh * ow * groups * TAPS * op
     parallel.run_compiled(lambda a, z: _weight(xp, gt, pos, acc, offsets, a, z), groups * blocks, flops)
-    dw = acc.transpose(0, 2, 1, 3).reshape(groups * TAPS, op)[:taps, :o]
-    return np.ascontiguousarray(dw.T).reshape(w_shape)
+    dw = np.empty((op, groups * TAPS), np.float32)  # dw[o, t] = acc[t // TAPS, o // WIDTH, t % TAPS, o % WIDTH]
+    dw.reshape(blocks, WIDTH, groups, TAPS)[...] = acc.transpose(1, 3, 0, 2)
+    return np.ascontiguousarray(dw[:o, :taps]).reshape(w_shape)
