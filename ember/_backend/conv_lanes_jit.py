@@ -104,8 +104,7 @@ def _make_forward_tile():
             const = vx.const
             xb, wb, bb, yb = (vx.floats(a) for a in (x_, w_, b_, y_))
             tb = vx.ints(taps_)
-            sums = [[vx.accumulators(1, 1, vx.load_vector(bb, const(v * LANES)))[0][0] for v in range(VECTORS)]
-                    for _ in positions]
+            sums = [[vx.accumulator(vx.load_vector(bb, const(v * LANES))) for v in range(VECTORS)] for _ in positions]
             with cgutils.for_range(builder, T_) as t_loop:
                 tap = vx.load(tb, t_loop.index)
                 wt = builder.mul(t_loop.index, const(WIDTH))

@@ -41,25 +41,20 @@ class Vectors:
     def store_vector(self, value, base, offset):
         self.b.store(value, self._vector_at(base, offset), align=4)
 
-    def store_lanes(self, value, base, offset, stride):
-        """base[offset + lane * stride] = value[lane] for the 8 lanes (a vector written across rows)."""
-        for lane in range(LANES):
-            at = self.b.add(offset, self.b.mul(ir.Constant(I64, lane), stride))
-            self.b.store(self.b.extract_element(value, ir.Constant(_I32, lane)), self.b.gep(base, [at]))
-
     def splat(self, scalar):
         """The vector of 8 copies of a float32."""
         v = self.b.insert_element(ir.Constant(VEC, None), scalar, ir.Constant(_I32, 0))
         return self.b.shuffle_vector(v, ir.Constant(VEC, None), ir.Constant(ir.VectorType(_I32, LANES), [0] * LANES))
 
+    def accumulator(self, start=None):
+        """A stack slot of a vector (promoted to a register by LLVM), set to start (zeros by default)."""
+        slot = cgutils.alloca_once(self.b, VEC)
+        self.b.store(ir.Constant(VEC, [0.0] * LANES) if start is None else start, slot)
+        return slot
+
     def accumulators(self, rows, cols, start=None):
-        """rows x cols stack slots of vectors (promoted to registers by LLVM), each set to start (zeros by default)."""
-        start = ir.Constant(VEC, [0.0] * LANES) if start is None else start
-        slots = [[cgutils.alloca_once(self.b, VEC) for _ in range(cols)] for _ in range(rows)]
-        for row in slots:
-            for slot in row:
-                self.b.store(start, slot)
-        return slots
+        """rows x cols accumulator slots, each set to start (zeros by default)."""
+        return [[self.accumulator(start) for _ in range(cols)] for _ in range(rows)]
 
     def fma_into(self, slot, a, b):
         """slot = a * b + slot, rounded once."""
