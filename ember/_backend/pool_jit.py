@@ -34,3 +34,62 @@ def scatter(g, taps, base, tap_off, spatial):
     g = np.ascontiguousarray(g)
     parallel.run(lambda a, b: _scatter(g, taps, base, tap_off, gx, a, b), c, gx.nbytes)
     return gx.reshape((n, c) + tuple(spatial))
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _window_max(x, val, taps, k, sh, sw, c0, c1):
+    n = x.shape[0]
+    oh, ow = val.shape[2], val.shape[3]
+    for ci in range(c0, c1):
+        for ni in range(n):
+            for i in range(oh):
+                h0 = i * sh
+                for j in range(ow):
+                    w0 = j * sw
+                    m = x[ni, ci, h0, w0]
+                    best = 0
+                    odd = m * 0  # NaN once the window holds a NaN or an infinity
+                    if k == 2:  # the window's size a constant: LLVM unrolls it (a runtime size ran 3x slower)
+                        for a in range(2):
+                            for b in range(2):
+                                v = x[ni, ci, h0 + a, w0 + b]
+                                up = v > m
+                                m = v if up else m
+                                best = a * 2 + b if up else best
+                                odd += v * 0
+                    else:
+                        for a in range(3):
+                            for b in range(3):
+                                v = x[ni, ci, h0 + a, w0 + b]
+                                up = v > m
+                                m = v if up else m
+                                best = a * 3 + b if up else best
+                                odd += v * 0
+                    if odd != odd:  # rare: again with torch's rule, where a NaN wins (the last one)
+                        m = x[ni, ci, h0, w0]
+                        best = 0
+                        for a in range(k):
+                            for b in range(k):
+                                v = x[ni, ci, h0 + a, w0 + b]
+                                if v > m or v != v:
+                                    m = v
+                                    best = a * k + b
+                    val[ni, ci, i, j] = m
+                    taps[ci, ni, i, j] = best
+
+
+def window_max(x, k, stride, out):
+    """2-D max pooling's forward for a k x k window, k 2 or 3, without padding or dilation, every window inside
+    the input: (val (N, C, *out), taps (C, N, *out) int32), taps the kernel position (kh k + kw) of each window's
+    maximum as torch's CPU kernel picks it (the first tap, then each later one that is greater or NaN: ties keep
+    the first, the last NaN wins). The comparisons run as selects on greater alone; a window holding a NaN or an
+    infinity is scanned again with the NaN rule (a NaN test in the loop ran 6x slower: branches on random data).
+    Batch 32, 1 thread, ms, NumPy phase rows -> this: 3x3 stride 2 on 32 channels at 32x32 ~10 -> 3.1, 64 at
+    15x15 2.0 -> 0.97, 64 at 7x7 0.76 -> 0.20; 2x2 stride 2 on 32 at 32x32 4.0 -> 1.5, 256 at 4x4 1.2 -> 0.47.
+    Split over channels across the intra-op threads."""
+    x = np.ascontiguousarray(x)
+    n, c = x.shape[:2]
+    val = allocator.empty((n, c) + tuple(out), x.dtype)
+    taps = np.empty((c, n) + tuple(out), np.int32)
+    parallel.run(lambda a, b: _window_max(x, val, taps, k, *stride, a, b), c, x.nbytes)
+    return val, taps

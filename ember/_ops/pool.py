@@ -113,13 +113,18 @@ class MaxPool(Op):
     @staticmethod
     def forward(ctx, x, kernel, stride, padding, dilation, out, want_indices):
         spatial = x.shape[2:]
-        hi = tuple(_hi_pad(*a, o) for a, o in zip(zip(spatial, kernel, stride, padding, dilation), out))
-        plan = DW.DepthwisePlan(x.shape, kernel, stride, dilation, padding, hi, 1)
-        val, arg = plan.window_max(x)
-        if any(padding):
-            _first_valid_on_ties(plan, val, arg, kernel, stride, padding, dilation, out)
+        kernels = _compiled(x) if _plain_window(spatial, kernel, stride, padding, dilation, out) else None
+        if kernels is not None:
+            val, taps = kernels.window_max(x, kernel[0], stride, out)
+            ctx.pool = _Argmax(None, taps, kernel, stride, padding, dilation, out, spatial)
+        else:
+            hi = tuple(_hi_pad(*a, o) for a, o in zip(zip(spatial, kernel, stride, padding, dilation), out))
+            plan = DW.DepthwisePlan(x.shape, kernel, stride, dilation, padding, hi, 1)
+            val, arg = plan.window_max(x)
+            if any(padding):
+                _first_valid_on_ties(plan, val, arg, kernel, stride, padding, dilation, out)
+            ctx.pool = _Argmax(plan, arg, kernel, stride, padding, dilation, out, spatial)
         ctx.save_for_backward(x)
-        ctx.pool = _Argmax(plan, arg, kernel, stride, padding, dilation, out)
         if want_indices:
             return val, ctx.pool.indices()
         return val
@@ -130,14 +135,29 @@ class MaxPool(Op):
         return _named(MaxPoolBackward, name)(grad, x, pool=ctx.pool)
 
 
-class _Argmax:
-    """Where each window's maximum came from: window_max's tap numbers (in the plan's channel rows) and the
-    window geometry that turns them into flat input positions."""
+def _plain_window(spatial, kernel, stride, padding, dilation, out):
+    """Whether a max pooling's forward takes the compiled 2x2 / 3x3 kernel (pool_jit.window_max): a square 2-D
+    window of 2 or 3 without padding or dilation, every window inside the input (ceil_mode's last may not be)."""
+    return (len(kernel) == 2 and kernel[0] == kernel[1] and kernel[0] in (2, 3) and not any(padding)
+            and all(d == 1 for d in dilation)
+            and all((o - 1) * s + k <= size for o, s, k, size in zip(out, stride, kernel, spatial)))
 
-    def __init__(self, plan, arg, kernel, stride, padding, dilation, out):
+
+class _Argmax:
+    """Where each window's maximum came from: window_max's tap numbers and the window geometry that turns them into
+    flat input positions. The tap numbers are in the plan's channel rows (the NumPy forward) or, with plan None, a
+    (C, N, *out) grid (the compiled forward, ember/_backend/pool_jit.py)."""
+
+    def __init__(self, plan, arg, kernel, stride, padding, dilation, out, spatial):
         self.plan, self.arg = plan, arg
         self.kernel, self.stride, self.padding, self.dilation, self.out = kernel, stride, padding, dilation, out
-        self.spatial = plan.spatial
+        self.spatial = spatial
+
+    def _grid(self):
+        """The tap numbers as a (C, N, *q) grid, q >= out (the plan's phase grid)."""
+        if self.plan is None:
+            return self.arg
+        return self.arg.reshape((self.plan.c, self.plan.n) + self.plan.q)
 
     def _tables(self):
         return _index_tables(self.spatial, self.kernel, self.stride, self.padding, self.dilation, self.out)
@@ -145,15 +165,16 @@ class _Argmax:
     def indices(self):
         """Flat positions in the input plane, (N, C, *out) int64 (torch's indices)."""
         base, tap_off = self._tables()
+        if self.plan is None:
+            return base + tap_off[self.arg.transpose((1, 0) + tuple(range(2, self.arg.ndim)))]
         return base + tap_off[self.plan.valid_taps(self.arg)]
 
     def scatter(self, g):
         """g (N, C, *out) sent back to the maxima: an (N, C, *spatial) gradient."""
         kernels = _compiled(g)
         if kernels is not None:
-            taps = self.arg.reshape((self.plan.c, self.plan.n) + self.plan.q)
-            return kernels.scatter(g, taps, *self._tables(), self.spatial)
-        if _by_index(g, self):
+            return kernels.scatter(g, self._grid(), *self._tables(), self.spatial)
+        if self.plan is None or _by_index(g, self):
             return _scatter(g, self.indices(), self.spatial, unique=False)
         return self.plan.window_scatter(g, self.arg)
 
