@@ -4,6 +4,8 @@ max_unpool (torch.nn.functional, and the torch.* names torch has).
 Max pooling copies each window into a row (a strided view, one copy) and takes the row's argmax;
 its indices are flat positions in the input plane (torch's format), and its backward is a scatter
 of the gradient to those positions, whose own backward is a gather: gradients of every order work.
+With ember[jit], 2-D windows of 2x2 and 3x3 without padding or dilation take a compiled forward
+(ember/_backend/pool_jit.py, window_max), and 2-D backwards a compiled scatter.
 Average pooling is a sum over the kernel taps of strided views times a per-position scale; its
 backward (one strided add per tap) and that backward's backward are the same two kernels.
 """
