@@ -43,28 +43,37 @@ def _geometries(rng, count):
             yield hw, (k, s, p, d, bool(rng.integers(0, 2)))
 
 
+def _case(rng, hw, geometry, dtype, values):
+    """An input (2, 3, *hw) with the values asked for and an output gradient of small exact sums."""
+    x = rng.standard_normal((2, 3) + hw).astype(dtype)
+    if values == "ties":
+        x = np.round(x)
+    elif values == "nan":
+        x[rng.random(x.shape) < 0.1] = np.nan
+    elif values == "-inf":
+        x[rng.random(x.shape) < 0.5] = -np.inf
+    elif values == "inf":  # both infinities, and some NaN: a NaN after an infinity still wins
+        x[rng.random(x.shape) < 0.2] = np.inf
+        x[rng.random(x.shape) < 0.2] = -np.inf
+        x[rng.random(x.shape) < 0.05] = np.nan
+    y_shape = torch.nn.functional.max_pool2d(torch.from_numpy(x), *geometry).shape
+    return x, (rng.integers(-3, 4, y_shape) + rng.standard_normal(y_shape) / 8).astype(dtype)
+
+
+def _same_as_torch(x, gy, geometry):
+    e, t = _pool(ember, x, gy, geometry), _pool(torch, x, gy, geometry)
+    for name, a, b in zip(("out", "indices", "grad", "grad of grad"), e, t):
+        assert a.shape == b.shape and a.dtype == b.dtype, (name, x.shape, geometry)
+        np.testing.assert_array_equal(a, b, err_msg=f"{name} {x.shape} {geometry}")
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("values", ["normal", "ties", "nan", "-inf", "inf"])
 def test_max_pool2d_backward_matches_torch_bit_for_bit(dtype, values):
     rng = np.random.default_rng([len(values), np.dtype(dtype).itemsize])
     for hw, geometry in _geometries(rng, 25):
-        x = rng.standard_normal((2, 3) + hw).astype(dtype)
-        if values == "ties":
-            x = np.round(x)
-        elif values == "nan":
-            x[rng.random(x.shape) < 0.1] = np.nan
-        elif values == "-inf":
-            x[rng.random(x.shape) < 0.5] = -np.inf
-        elif values == "inf":  # with some NaN: a NaN after an infinity still wins
-            x[rng.random(x.shape) < 0.2] = np.inf
-            x[rng.random(x.shape) < 0.05] = np.nan
-        y_shape = torch.nn.functional.max_pool2d(torch.from_numpy(x), *geometry).shape
-        gy = (rng.integers(-3, 4, y_shape) + rng.standard_normal(y_shape) / 8).astype(dtype)
-        e = _pool(ember, x, gy, geometry)
-        t = _pool(torch, x, gy, geometry)
-        for name, a, b in zip(("out", "indices", "grad", "grad of grad"), e, t):
-            assert a.shape == b.shape and a.dtype == b.dtype, (name, hw, geometry)
-            np.testing.assert_array_equal(a, b, err_msg=f"{name} {hw} {geometry}")
+        x, gy = _case(rng, hw, geometry, dtype, values)
+        _same_as_torch(x, gy, geometry)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -76,27 +85,13 @@ def test_compiled_forward_of_2x2_and_3x3_windows_matches_torch(monkeypatch, dtyp
         for s in (1, 2, 3):
             for ceil in (False, True):
                 hw = tuple(int(v) for v in rng.integers(k, 14, 2))
-                x = rng.standard_normal((2, 3) + hw).astype(dtype)
-                if values == "ties":
-                    x = np.round(x)
-                elif values == "nan":
-                    x[rng.random(x.shape) < 0.15] = np.nan
-                elif values == "inf":
-                    x[rng.random(x.shape) < 0.2] = np.inf
-                    x[rng.random(x.shape) < 0.2] = -np.inf
-                    x[rng.random(x.shape) < 0.05] = np.nan
                 geometry = (k, s, 0, 1, ceil)
-                y_shape = torch.nn.functional.max_pool2d(torch.from_numpy(x), *geometry).shape
-                gy = (rng.integers(-3, 4, y_shape) + rng.standard_normal(y_shape) / 8).astype(dtype)
+                x, gy = _case(rng, hw, geometry, dtype, values)
                 calls.clear()
-                e = _pool(ember, x, gy, geometry)
+                _same_as_torch(x, gy, geometry)
                 # ceil_mode's last window may reach past the input: those geometries keep the NumPy forward
-                inside = all((o - 1) * s + k <= size for o, size in zip(y_shape[2:], hw))
+                inside = all((o - 1) * s + k <= size for o, size in zip(gy.shape[2:], hw))
                 assert calls == (["window_max"] if inside else [])
-                t = _pool(torch, x, gy, geometry)
-                for name, a, b in zip(("out", "indices", "grad", "grad of grad"), e, t):
-                    assert a.shape == b.shape and a.dtype == b.dtype, (name, hw, geometry)
-                    np.testing.assert_array_equal(a, b, err_msg=f"{name} {hw} {geometry}")
 
 
 def test_the_switch_and_the_threshold_give_the_numpy_paths(monkeypatch):

@@ -36,6 +36,23 @@ def scatter(g, taps, base, tap_off, spatial):
     return gx.reshape((n, c) + tuple(spatial))
 
 
+@numba.njit(inline="always", error_model="numpy")
+def _greatest(x, ni, ci, h0, w0, k):
+    """(max, its tap kh k + kw, NaN if the window holds a NaN or an infinity) of the k x k window of x[ni, ci] at
+    (h0, w0), by selects on greater: the first of tied maxima; NaN never taken."""
+    m = x[ni, ci, h0, w0]
+    best = 0
+    odd = m * 0
+    for a in range(k):
+        for b in range(k):
+            v = x[ni, ci, h0 + a, w0 + b]
+            up = v > m
+            m = v if up else m
+            best = a * k + b if up else best
+            odd += v * 0
+    return m, best, odd
+
+
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def _window_max(x, val, taps, k, sh, sw, c0, c1):
     n = x.shape[0]
@@ -46,25 +63,10 @@ def _window_max(x, val, taps, k, sh, sw, c0, c1):
                 h0 = i * sh
                 for j in range(ow):
                     w0 = j * sw
-                    m = x[ni, ci, h0, w0]
-                    best = 0
-                    odd = m * 0  # NaN once the window holds a NaN or an infinity
-                    if k == 2:  # the window's size a constant: LLVM unrolls it (a runtime size ran 3x slower)
-                        for a in range(2):
-                            for b in range(2):
-                                v = x[ni, ci, h0 + a, w0 + b]
-                                up = v > m
-                                m = v if up else m
-                                best = a * 2 + b if up else best
-                                odd += v * 0
+                    if k == 2:  # the window's size a constant in each inlined copy: LLVM unrolls it (a runtime
+                        m, best, odd = _greatest(x, ni, ci, h0, w0, 2)  # size ran 3x slower)
                     else:
-                        for a in range(3):
-                            for b in range(3):
-                                v = x[ni, ci, h0 + a, w0 + b]
-                                up = v > m
-                                m = v if up else m
-                                best = a * 3 + b if up else best
-                                odd += v * 0
+                        m, best, odd = _greatest(x, ni, ci, h0, w0, 3)
                     if odd != odd:  # rare: again with torch's rule, where a NaN wins (the last one)
                         m = x[ni, ci, h0, w0]
                         best = 0
