@@ -99,9 +99,8 @@ def conv_input(y, w, geo, x_shape):
         x = _depthwise_input(y, w, geo, x_shape)
     elif _pointwise(y.shape, kernel, geo):
         x = _pointwise_input(y, w, geo, x_shape)
-    elif _as_flipped_conv(kernel, geo) and ((kind := _flipped_direct(y, w, geo, x_shape)) is not None
-                                            or w.shape[0] // geo.groups < _FLIP_MAX_WIDENING * w.shape[1]):
-        fgeo = _flipped_geometry(kernel, geo, out, x_shape[2:])
+    elif (flipped := _flipped_plan(y, w, geo, x_shape)) is not None:
+        fgeo, kind = flipped
         if kind == "lanes":  # packs the flipped weight from w in one pass
             x = jit.load("conv_lanes_jit").forward(y, w, None, fgeo.stride, fgeo.dilation, fgeo.lo, fgeo.hi, True)
         else:
@@ -409,13 +408,18 @@ def _direct_forward(kind, x, w, b, geo):
     return jit.load("conv_lanes_jit").forward(x, w, b, geo.stride, geo.dilation, geo.lo, geo.hi)
 
 
-def _flipped_direct(y, w, geo, x_shape):
-    """The direct kernel ("rows", "lanes") that takes the flipped convolution giving a stride-1 input gradient, or
-    None."""
-    if geo.groups != 1:
+def _flipped_plan(y, w, geo, x_shape):
+    """(geometry, direct kernel "rows" / "lanes" or None) of the flipped convolution that gives a stride-1 input
+    gradient, when that path is taken: with a direct kernel whatever the widening, else below _FLIP_MAX_WIDENING;
+    None for the GEMM + col2im path."""
+    kernel = w.shape[2:]
+    if not _as_flipped_conv(kernel, geo):
         return None
-    fgeo = _flipped_geometry(w.shape[2:], geo, y.shape[2:], x_shape[2:])
-    return _direct_kind(y, (w.shape[1], w.shape[0]) + w.shape[2:], x_shape[2:], fgeo, w)
+    fgeo = _flipped_geometry(kernel, geo, y.shape[2:], x_shape[2:])
+    kind = None if geo.groups != 1 else _direct_kind(y, (w.shape[1], w.shape[0]) + kernel, x_shape[2:], fgeo, w)
+    if kind is None and w.shape[0] // geo.groups >= _FLIP_MAX_WIDENING * w.shape[1]:
+        return None
+    return fgeo, kind
 
 
 def _add_bias(y, b):
