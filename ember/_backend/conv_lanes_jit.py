@@ -127,17 +127,17 @@ CHUNK = 48  # tiles a forward pass computes into its channels-last scratch (288 
 
 
 @numba.njit(nogil=True, cache=True)
-def _forward(xp, wt, bias, taps, y, start, stop, sh, sw, OW):
+def _forward(xp, wt, bias, taps, pos, y, start, stop):
     """y (N, O, OH OW): the output positions of the tiles start..stop-1 (tile i has flat positions 6i..6i+5 of
-    the (n, h, j) order; past the last, the last again): xp (N, C, Hp, Wq) the padded input, wt (Op / WIDTH, T,
-    WIDTH) the packed weight, bias (Op,), taps (T,) each tap's element offset in a padded sample. By chunks of
+    the (n, h, j) order; past the last, the last again): xp the padded input, wt (Op / WIDTH, T, WIDTH) the packed
+    weight, bias (Op,), taps (T,) each tap's element offset in a padded sample, pos (N OH OW,) each output
+    position's in xp (_positions). By chunks of
     CHUNK tiles: every block of WIDTH output channels into a channels-last scratch (CHUNK 6, Op) that stays in
     cache, then moved into NCHW by 8 x 8 register blocks (_transpose). Within a chunk the blocks run outermost, so
     that a block's weights (T x 64 bytes) stay in cache across its tiles."""
-    C, Hp, Wq = xp.shape[1], xp.shape[2], xp.shape[3]
     blocks, T = wt.shape[0], wt.shape[1]
     o, per = y.shape[1], y.shape[2]
-    total = y.shape[0] * per
+    total = pos.shape[0]
     op = blocks * WIDTH
     rows = CHUNK * POSITIONS_PER_TILE
     scratch = np.empty((rows, op), np.float32)
@@ -147,9 +147,7 @@ def _forward(xp, wt, bias, taps, y, start, stop, sh, sw, OW):
         c1 = min(stop, c0 + CHUNK)
         for i in range(c0, c1):
             for k in range(POSITIONS_PER_TILE):
-                q = min(i * POSITIONS_PER_TILE + k, total - 1)
-                n, r = q // per, q % per
-                ins[i - c0, k] = ((n * C * Hp) + (r // OW) * sh) * Wq + (r % OW) * sw
+                ins[i - c0, k] = pos[min(i * POSITIONS_PER_TILE + k, total - 1)]
         for blk in range(blocks):
             w_at, b_at, s_at = wa + 4 * blk * T * WIDTH, ba + 4 * blk * WIDTH, sa + 4 * blk * WIDTH
             for i in range(c1 - c0):
@@ -214,6 +212,14 @@ def _by_blocks(g, gt, start, stop):
             gt[b, s * p:(s + 1) * p, c1 - b * WIDTH:] = 0
 
 
+def _positions(xp, out, stride):
+    """Each output position's element offset in the padded input xp (N, C, Hp, Wq), in the flat (n, h, j) order:
+    where its window's first tap reads (the forward's tiles and the weight gradient's rows both run over them)."""
+    n, c, hp, wq = xp.shape
+    at = np.arange(out[0], dtype=np.int64)[:, None] * (stride[0] * wq) + np.arange(out[1], dtype=np.int64) * stride[1]
+    return (np.arange(n, dtype=np.int64)[:, None] * (c * hp * wq) + at.reshape(-1)).reshape(-1)
+
+
 def _padded_taps(x, kernel, dilation, lo, hi):
     """The padded input (conv_direct_jit.padded) and each (c, kh, kw) tap's element offset in a padded sample."""
     xp = padded(x, lo, hi)
@@ -263,8 +269,8 @@ def forward(x, w, b, stride, dilation, lo, hi, flipped=False):
     y = np.empty((n, o, oh, ow), np.float32)
     flops = 2 * positions * taps * op
     yf = y.reshape(n, o, oh * ow)
-    parallel.run_compiled(lambda a, z: _forward(xp, wt, bias, offsets, yf, a, z, stride[0], stride[1], ow), tiles,
-                          flops)
+    pos = _positions(xp, (oh, ow), stride)
+    parallel.run_compiled(lambda a, z: _forward(xp, wt, bias, offsets, pos, yf, a, z), tiles, flops)
     return y
 
 
@@ -299,8 +305,7 @@ def weight(x, g, stride, dilation, lo, hi, w_shape):
     gt = np.empty((blocks, n * oh * ow, WIDTH), np.float32)  # (blocks, positions, WIDTH)
     gc = np.ascontiguousarray(g).reshape(n, o, oh * ow)
     parallel.run(lambda a, z: _by_blocks(gc, gt, a, z), n, 2 * gt.nbytes)
-    at = np.arange(oh, dtype=np.int64)[:, None] * (stride[0] * xp.shape[3]) + np.arange(ow, dtype=np.int64) * stride[1]
-    pos = (np.arange(n, dtype=np.int64)[:, None] * (c * xp.shape[2] * xp.shape[3]) + at.reshape(-1)).reshape(-1)
+    pos = _positions(xp, (oh, ow), stride)
     taps = c * kh * kw
     groups = -(-taps // TAPS)
     offsets = np.zeros(groups * TAPS, np.int64)  # the padding taps read offset 0 and land in rows dropped below
