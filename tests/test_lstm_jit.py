@@ -1,16 +1,18 @@
 """The compiled LSTM and GRU steps (ember/_backend/lstm_jit.py, Note [JIT kernels]): the vectorizable float32 exp
 against float64's over the whole range and at the edges; the forward steps against the NumPy ones (to rounding,
 with NaN, inf and saturating gates); the backward recursions bit for bit against the NumPy ones; the LSTM's and GRU's
-time loops as one compiled call (Note [Compiled LSTM sequence]) bit for bit against a compiled step per call; LSTM and
-GRU layers (two layers, bidirectional, packed) against torch; and the switch."""
+time loops as one compiled call (Note [Compiled LSTM sequence]) bit for bit against a compiled step per call, and
+split by batch rows across threads against the whole batch; LSTM and GRU layers (two layers, bidirectional, packed)
+against torch; and the switch."""
 import numpy as np
 import pytest
 import torch
 
 import ember
-from ember._backend import jit
+from ember._backend import jit, parallel
 from ember._ops import rnn_sequence as RS
 from tests._jit import count_calls
+from tests._threads import spy_splits
 
 numba = pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
 from ember._backend.lstm_jit import _exp  # noqa: E402  (needs numba)
@@ -247,3 +249,34 @@ def test_gru_whole_forward_loop_is_the_stepwise_one_bit_for_bit(packed, bias, mo
     calls = count_calls(monkeypatch, _kernels(), "gru_forward_sequence", "gru_cell")
     _both_loops(monkeypatch, lambda ctx: RS.GRUSequence.forward(ctx, xg, h0, w, b, True, sizes))
     assert calls.count("gru_forward_sequence") == 1 and calls.count("gru_cell") == len(sizes)
+
+
+# ---- the batch rows in pieces (Note [LSTM rows in parallel]) --------------------------------------------------
+
+@pytest.mark.parametrize("layer", ["LSTM", "GRU"])
+@pytest.mark.parametrize("kind", ["one direction", "bidirectional", "packed"])
+def test_layers_split_by_rows_match_torch_and_the_whole_batch(layer, kind, monkeypatch):
+    """Every compiled time loop split in two row ranges, forward and backward, on 2 threads; the packed batch has
+    steps whose rows all fall in the first range (the second only carries its rows over or keeps their gradient)."""
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    try:
+        rng = np.random.default_rng([len(kind), len(layer), 3])
+        x = rng.standard_normal((6, 9, 10)).astype(np.float32)
+        kw = {"bidirectional": kind != "one direction", "num_layers": 2 if kind == "one direction" else 1}
+        lengths = [9, 3, 7, 9, 1, 2] if kind == "packed" else None
+        module = getattr(ember.nn, layer)(10, 24, batch_first=True, **kw)
+        weights = {k: v.numpy() for k, v in module.state_dict().items()}
+        whole = _layer(ember, layer, x, weights, lengths, **kw)
+        monkeypatch.setattr(parallel, "_MIN_FLOPS", 0)
+        splits = spy_splits(monkeypatch)
+        calls = count_calls(monkeypatch, _kernels(), *_STEPS[layer])
+        split = _layer(ember, layer, x, weights, lengths, **kw)
+    finally:
+        ember.set_num_threads(before)
+    loops = 2 * kw["num_layers"] * (2 if kw["bidirectional"] else 1)
+    assert len(calls) == loops and splits.count(2) >= loops
+    ref = _layer(torch, layer, x, weights, lengths, **kw)
+    for a, b, t in zip(split, whole, ref):
+        np.testing.assert_allclose(a, t, rtol=2e-5, atol=2e-5)
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
