@@ -170,9 +170,10 @@ _gemm, _gemv = jit.blas_intrinsics()
 # meanwhile), each piece its whole sequence with no hand-off between steps. Unsplit, each step's GEMM ran on
 # OpenBLAS's two threads and the cell on one, the other spinning; split, both run on both cores. Per step at GNMT's
 # sizes (32 x 128 states, us, one thread unless said): GEMM 32 rows 89 (2 threads 56), 16 rows 58; cell 38.
-# LSTM(128, 128) forward loop, 16 steps, 2 threads, ms: 1.68 whole -> 1.42 split. GNMT step in one process,
-# alternating, forward and backward loops split: 47.1 -> 46.5 ms (see bench/ for the rows). Pieces differ from the
-# unsplit loop only in the GEMM's row count, which may change its bits.
+# LSTM(128, 128) forward loop, 16 steps, 2 threads, ms: 1.68 whole -> 1.42 split. GNMT training step (bench/models.py),
+# whole vs split alternating in one process, medians of 40, ms: 44.3 -> 41.4 and 46.7 -> 44.2 (forward LSTMs ~1.2
+# of it, backward ~1-1.5). Pieces differ from the unsplit loop only in the GEMM's row count, which may change its
+# bits (tests/test_lstm_jit.py holds the two to 1e-6).
 
 
 @numba.njit(inline="always", error_model="numpy")
