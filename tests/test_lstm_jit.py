@@ -150,7 +150,7 @@ def test_whole_forward_loop_is_the_stepwise_one_bit_for_bit(packed, reverse, mon
 
 def _layer(lib, kind, x, weights, packed_lengths=None, **kw):
     """Outputs, final states and all gradients of an nn.LSTM or nn.GRU (kind) with the given weights."""
-    m = getattr(lib.nn, kind)(x.shape[-1], 24, batch_first=True, **kw)
+    m = getattr(lib.nn, kind)(x.shape[-1], weights["weight_hh_l0"].shape[1], batch_first=True, **kw)
     m.load_state_dict({k: lib.from_numpy(v.copy()) for k, v in weights.items()})
     xt = lib.tensor(x, requires_grad=True)
     inp = xt
@@ -280,3 +280,42 @@ def test_layers_split_by_rows_match_torch_and_the_whole_batch(layer, kind, monke
     for a, b, t in zip(split, whole, ref):
         np.testing.assert_allclose(a, t, rtol=2e-5, atol=2e-5)
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+# ---- the products through the packed weight (Note [Packed LSTM weights]) ---------------------------------------
+
+@pytest.mark.parametrize("layer", ["LSTM", "GRU"])
+@pytest.mark.parametrize("kind", ["one direction", "bidirectional", "packed"])
+@pytest.mark.parametrize("hidden", [16, 32])
+def test_packed_weight_products_match_blas_and_torch(layer, kind, hidden, monkeypatch):
+    """Hidden sizes whose products all go through the register tile (output columns 4H, 3H and H multiples of 16),
+    forward and backward, on 1 and 2 threads (whole batch and pieces), against the BLAS products and torch; the
+    packed batch has steps of 1 to 6 rows (tiles repeating their last row)."""
+    from ember._backend import lstm_jit
+    rng = np.random.default_rng([len(kind), len(layer), hidden])
+    x = rng.standard_normal((6, 9, 10)).astype(np.float32)
+    kw = {"bidirectional": kind != "one direction", "num_layers": 2 if kind == "one direction" else 1}
+    lengths = [9, 3, 7, 9, 1, 2] if kind == "packed" else None
+    module = getattr(ember.nn, layer)(10, hidden, batch_first=True, **kw)
+    weights = {k: v.numpy() for k, v in module.state_dict().items()}
+    packings = []
+    real = lstm_jit._packing
+    monkeypatch.setattr(lstm_jit, "_packing", lambda w, t: packings.append(real(w, t)[0].shape[0]) or real(w, t))
+    monkeypatch.setattr(parallel, "_MIN_FLOPS", 0)
+    before = ember.get_num_threads()
+    try:
+        results = []
+        for threads, packed in ((1, True), (2, True), (2, False)):
+            ember.set_num_threads(threads)
+            monkeypatch.setattr(lstm_jit, "PACKED", packed)
+            packings.clear()
+            results.append(_layer(ember, layer, x, weights, lengths, **kw))
+            assert packings and all(packings) == packed
+    finally:
+        ember.set_num_threads(before)
+    ref = _layer(torch, layer, x, weights, lengths, **kw)
+    for one, two, blas_, t in zip(*results, ref):
+        np.testing.assert_allclose(one, t, rtol=2e-5, atol=2e-5)
+        np.testing.assert_allclose(two, t, rtol=2e-5, atol=2e-5)
+        np.testing.assert_allclose(one, blas_, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(two, blas_, rtol=1e-5, atol=1e-6)

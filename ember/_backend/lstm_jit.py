@@ -15,6 +15,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from . import cblas, jit, parallel
+from .conv_lanes_jit import _FORWARD_TILE, WIDTH
 
 _F = np.float32
 _LOG2E = _F(1.4426950408889634)
@@ -200,14 +201,45 @@ def _times_w(mm, mv, rows, d, w, out):
         _gemm(mm, 0, rows, n, width, d.ctypes.data, width, w.ctypes.data, n, zero, out.ctypes.data, n)
 
 
+@numba.njit(inline="always", error_model="numpy")
+def _times_packed(a, packed, out):
+    """out = a wp^T for the rows of a (R, K) and out (R, N), rows C-contiguous, packed = (wp, taps, zero) with wp
+    (N / 16, K, 16) the weight by blocks of 16 output columns (_packing): 6 rows x 16 columns a register tile
+    (conv_lanes_jit's forward tile, Note [Packed LSTM weights]); a last tile of fewer rows repeats its last."""
+    wp, taps, zero = packed
+    rows, xs, ys = a.shape[0], a.shape[1], out.shape[1]
+    K = wp.shape[1]
+    xa, ya, wa, ta, za = a.ctypes.data, out.ctypes.data, wp.ctypes.data, taps.ctypes.data, zero.ctypes.data
+    for blk in range(wp.shape[0]):
+        w_at, y_at = wa + 4 * blk * K * WIDTH, ya + 4 * blk * WIDTH
+        for r0 in range(0, rows, 6):
+            last = rows - 1
+            r1, r2, r3, r4, r5 = min(r0 + 1, last), min(r0 + 2, last), min(r0 + 3, last), min(r0 + 4, last), \
+                min(r0 + 5, last)
+            _FORWARD_TILE(xa, w_at, za, y_at, ta, K, r0 * xs, r1 * xs, r2 * xs, r3 * xs, r4 * xs, r5 * xs,
+                          r0 * ys, r1 * ys, r2 * ys, r3 * ys, r4 * ys, r5 * ys)
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _product(mm, mv, rows, a, w, packed, out, transposed):
+    """out[:rows] = a[:rows] w^T (transposed) or a[:rows] w: through the packed weight when there is one, else
+    BLAS (_times_wt, _times_w)."""
+    if packed[0].shape[0]:
+        _times_packed(a[:rows], packed, out[:rows])
+    elif transposed:
+        _times_wt(mm, mv, rows, a, w, out)
+    else:
+        _times_w(mm, mv, rows, a, w, out)
+
+
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def _forward_sequence(mm, mv, w, x, gates, hs, cs, tcs, steps, lo, hi):
+def _forward_sequence(mm, mv, w, packed, x, gates, hs, cs, tcs, steps, lo, hi):
     n = hs.shape[2]
     for k in range(gates.shape[0]):
         rows, off = steps[k, 0], steps[k, 1]
         top = min(rows, hi)  # the step's rows in [lo, hi) are [lo, top)
         if top > lo:
-            _times_wt(mm, mv, top - lo, hs[k, lo:top], w, gates[k, lo:top])
+            _product(mm, mv, top - lo, hs[k, lo:top], w, packed, gates[k, lo:top], True)
             _cell(gates[k, lo:top], x[off + lo:off + top], cs[k, lo:top], cs[k + 1, lo:top], tcs[k, lo:top],
                   hs[k + 1, lo:top])
         for r in range(max(lo, rows), hi):
@@ -216,11 +248,37 @@ def _forward_sequence(mm, mv, w, x, gates, hs, cs, tcs, steps, lo, hi):
                 cs[k + 1, r, j] = cs[k, r, j]
 
 
-def _by_rows(kernel, w, batch, flops, *args):
-    """kernel(gemm, gemv, w, *args, lo, hi) over the batch rows [lo, hi) split across ember's threads (Note [LSTM
-    rows in parallel]); one call with OpenBLAS's own threads when the work is too small to split."""
+def _by_rows(kernel, w, transposed, batch, flops, *args):
+    """kernel(gemm, gemv, w, packed, *args, lo, hi) over the batch rows [lo, hi) split across ember's threads (Note
+    [LSTM rows in parallel]); one call with OpenBLAS's own threads when the work is too small to split. Its steps'
+    products are by w^T (transposed) or w, through w packed when _packing takes it."""
     mm, mv = cblas.address("gemm", w.dtype), cblas.address("gemv", w.dtype)
-    parallel.run_blas(lambda lo, hi: kernel(mm, mv, w, *args, lo, hi), batch, flops)
+    packed = _packing(w, transposed)
+    parallel.run_blas(lambda lo, hi: kernel(mm, mv, w, packed, *args, lo, hi), batch, flops)
+
+
+# Note [Packed LSTM weights]: OpenBLAS packs its operands on every call; a step's product at GNMT's sizes is one
+# call a step on 16 rows (a piece, Note [LSTM rows in parallel]), where the repacking of the 256 KB weight weighs
+# against 2 MFLOP of work. The weight packed once a sequence, by blocks of 16 output columns, goes through
+# conv_lanes_jit's 6 x 16 register tile instead. One thread, us a product (tile vs OpenBLAS): 16 x 128 times
+# 128 x 512 36 vs 52, 16 x 512 times 512 x 128 41 vs 57; 32 rows 61 vs 64 and 64 vs 63; at 64 hidden even
+# (11 vs 11, 10.5 vs 12). GNMT training step, BLAS vs packed alternating in one process, medians of 40, ms: 40.5 ->
+# 40.2 and 46.1 -> 44.8 (the forward LSTMs 0.4-0.8 of it). float32 only, output columns a multiple of 16; sums in
+# order over K in float32, so to rounding against BLAS (tests/test_lstm_jit.py). PACKED = False keeps BLAS.
+PACKED = True
+_UNPACKED = (np.empty((0, 1, WIDTH), np.float32), np.empty(0, np.int64), np.empty(0, np.float32))
+
+
+def _packing(w, transposed):
+    """(wp, taps, zero) for _times_packed: w^T's (transposed) or w's columns by blocks of 16, (N / 16, K, 16),
+    the taps' offsets 0..K-1 and a zero bias; _UNPACKED (empty) when the product stays on BLAS."""
+    n = w.shape[0] if transposed else w.shape[1]
+    if not PACKED or w.dtype != np.float32 or n % WIDTH:
+        return _UNPACKED
+    k = w.shape[1] if transposed else w.shape[0]
+    blocks = w.reshape(n // WIDTH, WIDTH, k).transpose(0, 2, 1) if transposed else \
+        w.reshape(k, n // WIDTH, WIDTH).transpose(1, 0, 2)
+    return np.ascontiguousarray(blocks), np.arange(k, dtype=np.int64), np.zeros(WIDTH, np.float32)
 
 
 def forward_sequence(w, x, gates, hs, cs, tcs, steps):
@@ -228,11 +286,12 @@ def forward_sequence(w, x, gates, hs, cs, tcs, steps):
     steps ((count, 2) int64: rows, offset), gates[k, :rows] = hs[k, :rows] w^T (w (4H, H) C-contiguous), then cell
     with x[offset:offset + rows] (x: the inputs' projections as (rows, 4H)), into cs[k + 1], tcs[k] and hs[k + 1];
     the other rows of hs[k + 1] and cs[k + 1] are copied from step k. float32; sequence_runs(w) must hold."""
-    _by_rows(_forward_sequence, w, gates.shape[1], 2 * gates[..., 0].size * w.size, x, gates, hs, cs, tcs, steps)
+    _by_rows(_forward_sequence, w, True, gates.shape[1], 2 * gates[..., 0].size * w.size, x, gates, hs, cs, tcs,
+             steps)
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def _backward_sequence(mm, mv, w, gates, cs, tcs, dgates, dh, dc, go, steps, lo, hi):
+def _backward_sequence(mm, mv, w, packed, gates, cs, tcs, dgates, dh, dc, go, steps, lo, hi):
     for k in range(gates.shape[0] - 1, -1, -1):
         rows, off = steps[k, 0], steps[k, 1]
         top = min(rows, hi)
@@ -240,7 +299,7 @@ def _backward_sequence(mm, mv, w, gates, cs, tcs, dgates, dh, dc, go, steps, lo,
             # go[...] of an empty go (no output gradient) is empty, as back_step takes it
             _back_step(dh[lo:top], dc[lo:top], go[off + lo:off + top], gates[k, lo:top], tcs[k, lo:top],
                        cs[k, lo:top], dgates[k, lo:top])
-            _times_w(mm, mv, top - lo, dgates[k, lo:top], w, dh[lo:top])
+            _product(mm, mv, top - lo, dgates[k, lo:top], w, packed, dh[lo:top], False)
 
 
 def backward_sequence(w, gates, cs, tcs, dgates, dh, dc, go, steps):
@@ -248,8 +307,8 @@ def backward_sequence(w, gates, cs, tcs, dgates, dh, dc, go, steps):
     per-step loop: back_step, then dh[:rows] = dgates[k, :rows] w (w (4H, H) C-contiguous), from the last step of
     steps ((count, 2) int64: rows, offset) to the first; go (the output's gradient as (rows, H)) may be None.
     float32 or float64; sequence_runs(w) must hold."""
-    _by_rows(_backward_sequence, w, dh.shape[0], 2 * gates[..., 0].size * w.size, gates, cs, tcs, dgates, dh, dc,
-             jit.optional(go, dh.dtype, 2), steps)
+    _by_rows(_backward_sequence, w, False, dh.shape[0], 2 * gates[..., 0].size * w.size, gates, cs, tcs, dgates, dh,
+             dc, jit.optional(go, dh.dtype, 2), steps)
 
 
 def sequence_runs(w):
@@ -326,7 +385,7 @@ def gru_back_step(h, go, ws, h_prev, dxg, dhg):
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def _gru_forward_sequence(mm, mv, w, b, x, ws, hs, hg_all, steps, lo, hi):
+def _gru_forward_sequence(mm, mv, w, packed, b, x, ws, hs, hg_all, steps, lo, hi):
     n = hs.shape[2]
     width = 3 * n
     for k in range(ws.shape[0]):
@@ -334,7 +393,7 @@ def _gru_forward_sequence(mm, mv, w, b, x, ws, hs, hg_all, steps, lo, hi):
         top = min(rows, hi)
         if top > lo:
             hg = hg_all[lo:top]
-            _times_wt(mm, mv, top - lo, hs[k, lo:top], w, hg)
+            _product(mm, mv, top - lo, hs[k, lo:top], w, packed, hg, True)
             if b.shape[0]:
                 for r in range(top - lo):
                     for j in range(width):
@@ -350,12 +409,12 @@ def gru_forward_sequence(w, b, x, ws, hs, hg, steps):
     steps ((count, 2) int64: rows, offset), hg[:rows] = hs[k, :rows] w^T (+ b: b_hh, or None), then gru_cell with
     x[offset:offset + rows] into ws[k] and hs[k + 1]; the other rows of hs[k + 1] are copied from step k. hg is
     (B, 3H) scratch. float32; sequence_runs(w) must hold."""
-    _by_rows(_gru_forward_sequence, w, hg.shape[0], 2 * ws[..., 0].size * w.size, jit.optional(b, w.dtype), x, ws,
-             hs, hg, steps)
+    _by_rows(_gru_forward_sequence, w, True, hg.shape[0], 2 * ws[..., 0].size * w.size, jit.optional(b, w.dtype), x,
+             ws, hs, hg, steps)
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def _gru_backward_sequence(mm, mv, w, ws, hs, dxg, dhg, dh, go, tmp, steps, lo, hi):
+def _gru_backward_sequence(mm, mv, w, packed, ws, hs, dxg, dhg, dh, go, tmp, steps, lo, hi):
     n = hs.shape[2]
     for k in range(ws.shape[0] - 1, -1, -1):
         rows, off = steps[k, 0], steps[k, 1]
@@ -364,7 +423,7 @@ def _gru_backward_sequence(mm, mv, w, ws, hs, dxg, dhg, dh, go, tmp, steps, lo, 
             h = dh[lo:top]
             _gru_back_step(h, go[off + lo:off + top], ws[k, lo:top], hs[k, lo:top], dxg[k, lo:top], dhg[k, lo:top])
             t = tmp[lo:top]
-            _times_w(mm, mv, top - lo, dhg[k, lo:top], w, t)
+            _product(mm, mv, top - lo, dhg[k, lo:top], w, packed, t, False)
             for r in range(top - lo):
                 for j in range(n):
                     h[r, j] += t[r, j]
@@ -375,5 +434,5 @@ def gru_backward_sequence(w, ws, hs, dxg, dhg, dh, go, tmp, steps):
     per-step loop: gru_back_step, then dh[:rows] += dhg[k, :rows] w, from the last step of steps ((count, 2) int64:
     rows, offset) to the first; dxg and dhg (count, B, 3H), tmp (B, H) scratch, go (rows, H) or None. float32 or
     float64; sequence_runs(w) must hold."""
-    _by_rows(_gru_backward_sequence, w, dh.shape[0], 2 * ws[..., 0].size * w.size, ws, hs, dxg, dhg, dh,
+    _by_rows(_gru_backward_sequence, w, False, dh.shape[0], 2 * ws[..., 0].size * w.size, ws, hs, dxg, dhg, dh,
              jit.optional(go, dh.dtype, 2), tmp, steps)
