@@ -1,5 +1,6 @@
 """The compiled softmax row pass (ember/_backend/softmax_jit.py, Note [JIT kernels]) against the NumPy rows it
-replaces, to rounding (its exp is ~2 ulp, as NumPy's), over normal rows, wide ranges, long rows, +-inf and NaN;
+replaces, to rounding (its exp is ~2 ulp, as NumPy's), over normal rows, wide ranges, long rows, +-inf and NaN, and
+short rows that take their maxima in the kernel;
 softmax, log_softmax and cross_entropy with the kernel on against torch in float32 (values and gradients,
 class weights, ignore_index, label smoothing, reductions); and the paths it does not take (float64, a dim that
 is not the last, the switch off)."""
@@ -49,6 +50,25 @@ def test_rows_with_infinities_and_nan():
     np.testing.assert_allclose(s, want_s, rtol=4e-7)
 
 
+@pytest.mark.parametrize("width", [1, 2, 7, 16, 64])
+def test_short_rows_take_their_maxima_in_the_kernel(width):
+    """Rows up to SHORT_ROW: the maxima as np.maximum.reduce gives them (NaN where a row holds one, +-inf), then the
+    same row pass."""
+    rng = np.random.default_rng(width + 100)
+    x = (rng.standard_normal((40, width)) * rng.choice([0.1, 3, 30], (40, 1))).astype(np.float32)
+    for row, value in zip(range(0, 40, 5), [np.nan, np.inf, -np.inf, np.nan, np.inf, -np.inf, 3e38, -3e38]):
+        x[row, rng.integers(0, width)] = value
+    x[39] = -np.inf
+    want_m, want_e, want_s = _numpy_rows(x)
+    m, e, s = np.empty_like(want_m), np.empty_like(x), np.empty_like(want_m)
+    kernels = jit.load("softmax_jit")
+    assert width <= kernels.SHORT_ROW
+    kernels.max_exp_rows(x, m, e, s)
+    np.testing.assert_array_equal(m, want_m)  # NaN where NaN
+    np.testing.assert_allclose(e, want_e, rtol=4e-7, atol=1.2e-38)
+    np.testing.assert_allclose(s, want_s, rtol=2e-6)
+
+
 def _run(lib, fn, x, g, **kw):
     xs = lib.from_numpy(x.copy()).requires_grad_()
     y = fn(lib, xs, **kw)
@@ -60,14 +80,14 @@ SOFTMAX = {"softmax": lambda lib, x, dim: lib.softmax(x, dim), "log_softmax": la
 
 
 @pytest.mark.parametrize("name", sorted(SOFTMAX))
-@pytest.mark.parametrize("shape", [(64, 1000), (3, 5, 129), (1, 1)])
+@pytest.mark.parametrize("shape", [(64, 1000), (3, 5, 129), (1, 1), (32, 16, 16), (5, 64)])
 def test_softmax_ops_match_torch(name, shape, monkeypatch):
-    rng = np.random.default_rng(len(shape))
+    rng = np.random.default_rng(len(shape) + shape[-1])
     x = (rng.standard_normal(shape) * 4).astype(np.float32)
     g = rng.standard_normal(shape).astype(np.float32)
-    calls = count_calls(monkeypatch, jit.load("softmax_jit"), "exp_rows")
+    calls = count_calls(monkeypatch, jit.load("softmax_jit"), "exp_rows", "max_exp_rows")
     got = _run(ember, SOFTMAX[name], x, g, dim=-1)
-    assert calls
+    assert calls == ["max_exp_rows" if shape[-1] <= 64 else "exp_rows"] * len(calls) and calls
     for e, t in zip(got, _run(torch, SOFTMAX[name], x, g, dim=-1)):
         np.testing.assert_allclose(e, t, rtol=2e-5, atol=2e-6)
 

@@ -1,6 +1,7 @@
 """The softmax family's row pass as a compiled loop (numba): e = exp(x - m) and its row sum s in one pass over a
 row, where NumPy makes three (a subtraction, its exp, a sum; NumPy's float32 exp alone costs ~2 ns an element on
-this AVX2 VM, the compiled one below ~1.1). The row maxima m come from NumPy's maximum.reduce (it propagates NaN).
+this AVX2 VM, the compiled one below ~1.1). The row maxima m come from NumPy's maximum.reduce (it propagates NaN),
+or for short rows (SHORT_ROW) from a loop here that propagates NaN the same way.
 float32 only: the exp is lstm_jit's (Cody-Waite reduction, a polynomial, the exponent bits; ~2 ulp, as NumPy's),
 so results agree with the NumPy rows to rounding, not bit for bit; and the sum runs in vector lanes (partial sums
 added at the end, as NumPy's pairwise sum does in blocks). Loaded through jit.load("softmax_jit") (Note [JIT
@@ -38,3 +39,28 @@ def exp_rows(x, m, e, s):
     """e = exp(x - m) and s = e.sum(1, keepdims=True) for 2-D float32 x and e (rows contiguous), m the rows'
     maxima and s as (rows, 1) float32 arrays."""
     _exp_rows(x, m, e, s)
+
+
+# Rows up to SHORT_ROW wide also take their maxima here: NumPy's maximum.reduce along a short last axis pays per row
+# (an attention softmax over 32 x 16 rows of 16: 37 us of the op's 96; here ~4), where along rows of thousands it
+# runs in vector lanes and this scalar loop would not.
+SHORT_ROW = 64
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy", fastmath=_CONTRACT)
+def _max_exp_rows(x, m, e, s):
+    for i in range(x.shape[0]):
+        xi = x[i]
+        mi = xi[0]
+        for j in range(1, x.shape[1]):
+            v = xi[j]
+            if v > mi or v != v:  # a NaN stays the maximum, as in np.maximum
+                mi = v
+        m[i, 0] = mi
+    _exp_rows(x, m, e, s)
+
+
+def max_exp_rows(x, m, e, s):
+    """exp_rows with m (rows, 1) written first: the rows' maxima, NaN where a row holds one (np.maximum.reduce's);
+    for rows of 1 to SHORT_ROW elements."""
+    _max_exp_rows(x, m, e, s)

@@ -39,6 +39,11 @@ def exp_rows_kernels(x, dim):
 def shifted_exp(ws, d, kernels, es, m=None, s=None):
     """The softmax family's row pass along d: m = the rows' maxima, es = exp(ws - m) and s = es's row sums (both
     keepdims, written into m and s when given), through kernels (exp_rows_kernels) when it runs, else in NumPy."""
+    if kernels is not None and 0 < ws.shape[d] <= kernels.SHORT_ROW:
+        m = np.empty((ws.shape[0], 1), ws.dtype) if m is None else m
+        s = np.empty_like(m) if s is None else s
+        kernels.max_exp_rows(ws, m, es, s)
+        return m, s
     m = np.maximum.reduce(ws, axis=d, keepdims=True, out=m)
     if s is None:
         s = np.empty_like(m)
