@@ -1,6 +1,6 @@
 """The compiled softmax row pass (ember/_backend/softmax_jit.py, Note [JIT kernels]) against the NumPy rows it
 replaces, to rounding (its exp is ~2 ulp, as NumPy's), over normal rows, wide ranges, long rows, +-inf and NaN, and
-short rows that take their maxima in the kernel;
+short rows that take their maxima in the kernel; softmax's backward rows against NumPy's;
 softmax, log_softmax and cross_entropy with the kernel on against torch in float32 (values and gradients,
 class weights, ignore_index, label smoothing, reductions); and the paths it does not take (float64, a dim that
 is not the last, the switch off)."""
@@ -69,6 +69,23 @@ def test_short_rows_take_their_maxima_in_the_kernel(width):
     np.testing.assert_allclose(s, want_s, rtol=2e-6)
 
 
+def test_softmax_gradient_rows_match_numpy():
+    """t = (g - sum(g o)) o along rows against the NumPy rows, to rounding (the row sums run in vector lanes); a
+    NaN or inf in a row spreads over the row as in NumPy."""
+    rng = np.random.default_rng(5)
+    o = rng.dirichlet(np.ones(300), 50).astype(np.float32)
+    g = (rng.standard_normal((50, 300)) * rng.choice([0.1, 3, 300], (50, 1))).astype(np.float32)
+    g[3, 7], g[4, 0], o[5, 9] = np.nan, np.inf, np.nan
+    with np.errstate(invalid="ignore"):
+        want = (g - np.add.reduce(g * o, axis=1, keepdims=True)) * o
+    t = np.empty_like(g)
+    jit.load("softmax_jit").softmax_grad_rows(g, o, t)
+    ok = np.isfinite(want)
+    np.testing.assert_array_equal(t[~ok], want[~ok])  # NaN where NaN, the same infinities
+    scale = np.abs(np.where(np.isfinite(g), g, 0)).max(1, keepdims=True)  # each row's sum cancels against its g
+    assert (np.abs(t - want)[ok] <= (1e-6 * scale + 1e-5 * np.abs(want))[ok]).all()
+
+
 def _run(lib, fn, x, g, **kw):
     xs = lib.from_numpy(x.copy()).requires_grad_()
     y = fn(lib, xs, **kw)
@@ -85,9 +102,10 @@ def test_softmax_ops_match_torch(name, shape, monkeypatch):
     rng = np.random.default_rng(len(shape) + shape[-1])
     x = (rng.standard_normal(shape) * 4).astype(np.float32)
     g = rng.standard_normal(shape).astype(np.float32)
-    calls = count_calls(monkeypatch, jit.load("softmax_jit"), "exp_rows", "max_exp_rows")
+    calls = count_calls(monkeypatch, jit.load("softmax_jit"), "exp_rows", "max_exp_rows", "softmax_grad_rows")
     got = _run(ember, SOFTMAX[name], x, g, dim=-1)
-    assert calls == ["max_exp_rows" if shape[-1] <= 64 else "exp_rows"] * len(calls) and calls
+    backward = ["softmax_grad_rows"] if name == "softmax" else []
+    assert calls == ["max_exp_rows" if shape[-1] <= 64 else "exp_rows"] + backward
     for e, t in zip(got, _run(torch, SOFTMAX[name], x, g, dim=-1)):
         np.testing.assert_allclose(e, t, rtol=2e-5, atol=2e-6)
 

@@ -64,3 +64,28 @@ def max_exp_rows(x, m, e, s):
     """exp_rows with m (rows, 1) written first: the rows' maxima, NaN where a row holds one (np.maximum.reduce's);
     for rows of 1 to SHORT_ROW elements."""
     _max_exp_rows(x, m, e, s)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc"})
+def _row_dot(a, b):
+    """sum(a * b) of two float32 rows, the products rounded, their sum reassociated into vector lanes."""
+    s = _ZERO
+    for j in range(a.shape[0]):
+        s += a[j] * b[j]
+    return s
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _softmax_grad_rows(g, o, t):
+    for i in range(g.shape[0]):
+        gi, oi, ti = g[i], o[i], t[i]
+        s = _row_dot(gi, oi)
+        for j in range(g.shape[1]):
+            ti[j] = (gi[j] - s) * oi[j]
+
+
+def softmax_grad_rows(g, o, t):
+    """softmax's backward along rows, t = (g - sum(g o)) o, for 2-D float32 g, o and t (rows contiguous): one call
+    where the NumPy rows make four passes (a product, its row sums, a difference, a product); the row sums in vector
+    lanes, so to rounding against them."""
+    _softmax_grad_rows(g, o, t)

@@ -64,6 +64,15 @@ def _last_dim_rows(w, dim):
     return w, dim
 
 
+def _compiled_rows(dim, *arrays):
+    """(softmax_jit, the arrays as 2-D rows along dim) when the compiled row passes take every one of them (same
+    shape; see exp_rows_kernels), else (None, None)."""
+    rows = [_last_dim_rows(a, dim) for a in arrays]
+    if any(r.shape != rows[0][0].shape or d != 1 or exp_rows_kernels(r, d) is None for r, d in rows):
+        return None, None
+    return jit.load("softmax_jit"), tuple(r for r, _ in rows)
+
+
 class Softmax(Op):
     """exp(x - max) / sum, along one dim (own kernel: stable, and saves only the output)."""
     _name = "SoftmaxBackward0"
@@ -103,6 +112,10 @@ class _SoftmaxBackwardData(Op):
         g = _row(_opmath(grad))
         o = _row(_opmath(out))
         t = _empty_like(g, o)
+        kernels, rows2 = _compiled_rows(dim, g, o, t)
+        if kernels is not None:
+            parallel.run_rows(kernels.softmax_grad_rows, rows2, 1)
+            return t.astype(grad.dtype, copy=False).reshape(grad.shape)
 
         def rows(gs, os, ts):
             np.multiply(gs, os, out=ts)
