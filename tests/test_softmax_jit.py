@@ -145,3 +145,11 @@ def test_paths_without_the_kernel(monkeypatch):
     monkeypatch.setattr(jit, "ENABLED", False)
     ember.softmax(ember.from_numpy(rng.standard_normal((8, 9)).astype(np.float32)), -1)
     assert calls == []
+
+
+@pytest.mark.parametrize("shape", [(5, 0, 0), (0, 4), (2, 3, 0)])
+def test_empty_softmax_and_its_gradient(shape):
+    x = np.zeros(shape, np.float32)
+    for name in sorted(SOFTMAX):
+        for e, t in zip(_run(ember, SOFTMAX[name], x, x, dim=-1), _run(torch, SOFTMAX[name], x, x, dim=-1)):
+            assert e.shape == t.shape and e.dtype == t.dtype

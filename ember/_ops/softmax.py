@@ -59,7 +59,7 @@ def shifted_exp(ws, d, kernels, es, m=None, s=None):
 def _last_dim_rows(w, dim):
     """w as 2-D rows along dim when dim is its last and the rows can be one view (so the compiled row pass can
     take them), with the dim to reduce; else w and dim as they are."""
-    if w.ndim > 2 and dim == w.ndim - 1 and w.flags.c_contiguous:
+    if w.ndim > 2 and dim == w.ndim - 1 and w.flags.c_contiguous and w.size:
         return w.reshape(-1, w.shape[-1]), 1
     return w, dim
 
