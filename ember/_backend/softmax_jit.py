@@ -25,20 +25,24 @@ def _row_sum(a):
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy", fastmath=_CONTRACT)
-def _exp_rows(x, m, e, s):
+def _exp_rows(x, m, e, s, normalize):
     for i in range(x.shape[0]):
         mi = m[i, 0]
         xi = x[i]
         ei = e[i]
         for j in range(x.shape[1]):
             ei[j] = _exp(xi[j] - mi)
-        s[i, 0] = _row_sum(ei)
+        si = _row_sum(ei)
+        s[i, 0] = si
+        if normalize:  # softmax: the row divided while in cache (IEEE division: NumPy's e / s, the same bits)
+            for j in range(x.shape[1]):
+                ei[j] = ei[j] / si
 
 
-def exp_rows(x, m, e, s):
+def exp_rows(x, m, e, s, normalize=False):
     """e = exp(x - m) and s = e.sum(1, keepdims=True) for 2-D float32 x and e (rows contiguous), m the rows'
-    maxima and s as (rows, 1) float32 arrays."""
-    _exp_rows(x, m, e, s)
+    maxima and s as (rows, 1) float32 arrays; then e /= s when normalize (softmax)."""
+    _exp_rows(x, m, e, s, normalize)
 
 
 # Rows up to SHORT_ROW wide also take their maxima here: NumPy's maximum.reduce along a short last axis pays per row
@@ -48,7 +52,7 @@ SHORT_ROW = 64
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy", fastmath=_CONTRACT)
-def _max_exp_rows(x, m, e, s):
+def _max_exp_rows(x, m, e, s, normalize):
     for i in range(x.shape[0]):
         xi = x[i]
         mi = xi[0]
@@ -57,13 +61,13 @@ def _max_exp_rows(x, m, e, s):
             if v > mi or v != v:  # a NaN stays the maximum, as in np.maximum
                 mi = v
         m[i, 0] = mi
-    _exp_rows(x, m, e, s)
+    _exp_rows(x, m, e, s, normalize)
 
 
-def max_exp_rows(x, m, e, s):
+def max_exp_rows(x, m, e, s, normalize=False):
     """exp_rows with m (rows, 1) written first: the rows' maxima, NaN where a row holds one (np.maximum.reduce's);
     for rows of 1 to SHORT_ROW elements."""
-    _max_exp_rows(x, m, e, s)
+    _max_exp_rows(x, m, e, s, normalize)
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc"})

@@ -36,23 +36,26 @@ def exp_rows_kernels(x, dim):
     return jit.load("softmax_jit")
 
 
-def shifted_exp(ws, d, kernels, es, m=None, s=None):
+def shifted_exp(ws, d, kernels, es, m=None, s=None, normalize=False):
     """The softmax family's row pass along d: m = the rows' maxima, es = exp(ws - m) and s = es's row sums (both
-    keepdims, written into m and s when given), through kernels (exp_rows_kernels) when it runs, else in NumPy."""
+    keepdims, written into m and s when given), then es /= s when normalize (softmax), through kernels
+    (exp_rows_kernels) when it runs, else in NumPy."""
     if kernels is not None and 0 < ws.shape[d] <= kernels.SHORT_ROW:
         m = np.empty((ws.shape[0], 1), ws.dtype) if m is None else m
         s = np.empty_like(m) if s is None else s
-        kernels.max_exp_rows(ws, m, es, s)
+        kernels.max_exp_rows(ws, m, es, s, normalize)
         return m, s
     m = np.maximum.reduce(ws, axis=d, keepdims=True, out=m)
     if s is None:
         s = np.empty_like(m)
     if kernels is not None:
-        kernels.exp_rows(ws, m, es, s)
-    else:
-        np.subtract(ws, m, out=es)
-        np.exp(es, out=es)
-        np.add.reduce(es, axis=d, keepdims=True, out=s)
+        kernels.exp_rows(ws, m, es, s, normalize)
+        return m, s
+    np.subtract(ws, m, out=es)
+    np.exp(es, out=es)
+    np.add.reduce(es, axis=d, keepdims=True, out=s)
+    if normalize:
+        es /= s
     return m, s
 
 
@@ -87,7 +90,7 @@ class Softmax(Op):
             kernels = exp_rows_kernels(rows2, d)
 
             def rows(ws, es):
-                es /= shifted_exp(ws, d, kernels, es)[1]
+                shifted_exp(ws, d, kernels, es, normalize=True)
             parallel.run_rows(rows, (rows2, e.reshape(rows2.shape)), d)
         else:
             e = w.copy()
