@@ -15,7 +15,7 @@ from tests._jit import count_calls
 from tests._threads import spy_splits
 
 numba = pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
-from ember._backend.lstm_jit import _exp  # noqa: E402  (needs numba)
+from ember._backend.lstm_jit import _exp, _sigmoid  # noqa: E402  (needs numba)
 
 
 @pytest.fixture(autouse=True)
@@ -51,23 +51,40 @@ def _exp_all(x, out):
         out[i] = _exp(x[i])
 
 
+@numba.njit
+def _sigmoid_all(x, out):
+    for i in range(x.shape[0]):
+        out[i] = _sigmoid(x[i])
+
+
 def test_exp_is_within_two_ulp_and_keeps_the_edges():
+    """The exp of arguments <= 0 (what the sigmoid and the softmax rows give it): within 2 ulp over the normal
+    range, 0 below it, exact at 0, NaN kept; and the sigmoid built on it against float64 over the whole line."""
     _kernels()
-    x = np.concatenate([np.linspace(-90, 90, 1_000_001), np.random.default_rng(0).uniform(-1, 1, 100_000)])
+    x = np.concatenate([np.linspace(-90, 0, 1_000_001), -np.random.default_rng(0).uniform(0, 1, 100_000)])
     x = x.astype(np.float32)
     out = np.empty_like(x)
     _exp_all(x, out)
     ref = np.exp(x.astype(np.float64))
-    normal = (ref > np.finfo(np.float32).tiny) & (ref < np.finfo(np.float32).max)
+    normal = ref > np.finfo(np.float32).tiny
     rel = np.abs(out[normal].astype(np.float64) - ref[normal]) / ref[normal]
     assert rel.max() < 2 * 2.0 ** -23
-    edges = np.float32([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72, 89.0, -87.3, -88.0, -200.0])
+    assert (out[~normal] == 0).all()  # below the normal range: 0 (1 + it is 1 in the sigmoid)
+    edges = np.float32([np.nan, -np.inf, 0.0, -0.0, -87.3, -88.0, -200.0, -1e-30])
     got = np.empty_like(edges)
     _exp_all(edges, got)
-    assert np.isnan(got[0]) and got[1] == np.inf and got[2] == 0 and got[3] == 1 and got[4] == 1
-    assert np.isfinite(got[5]) and abs(got[5] / np.exp(np.float64(edges[5])) - 1) < 2.4e-7
-    assert got[6] == np.inf  # past float32's range, as np.exp
-    assert got[7] > 0 and got[8] == 0 and got[9] == 0  # below the normal range: 0 (1 + it is 1 in the sigmoid)
+    assert np.isnan(got[0]) and got[1] == 0 and got[2] == 1 and got[3] == 1 and got[7] == 1
+    assert got[4] > 0 and got[5] == 0 and got[6] == 0
+    x = np.concatenate([np.linspace(-100, 100, 1_000_001), np.float32([np.nan, np.inf, -np.inf])]).astype(np.float32)
+    sig = np.empty_like(x)
+    _sigmoid_all(x, sig)
+    x64 = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        want = 1 / (1 + np.exp(-x64))
+    big = want > 1e-30
+    assert (np.abs(sig[big] - want[big]) / want[big]).max() < 3 * 2.0 ** -23
+    assert (np.abs(sig[~big & ~np.isnan(x)]) < 1e-30).all() and np.isnan(sig[-3])
+    assert sig[-2] == 1 and sig[-1] == 0
 
 
 def _cell_inputs(rng, batch, n, scale=3.0):
