@@ -4,8 +4,9 @@ this AVX2 VM, the compiled one below ~1.1). The row maxima m come from NumPy's m
 or for short rows (SHORT_ROW) from a loop here that propagates NaN the same way.
 float32 only: the exp is lstm_jit's (Cody-Waite reduction, a polynomial, the exponent bits; ~2 ulp, as NumPy's;
 for arguments <= 0, which x - m always is), so results agree with the NumPy rows to rounding, not bit for bit; and
-the sum runs in vector lanes (partial sums added at the end, as NumPy's pairwise sum does in blocks). Loaded through jit.load("softmax_jit") (Note [JIT
-kernels]); tests/test_softmax_jit.py holds it to the NumPy rows and the ops to torch.
+the sum runs in vector lanes (partial sums added at the end, as NumPy's pairwise sum does in blocks). Loaded through
+jit.load("softmax_jit") (Note [JIT kernels]); tests/test_softmax_jit.py holds it to the NumPy rows and the ops to
+torch.
 """
 import numba
 import numpy as np
