@@ -15,6 +15,8 @@ import torch
 
 import ember
 from ember._backend import gelu_numpy as G
+from ember._backend import parallel
+from tests._threads import spy_splits
 
 
 # where the forward keeps its relative precision: |x| < span within bound (the erf form's parabolas keep
@@ -113,3 +115,28 @@ def test_gelu_tables_zero_dim_arrays(approximate):
         assert y.shape == () and gx.shape == () and y.dtype == gx.dtype == np.float32
         np.testing.assert_allclose(y, ty.item(), rtol=1.3e-6, atol=1e-7)
         np.testing.assert_allclose(gx, tx.grad.item(), rtol=1.3e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_pieces_on_two_threads_are_the_whole_array_bit_for_bit(approximate, dtype, monkeypatch):
+    """gelu and its backward split in two element ranges (every size splits here), each range written in place
+    into the result (float32, float64) or cast into it (half, computed in float32), against one call."""
+    rng = np.random.default_rng(len(approximate) + np.dtype(dtype).itemsize)
+    x = (rng.standard_normal((7, 301)) * 4).astype(dtype)
+    g = rng.standard_normal((7, 301)).astype(dtype)
+    tanh = approximate == "tanh"
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        whole = G.gelu(x, tanh), G.gelu_backward(g, x, tanh)
+        ember.set_num_threads(2)
+        monkeypatch.setattr(parallel, "_MIN_BYTES", 0)
+        splits = spy_splits(monkeypatch)
+        split = G.gelu(x, tanh), G.gelu_backward(g, x, tanh)
+    finally:
+        ember.set_num_threads(before)
+    assert splits == [2, 2]
+    for a, b in zip(split, whole):
+        assert a.dtype == b.dtype == dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))

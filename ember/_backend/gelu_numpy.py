@@ -17,8 +17,11 @@ _C = math.sqrt(2 / math.pi)
 _A = 0.044715
 
 
-def _gelu_tanh(w):
-    out = np.multiply(w, w)
+# Each kernel below writes its result into out when given (an array of its arguments' shape and dtype: a piece's
+# range of the result, _pieces), else into a new array.
+
+def _gelu_tanh(w, out=None):
+    out = np.multiply(w, w, out=out)
     out *= -2 * _C * _A
     out -= 2 * _C
     out *= w  # -2u
@@ -27,7 +30,7 @@ def _gelu_tanh(w):
     return np.divide(w, out, out=out)
 
 
-def _gelu_tanh_grad(g, w):
+def _gelu_tanh_grad(g, w, out=None):
     """g (s + x 2u'(x) s (1 - s)) with s = sigmoid(2u); 1 - s = sigmoid(-2u) from the same exp (1 - s would
     cancel for large x, and E s would be inf * 0 for very negative x)."""
     t = np.multiply(w, w)
@@ -46,8 +49,7 @@ def _gelu_tanh_grad(g, w):
     t *= w  # x 2u'(x)
     e *= t
     e += s
-    e *= g
-    return e
+    return np.multiply(e, g, out=out)
 
 
 # Note [GELU tables]: NumPy's float32 exp costs ~10-30 multiply passes on the AVX2 machines measured, Phi
@@ -165,27 +167,24 @@ def _table_args(tab):
     return (np.float32(_MAGIC), np.array(base, np.int32).view(np.float32)[()], np.float32(1 / _H)) + coeffs
 
 
-def _gelu_erf32(w):
+def _gelu_erf32(w, out=None):
     """x Phi(x), Phi from the table read at x clipped to the table's span."""
-    kernels = _compiled(w)
+    kernels = _compiled(w) if out is None or out.flags.c_contiguous else None
     if kernels is not None:
-        out = np.empty(w.shape, np.float32)
+        out = np.empty(w.shape, np.float32) if out is None else out
         kernels.parabola_times_input(w.reshape(-1), _CLIP_LO[()], _CLIP_HI[()], *_table_args(_table(False, False)),
                                      out.reshape(-1))
         return out
-    out = _interpolate(clamp_between(w, _CLIP_LO, _CLIP_HI), _table(False, False))
-    out *= w
-    return out
+    return np.multiply(_interpolate(clamp_between(w, _CLIP_LO, _CLIP_HI), _table(False, False)), w, out=out)
 
 
-def _gelu_backward32(g, w, tanh):
-    kernels = _compiled(g, w)
+def _gelu_backward32(g, w, tanh, out=None):
+    kernels = _compiled(g, w) if out is None or out.flags.c_contiguous else None
     if kernels is not None:
-        out = np.empty(w.shape, np.float32)
+        out = np.empty(w.shape, np.float32) if out is None else out
         kernels.line_times_grad(g.reshape(-1), w.reshape(-1), *_table_args(_table(tanh, True)), out.reshape(-1))
     else:
-        out = _interpolate(w, _table(tanh, True))
-        out *= g
+        out = np.multiply(_interpolate(w, _table(tanh, True)), g, out=out)
     if tanh:
         _nan_where_square_overflows(out, w)
     return out
@@ -202,19 +201,16 @@ def _nan_where_square_overflows(out, w):
         out[np.isinf(np.multiply(w, w))] = np.nan
 
 
-def _gelu_erf(w):
-    out = special.ndtr(w)
-    out *= w
-    return out
+def _gelu_erf(w, out=None):
+    return np.multiply(special.ndtr(w), w, out=out)
 
 
-def _gelu_erf_grad(g, w):
+def _gelu_erf_grad(g, w, out=None):
     """g (Phi(x) + x phi(x)), Phi and phi from one exp."""
-    cdf, out = special.ndtr_pdf(w)
-    out *= w
-    out += cdf
-    out *= g
-    return out
+    cdf, t = special.ndtr_pdf(w)
+    t *= w
+    t += cdf
+    return np.multiply(t, g, out=out)
 
 
 def gelu(x, tanh):
@@ -240,22 +236,28 @@ def gelu_backward(grad, x, tanh):
     if g.dtype != w.dtype or g.shape != w.shape:
         g = np.broadcast_to(g.astype(w.dtype, copy=False), w.shape)
     if w.dtype == np.float32:
-        return _pieces(lambda gs, ws: _gelu_backward32(gs, ws, tanh), grad.dtype, g, w)
+        return _pieces(lambda gs, ws, out=None: _gelu_backward32(gs, ws, tanh, out), grad.dtype, g, w)
     return _pieces(_gelu_tanh_grad if tanh else _gelu_erf_grad, grad.dtype, g, w)
 
 
 def _pieces(kernel, dtype, *arrays):
     """kernel(*arrays) (elementwise, same-shaped arrays) cast to dtype; over ranges of the elements on the
     intra-op threads when the arrays are C-contiguous and large (Note [Row pieces] in parallel.py): each thread
-    runs the whole kernel on one range; the arithmetic is elementwise, the same on any range."""
+    runs the whole kernel on one range; the arithmetic is elementwise, the same on any range. A piece writes its
+    range of the result in place when the result keeps the arrays' dtype, where a fresh array per piece was copied
+    over (GELU fwd+bwd on 256x1024, 2 threads, alternating: 1.78 -> 1.68 ms, tanh form 1.66 -> 1.57)."""
     last = arrays[-1]
     nbytes = last.nbytes * parallel.ROW_WEIGHT
     if len(parallel.chunks(last.size, nbytes)) == 1 or not all(a.flags.c_contiguous for a in arrays):
         return kernel(*arrays).astype(dtype, copy=False)  # one thread, or another layout NumPy's result keeps
     parts = tuple(a.reshape(-1) for a in arrays)
     out = np.empty(last.size, dtype)
+    in_place = out.dtype == last.dtype
 
     def piece(a, b):
-        out[a:b] = kernel(*(p[a:b] for p in parts))
+        if in_place:
+            kernel(*(p[a:b] for p in parts), out=out[a:b])
+        else:
+            out[a:b] = kernel(*(p[a:b] for p in parts))
     parallel.run(piece, last.size, nbytes)
     return out.reshape(last.shape)
