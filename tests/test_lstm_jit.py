@@ -15,7 +15,8 @@ from tests._jit import count_calls
 from tests._threads import spy_splits
 
 numba = pytest.importorskip("numba", reason="the compiled kernels need the ember[jit] extra (numba)")
-from ember._backend.lstm_jit import _exp, _sigmoid  # noqa: E402  (needs numba)
+from ember._backend import lstm_jit  # noqa: E402  (needs numba)
+from ember._backend.lstm_jit import _exp, _sigmoid  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -308,7 +309,6 @@ def test_packed_weight_products_match_blas_and_torch(layer, kind, hidden, monkey
     """Hidden sizes whose products all go through the register tile (output columns 4H, 3H and H multiples of 16),
     forward and backward, on 1 and 2 threads (whole batch and pieces), against the BLAS products and torch; the
     packed batch has steps of 1 to 6 rows (tiles repeating their last row)."""
-    from ember._backend import lstm_jit
     rng = np.random.default_rng([len(kind), len(layer), hidden])
     x = rng.standard_normal((6, 9, 10)).astype(np.float32)
     kw = {"bidirectional": kind != "one direction", "num_layers": 2 if kind == "one direction" else 1}
@@ -317,7 +317,12 @@ def test_packed_weight_products_match_blas_and_torch(layer, kind, hidden, monkey
     weights = {k: v.numpy() for k, v in module.state_dict().items()}
     packings = []
     real = lstm_jit._packing
-    monkeypatch.setattr(lstm_jit, "_packing", lambda w, t: packings.append(real(w, t)[0].shape[0]) or real(w, t))
+
+    def spy(w, transposed):
+        packed = real(w, transposed)
+        packings.append(packed[0].shape[0])
+        return packed
+    monkeypatch.setattr(lstm_jit, "_packing", spy)
     monkeypatch.setattr(parallel, "_MIN_FLOPS", 0)
     before = ember.get_num_threads()
     try:

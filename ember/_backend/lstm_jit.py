@@ -224,12 +224,11 @@ def _times_packed(a, packed, out):
     (conv_lanes_jit's forward tile, Note [Packed LSTM weights]); a last tile of fewer rows repeats its last."""
     wp, taps, zero = packed
     rows, xs, ys = a.shape[0], a.shape[1], out.shape[1]
-    K = wp.shape[1]
+    K, last = wp.shape[1], rows - 1
     xa, ya, wa, ta, za = a.ctypes.data, out.ctypes.data, wp.ctypes.data, taps.ctypes.data, zero.ctypes.data
     for blk in range(wp.shape[0]):
         w_at, y_at = wa + 4 * blk * K * WIDTH, ya + 4 * blk * WIDTH
         for r0 in range(0, rows, 6):
-            last = rows - 1
             r1, r2, r3, r4, r5 = min(r0 + 1, last), min(r0 + 2, last), min(r0 + 3, last), min(r0 + 4, last), \
                 min(r0 + 5, last)
             _FORWARD_TILE(xa, w_at, za, y_at, ta, K, r0 * xs, r1 * xs, r2 * xs, r3 * xs, r4 * xs, r5 * xs,

@@ -116,15 +116,15 @@ class _SoftmaxBackwardData(Op):
         o = _row(_opmath(out))
         t = _empty_like(g, o)
         kernels, rows2 = _compiled_rows(dim, g, o, t)
-        if kernels is not None:
-            parallel.run_rows(kernels.softmax_grad_rows, rows2, 1)
-            return t.astype(grad.dtype, copy=False).reshape(grad.shape)
 
         def rows(gs, os, ts):
             np.multiply(gs, os, out=ts)
             np.subtract(gs, np.add.reduce(ts, axis=dim, keepdims=True), out=ts)
             ts *= os
-        parallel.run_rows(rows, (g, o, t), dim)
+        if kernels is not None:
+            parallel.run_rows(kernels.softmax_grad_rows, rows2, 1)
+        else:
+            parallel.run_rows(rows, (g, o, t), dim)
         return t.astype(grad.dtype, copy=False).reshape(grad.shape)
 
     def backward(ctx, v):
