@@ -4,8 +4,9 @@ Float32 (and half, computed in float32) reads interpolation tables (Note [GELU t
 and the erf form's forward. The tanh form's forward (and float64 backward) is computed as x * sigmoid(2u),
 u = sqrt(2/pi) (x + 0.044715 x^3): 0.5 (1 + tanh(u)) equals sigmoid(2u) exactly, NumPy's exp costs about
 half its tanh, and the quotient has no cancellation for x < 0 (6 passes and an exp: faster than the table's
-9 passes and two gathers, measured). Float64's erf form uses special.ndtr_pdf. With `ember[jit]` the float32
-table reads run as one compiled pass each (ember/_backend/gelu_jit.py, the same bits).
+9 passes and two gathers, measured). Float64's erf form uses special.ndtr_pdf. With `ember[jit]` float32 (and
+half) runs compiled kernels instead, both forms and directions, one vectorized pass each with no table
+(ember/_backend/gelu_jit.py, Note [Compiled GELU]: to rounding, not the same bits).
 """
 import math
 
@@ -153,38 +154,45 @@ def _interpolate(x, tab):
 
 
 def _compiled(*arrays):
-    """gelu_jit (Note [JIT kernels]) when it takes these float32 arrays (C-contiguous: the kernels run over
-    the flat elements and the result keeps their layout), else None."""
+    """gelu_jit (Note [JIT kernels], Note [Compiled GELU]) when it takes these float32 arrays (C-contiguous: the
+    kernels run over the flat elements and the result keeps their layout), else None."""
     if not all(a.flags.c_contiguous for a in arrays):
         return None
     return jit.load("gelu_jit")
 
 
-def _table_args(tab):
-    """The compiled kernels' view of a table: M, node 0's t (the float32 whose bits are the index base), 1/h,
-    then the coefficients."""
-    base, coeffs = tab
-    return (np.float32(_MAGIC), np.array(base, np.int32).view(np.float32)[()], np.float32(1 / _H)) + coeffs
+def _flat_out(w, out):
+    """out (or a new float32 array of w's shape) and its flat view, for a compiled kernel."""
+    out = np.empty(w.shape, np.float32) if out is None else out
+    return out, out.reshape(-1)
 
 
 def _gelu_erf32(w, out=None):
-    """x Phi(x), Phi from the table read at x clipped to the table's span."""
+    """x Phi(x): compiled (Note [Compiled GELU]), else Phi from the table read at x clipped to the table's span."""
     kernels = _compiled(w) if out is None or out.flags.c_contiguous else None
     if kernels is not None:
-        out = np.empty(w.shape, np.float32) if out is None else out
-        kernels.parabola_times_input(w.reshape(-1), _CLIP_LO[()], _CLIP_HI[()], *_table_args(_table(False, False)),
-                                     out.reshape(-1))
+        out, flat = _flat_out(w, out)
+        kernels.erf_forward(w.reshape(-1), flat)
         return out
     return np.multiply(_interpolate(clamp_between(w, _CLIP_LO, _CLIP_HI), _table(False, False)), w, out=out)
 
 
+def _gelu_tanh32(w, out=None):
+    kernels = _compiled(w) if out is None or out.flags.c_contiguous else None
+    if kernels is None:
+        return _gelu_tanh(w, out)
+    out, flat = _flat_out(w, out)
+    kernels.tanh_forward(w.reshape(-1), flat)
+    return out
+
+
 def _gelu_backward32(g, w, tanh, out=None):
     kernels = _compiled(g, w) if out is None or out.flags.c_contiguous else None
-    if kernels is not None:
-        out = np.empty(w.shape, np.float32) if out is None else out
-        kernels.line_times_grad(g.reshape(-1), w.reshape(-1), *_table_args(_table(tanh, True)), out.reshape(-1))
-    else:
-        out = np.multiply(_interpolate(w, _table(tanh, True)), g, out=out)
+    if kernels is not None:  # NaN where x * x overflows comes out of the tanh kernel's own arithmetic
+        out, flat = _flat_out(w, out)
+        (kernels.tanh_backward if tanh else kernels.erf_backward)(g.reshape(-1), w.reshape(-1), flat)
+        return out
+    out = np.multiply(_interpolate(w, _table(tanh, True)), g, out=out)
     if tanh:
         _nan_where_square_overflows(out, w)
     return out
@@ -219,7 +227,7 @@ def gelu(x, tanh):
         return gelu(x.reshape(1), tanh).reshape(())
     w = opmath(x)
     if tanh:
-        kernel = _gelu_tanh
+        kernel = _gelu_tanh32 if w.dtype == np.float32 else _gelu_tanh
     elif w.dtype == np.float32:
         kernel = _gelu_erf32
     else:
