@@ -300,7 +300,7 @@ class LayerNorm(Op):
     @staticmethod
     def forward(ctx, x, weight, bias, k, eps):
         shape = x.shape
-        inner = int(np.prod(shape[x.ndim - k:]))
+        inner = math.prod(shape[x.ndim - k:])
         x2 = _opmath(x).reshape(-1, inner)
         rows = x2.shape[0]
         out = B.empty(x2.shape, x2.dtype)
@@ -342,16 +342,27 @@ class LayerNorm(Op):
         need = ctx.needs_input_grad
         if _state.enabled:
             return _layer_norm_grads_composite(grad, x, weight, k, eps, need)
-        inner = int(np.prod(shape[len(shape) - k:]))
+        inner = math.prod(shape[len(shape) - k:])
         g2 = _opmath(grad._data).reshape(-1, inner)
         x2 = _opmath(x._data).reshape(g2.shape)
         rows = g2.shape[0]
         w = None if weight is None else _opmath(weight._data).reshape(-1)
         want_w = weight is not None and need[1]
         want_b = bias_needed(need)
-        gx = B.empty(g2.shape, g2.dtype) if need[0] else None
+        # gx is made in the input's shape (the 2-D rows view it) so that .grad can take the buffer uncopied
+        gx_out = B.empty(shape, g2.dtype) if need[0] else None
+        gx = None if gx_out is None else gx_out.reshape(g2.shape)
         kernels = _ln_kernels(g2, inner)
         step, blocks, work = _row_blocks(rows, inner, g2.itemsize, kernels is not None)
+        if kernels is not None:  # compiled: every block's partial sums kept, added in block order
+            g2, x2 = np.ascontiguousarray(g2), np.ascontiguousarray(x2, dtype=g2.dtype)
+            parts = [np.empty((blocks, inner), dtype=g2.dtype) if want else None for want in (want_w, want_b)]
+            args = (g2, x2, mean._data, invstd._data, jit.optional(w, g2.dtype), jit.optional(gx, g2.dtype, 2),
+                    jit.optional(parts[0], g2.dtype, 2), jit.optional(parts[1], g2.dtype, 2), step)
+            parallel.run(lambda b0, b1: kernels.backward(*args, b0, b1), blocks, work)
+            # axis 0 of a C-ordered array adds its rows one after another: block order
+            sums = [None if p is None else np.add.reduce(p, axis=0) for p in parts]
+            return _layer_norm_results(gx_out, sums, x, weight, grad, shape, k)
         # the blocks' partial sums of the weight and bias gradients: added up in place on one thread, kept
         # per block and added in block order after a split (the same sums either way)
         split = len(parallel.chunks(blocks, work)) > 1
@@ -391,26 +402,24 @@ class LayerNorm(Op):
                 o -= t
                 o -= c0[:, None]
                 o *= s
-        if kernels is not None:  # compiled: every block's partial sums kept, added in block order below
-            g2, x2 = np.ascontiguousarray(g2), np.ascontiguousarray(x2, dtype=g2.dtype)
-            parts = [np.empty((blocks, inner), dtype=g2.dtype) if want else None for want in (want_w, want_b)]
-            args = (g2, x2, mean._data, invstd._data, jit.optional(w, g2.dtype), jit.optional(gx, g2.dtype, 2),
-                    jit.optional(parts[0], g2.dtype, 2), jit.optional(parts[1], g2.dtype, 2), step)
-            parallel.run(lambda b0, b1: kernels.backward(*args, b0, b1), blocks, work)
-        else:
-            parallel.run(run_blocks, blocks, work)
+        parallel.run(run_blocks, blocks, work)
         for total, part in zip(sums, parts):
             if part is not None:
                 for p in part:
                     total += p
-        gw, gb = sums
-        if gw is not None:
-            gw = _cast(gw.reshape(weight.shape), weight)
-        if gb is not None:
-            gb = _make(gb.astype(grad._data.dtype, copy=False).reshape(shape[len(shape) - k:]))
-        if gx is not None:
-            gx = _make(gx.astype(x._data.dtype, copy=False).reshape(shape), x._dtype)
-        return gx, gw, gb
+        return _layer_norm_results(gx_out, sums, x, weight, grad, shape, k)
+
+
+def _layer_norm_results(gx, sums, x, weight, grad, shape, k):
+    """LayerNorm's (input, weight, bias) gradients as tensors from the computed arrays (None where not wanted)."""
+    gw, gb = sums
+    if gw is not None:
+        gw = _cast(gw.reshape(weight.shape), weight)
+    if gb is not None:
+        gb = _make(gb.astype(grad._data.dtype, copy=False).reshape(shape[len(shape) - k:]))
+    if gx is not None:
+        gx = _make(gx.astype(x._data.dtype, copy=False), x._dtype)
+    return gx, gw, gb
 
 
 def bias_needed(need):
