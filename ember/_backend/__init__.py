@@ -205,6 +205,12 @@ def owns_memory(arr):
     return arr.flags.owndata or allocator.is_root(arr)
 
 
+def shaped(arr, shape):
+    """arr in shape: arr itself when it has it (reshape would make a view, which .grad must copy: owns_memory),
+    else arr.reshape(shape)."""
+    return arr if arr.shape == tuple(shape) else arr.reshape(shape)
+
+
 def full(shape, value, dtype):
     """np.full(shape, value, dtype), pooled when large."""
     out = allocator.empty(shape, dtype)

@@ -259,7 +259,8 @@ def _pieces(kernel, dtype, *arrays):
     if len(parallel.chunks(last.size, nbytes)) == 1 or not all(a.flags.c_contiguous for a in arrays):
         return kernel(*arrays).astype(dtype, copy=False)  # one thread, or another layout NumPy's result keeps
     parts = tuple(a.reshape(-1) for a in arrays)
-    out = np.empty(last.size, dtype)
+    result = np.empty(last.shape, dtype)  # its own memory, not a view, so that a .grad can take it uncopied
+    out = result.reshape(-1)
     in_place = out.dtype == last.dtype
 
     def piece(a, b):
@@ -268,4 +269,4 @@ def _pieces(kernel, dtype, *arrays):
         else:
             out[a:b] = kernel(*(p[a:b] for p in parts))
     parallel.run(piece, last.size, nbytes)
-    return out.reshape(last.shape)
+    return result

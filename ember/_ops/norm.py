@@ -414,9 +414,9 @@ def _layer_norm_results(gx, sums, x, weight, grad, shape, k):
     """LayerNorm's (input, weight, bias) gradients as tensors from the computed arrays (None where not wanted)."""
     gw, gb = sums
     if gw is not None:
-        gw = _cast(gw.reshape(weight.shape), weight)
+        gw = _cast(B.shaped(gw, weight.shape), weight)
     if gb is not None:
-        gb = _make(gb.astype(grad._data.dtype, copy=False).reshape(shape[len(shape) - k:]))
+        gb = _make(B.shaped(gb.astype(grad._data.dtype, copy=False), shape[len(shape) - k:]))
     if gx is not None:
         gx = _make(gx.astype(x._data.dtype, copy=False), x._dtype)
     return gx, gw, gb

@@ -125,7 +125,7 @@ class _SoftmaxBackwardData(Op):
             parallel.run_rows(kernels.softmax_grad_rows, rows2, 1)
         else:
             parallel.run_rows(rows, (g, o, t), dim)
-        return t.astype(grad.dtype, copy=False).reshape(grad.shape)
+        return B.shaped(t.astype(grad.dtype, copy=False), grad.shape)
 
     def backward(ctx, v):
         grad, out = ctx.saved_tensors
@@ -187,7 +187,7 @@ class _LogSoftmaxBackwardData(Op):
             ts *= np.add.reduce(gs, axis=dim, keepdims=True)
             np.subtract(gs, ts, out=ts)
         parallel.run_rows(rows, (g, o, t), dim)
-        return t.astype(grad.dtype, copy=False).reshape(grad.shape)
+        return B.shaped(t.astype(grad.dtype, copy=False), grad.shape)
 
     def backward(ctx, v):
         grad, out = ctx.saved_tensors
