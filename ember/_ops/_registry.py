@@ -17,8 +17,7 @@ import inspect
 import numpy as np
 
 from .. import _dtype as D
-from .._backend import allocator as _pool
-from .._backend import check_internal_overlap, check_partial_overlap, scalar_array, ufunc
+from .._backend import check_internal_overlap, check_partial_overlap, large, scalar_array, ufunc
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, init_node
@@ -288,7 +287,7 @@ def unary_call(row, input):
     d = input._dtype
     cd = d if row.plain and not d.limited else row.compute_dtype_of(d)
     x = input._data if cd is d else input._data.astype(cd.np)
-    if row.ufunc and x.nbytes >= _pool.threshold:  # a large result: into a pooled buffer
+    if row.ufunc and large(x.nbytes):  # a large result: pooled, in pieces (Note [Elementwise pieces])
         r = ufunc(row.kernel, x)
     elif x.ndim or row.ufunc:
         r = row.kernel(x)
@@ -404,8 +403,8 @@ def binary_call(row, a, b):
     else:
         x, y, _ = binary_operands(row, a, b)
     try:
-        if row.ufunc and (x.nbytes >= _pool.threshold or y.nbytes >= _pool.threshold):
-            r = ufunc(row.kernel, x, y)  # a large result: into a pooled buffer
+        if row.ufunc and (large(x.nbytes) or large(y.nbytes)):
+            r = ufunc(row.kernel, x, y)  # a large result: pooled, in pieces (Note [Elementwise pieces])
         else:
             r = row.kernel(x, y)
     except ValueError:
