@@ -44,12 +44,14 @@ class _Linear(Op):
             b = None if b is None else b.astype(np.float32)
         if x.ndim > 2:
             # one 2-D GEMM over all leading dims (NumPy's batched matmul would loop)
-            x2 = x.reshape(int(np.prod(x.shape[:-1])), x.shape[-1])  # explicit rows: -1 is ambiguous if empty
+            x2 = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])  # explicit rows: -1 is ambiguous if empty
             out = _backend.matmul(x2, w.T).reshape(x.shape[:-1] + (w.shape[0],))
         else:
             out = _backend.matmul(x, w.T)
-        if b is not None:
-            out += b  # out is a fresh array, so adding in place is safe
+        if b is not None and out.flags.c_contiguous:  # out is a fresh array, so adding in place is safe
+            _backend.in_pieces(np.add, (out, b), out)  # across the threads when large (Note [Elementwise pieces])
+        elif b is not None:
+            out += b
         return out if out.dtype == dtype else out.astype(dtype)
 
     def backward(ctx, grad):
