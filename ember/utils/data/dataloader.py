@@ -39,6 +39,7 @@ default_convert = _collate.default_convert
 
 # How long (seconds) the main process waits on the result queue before checking its workers are alive.
 MP_STATUS_CHECK_INTERVAL = 0.5
+_CTRL_C_GRACE = 0.5  # seconds a worker's clean exit waits for our own Ctrl-C before it is an error (_check_workers_alive)
 # How long shutdown waits for a worker to exit before terminating it.
 WORKER_JOIN_TIMEOUT = 5.0
 
@@ -558,6 +559,11 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             if self._exit_sent[worker_id] or w.is_alive():
                 continue
             code = w.exitcode
+            if code == 0:
+                # a worker leaves cleanly unasked only when a KeyboardInterrupt ended its loop: a Ctrl-C sent to the
+                # whole process group, on its way to this process too, which a loaded machine may schedule after
+                # the worker. A moment's wait lets it raise here as a plain Ctrl-C (time.sleep is interruptible)
+                time.sleep(_CTRL_C_GRACE)
             self._shutdown_workers()
             if code is not None and code < 0:
                 try:
