@@ -310,9 +310,9 @@ def _c_ordered(a):
     return True
 
 
-def large(nbytes):
-    """Whether a result of nbytes is worth ufunc() below: pooled, or maybe split in pieces."""
-    return nbytes >= parallel._MIN_BYTES // _COSTLY_WEIGHT or nbytes >= allocator.threshold
+def large(f, nbytes):
+    """Whether ufunc f's result of about nbytes is worth ufunc() below: pooled, or split in pieces."""
+    return _work(f, nbytes) >= parallel._MIN_BYTES or nbytes >= allocator.threshold
 
 
 def ufunc(f, *args):

@@ -287,7 +287,7 @@ def unary_call(row, input):
     d = input._dtype
     cd = d if row.plain and not d.limited else row.compute_dtype_of(d)
     x = input._data if cd is d else input._data.astype(cd.np)
-    if row.ufunc and large(x.nbytes):  # a large result: pooled, in pieces (Note [Elementwise pieces])
+    if row.ufunc and large(row.kernel, x.nbytes):  # a large result: pooled, in pieces (Note [Elementwise pieces])
         r = ufunc(row.kernel, x)
     elif x.ndim or row.ufunc:
         r = row.kernel(x)
@@ -403,7 +403,7 @@ def binary_call(row, a, b):
     else:
         x, y, _ = binary_operands(row, a, b)
     try:
-        if row.ufunc and (large(x.nbytes) or large(y.nbytes)):
+        if row.ufunc and (large(row.kernel, x.nbytes) or large(row.kernel, y.nbytes)):
             r = ufunc(row.kernel, x, y)  # a large result: pooled, in pieces (Note [Elementwise pieces])
         else:
             r = row.kernel(x, y)
