@@ -66,13 +66,10 @@ if numba.config.DISABLE_JIT:
 
 
 @numba.njit(inline="always", error_model="numpy")
-def _exp(x):
-    """exp(x) for a float32 x <= 0 (or NaN): x = k ln 2 + r, |r| <= ln 2 / 2, exp(x) = 2**k (1 + r + r**2/2 + ... +
-    r**7/7!); 0 below _LO (where exp is subnormal). k is rounded to nearest by adding 1.5 * 2**23 (the sum's low
-    mantissa bits are then k itself), and 2**k is those bits shifted into the exponent field: no floor, no
-    float-to-int conversion, and no exponent overflow to guard, since k <= 0 (0.52 against 0.77-0.92 ns an element
-    for the full-range form this replaced, whose k reached 128)."""
-    t = _LO if x < _LO else x  # NaN stays NaN (comparisons with NaN are false)
+def reduced_exp(t):
+    """(exp(r), v) for a float32 t = k ln 2 + r, |r| <= ln 2 / 2: exp(r) = 1 + r + r**2/2 + ... + r**7/7!, and
+    v = t log2(e) + 1.5 * 2**23, whose low mantissa bits hold the integer k (k rounded to nearest by the addition:
+    no floor, no float-to-int conversion). The caller scales by 2**k (_exp here, unary_jit.exp32)."""
     v = t * _LOG2E + _ROUND
     k = v - _ROUND
     r = (t - k * _LN2_HI) - k * _LN2_LO
@@ -84,6 +81,16 @@ def _exp(x):
     p = p * r + _HALF
     p = p * r + _ONE
     p = p * r + _ONE
+    return p, v
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _exp(x):
+    """exp(x) for a float32 x <= 0 (or NaN), from reduced_exp; 0 below _LO (where exp is subnormal). 2**k is v's low
+    bits shifted into the exponent field, with no exponent overflow to guard, since k <= 0 (0.52 against 0.77-0.92
+    ns an element for the full-range form this replaced, whose k reached 128)."""
+    t = _LO if x < _LO else x  # NaN stays NaN (comparisons with NaN are false)
+    p, v = reduced_exp(t)
     y = p * _bits_to_float32(np.int32((_float32_bits(v) << np.int32(23)) + _ONE_BITS))  # k in [-126, 0]: normal
     if x < _LO:
         y = _ZERO

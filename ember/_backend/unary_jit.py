@@ -8,34 +8,23 @@ holds them to float64 and to torch.
 import numba
 import numpy as np
 
-from .lstm_jit import _C3, _C4, _C5, _C6, _C7, _HALF, _LN2_HI, _LN2_LO, _LOG2E, _ONE, _ROUND, _ZERO, \
-    _bits_to_float32, _float32_bits
+from .lstm_jit import _ONE, _ZERO, _bits_to_float32, _float32_bits, reduced_exp
 
 _F = np.float32
 _LO = _F(-104.0)  # below: exp(x) < 2^-150 rounds to 0
 _HI = _F(89.0)  # above: exp(x) > 2^128 is inf (so is exp(89) here: 2^128 * exp(0.3))
-_ROUND_BITS = np.int32(0x4B400000)  # the bits of _ROUND (1.5 * 2^23)
+_ROUND_BITS = np.int32(0x4B400000)  # the bits of lstm_jit._ROUND (1.5 * 2^23)
 _BIAS = np.int32(127)
 
 
 @numba.njit(inline="always", error_model="numpy", fastmath={"contract"})
 def exp32(x):
-    """exp(x) for any float32 x: x = k ln 2 + r, |r| <= ln 2 / 2, exp(r) from its degree-7 Taylor polynomial,
-    2^k applied as 2^(k//2) * 2^(k - k//2) so that both factors are normal for k in [-150, 128] (subnormal
-    results round once, in the last product); inf above _HI, 0 below _LO, NaN stays NaN."""
+    """exp(x) for any float32 x: x = k ln 2 + r, exp(r) from lstm_jit.reduced_exp (the LSTM's exp), 2^k applied as
+    2^(k//2) * 2^(k - k//2) so that both factors are normal for k in [-150, 128] (subnormal results round once, in
+    the last product); inf above _HI, 0 below _LO, NaN stays NaN."""
     t = _LO if x < _LO else x
     t = _HI if t > _HI else t
-    v = t * _LOG2E + _ROUND
-    k = v - _ROUND
-    r = (t - k * _LN2_HI) - k * _LN2_LO
-    p = _C7
-    p = p * r + _C6
-    p = p * r + _C5
-    p = p * r + _C4
-    p = p * r + _C3
-    p = p * r + _HALF
-    p = p * r + _ONE
-    p = p * r + _ONE
+    p, v = reduced_exp(t)
     n = np.int32(_float32_bits(v) - _ROUND_BITS)  # k as an integer
     n1 = np.int32(n >> np.int32(1))
     s1 = _bits_to_float32(np.int32((n1 + _BIAS) << np.int32(23)))
