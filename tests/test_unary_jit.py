@@ -1,4 +1,4 @@
-"""Large elementwise ops: float32 exp and sigmoid compiled (ember/_backend/unary_jit.py) against float64 and torch,
+"""Large elementwise ops: float32 exp, sigmoid and tanh compiled (ember/_backend/unary_jit.py) against float64 and torch,
 and ufuncs split across the intra-op threads (Note [Elementwise pieces] in ember/_backend/__init__.py) against one
 NumPy call, bit for bit, with broadcast operands."""
 import numpy as np
@@ -55,11 +55,27 @@ def test_sigmoid_within_three_ulp(kernels):
     assert (np.abs(out[fin] - ref[fin]) <= 3 * ulp).all()  # measured 2.2 ulp
 
 
-@pytest.mark.parametrize("op", ["exp", "sigmoid"])
+def test_tanh_within_three_ulp_with_numpys_specials(kernels):
+    x = np.concatenate([_grid(), np.logspace(-45, 1.2, 2000), -np.logspace(-45, 1.2, 2000), [9.0, 9.1, -9.1, 0.55,
+                                                                                                 -0.55]]).astype(np.float32)
+    out = np.empty_like(x)
+    kernels.tanh(x, out)
+    ref = np.tanh(x.astype(np.float64))
+    assert np.array_equal(np.isnan(out), np.isnan(x))
+    assert np.array_equal(out[np.isinf(x)], np.sign(x[np.isinf(x)]))
+    zero = x == 0
+    assert np.array_equal(np.signbit(out[zero]), np.signbit(x[zero]))  # -0.0 stays -0.0
+    fin = np.isfinite(x)
+    ulp = np.spacing(np.abs(ref[fin]).astype(np.float32)).astype(np.float64)
+    assert (np.abs(out[fin] - ref[fin]) <= 3 * ulp).all()  # measured 2.4 ulp
+
+
+@pytest.mark.parametrize("op", ["exp", "sigmoid", "tanh"])
 def test_large_tensors_run_compiled_and_match_torch(op, kernels, monkeypatch):
-    """exp from 512 KB (through in_pieces) and sigmoid from 16K elements, values and gradients against torch."""
+    """exp and tanh from 512 KB (through in_pieces) and sigmoid from 16K elements, values and gradients against
+    torch."""
     monkeypatch.setattr(jit, "ENABLED", True)
-    calls = count_calls(monkeypatch, kernels, "exp", "sigmoid")
+    calls = count_calls(monkeypatch, kernels, "exp", "sigmoid", "tanh")
     x = (np.random.default_rng(1).standard_normal((512, 300)) * 8).astype(np.float32)
     g = np.random.default_rng(2).standard_normal(x.shape).astype(np.float32)
     res = []
@@ -71,7 +87,7 @@ def test_large_tensors_run_compiled_and_match_torch(op, kernels, monkeypatch):
     assert op in calls
     (ey, eg), (ty, tg) = res
     np.testing.assert_allclose(ey, ty, rtol=1e-6, atol=1e-30)
-    # sigmoid's gradient g s (1 - s) turns the forward's ulps near s = 1 into ~1e-4 relative (torch's own too)
+    # sigmoid's g s (1 - s) and tanh's g (1 - t^2) turn the forward's ulps near 1 into ~1e-4 relative (torch's too)
     np.testing.assert_allclose(eg, tg, rtol=1e-5, atol=1e-6)
 
 

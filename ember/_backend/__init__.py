@@ -145,7 +145,8 @@ def clamp_min(x, lo, out=None):
 # Note [Elementwise pieces]: NumPy runs a ufunc on one thread; torch splits large elementwise ops across its
 # intra-op threads. in_pieces splits a ufunc's output along axis 0, one range of rows a thread, each operand cut
 # the same way where it spans that axis (a broadcast operand goes whole to every piece): the same elementwise
-# arithmetic, the same bits. (np.exp on float32 runs unary_jit's exp instead, with ember[jit]: _compiled_ufunc.)
+# arithmetic, the same bits. (np.exp and np.tanh on float32 run unary_jit's kernels instead, with ember[jit]:
+# _compiled_ufunc.)
 # Memory-bound ufuncs gain only on large arrays, so the work given to parallel.run is
 # the output's bytes divided by _CHEAP_SHARE (2-core VM, float32, medians, whole -> pieces: add 2 MB 132 -> 200 us,
 # 4 MB 368 -> 367, 8 MB 1357 -> 824; mul 4 MB 354 -> 280; relu's clip 8 MB 1070 -> 578); transcendental ones
@@ -163,17 +164,21 @@ def _work(f, nbytes):
     return nbytes * _COSTLY_WEIGHT if f in _COSTLY else nbytes // _CHEAP_SHARE
 
 
+_COMPILED = {np.exp: "exp", np.tanh: "tanh"}  # unary_jit's float32 kernels (NumPy's: 2-20x slower here)
+
+
 def _compiled_ufunc(f, args, out):
-    """unary_jit's float32 exp (with ember[jit]; NumPy's is 4-20x slower here) for np.exp on a C-contiguous
-    float32 array of out's shape, else None."""
-    if f is not np.exp or out.dtype != np.float32:
+    """unary_jit's float32 kernel (with ember[jit]) for np.exp or np.tanh on a C-contiguous float32 array of out's
+    shape, else None."""
+    name = _COMPILED.get(f)
+    if name is None or out.dtype != np.float32:
         return None
     x = args[0]
     if type(x) is not np.ndarray or x.dtype != np.float32 or x.shape != out.shape or not x.flags.c_contiguous:
         return None
     from . import jit
     kernels = jit.load("unary_jit")
-    return None if kernels is None else kernels.exp
+    return None if kernels is None else getattr(kernels, name)
 
 
 def in_pieces(f, args, out):

@@ -1,14 +1,15 @@
-"""float32 exp and sigmoid as compiled loops (numba) that LLVM turns into 8-wide AVX2 code, for large arrays:
+"""float32 exp, sigmoid and tanh as compiled loops (numba) that LLVM turns into 8-wide AVX2 code, for large arrays:
 NumPy's float32 exp runs at 1.8-2.6 ns an element here, and 5-10 ns on arrays of 4 MB and more (2-core AMD EPYC,
-AVX2; torch's: 0.4-0.8), where this exp takes ~0.5. Within 2 ulp of the exact value (NumPy's and torch's are
-within 1), so not NumPy's bits. Loaded through jit.load("unary_jit") (Note [JIT kernels]); callers:
-ember/_backend/__init__.py's in_pieces (np.exp) and ember/_ops/pointwise.py's sigmoid; tests/test_unary_jit.py
+AVX2; torch's: 0.4-0.8), where this exp takes ~0.5; NumPy's tanh 1.5-3 ns (torch's ~2). Within 1-3 ulp of the
+exact value (NumPy's and torch's within 1), so not NumPy's bits. Loaded through jit.load("unary_jit") (Note [JIT kernels]); callers:
+ember/_backend/__init__.py's in_pieces (np.exp, np.tanh) and ember/_ops/pointwise.py's sigmoid; tests/test_unary_jit.py
 holds them to float64 and to torch.
 """
 import numba
 import numpy as np
 
-from .lstm_jit import _ONE, _ZERO, _bits_to_float32, _float32_bits, reduced_exp
+from .lstm_jit import _LN2_HI, _LN2_LO, _LOG2E, _ONE, _ROUND, _ZERO, _bits_to_float32, _float32_bits, \
+    reduced_exp
 
 _F = np.float32
 _LO = _F(-104.0)  # below: exp(x) < 2^-150 rounds to 0
@@ -46,3 +47,44 @@ def sigmoid(x, out):
         v = x[i]
         e = exp32(-abs(v))
         out[i] = (_ONE if v >= _ZERO else e) / (_ONE + e)
+
+
+_TWO = _F(2)
+_TANH_FLAT = _F(9.1)  # from here tanh(x) rounds to +-1 in float32 (1 - tanh(9.1) = 2.5e-8 < 2^-25)
+_TANH_SMALL = _F(0.55)  # below: tanh from exp(-2|x|) - 1; above (exp(-2|x|) <= 1/3) from exp(-2|x|)
+_E2, _E3, _E4, _E5, _E6, _E7 = _F(1 / 2), _F(1 / 6), _F(1 / 24), _F(1 / 120), _F(1 / 720), _F(1 / 5040)
+
+
+@numba.njit(inline="always", error_model="numpy", fastmath={"contract"})
+def _exp_and_expm1(x):
+    """(exp(x), exp(x) - 1) for float32 -18.2 <= x <= 0 from one reduction: x = k ln 2 + r, q = exp(r) - 1 = r (1 +
+    r/2 + ... + r^6/7!) (no cancellation near 0), exp(x) = 2^k (1 + q), exp(x) - 1 = 2^k q + (2^k - 1) (2^k - 1 is
+    exact for k >= -24)."""
+    v = x * _LOG2E + _ROUND
+    k = v - _ROUND
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    q = _E7
+    q = q * r + _E6
+    q = q * r + _E5
+    q = q * r + _E4
+    q = q * r + _E3
+    q = q * r + _E2
+    q = q * r + _ONE
+    q = q * r
+    s = _bits_to_float32(np.int32((np.int32(_float32_bits(v) - _ROUND_BITS) + _BIAS) << np.int32(23)))  # 2^k
+    return s * (_ONE + q), s * q + (s - _ONE)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"contract"})
+def tanh(x, out):
+    """tanh(|x|) with x's sign, from e = exp(-2|x|) and m = e - 1: -m / (2 + m) below |x| = 0.55 (no cancellation
+    near 0, where tanh x ~ x), (1 - e) / (1 + e) above (e <= 1/3: no cancellation near 1); +-1 from |x| = 9.1, NaN
+    stays NaN, -0.0 stays -0.0."""
+    for i in range(x.shape[0]):
+        v = x[i]
+        a = abs(v)
+        a = _TANH_FLAT if a > _TANH_FLAT else a
+        e, m = _exp_and_expm1(-_TWO * a)
+        small = a < _TANH_SMALL
+        t = (-m if small else _ONE - e) / (_TWO + m if small else _ONE + e)
+        out[i] = -t if v < _ZERO else (t if v > _ZERO else v)
