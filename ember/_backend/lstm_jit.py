@@ -66,22 +66,32 @@ if numba.config.DISABLE_JIT:
 
 
 @numba.njit(inline="always", error_model="numpy")
-def reduced_exp(t):
-    """(exp(r), v) for a float32 t = k ln 2 + r, |r| <= ln 2 / 2: exp(r) = 1 + r + r**2/2 + ... + r**7/7!, and
-    v = t log2(e) + 1.5 * 2**23, whose low mantissa bits hold the integer k (k rounded to nearest by the addition:
-    no floor, no float-to-int conversion). The caller scales by 2**k (_exp here, unary_jit.exp32)."""
+def reduce_ln2(t):
+    """(r, v) for a float32 t = k ln 2 + r, |r| <= ln 2 / 2: v = t log2(e) + 1.5 * 2**23, whose low mantissa bits
+    hold the integer k (k rounded to nearest by the addition: no floor, no float-to-int conversion)."""
     v = t * _LOG2E + _ROUND
     k = v - _ROUND
-    r = (t - k * _LN2_HI) - k * _LN2_LO
-    p = _C7
-    p = p * r + _C6
-    p = p * r + _C5
-    p = p * r + _C4
-    p = p * r + _C3
-    p = p * r + _HALF
-    p = p * r + _ONE
-    p = p * r + _ONE
-    return p, v
+    return (t - k * _LN2_HI) - k * _LN2_LO, v
+
+
+@numba.njit(inline="always", error_model="numpy")
+def exp_head(r):
+    """h with exp(r) = 1 + r h: h = 1 + r/2 + r**2/6 + ... + r**6/7! (exp's degree-7 Taylor polynomial, Horner)."""
+    h = _C7
+    h = h * r + _C6
+    h = h * r + _C5
+    h = h * r + _C4
+    h = h * r + _C3
+    h = h * r + _HALF
+    return h * r + _ONE
+
+
+@numba.njit(inline="always", error_model="numpy")
+def reduced_exp(t):
+    """(exp(r), v) for a float32 t = k ln 2 + r (reduce_ln2); the caller scales by 2**k (_exp here,
+    unary_jit.exp32)."""
+    r, v = reduce_ln2(t)
+    return exp_head(r) * r + _ONE, v
 
 
 @numba.njit(inline="always", error_model="numpy")

@@ -8,8 +8,7 @@ holds them to float64 and to torch.
 import numba
 import numpy as np
 
-from .lstm_jit import _LN2_HI, _LN2_LO, _LOG2E, _ONE, _ROUND, _ZERO, _bits_to_float32, _float32_bits, \
-    reduced_exp
+from .lstm_jit import _ONE, _ZERO, _bits_to_float32, _float32_bits, exp_head, reduce_ln2, reduced_exp
 
 _F = np.float32
 _LO = _F(-104.0)  # below: exp(x) < 2^-150 rounds to 0
@@ -52,25 +51,15 @@ def sigmoid(x, out):
 _TWO = _F(2)
 _TANH_FLAT = _F(9.1)  # from here tanh(x) rounds to +-1 in float32 (1 - tanh(9.1) = 2.5e-8 < 2^-25)
 _TANH_SMALL = _F(0.55)  # below: tanh from exp(-2|x|) - 1; above (exp(-2|x|) <= 1/3) from exp(-2|x|)
-_E2, _E3, _E4, _E5, _E6, _E7 = _F(1 / 2), _F(1 / 6), _F(1 / 24), _F(1 / 120), _F(1 / 720), _F(1 / 5040)
 
 
 @numba.njit(inline="always", error_model="numpy", fastmath={"contract"})
 def _exp_and_expm1(x):
-    """(exp(x), exp(x) - 1) for float32 -18.2 <= x <= 0 from one reduction: x = k ln 2 + r, q = exp(r) - 1 = r (1 +
-    r/2 + ... + r^6/7!) (no cancellation near 0), exp(x) = 2^k (1 + q), exp(x) - 1 = 2^k q + (2^k - 1) (2^k - 1 is
-    exact for k >= -24)."""
-    v = x * _LOG2E + _ROUND
-    k = v - _ROUND
-    r = (x - k * _LN2_HI) - k * _LN2_LO
-    q = _E7
-    q = q * r + _E6
-    q = q * r + _E5
-    q = q * r + _E4
-    q = q * r + _E3
-    q = q * r + _E2
-    q = q * r + _ONE
-    q = q * r
+    """(exp(x), exp(x) - 1) for float32 -18.2 <= x <= 0 from one reduction (lstm_jit.reduce_ln2): x = k ln 2 + r,
+    q = exp(r) - 1 = r h(r) (lstm_jit.exp_head: no cancellation near 0), exp(x) = 2^k (1 + q), exp(x) - 1 =
+    2^k q + (2^k - 1) (2^k - 1 is exact for k >= -24)."""
+    r, v = reduce_ln2(x)
+    q = exp_head(r) * r
     s = _bits_to_float32(np.int32((np.int32(_float32_bits(v) - _ROUND_BITS) + _BIAS) << np.int32(23)))  # 2^k
     return s * (_ONE + q), s * q + (s - _ONE)
 
