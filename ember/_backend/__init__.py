@@ -174,7 +174,8 @@ def _compiled_ufunc(f, args, out):
     if name is None or out.dtype != np.float32:
         return None
     x = args[0]
-    if type(x) is not np.ndarray or x.dtype != np.float32 or x.shape != out.shape or not x.flags.c_contiguous:
+    if type(x) is not np.ndarray or x.dtype != np.float32 or x.shape != out.shape or not x.flags.c_contiguous \
+            or not out.flags.c_contiguous:
         return None
     from . import jit
     kernels = jit.load("unary_jit")
@@ -182,13 +183,12 @@ def _compiled_ufunc(f, args, out):
 
 
 def in_pieces(f, args, out):
-    """f(*args, out=out) for a ufunc f and out of the broadcast shape (C-contiguous), split along axis 0 across
-    the intra-op threads when large enough (Note [Elementwise pieces]); returns out."""
+    """f(*args, out=out) for a ufunc f and out of the broadcast shape, split along axis 0 across the intra-op
+    threads when large enough (Note [Elementwise pieces]); returns out."""
     work = _work(f, out.nbytes)
     kernel = _compiled_ufunc(f, args, out)
     if kernel is not None:
-        x, o = args[0].reshape(-1), out.reshape(-1)
-        parallel.run(lambda i, j: kernel(x[i:j], o[i:j]), o.size, work)
+        parallel.run_flat(kernel, (args[0], out), work)
         return out
     rows = out.shape[0] if out.ndim else 0
     if rows < 2 or work < parallel._MIN_BYTES:

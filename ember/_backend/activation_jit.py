@@ -44,28 +44,23 @@ def applies(*arrays):
     return a.dtype in jit.DTYPES and all(b.shape == a.shape and b.flags.c_contiguous for b in arrays)
 
 
-def _split(fn, arrays, work):
-    flat = [a.reshape(-1) for a in arrays]
-    parallel.run(lambda i, j: fn(*(a[i:j] for a in flat)), flat[0].shape[0], work)
-
-
 def clamp_keep(x, lo, hi):
     """hardtanh_ on x's own memory: clamps x, returns the bool mask of where its gradient passes."""
     keep = np.empty(x.shape, dtype=bool)
     lo, hi = x.dtype.type(lo), x.dtype.type(hi)
-    _split(lambda a, k: _clamp_keep(a, lo, hi, k), (x, keep), x.nbytes)
+    parallel.run_flat(lambda a, k: _clamp_keep(a, lo, hi, k), (x, keep), x.nbytes)
     return keep
 
 
 def masked(g, keep):
     """g where keep, else +0.0, in a fresh array."""
     r = np.empty_like(g)
-    _split(_masked, (g, keep, r), g.nbytes * 2)
+    parallel.run_flat(_masked, (g, keep, r), g.nbytes * 2)
     return r
 
 
 def relu_grad(g, out):
     """relu's first-order gradient from its result: g where out > 0 or NaN, else +0.0."""
     r = np.empty_like(g)
-    _split(_relu_grad, (g, out, r), g.nbytes * 2)
+    parallel.run_flat(_relu_grad, (g, out, r), g.nbytes * 2)
     return r

@@ -153,10 +153,10 @@ def _interpolate(x, tab):
     return out
 
 
-def _compiled(*arrays):
-    """gelu_jit (Note [JIT kernels], Note [Compiled GELU]) when it takes these float32 arrays (C-contiguous: the
-    kernels run over the flat elements and the result keeps their layout), else None."""
-    if not all(a.flags.c_contiguous for a in arrays):
+def _compiled(*arrays, out=None):
+    """gelu_jit (Note [JIT kernels], Note [Compiled GELU]) when it takes these float32 arrays and out (when given;
+    C-contiguous: the kernels run over the flat elements and the result keeps their layout), else None."""
+    if not all(a.flags.c_contiguous for a in arrays) or (out is not None and not out.flags.c_contiguous):
         return None
     return jit.load("gelu_jit")
 
@@ -169,7 +169,7 @@ def _flat_out(w, out):
 
 def _gelu_erf32(w, out=None):
     """x Phi(x): compiled (Note [Compiled GELU]), else Phi from the table read at x clipped to the table's span."""
-    kernels = _compiled(w) if out is None or out.flags.c_contiguous else None
+    kernels = _compiled(w, out=out)
     if kernels is not None:
         out, flat = _flat_out(w, out)
         kernels.erf_forward(w.reshape(-1), flat)
@@ -178,7 +178,8 @@ def _gelu_erf32(w, out=None):
 
 
 def _gelu_tanh32(w, out=None):
-    kernels = _compiled(w) if out is None or out.flags.c_contiguous else None
+    """x sigmoid(2u): compiled (Note [Compiled GELU]), else _gelu_tanh."""
+    kernels = _compiled(w, out=out)
     if kernels is None:
         return _gelu_tanh(w, out)
     out, flat = _flat_out(w, out)
@@ -187,7 +188,7 @@ def _gelu_tanh32(w, out=None):
 
 
 def _gelu_backward32(g, w, tanh, out=None):
-    kernels = _compiled(g, w) if out is None or out.flags.c_contiguous else None
+    kernels = _compiled(g, w, out=out)
     if kernels is not None:  # NaN where x * x overflows comes out of the tanh kernel's own arithmetic
         out, flat = _flat_out(w, out)
         (kernels.tanh_backward if tanh else kernels.erf_backward)(g.reshape(-1), w.reshape(-1), flat)

@@ -137,6 +137,13 @@ def run(fn, length, nbytes):
     _run_parts(fn, parts)
 
 
+def run_flat(fn, arrays, nbytes):
+    """fn(*pieces) over ranges of the flat elements of same-shaped C-contiguous arrays (an elementwise kernel
+    reading some and writing others), split across the intra-op threads as run() decides from nbytes."""
+    flat = [a.reshape(-1) for a in arrays]
+    run(lambda i, j: fn(*(a[i:j] for a in flat)), flat[0].shape[0], nbytes)
+
+
 # Row kernels give run() their bytes times ROW_WEIGHT (Note [Row pieces]): 2 splits them from 1 MiB arrays, 0 runs
 # them whole on the calling thread.
 ROW_WEIGHT = 2

@@ -604,8 +604,7 @@ def _sigmoid_kernel(x, out=None):
         kernels = jit.load("unary_jit")
         if kernels is not None:
             out = empty_like(x) if out is None else out
-            flat, o = x.reshape(-1), out.reshape(-1)
-            parallel.run(lambda i, j: kernels.sigmoid(flat[i:j], o[i:j]), flat.size, x.nbytes * 4)
+            parallel.run_flat(kernels.sigmoid, (x, out), x.nbytes * 4)
             return out
     t = negative(x, out=out)
     np.exp(t, out=t)

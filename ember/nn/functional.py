@@ -48,10 +48,8 @@ class _Linear(Op):
             out = _backend.matmul(x2, w.T).reshape(x.shape[:-1] + (w.shape[0],))
         else:
             out = _backend.matmul(x, w.T)
-        if b is not None and out.flags.c_contiguous:  # out is a fresh array, so adding in place is safe
-            _backend.in_pieces(np.add, (out, b), out)  # across the threads when large (Note [Elementwise pieces])
-        elif b is not None:
-            out += b
+        if b is not None:  # out is a fresh array, so adding in place is safe; in pieces when large
+            _backend.in_pieces(np.add, (out, b), out)  # (Note [Elementwise pieces])
         return out if out.dtype == dtype else out.astype(dtype)
 
     def backward(ctx, grad):
