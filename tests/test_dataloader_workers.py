@@ -322,6 +322,20 @@ def test_worker_that_exits_is_reported_with_its_exit_code():
         list(it)
 
 
+def test_worker_stopped_by_ctrl_c_raises_keyboard_interrupt():
+    """A worker ends cleanly unasked only on a Ctrl-C; if this process's own was lost (swallowed in a
+    finalizer), the loader raises it instead of reporting an error about exit code 0."""
+    class Interrupted(Squares):
+        def __getitem__(self, i):
+            if i == 2:
+                os.kill(os.getpid(), signal.SIGINT)  # this worker alone
+            return i
+    it = iter(edata.DataLoader(Interrupted(6), batch_size=2, num_workers=2))
+    with pytest.raises(KeyboardInterrupt):
+        list(it)
+    assert not any(w.is_alive() for w in it._workers)
+
+
 def test_full_shared_memory_is_an_error_not_a_crash(monkeypatch):
     import errno
 

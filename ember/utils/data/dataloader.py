@@ -562,8 +562,13 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             if code == 0:
                 # a worker leaves cleanly unasked only when a KeyboardInterrupt ended its loop: a Ctrl-C sent to the
                 # whole process group, on its way to this process too, which a loaded machine may schedule after
-                # the worker. A moment's wait lets it raise here as a plain Ctrl-C (time.sleep is interruptible)
+                # the worker. A moment's wait lets it raise here as a plain Ctrl-C (time.sleep is interruptible).
+                # Ours can also be lost: landing in a finalizer (a shared memory segment's __del__ runs Python),
+                # Python prints it as "Exception ignored" and goes on. So the Ctrl-C is raised here for it.
+                # (torch raises RuntimeError when a worker alone gets SIGINT; ember raises KeyboardInterrupt.)
                 time.sleep(_CTRL_C_GRACE)
+                self._shutdown_workers()
+                raise KeyboardInterrupt from None  # (not chained to the queue.Empty being handled)
             self._shutdown_workers()
             if code is not None and code < 0:
                 try:
