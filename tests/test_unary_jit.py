@@ -70,13 +70,14 @@ def test_tanh_within_three_ulp_with_numpys_specials(kernels):
     assert (np.abs(out[fin] - ref[fin]) <= 3 * ulp).all()  # measured 2.4 ulp
 
 
+@pytest.mark.parametrize("shape", [(512, 300), (130, 128)], ids=["600K", "65K"])
 @pytest.mark.parametrize("op", ["exp", "sigmoid", "tanh"])
-def test_large_tensors_run_compiled_and_match_torch(op, kernels, monkeypatch):
-    """exp and tanh from 512 KB (through in_pieces) and sigmoid from 16K elements, values and gradients against
-    torch."""
+def test_large_tensors_run_compiled_and_match_torch(op, shape, kernels, monkeypatch):
+    """exp, tanh and sigmoid from 16K elements (split across the threads from 512 KB), values and gradients
+    against torch."""
     monkeypatch.setattr(jit, "ENABLED", True)
     calls = count_calls(monkeypatch, kernels, "exp", "sigmoid", "tanh")
-    x = (np.random.default_rng(1).standard_normal((512, 300)) * 8).astype(np.float32)
+    x = (np.random.default_rng(1).standard_normal(shape) * 8).astype(np.float32)
     g = np.random.default_rng(2).standard_normal(x.shape).astype(np.float32)
     res = []
     for lib in (ember, torch):
