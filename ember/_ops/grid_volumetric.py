@@ -32,6 +32,48 @@ def _tap_index(px, py, pz, sizes):
     return (np.clip(pz, 0, depth - 1) * h + np.clip(py, 0, h - 1)) * w + np.clip(px, 0, w - 1), ok
 
 
+def _take(flat, index):
+    """flat (n, c, voxels) at index (n, points) for every channel: np.take a sample at a time (take_along_axis's
+    broadcast fancy index is ~5x slower)."""
+    n, c, _ = flat.shape
+    out = np.empty((n, c, index.shape[1]), flat.dtype)
+    for i in range(n):
+        np.take(flat[i], index[i], axis=1, out=out[i])
+    return out
+
+
+class _Tap(Op):
+    """flat (n, c, voxels) read at index (n, points), one index for every channel: (n, c, points). Linear in flat:
+    its backward is _TapBack (the scatter-add), whose backward is _Tap again, so derivatives of any order. Without
+    an (n, c, points) index or a general gather/scatter_add: 1.2M taps of torch's sample 11 -> ~2 ms a tap."""
+    _name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx, flat, index):
+        ctx.index, ctx.voxels = index, flat.shape[2]
+        return _take(flat, index)
+
+    def backward(ctx, grad):
+        return _TapBack.apply(grad, index=ctx.index, voxels=ctx.voxels)
+
+
+class _TapBack(Op):
+    """grad (n, c, points) summed into (n, c, voxels) at index (n, points): _Tap's adjoint, one bincount over
+    (sample, channel, voxel) positions."""
+    _name = "ScatterAddBackward0"
+
+    @staticmethod
+    def forward(ctx, grad, index, voxels):
+        ctx.index = index
+        n, c, _ = grad.shape
+        at = (np.arange(n * c).reshape(n, c, 1) * voxels + index[:, None, :]).reshape(-1)
+        summed = np.bincount(at, weights=grad.reshape(-1), minlength=n * c * voxels)  # float64 sums
+        return summed.astype(grad.dtype, copy=False).reshape(n, c, voxels)
+
+    def backward(ctx, grad):
+        return _Tap.apply(grad, index=ctx.index)
+
+
 class _Nearest(Op):
     """Nearest-neighbour volumetric sampling of flat (n, c, voxels) at index (n, points), zero where not ok. The
     grid gradient is zero; under create_graph both gradients hang off x and grid, as torch's do."""
@@ -41,13 +83,13 @@ class _Nearest(Op):
     def forward(ctx, flat, grid, index, ok):
         ctx.save_for_backward(flat, grid)
         ctx.index, ctx.ok = index, ok
-        return np.take_along_axis(flat, index[:, None, :], axis=2) * ok[:, None, :]
+        out = _take(flat, index)
+        out *= ok[:, None, :]
+        return out
 
     def backward(ctx, grad):
         flat, grid = ctx.saved_tensors
-        n, c = grad.shape[:2]
-        at = Tensor._make(np.ascontiguousarray(np.broadcast_to(ctx.index[:, None, :], grad.shape)))
-        gx = zeros_like(flat).scatter_add(2, at, grad * Tensor._make(ctx.ok).unsqueeze(1))
+        gx = _TapBack.apply(grad * Tensor._make(ctx.ok).unsqueeze(1), index=ctx.index, voxels=flat.shape[2])
         ggrid = zeros_like(grid)
         if grad_mode._state.enabled:
             gx, ggrid = _Through.apply(gx, flat, grid), _Through.apply(ggrid, flat, grid)
@@ -58,7 +100,6 @@ def grid_sample_3d(input, grid, mode, padding_mode, align_corners):
     """Volumetric grid sampling: out[n, c, d, h, w] from input[n, c] at grid[n, d, h, w] = (x, y, z)."""
     n, c, depth, h, w = input.shape
     raw = grid.detach()._data
-    points = raw.shape[1] * raw.shape[2] * raw.shape[3]
     (ix, ix_np), (iy, iy_np), (iz, iz_np) = (_source(grid, raw, k, size, padding_mode, align_corners)
                                              for k, size in ((0, w), (1, h), (2, depth)))
     flat = input.reshape(n, c, depth * h * w)
@@ -66,8 +107,7 @@ def grid_sample_3d(input, grid, mode, padding_mode, align_corners):
 
     def tap(px, py, pz):
         index, ok = _tap_index(px, py, pz, (depth, h, w))
-        at = Tensor._make(np.ascontiguousarray(np.broadcast_to(index[:, None, :], (n, c, points))))
-        return flat.gather(2, at), Tensor._make(ok.astype(dt))
+        return _Tap.apply(flat, index=index), Tensor._make(ok.astype(dt))
 
     if mode == "nearest":  # nearbyint: halves to even, as torch's kernel
         index, ok = _tap_index(*(np.rint(p).astype(np.int64) for p in (ix_np, iy_np, iz_np)), (depth, h, w))
