@@ -325,7 +325,8 @@ def _c_ordered(a):
 
 def large(f, nbytes):
     """Whether ufunc f's result of about nbytes is worth ufunc() below: pooled, or split in pieces."""
-    return _work(f, nbytes) >= parallel._MIN_BYTES or nbytes >= allocator.threshold or _compiled_size(f, nbytes)
+    return _work(f, nbytes) >= parallel._MIN_BYTES or nbytes >= allocator.threshold or \
+        (nbytes >= _COMPILED_FROM and f in _COMPILED)  # (_compiled_size, inline: every small op asks)
 
 
 def ufunc(f, *args):
