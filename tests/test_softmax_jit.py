@@ -134,15 +134,65 @@ def test_cross_entropy_matches_torch(kw, monkeypatch):
         np.testing.assert_allclose(e, t, rtol=2e-5, atol=2e-6)
 
 
+@pytest.mark.parametrize("shape", [(128, 10), (33, 1000), (1, 65)])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_plain_cross_entropy_is_the_general_path_in_two_calls(shape, reduction, monkeypatch):
+    """float32 (N, C) logits, every target counted, no weight or smoothing: nll_sum and nll_grad_rows run; the
+    loss matches the general path to rounding (its float32 pairwise sum), the gradient bit for bit; both match
+    torch, and under create_graph (the general composite) so do the second derivatives."""
+    from ember._ops import loss
+    k = jit.load("softmax_jit")
+    calls = count_calls(monkeypatch, k, "nll_sum", "nll_grad_rows")
+    rng = np.random.default_rng(shape[1])
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    t = rng.integers(0, shape[1], shape[0])
+    res = {}
+    for plain in (True, False):
+        monkeypatch.setattr(loss, "PLAIN_KERNEL", plain)
+        xe = ember.from_numpy(x.copy()).requires_grad_()
+        y = ember.nn.functional.cross_entropy(xe, ember.from_numpy(t), reduction=reduction)
+        y.backward(ember.tensor(1.5))
+        res[plain] = (y.item(), xe.grad.numpy())
+    assert calls == ["nll_sum", "nll_grad_rows"]
+    assert res[True][0] == pytest.approx(res[False][0], rel=1e-6)
+    assert np.array_equal(res[True][1], res[False][1])
+    xt = torch.from_numpy(x.copy()).requires_grad_()
+    yt = torch.nn.functional.cross_entropy(xt, torch.from_numpy(t), reduction=reduction)
+    yt.backward(torch.tensor(1.5))
+    assert res[True][0] == pytest.approx(yt.item(), rel=2e-6, abs=1e-6)  # lse - x[t] cancels when one class dominates
+    np.testing.assert_allclose(res[True][1], xt.grad.numpy(), rtol=2e-5, atol=2e-7)
+    monkeypatch.setattr(loss, "PLAIN_KERNEL", True)
+    v = rng.standard_normal(shape).astype(np.float32)
+    second = []
+    for lib in (ember, torch):
+        xl = lib.from_numpy(x.copy()).requires_grad_()
+        (g,) = lib.autograd.grad(lib.nn.functional.cross_entropy(xl, lib.from_numpy(t), reduction=reduction), xl,
+                                 create_graph=True)
+        (gg,) = lib.autograd.grad((g * lib.from_numpy(v)).sum(), xl)
+        second.append(gg.detach().numpy())
+    np.testing.assert_allclose(second[0], second[1], rtol=1e-4, atol=1e-6)
+
+
+def test_large_logits_keep_the_split_rows(monkeypatch):
+    """Logits whose rows split across the threads (parallel.run_rows) take the general path."""
+    calls = count_calls(monkeypatch, jit.load("softmax_jit"), "exp_rows", "nll_sum")
+    rng = np.random.default_rng(6)
+    x = ember.from_numpy(rng.standard_normal((1024, 300)).astype(np.float32))
+    ember.nn.functional.cross_entropy(x, ember.from_numpy(rng.integers(0, 300, 1024)))
+    assert "exp_rows" in calls and "nll_sum" not in calls
+
+
 def test_paths_without_the_kernel(monkeypatch):
     """float64, a class dim that is not the last, and the switch off keep the NumPy rows."""
-    calls = count_calls(monkeypatch, jit.load("softmax_jit"), "exp_rows")
+    calls = count_calls(monkeypatch, jit.load("softmax_jit"), "exp_rows", "nll_sum")
     rng = np.random.default_rng(5)
     ember.softmax(ember.from_numpy(rng.standard_normal((8, 9))), -1)
     ember.softmax(ember.from_numpy(rng.standard_normal((8, 9, 3)).astype(np.float32)), 1)
     x = ember.from_numpy(rng.standard_normal((4, 9, 3)).astype(np.float32))
     ember.nn.functional.cross_entropy(x, ember.from_numpy(rng.integers(0, 9, (4, 3))))
     monkeypatch.setattr(jit, "ENABLED", False)
+    ember.nn.functional.cross_entropy(ember.from_numpy(rng.standard_normal((8, 9)).astype(np.float32)),
+                                      ember.from_numpy(rng.integers(0, 9, 8)))
     ember.softmax(ember.from_numpy(rng.standard_normal((8, 9)).astype(np.float32)), -1)
     assert calls == []
 

@@ -71,6 +71,39 @@ def max_exp_rows(x, m, e, s, normalize=False):
     _max_exp_rows(x, m, e, s, normalize)
 
 
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _nll_sum(x, t, m, s):
+    total = 0.0
+    for i in range(x.shape[0]):
+        lse = m[i, 0] + np.float32(np.log(np.float64(s[i, 0])))  # float32 m + log(s), as NumPy's lse rows
+        total += np.float64(np.float32(lse - x[i, t[i]]))
+    return total
+
+
+def nll_sum(x, t, m, s):
+    """sum over rows i of m_i + log(s_i) - x[i, t_i] (cross_entropy's per-sample losses from the row pass's maxima m
+    and exp sums s, (rows, 1) float32) for 2-D float32 x and in-range int64 targets t: each loss rounded to float32
+    as the NumPy rows compute it, their sum in float64 (NumPy sums them pairwise in float32: to rounding)."""
+    return _nll_sum(x, t, m, s)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _nll_grad_rows(e, s, t, c, gx):
+    for i in range(e.shape[0]):
+        ci = c / s[i, 0]
+        ei, gi = e[i], gx[i]
+        for j in range(e.shape[1]):
+            gi[j] = ei[j] * ci
+        gi[t[i]] -= c
+
+
+def nll_grad_rows(e, s, t, c, gx):
+    """cross_entropy's plain backward, gx = c (e / s - onehot(t)) for 2-D float32 e (exp(x - m)), s its row sums
+    ((rows, 1)), int64 targets t and the float32 scalar c (the loss's gradient over the count): the general path's
+    operations (c / s, e times it, c off at the targets) in one call."""
+    _nll_grad_rows(e, s, t, c, gx)
+
+
 @numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc"})
 def _row_dot(a, b):
     """sum(a * b) of two float32 rows, the products rounded, their sum reassociated into vector lanes."""
