@@ -170,8 +170,8 @@ class CrossEntropy(Op):
     @staticmethod
     def forward(ctx, x, t, valid, weight, cd, smoothing, reduction):
         if PLAIN_KERNEL and valid is None and weight is None and not smoothing and reduction != "none" and \
-                x.ndim == 2 and \
-                x.size and x.dtype == np.float32 and x.nbytes * parallel.ROW_WEIGHT < parallel._MIN_BYTES:
+                x.ndim == 2 and x.size and x.dtype == np.float32 and \
+                x.nbytes * parallel.ROW_WEIGHT < parallel._MIN_BYTES:  # (one thread's share: no row split)
             kernels = exp_rows_kernels(x, cd)
             if kernels is not None:
                 return _plain_cross_entropy(ctx, x, t, reduction, kernels)
