@@ -170,11 +170,6 @@ _COMPILED = {np.exp: "exp", np.tanh: "tanh"}  # unary_jit's float32 kernels (Num
 _COMPILED_FROM = 1 << 16
 
 
-def _compiled_size(f, nbytes):
-    """Whether ufunc f's result of nbytes goes to ufunc() for a compiled kernel (float32 only; others pass through)."""
-    return nbytes >= _COMPILED_FROM and f in _COMPILED
-
-
 def _compiled_ufunc(f, args, out):
     """unary_jit's float32 kernel (with ember[jit]) for np.exp or np.tanh on a C-contiguous float32 array of out's
     shape, else None."""
@@ -326,7 +321,7 @@ def _c_ordered(a):
 def large(f, nbytes):
     """Whether ufunc f's result of about nbytes is worth ufunc() below: pooled, or split in pieces."""
     return _work(f, nbytes) >= parallel._MIN_BYTES or nbytes >= allocator.threshold or \
-        (nbytes >= _COMPILED_FROM and f in _COMPILED)  # (_compiled_size, inline: every small op asks)
+        (nbytes >= _COMPILED_FROM and f in _COMPILED)  # float32 only: other dtypes pass through in_pieces
 
 
 def ufunc(f, *args):
@@ -356,8 +351,8 @@ def ufunc(f, *args):
     nbytes = allocator.nbytes(shape, d.itemsize)
     if allocator.enabled and nbytes >= allocator.threshold:
         return in_pieces(f, args, allocator.pooled(shape, d, nbytes))
-    if _work(f, nbytes) < parallel._MIN_BYTES and not _compiled_size(f, nbytes):
-        return f(*args)  # too small to split
+    if not large(f, nbytes):
+        return f(*args)  # too small to split or to run compiled (a pooled result returned above)
     return in_pieces(f, args, np.empty(shape, d))
 
 

@@ -552,13 +552,31 @@ def _grid_setup(x, grid, padding_mode, align_corners):
     return ix, dix, iy, diy
 
 
+def take_taps(flat, idx):
+    """flat (n, c, voxels) at idx (n, points), the same positions for every channel: (n, c, points), np.take a
+    sample at a time (take_along_axis's broadcast fancy index is ~5x slower)."""
+    n, c, _ = flat.shape
+    out = np.empty((n, c, idx.shape[1]), flat.dtype)
+    for i in range(n):
+        np.take(flat[i], idx[i], axis=1, out=out[i])
+    return out
+
+
+def tap_sums(g, idx, voxels):
+    """take_taps's adjoint: g (n, c, points) summed at idx into a flat (n * c * voxels) float64 array (one
+    np.bincount over sample, channel and voxel positions)."""
+    n, c, _ = g.shape
+    at = (np.arange(n * c).reshape(n, c, 1) * voxels + idx[:, None, :]).reshape(-1)
+    return np.bincount(at, weights=g.reshape(-1), minlength=n * c * voxels)
+
+
 def grid_sample_forward(x, grid, mode, padding_mode, align_corners):
     n, c, h, w = x.shape
     ix, _, iy, _ = _grid_setup(x, grid, padding_mode, align_corners)
     flat = x.reshape(n, c, h * w)
     out = np.zeros((n, c, ix.shape[1]), dtype=x.dtype)
     for idx, wgt, ok, _, _ in _corners(ix, iy, h, w, mode):
-        vals = np.take_along_axis(flat, idx[:, None, :], axis=2)
+        vals = take_taps(flat, idx)
         out += vals * np.where(ok, wgt, 0).astype(x.dtype)[:, None, :]
     return out.reshape((n, c) + grid.shape[1:3])
 
@@ -571,13 +589,11 @@ def grid_sample_backward(g, x, grid, mode, padding_mode, align_corners, need_inp
     gx = np.zeros(n * c * h * w, dtype=np.float64) if need_input else None
     gix = np.zeros(ix.shape, dtype=x.dtype)
     giy = np.zeros(iy.shape, dtype=x.dtype)
-    planes = (np.arange(n * c) * (h * w)).reshape(n, c, 1)
     for idx, wgt, ok, dwx, dwy in _corners(ix, iy, h, w, mode):
         if need_input:
-            weights = g * np.where(ok, wgt, 0)[:, None, :]
-            gx += np.bincount((planes + idx[:, None, :]).ravel(), weights=weights.ravel(), minlength=gx.size)
+            gx += tap_sums(g * np.where(ok, wgt, 0)[:, None, :], idx, h * w)
         if need_grid and dwx is not None:
-            vals = np.take_along_axis(flat, idx[:, None, :], axis=2)
+            vals = take_taps(flat, idx)
             s = np.where(ok, np.einsum("ncp,ncp->np", vals, g), 0)
             gix += s * dwx
             giy += s * dwy

@@ -32,43 +32,31 @@ def _tap_index(px, py, pz, sizes):
     return (np.clip(pz, 0, depth - 1) * h + np.clip(py, 0, h - 1)) * w + np.clip(px, 0, w - 1), ok
 
 
-def _take(flat, index):
-    """flat (n, c, voxels) at index (n, points) for every channel: np.take a sample at a time (take_along_axis's
-    broadcast fancy index is ~5x slower)."""
-    n, c, _ = flat.shape
-    out = np.empty((n, c, index.shape[1]), flat.dtype)
-    for i in range(n):
-        np.take(flat[i], index[i], axis=1, out=out[i])
-    return out
-
-
 class _Tap(Op):
     """flat (n, c, voxels) read at index (n, points), one index for every channel: (n, c, points). Linear in flat:
-    its backward is _TapBack (the scatter-add), whose backward is _Tap again, so derivatives of any order. Without
-    an (n, c, points) index or a general gather/scatter_add: 1.2M taps of torch's sample 11 -> ~2 ms a tap."""
+    its backward is _TapBack (the scatter-add), whose backward is _Tap again, so derivatives of any order. The 2-D
+    kernel's reads (conv_numpy.take_taps), without an (n, c, points) index or a general gather/scatter_add: 1.2M
+    taps of torch's sample 11 -> ~2 ms a tap."""
     _name = "GatherBackward0"
 
     @staticmethod
     def forward(ctx, flat, index):
         ctx.index, ctx.voxels = index, flat.shape[2]
-        return _take(flat, index)
+        return K.take_taps(flat, index)
 
     def backward(ctx, grad):
         return _TapBack.apply(grad, index=ctx.index, voxels=ctx.voxels)
 
 
 class _TapBack(Op):
-    """grad (n, c, points) summed into (n, c, voxels) at index (n, points): _Tap's adjoint, one bincount over
-    (sample, channel, voxel) positions."""
+    """grad (n, c, points) summed into (n, c, voxels) at index (n, points): _Tap's adjoint (conv_numpy.tap_sums,
+    the 2-D grid_sample backward's scatter)."""
     _name = "ScatterAddBackward0"
 
     @staticmethod
     def forward(ctx, grad, index, voxels):
         ctx.index = index
-        n, c, _ = grad.shape
-        at = (np.arange(n * c).reshape(n, c, 1) * voxels + index[:, None, :]).reshape(-1)
-        summed = np.bincount(at, weights=grad.reshape(-1), minlength=n * c * voxels)  # float64 sums
-        return summed.astype(grad.dtype, copy=False).reshape(n, c, voxels)
+        return K.tap_sums(grad, index, voxels).astype(grad.dtype, copy=False).reshape(grad.shape[:2] + (voxels,))
 
     def backward(ctx, grad):
         return _Tap.apply(grad, index=ctx.index)
@@ -83,7 +71,7 @@ class _Nearest(Op):
     def forward(ctx, flat, grid, index, ok):
         ctx.save_for_backward(flat, grid)
         ctx.index, ctx.ok = index, ok
-        out = _take(flat, index)
+        out = K.take_taps(flat, index)
         out *= ok[:, None, :]
         return out
 
