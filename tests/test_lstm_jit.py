@@ -10,6 +10,7 @@ import torch
 
 import ember
 from ember._backend import jit, parallel
+from ember._ops import rnn as RNN
 from ember._ops import rnn_sequence as RS
 from tests._jit import count_calls
 from tests._threads import spy_splits
@@ -152,17 +153,20 @@ def test_backward_recursion_is_the_numpy_one_bit_for_bit(dtype, with_go, packed,
 
 @pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("reverse", [False, True])
-def test_whole_forward_loop_is_the_stepwise_one_bit_for_bit(packed, reverse, monkeypatch):
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_whole_forward_loop_is_the_stepwise_one_bit_for_bit(packed, reverse, with_bias, monkeypatch):
     """LSTMSequence's forward as one compiled call against a compiled cell per step from Python: the same BLAS
-    calls (a gemv for the one-row step) and cells, so the same bits; the rows a packed step leaves carry over."""
-    rng = np.random.default_rng([packed, reverse])
+    calls (a gemv for the one-row step) and cells, so the same bits; the rows a packed step leaves carry over.
+    A bias added in the loop rounds as the stepwise loop's xg + bias does."""
+    rng = np.random.default_rng([packed, reverse, with_bias])
     sizes = [5, 5, 4, 2, 2, 1] if packed else [5] * 6
     n = 19
     xg = rng.standard_normal((sum(sizes), 4 * n)).astype(np.float32)
     h0, c0 = (rng.standard_normal((5, n)).astype(np.float32) for _ in range(2))
     w = (rng.standard_normal((4 * n, n)) * 0.5).astype(np.float32)
+    bias = rng.standard_normal(4 * n).astype(np.float32) if with_bias else None
     calls = count_calls(monkeypatch, _kernels(), "forward_sequence", "cell")
-    _both_loops(monkeypatch, lambda ctx: RS.LSTMSequence.forward(ctx, xg, h0, c0, w, reverse, sizes))
+    _both_loops(monkeypatch, lambda ctx: RS.LSTMSequence.forward(ctx, xg, h0, c0, w, bias, reverse, sizes))
     assert calls.count("forward_sequence") == 1 and calls.count("cell") == len(sizes)
 
 
@@ -207,6 +211,56 @@ def test_layers_match_torch_with_the_compiled_steps(layer, kind, monkeypatch):
     for a, b, t in zip(on, off, ref):
         np.testing.assert_allclose(a, t, rtol=2e-5, atol=2e-5)
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)
+
+
+def _lstm_run(x, weights, lengths, dtype, create_graph, **kw):
+    """Outputs, final states, every first-order gradient (and with create_graph the gradient of their sum of
+    squares) of an ember nn.LSTM of dtype."""
+    m = ember.nn.LSTM(x.shape[-1], weights["weight_hh_l0"].shape[1], batch_first=True, **kw)
+    m = m.double() if dtype == np.float64 else m
+    m.load_state_dict({k: ember.from_numpy(v) for k, v in weights.items()})
+    xt = ember.tensor(x, requires_grad=True)
+    inp = xt
+    if lengths is not None:
+        inp = ember.nn.utils.rnn.pack_padded_sequence(xt, lengths, batch_first=True, enforce_sorted=False)
+    out, (h, c) = m(inp)
+    if lengths is not None:
+        out = ember.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)[0]
+    loss = (out * out).sum() + (h * c).sum()
+    params = [xt] + list(m.parameters())
+    grads = ember.autograd.grad(loss, params, create_graph=create_graph)
+    res = [out, h, c, *grads]
+    if create_graph:
+        res += ember.autograd.grad(sum((g * g).sum() for g in grads), params)
+    return [np.ascontiguousarray(t.detach().numpy()) for t in res]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["one direction", "bidirectional", "packed", "create_graph"])
+def test_bias_in_the_time_loop_is_the_projections_bias_bit_for_bit(dtype, kind, monkeypatch):
+    """Note [LSTM bias in the loop]: b_ih + b_hh added in the sequence op's time loop, its gradient summed there,
+    against the input projection adding it (the path before): outputs, states and every first-order gradient
+    (through create_graph too) the same bits, compiled (float32) and NumPy (float64) loops alike; second-order ones
+    to rounding."""
+    rng = np.random.default_rng([len(kind), np.dtype(dtype).itemsize])
+    x = rng.standard_normal((6, 9, 10)).astype(dtype)
+    kw = {"bidirectional": kind == "bidirectional", "num_layers": 2 if kind == "one direction" else 1}
+    lengths = [9, 3, 7, 9, 1, 5] if kind == "packed" else None
+    weights = {k: v.numpy().astype(dtype) for k, v in ember.nn.LSTM(10, 24, **kw).state_dict().items()}
+    calls = []
+    sequence = RNN.lstm_sequence
+    monkeypatch.setattr(RNN, "lstm_sequence", lambda *a: calls.append(a) or sequence(*a))
+    folded = _lstm_run(x, weights, lengths, dtype, kind == "create_graph", **kw)
+    assert len(calls) == kw["num_layers"] * (1 + kw["bidirectional"]) and all(a[6] is not None for a in calls)
+    monkeypatch.setattr(RNN._Layer, "loop_bias", lambda self, x, h0, c0: None)
+    calls.clear()
+    projected = _lstm_run(x, weights, lengths, dtype, kind == "create_graph", **kw)
+    assert calls and all(len(a) == 6 for a in calls)  # without the bias: the projection added it
+    assert len(folded) == len(projected)
+    first = 3 + 1 + len(weights)  # outputs, states, first-order gradients
+    _same_bits([folded[:first], projected[:first]])
+    for a, b in zip(folded[first:], projected[first:]):  # second order: the bias terms summed in another order
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
 
 # ---- GRU ----------------------------------------------------------------------------------------------------

@@ -115,23 +115,25 @@ def _sigmoid(x):
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy", fastmath=_CONTRACT)
-def _cell(gates, xg, c, c_new, tanh_c, h):
+def _cell(gates, xg, bias, c, c_new, tanh_c, h):
     rows, width = gates.shape
     n = width // 4
+    bi, bf, bg, bo = bias[:n], bias[n:2 * n], bias[2 * n:3 * n], bias[3 * n:4 * n]
     for b in range(rows):
         # gate by gate over views that start at index 0: with offsets (g[n + k]) LLVM cannot rule out negative
         # indices, keeps numba's wraparound check per access and does not vectorize (72 vs 29 us a step)
         g, x = gates[b], xg[b]
         i, f, gg, o = g[:n], g[n:2 * n], g[2 * n:3 * n], g[3 * n:4 * n]
         xi, xf, xgg, xo = x[:n], x[n:2 * n], x[2 * n:3 * n], x[3 * n:4 * n]
+        # the input's projection and the bias summed first: the rounding of xg + bias made before the loop
         for k in range(n):
-            i[k] = _sigmoid(i[k] + xi[k])
+            i[k] = _sigmoid(i[k] + (xi[k] + bi[k]))
         for k in range(n):
-            f[k] = _sigmoid(f[k] + xf[k])
+            f[k] = _sigmoid(f[k] + (xf[k] + bf[k]))
         for k in range(n):  # tanh(v) = 2 sigmoid(2 v) - 1 (Note [LSTM tanh gate])
-            gg[k] = _TWO * _sigmoid(_TWO * (gg[k] + xgg[k])) - _ONE
+            gg[k] = _TWO * _sigmoid(_TWO * (gg[k] + (xgg[k] + bg[k]))) - _ONE
         for k in range(n):
-            o[k] = _sigmoid(o[k] + xo[k])
+            o[k] = _sigmoid(o[k] + (xo[k] + bo[k]))
         # three loops of few arrays each: one loop over all seven would need more runtime overlap checks than
         # LLVM makes before vectorizing
         cb, nb, tb, hb = c[b], c_new[b], tanh_c[b], h[b]
@@ -146,7 +148,7 @@ def _cell(gates, xg, c, c_new, tanh_c, h):
 def cell(gates, xg, c, c_new, tanh_c, h):
     """One LSTM step: gates (B, 4H; order i, f, g, o) += xg, activated in place; c_new = f c + i g, tanh_c =
     tanh(c_new), h = o tanh_c. float32 rows, each C-contiguous (views of the sequence's buffers)."""
-    _cell(gates, xg, c, c_new, tanh_c, h)
+    _cell(gates, xg, np.zeros(gates.shape[1], gates.dtype), c, c_new, tanh_c, h)  # x + 0: the same gates
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -265,14 +267,14 @@ def _product(mm, mv, rows, a, w, packed, out, transposed):
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def _forward_sequence(mm, mv, w, packed, x, gates, hs, cs, tcs, steps, lo, hi):
+def _forward_sequence(mm, mv, w, packed, x, bias, gates, hs, cs, tcs, steps, lo, hi):
     n = hs.shape[2]
     for k in range(gates.shape[0]):
         rows, off = steps[k, 0], steps[k, 1]
         top = min(rows, hi)  # the step's rows in [lo, hi) are [lo, top)
         if top > lo:
             _product(mm, mv, top - lo, hs[k, lo:top], w, packed, gates[k, lo:top], True)
-            _cell(gates[k, lo:top], x[off + lo:off + top], cs[k, lo:top], cs[k + 1, lo:top], tcs[k, lo:top],
+            _cell(gates[k, lo:top], x[off + lo:off + top], bias, cs[k, lo:top], cs[k + 1, lo:top], tcs[k, lo:top],
                   hs[k + 1, lo:top])
         for r in range(max(lo, rows), hi):
             for j in range(n):
@@ -313,13 +315,15 @@ def _packing(w, transposed):
     return np.ascontiguousarray(blocks), np.arange(k, dtype=np.int64), np.zeros(WIDTH, np.float32)
 
 
-def forward_sequence(w, x, gates, hs, cs, tcs, steps):
+def forward_sequence(w, x, gates, hs, cs, tcs, steps, bias=None):
     """An LSTM layer direction's forward time loop in one call (Note [Compiled LSTM sequence]): for each step k of
     steps ((count, 2) int64: rows, offset), gates[k, :rows] = hs[k, :rows] w^T (w (4H, H) C-contiguous), then cell
-    with x[offset:offset + rows] (x: the inputs' projections as (rows, 4H)), into cs[k + 1], tcs[k] and hs[k + 1];
-    the other rows of hs[k + 1] and cs[k + 1] are copied from step k. float32; sequence_runs(w) must hold."""
-    _by_rows(_forward_sequence, w, True, gates.shape[1], 2 * gates[..., 0].size * w.size, x, gates, hs, cs, tcs,
-             steps)
+    with x[offset:offset + rows] + bias (x: the inputs' projections as (rows, 4H); bias (4H,) or None), into
+    cs[k + 1], tcs[k] and hs[k + 1]; the other rows of hs[k + 1] and cs[k + 1] are copied from step k. float32;
+    sequence_runs(w) must hold."""
+    bias = np.zeros(w.shape[0], w.dtype) if bias is None else bias
+    _by_rows(_forward_sequence, w, True, gates.shape[1], 2 * gates[..., 0].size * w.size, x, bias, gates, hs, cs,
+             tcs, steps)
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
