@@ -62,6 +62,13 @@ class Steps:
             out[offset:offset + rows] = per_step[k, :rows]
         return out.reshape(shape_of)
 
+    def scratch_gather(self, per_step, shape_of):
+        """gather() of an array nobody else holds (a backward's scratch): per_step itself, reshaped, where its
+        steps are already whole and in time order (saves a copy of the gate gradients per layer)."""
+        if self.packed or self.reverse:
+            return self.gather(per_step, shape_of)
+        return per_step.reshape(shape_of)
+
     def empty(self, shape, dtype):
         """Per-step buffers: zeros when packed, so that rows outside a step read as zeros."""
         return np.zeros(shape, dtype) if self.packed else np.empty(shape, dtype)
@@ -190,7 +197,7 @@ class LSTMSequence(Op):
         dgates = steps.empty(gates.shape, gates.dtype)
         kernels = _step_kernels(gates.dtype, forward=False)
         _lstm_steps_back(steps, gates, cs, tcs, dgates, dh, dc, go, w, kernels)
-        gxg = steps.gather(dgates, xg._data.shape) if need[0] or need[4] else None
+        gxg = steps.scratch_gather(dgates, xg._data.shape) if need[0] or need[4] else None
         gw = gb = None
         if need[3]:
             gw = Tensor._make(np.matmul(dgates.reshape(-1, width).T, hs[:count].reshape(-1, n)))
@@ -361,7 +368,7 @@ class GRUSequence(Op):
         go = None if g_out is None else steps.flat(g_out._data)
         kernels = _step_kernels(dt, forward=False)
         _gru_steps_back(steps, ws, hs, dxg, dhg, dh, go, w_hh._data, kernels)
-        gxg = Tensor._make(steps.gather(dxg.reshape(count, batch, 3 * n), xg._data.shape)) if need[0] else None
+        gxg = Tensor._make(steps.scratch_gather(dxg.reshape(count, batch, 3 * n), xg._data.shape)) if need[0] else None
         flat = dhg.reshape(-1, 3 * n)
         gw = Tensor._make(np.matmul(flat.T, hs[:count].reshape(-1, n))) if need[2] else None
         gb = Tensor._make(flat.sum(0)) if need[3] else None
