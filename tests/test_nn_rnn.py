@@ -648,6 +648,31 @@ def test_float64_lstm_output_written_in_place_before_backward_like_torch():
 
 
 @pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_float32_lstm_output_written_in_place_before_backward_like_torch(num_layers, bidirectional):
+    """torch's oneDNN LSTM layer saves its output: writing into a one-direction output before backward raises
+    (ember's is then the saved states' own memory, Steps.scratch_gather); a bidirectional output is a new
+    concatenation, and writing into it is allowed, with torch's gradients."""
+    seen = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        m = lib.nn.LSTM(3, 4, num_layers=num_layers, bidirectional=bidirectional)
+        out, (h, c) = m(lib.tensor(np.linspace(-1, 1, 30, dtype=np.float32).reshape(5, 2, 3)))
+        out.mul_(2)
+        try:
+            (out.sum() + h.sum()).backward()
+        except RuntimeError as e:
+            seen.append(("raised", "modified by an inplace operation" in str(e)))
+        else:
+            seen.append([out.detach()] + [p.grad for p in m.parameters()])
+    if bidirectional:
+        for a, b in zip(*seen):
+            close(a, b, torch.float32)
+    else:
+        assert seen == [("raised", True)] * 2
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("packed", [False, True])
 def test_gru_output_written_in_place_before_backward_like_torch(packed, bidirectional):
     """A GRU's output may be written into before backward (torch's CPU GRU stacks or concatenates its

@@ -63,8 +63,8 @@ class Steps:
         return out.reshape(shape_of)
 
     def scratch_gather(self, per_step, shape_of):
-        """gather() of an array nobody else holds (a backward's scratch): per_step itself, reshaped, where its
-        steps are already whole and in time order (saves a copy of the gate gradients per layer)."""
+        """gather() of an array nobody else writes (a backward's scratch, a saved forward's states): per_step
+        itself, reshaped, where its steps are already whole and in time order (saves a copy per layer)."""
         if self.packed or self.reverse:
             return self.gather(per_step, shape_of)
         return per_step.reshape(shape_of)
@@ -174,8 +174,12 @@ class LSTMSequence(Op):
                     hs[k + 1, rows:] = hs[k, rows:]
                     cs[k + 1, rows:] = cs[k, rows:]
         ctx.workspace = (gates, hs, cs, tcs)
-        out = steps.gather(hs[1:], xg.shape[:-1] + (n,))
-        # saved as torch's oneDNN layer saves it (padded, float32): writing into it before backward raises
+        # saved as torch's oneDNN layer saves it (padded, float32): writing into it before backward raises, so it
+        # may be the states' own memory (hs[1:], which backward reads) where that is laid out as the output is
+        if ctx.saves_output:
+            out = steps.scratch_gather(hs[1:], xg.shape[:-1] + (n,))
+        else:
+            out = steps.gather(hs[1:], xg.shape[:-1] + (n,))
         ctx.save_for_backward(xg, h0, c0, w_hh, bias, *((out,) if ctx.saves_output else ()))
         return out, hs[count].copy(), cs[count].copy()
 
