@@ -1,9 +1,9 @@
 """A whole LSTM or GRU sequence in one op: one layer in one direction, padded or packed.
 
 Note [Sequence ops]: the layer's inputs are projected for every step up front (xg = x W_ih^T + b, see
-Note [RNN time loop] in rnn.py); the op runs the time loop in NumPy, one GEMM (h W_hh^T) and the gate
-passes per step, keeping each step's activated gates and states, and its backward runs the recursion
-back in NumPy, each step's factors that do not depend on the incoming gradient computed for all steps up
+Note [RNN time loop] in rnn.py; an LSTM's b is added in the op's loop instead, Note [LSTM bias in the loop]); the
+op runs the time loop in NumPy, one GEMM (h W_hh^T) and the gate passes per step, keeping each step's activated
+gates and states, and its backward runs the recursion back in NumPy, each step's factors that do not depend on the incoming gradient computed for all steps up
 front, then W_hh's gradient from one GEMM over all steps. With ember[jit] each loop, either way, is one compiled
 call, its GEMMs through NumPy's cblas (Note [Compiled LSTM sequence] in ember/_backend/lstm_jit.py).
 Under create_graph the backward is rebuilt from ember ops (the forward recomputed differentiably, then the
@@ -158,7 +158,6 @@ class LSTMSequence(Op):
         cs = np.empty((count + 1, batch, n), dtype=xg.dtype)
         tcs = steps.empty((count, batch, n), xg.dtype)
         cs[0] = c0
-        ctx.has_bias = bias is not None
         kernels = _step_kernels(xg.dtype, forward=True)
         if _whole_loop(kernels, w_hh):
             kernels.forward_sequence(w_hh, x, gates, hs, cs, tcs, steps.table, bias)
