@@ -656,3 +656,30 @@ def test_multi_view_outputs_refuse_inplace_with_history(op):
         calls[op](x)[0].mul_(2)
         got.append(x.tolist())
     assert got[0] == got[1]
+
+
+_LAYOUTS = {
+    "both transposed": (lambda x: x.transpose(0, 1), lambda y: y.transpose(0, 1)),
+    "both permuted": (lambda x: x.permute(2, 0, 1), lambda y: y.permute(2, 0, 1)),
+    "one transposed": (lambda x: x.transpose(0, 1), lambda y: y.reshape(3, 2, 4)),
+    "transposed, a size-1 dim": (lambda x: x[:1].transpose(0, 1), lambda y: y[:1].transpose(0, 1)),
+    "transposed and broadcast": (lambda x: x.transpose(0, 1), lambda y: y[0, :1]),
+    "sliced (not dense)": (lambda x: x[:, :, ::2], lambda y: y[:, :, ::2]),
+}
+
+
+@pytest.mark.parametrize("layout", list(_LAYOUTS))
+@pytest.mark.parametrize("op", ["add", "mul", "exp", "neg"])
+def test_elementwise_results_on_strided_operands_take_torchs_strides(layout, op):
+    """An elementwise result's strides are TensorIterator's: operands that share one dense layout give it (the
+    shortcut in _registry._iter_layout); mixed, broadcast and gapped operands take the general rule."""
+    seen = []
+    for lib in LIBS:
+        x = lib.from_numpy(np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 7)
+        y = lib.from_numpy(np.arange(24, dtype=np.float32).reshape(2, 3, 4)[::-1].copy() / 5)
+        fx, fy = _LAYOUTS[layout]
+        a, b = fx(x), fy(y)
+        r = getattr(lib, op)(a, b) if op in ("add", "mul") else getattr(lib, op)(a)
+        seen.append((tuple(r.shape), r.stride(), r.numpy()))
+    assert seen[0][:2] == seen[1][:2]
+    np.testing.assert_allclose(seen[1][2], seen[0][2], rtol=1e-6)

@@ -429,10 +429,13 @@ def binary_call(row, a, b):
 def _iter_layout(r, *operands):
     """r in torch's (TensorIterator's) layout for a result of these operands: NumPy's differs for
     mixed layouts and broadcast (stride-0) inputs."""
-    from .geometry import iter_strides
-    from .._backend.numpy_cpu import layout_of, relayout
     if r.size < 2:
         return r
+    strides, shape = r.strides, r.shape
+    if all(a.strides == strides and a.shape == shape for a in operands):
+        return r  # every operand dense in r's own layout (r is NumPy's dense result): TensorIterator keeps it too
+    from .geometry import iter_strides
+    from .._backend.numpy_cpu import layout_of, relayout
     return relayout(r, iter_strides(r.shape, [layout_of(a) for a in operands if a.ndim]))
 
 
