@@ -622,14 +622,14 @@ def test_lstm_output_written_in_place_before_backward_raises_like_torch(batch_fi
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("bidirectional", [False, True])
 def test_output_grad_fn_and_version_like_torch(mode, dtype, batch_first, bidirectional):
-    """The output's grad_fn and version as torch's CPU layers leave them: float32 LSTM its oneDNN layer's,
-    float64 LSTM stacked steps; batch_first transposed (LSTM) or transposed in place (GRU, RNN)."""
+    """The output's grad_fn, version, strides and storage offset as torch's CPU layers leave them: float32 LSTM its
+    oneDNN layer's, float64 LSTM stacked steps; batch_first transposed (LSTM) or transposed in place (GRU, RNN)."""
     seen = []
     for lib in (torch, ember):
         lib.manual_seed(0)
         m = getattr(lib.nn, mode)(3, 4, batch_first=batch_first, bidirectional=bidirectional).to(getattr(lib, dtype))
         out, _ = m(lib.tensor(np.linspace(-1, 1, 30).reshape(5, 2, 3), dtype=getattr(lib, dtype)))
-        seen.append((out.grad_fn.name(), out._version, tuple(out.stride())))
+        seen.append((out.grad_fn.name(), out._version, tuple(out.stride()), out.storage_offset()))
     assert seen[0] == seen[1]
 
 
@@ -650,9 +650,8 @@ def test_float64_lstm_output_written_in_place_before_backward_like_torch():
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("num_layers", [1, 2])
 def test_float32_lstm_output_written_in_place_before_backward_like_torch(num_layers, bidirectional):
-    """torch's oneDNN LSTM layer saves its output: writing into a one-direction output before backward raises
-    (ember's is then the saved states' own memory, Steps.scratch_gather); a bidirectional output is a new
-    concatenation, and writing into it is allowed, with torch's gradients."""
+    """torch's oneDNN LSTM layer saves its output: writing into a one-direction output before backward raises; a
+    bidirectional output is a new concatenation, and writing into it is allowed, with torch's gradients."""
     seen = []
     for lib in (torch, ember):
         lib.manual_seed(0)

@@ -63,7 +63,7 @@ class Steps:
         return out.reshape(shape_of)
 
     def scratch_gather(self, per_step, shape_of):
-        """gather() of an array nobody else writes (a backward's scratch, a saved forward's states): per_step
+        """gather() of an array nobody else holds (a backward's scratch, handed on as an internal gradient): per_step
         itself, reshaped, where its steps are already whole and in time order (saves a copy per layer)."""
         if self.packed or self.reverse:
             return self.gather(per_step, shape_of)
@@ -173,12 +173,9 @@ class LSTMSequence(Op):
                     hs[k + 1, rows:] = hs[k, rows:]
                     cs[k + 1, rows:] = cs[k, rows:]
         ctx.workspace = (gates, hs, cs, tcs)
-        # saved as torch's oneDNN layer saves it (padded, float32): writing into it before backward raises, so it
-        # may be the states' own memory (hs[1:], which backward reads) where that is laid out as the output is
-        if ctx.saves_output:
-            out = steps.scratch_gather(hs[1:], xg.shape[:-1] + (n,))
-        else:
-            out = steps.gather(hs[1:], xg.shape[:-1] + (n,))
+        # its own memory, as torch's output (storage offset 0; hs[1:] would not be); saved as torch's oneDNN layer
+        # saves it (padded, float32): writing into it before backward raises
+        out = steps.gather(hs[1:], xg.shape[:-1] + (n,))
         ctx.save_for_backward(xg, h0, c0, w_hh, bias, *((out,) if ctx.saves_output else ()))
         return out, hs[count].copy(), cs[count].copy()
 
