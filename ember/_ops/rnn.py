@@ -340,11 +340,8 @@ class _Layer:
             self._w_hr_t = _transposed(self.w_hr)
         return self._w_hr_t
 
-    def project_inputs(self, x, bias=True):
-        """x @ W_ih^T + bias for all steps at once (bias=False: without it); GRU keeps b_hh per step (b_hn sits
-        inside r * (...))."""
-        if not bias:
-            return _linear(x, self.w_ih, None)
+    def project_inputs(self, x):
+        """x @ W_ih^T + bias for all steps at once; GRU keeps b_hh per step (b_hn sits inside r * (...))."""
         bias = self.b_ih
         if bias is not None and self.mode != "GRU":
             bias = bias + self.b_hh
@@ -353,9 +350,9 @@ class _Layer:
     def loop_bias(self, x, h0, c0):
         """b_ih + b_hh, for a whole-sequence LSTM to add in its time loop (Note [LSTM bias in the loop]); None
         where the projection keeps it."""
-        if self.mode != "LSTM" or self.b_ih is None or self.w_hr is not None or x._dtype not in _BLAS_DTYPES:
+        if self.mode != "LSTM" or self.b_ih is None or not self.whole_sequence(x, h0, c0):
             return None
-        if not all(t._dtype is x._dtype for t in (h0, c0, self.w_ih, self.w_hh, self.b_ih, self.b_hh)):
+        if not all(t._dtype is x._dtype for t in (self.w_ih, self.b_ih, self.b_hh)):
             return None
         return self.b_ih + self.b_hh
 
@@ -388,7 +385,7 @@ def _run_direction(layer, x, h0, c0, batch_sizes, reverse):
     (outputs stacked like x, final h, final c)."""
     bias = layer.loop_bias(x, h0, c0)
     if bias is not None:
-        xg = layer.project_inputs(x, bias=False)
+        xg = _linear(x, layer.w_ih, None)
         if xg._dtype is x._dtype:  # (under autocast the projection may change dtype: then it adds the bias itself)
             return lstm_sequence(xg, h0, c0, layer.w_hh, reverse, batch_sizes, bias)
     xg = layer.project_inputs(x)

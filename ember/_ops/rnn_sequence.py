@@ -3,11 +3,11 @@
 Note [Sequence ops]: the layer's inputs are projected for every step up front (xg = x W_ih^T + b, see
 Note [RNN time loop] in rnn.py; an LSTM's b is added in the op's loop instead, Note [LSTM bias in the loop]); the
 op runs the time loop in NumPy, one GEMM (h W_hh^T) and the gate passes per step, keeping each step's activated
-gates and states, and its backward runs the recursion back in NumPy, each step's factors that do not depend on the incoming gradient computed for all steps up
-front, then W_hh's gradient from one GEMM over all steps. With ember[jit] each loop, either way, is one compiled
-call, its GEMMs through NumPy's cblas (Note [Compiled LSTM sequence] in ember/_backend/lstm_jit.py).
-Under create_graph the backward is rebuilt from ember ops (the forward recomputed differentiably, then the
-same recursion through rnn.py's gate formulas).
+gates and states, and its backward runs the recursion back in NumPy, each step's factors that do not depend on
+the incoming gradient computed for all steps up front, then W_hh's gradient from one GEMM over all steps. With
+ember[jit] each loop, either way, is one compiled call, its GEMMs through NumPy's cblas (Note [Compiled LSTM
+sequence] in ember/_backend/lstm_jit.py). Under create_graph the backward is rebuilt from ember ops (the forward
+recomputed differentiably, then the same recursion through rnn.py's gate formulas).
 
 A sequence is a list of steps (Steps): padded, every step has the whole batch; packed (a PackedSequence's
 data and batch_sizes), step t has the first batch_sizes[t] rows, the batch shrinking as sequences end
@@ -173,8 +173,8 @@ class LSTMSequence(Op):
                     hs[k + 1, rows:] = hs[k, rows:]
                     cs[k + 1, rows:] = cs[k, rows:]
         ctx.workspace = (gates, hs, cs, tcs)
-        # its own memory, as torch's output (storage offset 0; hs[1:] would not be); saved as torch's oneDNN layer
-        # saves it (padded, float32): writing into it before backward raises
+        # a copy, not hs[1:] (torch's output starts its own storage); saved as torch's oneDNN layer saves it
+        # (padded, float32): writing into it before backward raises
         out = steps.gather(hs[1:], xg.shape[:-1] + (n,))
         ctx.save_for_backward(xg, h0, c0, w_hh, bias, *((out,) if ctx.saves_output else ()))
         return out, hs[count].copy(), cs[count].copy()
@@ -368,7 +368,9 @@ class GRUSequence(Op):
         go = None if g_out is None else steps.flat(g_out._data)
         kernels = _step_kernels(dt, forward=False)
         _gru_steps_back(steps, ws, hs, dxg, dhg, dh, go, w_hh._data, kernels)
-        gxg = Tensor._make(steps.scratch_gather(dxg.reshape(count, batch, 3 * n), xg._data.shape)) if need[0] else None
+        gxg = None
+        if need[0]:
+            gxg = Tensor._make(steps.scratch_gather(dxg.reshape(count, batch, 3 * n), xg._data.shape))
         flat = dhg.reshape(-1, 3 * n)
         gw = Tensor._make(np.matmul(flat.T, hs[:count].reshape(-1, n))) if need[2] else None
         gb = Tensor._make(flat.sum(0)) if need[3] else None
