@@ -1,5 +1,5 @@
-"""The compiled masks of relu and hardtanh (ember/_backend/activation_jit.py, Note [JIT kernels]) against
-torch: relu, relu_, relu6 and hardtanh in place and not, values and gradients with NaN, inf, -0.0 and
+"""The compiled relu forward and the masks of relu and hardtanh (ember/_backend/activation_jit.py, Note [JIT
+kernels]) against torch: relu, relu_, relu6 and hardtanh in place and not, values and gradients with NaN, inf, -0.0 and
 values at the bounds, NaN/inf incoming gradients at dropped and kept entries; sizes on both sides of
 activation._JIT_MIN and split across threads; the switch gives the NumPy forms."""
 import numpy as np
@@ -55,6 +55,31 @@ def test_masks_match_torch(name, dtype, n, threads, monkeypatch):
         out[lib] = (y.detach().numpy(), xs.grad.numpy())
     for a, b in zip(out[ember], out[torch]):
         assert a.tobytes() == b.tobytes()  # bit for bit: NaN, inf, +-0.0 included
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_forward_takes_the_compiled_kernel_with_torchs_bits(dtype, monkeypatch):
+    """relu, relu_ on a tensor that needs grad and relu_ under no_grad each run activation_jit.relu from
+    _JIT_MIN elements (NaN, inf, -0.0 and subnormals among the inputs), with torch's bits; below it NumPy's clip."""
+    kernels = jit.load("activation_jit")
+    calls = []
+    real = kernels.relu
+    monkeypatch.setattr(kernels, "relu", lambda x, out=None: calls.append(x.size) or real(x, out))
+    x, _ = _inputs(A._JIT_MIN, dtype, np.random.default_rng(1))
+    runs = {
+        "relu": lambda lib, t: lib.relu(t.requires_grad_()),
+        "relu_ with grad": lambda lib, t: lib.relu_(t.requires_grad_() * 1),
+        "relu_ under no_grad": lambda lib, t: lib.relu_(t),
+    }
+    for name, run in runs.items():
+        for n in (A._JIT_MIN, A._JIT_MIN - 1):
+            calls.clear()
+            got = {}
+            for lib in (ember, torch):
+                with (lib.no_grad() if "no_grad" in name else lib.enable_grad()):
+                    got[lib] = run(lib, lib.from_numpy(x[:n].copy())).detach().numpy()
+            assert got[ember].tobytes() == got[torch].tobytes(), name
+            assert calls == ([n] if n >= A._JIT_MIN else []), name
 
 
 def test_the_switch_gives_the_numpy_forms(monkeypatch):

@@ -1,5 +1,6 @@
-"""ReLU's and hardtanh's masks and masked gradients as compiled loops (numba): one pass each where the NumPy
-forms make three or four (a comparison, a logical not or and, the product with the mask, a NaN check).
+"""ReLU's forward, ReLU's and hardtanh's masks and masked gradients as compiled loops (numba): one pass each where
+the NumPy forms make three or four (a comparison, a logical not or and, the product with the mask, a NaN check), and
+where NumPy's clip against 0-d bounds runs at half the speed of a copy.
 The values are those of ember/_ops/activation.py's NumPy forms, and where those leave a -0.0 (a negative
 gradient times a False mask) these give torch's +0.0. Loaded through jit.load("activation_jit") (Note
 [JIT kernels]); tests/test_activation_jit.py holds them to torch.
@@ -32,6 +33,14 @@ def _masked(g, keep, r):
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
+def _relu(x, r):
+    zero = x.dtype.type(0)
+    for i in range(x.shape[0]):
+        v = x[i]
+        r[i] = zero if v < zero else v  # NaN stays NaN; -0.0 stays -0.0 (as clamp_min: ties give x)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _relu_grad(g, out, r):
     zero = g.dtype.type(0)
     for i in range(g.shape[0]):
@@ -56,6 +65,14 @@ def masked(g, keep):
     """g where keep, else +0.0, in a fresh array."""
     r = np.empty_like(g)
     parallel.run_flat(_masked, (g, keep, r), g.nbytes * 2)
+    return r
+
+
+def relu(x, out=None):
+    """max(x, 0) with x's ties and NaNs (torch's clamp_min(x, 0)), into out (x itself for relu_) or a fresh array.
+    128x512 float32 on one thread: 10 us against NumPy's clip's 25; 1024x1024 143 against 290."""
+    r = np.empty_like(x) if out is None else out
+    parallel.run_flat(_relu, (x, r), x.nbytes // 2)  # split as a cheap ufunc (Note [Elementwise pieces])
     return r
 
 

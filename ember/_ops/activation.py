@@ -144,10 +144,13 @@ class Relu(Op):
 
     @staticmethod
     def forward(ctx, x, into=False):
+        kernels = _compiled(x)
         if into:  # relu_: into x's own memory, returned (and saved: torch saves relu_'s result) as a new array
             # object over it, so that the saved array is the output's, not the input's; assign_result then
             # finds the result already in place and copies nothing
-            out = clamp_min(x, np.zeros((), x.dtype), out=x)[...]
+            out = (clamp_min(x, np.zeros((), x.dtype), out=x) if kernels is None else kernels.relu(x, out=x))[...]
+        elif kernels is not None:
+            out = kernels.relu(x)
         else:
             out = clamp_min(x, np.zeros((), x.dtype))  # NaN stays NaN; -0.0 stays -0.0 (ties give x)
         ctx.save_for_backward(out)
@@ -185,7 +188,11 @@ def _relu_(input):
     check_inplace(input)
     check_overlap(input, ())  # Note [Expanded self]
     if _no_grad_needed(input):
-        clamp_min(input._data, np.zeros((), input._data.dtype), out=input._data)
+        kernels = _compiled(input._data)
+        if kernels is None:
+            clamp_min(input._data, np.zeros((), input._data.dtype), out=input._data)
+        else:
+            kernels.relu(input._data, out=input._data)
         input._version_counter.value += 1
         return input
     return assign_result(input, Relu.apply(input, into=True), "relu_")
