@@ -125,3 +125,33 @@ def test_pieces_are_not_kept_alive_after_the_split(threads):
     del array
     gc.collect()
     assert ref() is None
+
+
+@pytest.mark.parametrize("threads", [2, 3], indirect=True)
+@pytest.mark.parametrize("in_context", [True, False])
+def test_pieces_run_under_the_callers_error_state(threads, in_context, monkeypatch):
+    """NumPy's error state does not pass to a new thread: every piece, on the pool or the caller, sees the
+    caller's, through a copy of the caller's context (NumPy 2) or np.errstate set again (the NumPy 1 way);
+    the pool threads keep their own state afterwards, and an error a piece raises under it reaches the caller."""
+    import numpy as np
+    if in_context and int(np.__version__.split(".")[0]) < 2:
+        pytest.skip("NumPy 1 keeps the error state per thread")
+    monkeypatch.setattr(parallel, "_ERRSTATE_IN_CONTEXT", in_context)
+    for _ in range(3):  # the same pool threads each time: none may keep the previous call's state
+        seen = []
+
+        def fn(a, b):
+            seen.append((threading.current_thread().name, np.geterr()["divide"], np.geterr()["over"]))
+        with np.errstate(divide="raise", over="ignore"):
+            parallel.run(fn, 10, 1 << 40)
+        assert len({name for name, _, _ in seen}) == threads
+        assert {(d, o) for _, d, o in seen} == {("raise", "ignore")}
+        after = []
+        parallel.run(lambda a, b: after.append(np.geterr()["divide"]), 10, 1 << 40)
+        assert set(after) == {np.geterr()["divide"]} != {"raise"}
+
+    def divide(a, b):
+        if threading.current_thread().name.startswith("ember-intraop"):
+            np.float64(1.0) / np.float64(0.0)
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        parallel.run(divide, 10, 1 << 40)
