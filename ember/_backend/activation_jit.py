@@ -8,7 +8,7 @@ gradient times a False mask) these give torch's +0.0. Loaded through jit.load("a
 import numba
 import numpy as np
 
-from . import jit, parallel
+from . import allocator, jit, parallel
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -71,7 +71,7 @@ def masked(g, keep):
 def relu(x, out=None):
     """max(x, 0) with x's ties and NaNs (torch's clamp_min(x, 0)), into out (x itself for relu_) or a fresh array.
     128x512 float32 on one thread: 10 us against NumPy's clip's 25; 1024x1024 143 against 290."""
-    r = np.empty_like(x) if out is None else out
+    r = allocator.empty(x.shape, x.dtype) if out is None else out  # pooled when large, as clamp_min's output
     parallel.run_flat(_relu, (x, r), x.nbytes // 2)  # split as a cheap ufunc (Note [Elementwise pieces])
     return r
 
