@@ -155,3 +155,80 @@ def test_pieces_run_under_the_callers_error_state(threads, in_context, monkeypat
             np.float64(1.0) / np.float64(0.0)
     with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
         parallel.run(divide, 10, 1 << 40)
+
+
+def test_spin_until_sees_another_threads_write_and_gives_up_after_its_budget():
+    """spin_jit.spin_until (Note [Spinning hand-off]) returns True once another thread writes the cell, False when
+    its reads run out, and releases the GIL meanwhile (the writer is a Python thread)."""
+    import numpy as np
+    from ember._backend import jit
+    kernels = jit.load("spin_jit")
+    if kernels is None or kernels.YIELD is None or __import__("numba").config.DISABLE_JIT:
+        pytest.skip("needs ember[jit] (compiled) and sched_yield")
+    cells = np.zeros(2, np.int64)
+    assert not kernels.spin_until(cells, 1, 5, 1000)
+    writer = threading.Timer(0.02, lambda: cells.__setitem__(1, 5))
+    writer.start()
+    assert kernels.spin_until(cells, 1, 5, 10**9)  # would run for minutes if the write were never seen
+    writer.join()
+    assert kernels.reads_per_us() > 0
+
+
+@pytest.mark.parametrize("threads", [2, 3], indirect=True)
+@pytest.mark.parametrize("mode", ["spin", "sleep", "no compiled wait"])
+def test_hand_offs_spinning_or_sleeping_run_every_piece_once(threads, mode, monkeypatch):
+    """The pool runs every piece once and hands errors back whether the workers spin between pieces (a gap
+    threshold every gap meets), sleep at once (budgets 0), or have no compiled wait; with pauses longer than the
+    spin between splits, so that the workers' spins run out and they sleep, and without."""
+    if mode == "spin" and not parallel._spin:
+        parallel._configure_spin()
+        if not parallel._spin:
+            pytest.skip("needs ember[jit]")
+    if mode == "spin":
+        monkeypatch.setattr(parallel, "SPIN_GAP_US", 10**9)
+        monkeypatch.setattr(parallel, "SPIN_WORKER_US", 2000)
+    elif mode == "sleep":
+        monkeypatch.setattr(parallel, "SPIN_WORKER_US", 0)
+        monkeypatch.setattr(parallel, "SPIN_CALLER_US", 0)
+    else:
+        monkeypatch.setattr(parallel, "_spin", False)
+    for pause in (0, 0.005, 0):
+        for _ in range(20):
+            seen, names = _pieces(12)
+            assert seen == [1] * 12 and len(names) == threads
+            time.sleep(pause)
+
+    def fail(a, b):
+        if threading.current_thread().name.startswith("ember-intraop"):
+            raise KeyError("piece failed")
+    with pytest.raises(KeyError, match="piece failed"):
+        parallel.run(fail, 12, 1 << 40)
+    assert _pieces(12)[0] == [1] * 12
+
+
+@pytest.mark.parametrize("threads", [2], indirect=True)
+def test_workers_spin_only_after_pieces_that_came_close_together(threads, monkeypatch):
+    """A worker's wait after a piece spins SPIN_WORKER_US when that piece came less than SPIN_GAP_US after the one
+    before, and not at all otherwise (nor after its first piece); the caller's wait spins SPIN_CALLER_US."""
+    waits = []
+    real = parallel._wait_for
+
+    def spy(cells, i, want, us):
+        waits.append((threading.current_thread().name.startswith("ember-intraop"), us))
+        return real(cells, i, want, us)
+    monkeypatch.setattr(parallel, "_wait_for", spy)
+    monkeypatch.setattr(parallel, "SPIN_WORKER_US", 1234)
+    monkeypatch.setattr(parallel, "SPIN_CALLER_US", 567)
+    for gap_us in (10**9, 0):
+        monkeypatch.setattr(parallel, "SPIN_GAP_US", gap_us)
+        parallel._idle.clear()  # a fresh worker: its first piece has no gap before it
+        monkeypatch.setattr(parallel, "_made", 0)
+        waits.clear()
+        for _ in range(4):
+            _pieces(4)
+        time.sleep(0.05)  # the worker's wait after its last piece has begun
+        worker = [us for on_pool, us in waits if on_pool]
+        caller = [us for on_pool, us in waits if not on_pool]
+        assert caller == [567] * 4
+        assert worker[:2] == [0, 0]  # before its first piece, and after it
+        assert set(worker[2:]) == ({1234} if gap_us else {0})

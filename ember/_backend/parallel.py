@@ -14,6 +14,7 @@ import contextlib
 import contextvars
 import os
 import threading
+import time
 
 _MIN_BYTES = 1 << 21  # below ~2 MB a split costs more than it saves (Note [Split threshold])
 
@@ -29,22 +30,42 @@ def threads():
 
 
 class _Worker:
-    """A pool thread that runs one piece at a time: `go` is released to start it, `done` by it when
-    the piece has run (Note [Worker hand-off])."""
-    __slots__ = ("go", "done", "job", "error")
+    """A pool thread that runs one piece at a time (Note [Worker hand-off], Note [Spinning hand-off]): start()
+    numbers the piece in cells[0], the worker numbers it in cells[1] once it has run. Each side may first spin
+    on its cell, then sleeps on a lock (`go` for the worker, `done` for the caller) that the other side releases
+    only when it finds the sleeper's flag set; `state` makes setting a cell and reading the flag one step."""
+    __slots__ = ("go", "done", "job", "error", "cells", "state", "sleeping", "waiting", "count")
 
     def __init__(self, name):
+        import numpy as np
         self.go = threading.Lock()
         self.go.acquire()
         self.done = threading.Lock()
         self.done.acquire()
         self.job = None
         self.error = None
+        self.cells = np.zeros(2, np.int64)  # [pieces started, pieces run]
+        self.state = threading.Lock()
+        self.sleeping = False  # the worker sleeps on `go`
+        self.waiting = False  # the caller sleeps on `done`
+        self.count = 0  # pieces started (the caller's side)
         threading.Thread(target=self._loop, name=name, daemon=True).start()
 
     def _loop(self):
+        cells, n, gap = self.cells, 0, None
+        clock = time.perf_counter
         while True:
-            self.go.acquire()
+            n += 1
+            spin = SPIN_WORKER_US if gap is not None and gap < SPIN_GAP_US else 0
+            if not _wait_for(cells, 0, n, spin):
+                with self.state:
+                    self.sleeping = cells[0] != n
+                if self.sleeping:
+                    self.go.acquire()
+            if gap is not None:
+                gap = (clock() - ended) * 1e6
+            else:
+                gap = SPIN_GAP_US  # the first piece: no gap yet, no spin after it
             fn, args = self.job
             self.job = None
             try:
@@ -52,20 +73,75 @@ class _Worker:
             except BaseException as e:  # handed to the caller by result()
                 self.error = e
             del fn, args  # the piece's arrays are not kept alive until the next piece comes
-            self.done.release()
+            ended = clock()
+            with self.state:
+                cells[1] = n
+                wake, self.waiting = self.waiting, False
+            if wake:
+                self.done.release()
 
     def start(self, fn, *args):
         self.job = (fn, args)
-        self.go.release()
+        self.count += 1
+        with self.state:
+            self.cells[0] = self.count
+            wake, self.sleeping = self.sleeping, False
+        if wake:
+            self.go.release()
 
     def result(self):
         """Wait for the piece; the worker goes back to the pool; re-raise the piece's error."""
-        self.done.acquire()
+        if not _wait_for(self.cells, 1, self.count, SPIN_CALLER_US):
+            with self.state:
+                self.waiting = self.cells[1] != self.count
+            if self.waiting:
+                self.done.acquire()
         error, self.error = self.error, None
         with _lock:
             _idle.append(self)
         if error is not None:
             raise error
+
+
+# Note [Spinning hand-off]: a thread that sleeps on a lock leaves its vCPU idle, and on this VM an idle vCPU wakes
+# slowly: a split's piece starts 35-50 us after the hand-off when the worker slept 0.5 ms, 360 us after 0.2 s.
+# torch's OpenMP threads (libgomp) and NumPy's OpenBLAS workers spin for a while after each parallel region before
+# they sleep. With ember[jit] a worker whose last piece came less than SPIN_GAP_US after the one before spins on
+# its cell for SPIN_WORKER_US after its piece (reads with the CPU offered to any other runnable thread between
+# them, spin_jit.spin_until, the GIL released) before it sleeps on `go`; a caller waiting for a piece spins
+# SPIN_CALLER_US before it sleeps on `done`. Without numba, or with the budgets 0, both sides sleep on their locks
+# at once. Measured (2-core VM, 2 threads, bench/ab.py: spinning as here vs both budgets 0, alternating in one
+# process, 0.2 s idle and a warm step before each >= 0.5 s sample, B/A time and rounds the spinning pool was
+# faster): ResNet-8 1.049 (13 of 16), without the idle 1.039 (11 of 16), AlexNet 1.036 (10 of 16), VGG 1.005 (17
+# of 24), MobileNetV2 1.038 (6 of 16), GNMT 1.035 (23 of 40), BatchNorm2d fwd+bwd 1.048 (14 of 24), the MLP (no
+# splits) 0.983 (7 of 16). A worker that spun 5 ms after every piece, gaps or not, lost GNMT 5.9% (26 of 40
+# rounds slower): between its sparse splits (gaps median 2.4 ms, 16% under 1 ms; the convolution steps' 71-86%)
+# it spun beside OpenBLAS's threads.
+SPIN_WORKER_US = 2000
+SPIN_GAP_US = 1000
+SPIN_CALLER_US = 3000
+_spin = None  # (spin_until, reads per microsecond) once the first pool thread is made; False: no spinning here
+
+
+def _wait_for(cells, i, want, us):
+    """Whether cells[i] == want, spinning for up to `us` microseconds first (Note [Spinning hand-off])."""
+    if us and _spin:
+        return _spin[0](cells, i, want, int(us * _spin[1]))
+    return cells[i] == want
+
+
+def _configure_spin():
+    """spin_jit's wait and its speed here, or False without ember[jit] (or under NUMBA_DISABLE_JIT)."""
+    global _spin
+    _spin = False
+    from . import jit
+    kernels = jit.load("spin_jit")
+    if kernels is None or kernels.YIELD is None:
+        return
+    import numba
+    if numba.config.DISABLE_JIT:
+        return
+    _spin = (kernels.spin_until, kernels.reads_per_us())
 
 
 def _take_workers(workers):
@@ -74,6 +150,8 @@ def _take_workers(workers):
     global _made
     with _lock:
         while len(_idle) < workers and _made < threads() - 1:
+            if _spin is None:
+                _configure_spin()
             _made += 1
             _idle.append(_Worker(f"ember-intraop_{_made}"))
         taken = _idle[len(_idle) - min(workers, len(_idle)):]
@@ -86,7 +164,8 @@ def _take_workers(workers):
 # empty function in two pieces, 15 rounds of 300 alternating in one process on the 2-core VM (2026-11-28
 # 14:05): medians 116-137 us through the locks, 144-156 us through concurrent.futures.ThreadPoolExecutor (a
 # Future, a Condition and a queue per piece); a bare two-lock ping-pong 46-113 us. Most of it is the idle
-# vCPU waking; a ResNet-8 step makes 9 splits and did not move.
+# vCPU waking; a ResNet-8 step makes 9 splits and did not move. (Since 2026-11-30 each side may spin before it
+# sleeps on its lock: Note [Spinning hand-off].)
 
 
 def _forget_pool():
