@@ -4,6 +4,7 @@ come back to it; callers that find no idle thread run every piece themselves; a 
 its own threads.
 """
 import os
+import textwrap
 import threading
 import time
 
@@ -232,3 +233,30 @@ def test_workers_spin_only_after_pieces_that_came_close_together(threads, monkey
         assert caller == [567] * 4
         assert worker[:2] == [0, 0]  # before its first piece, and after it
         assert set(worker[2:]) == ({1234} if gap_us else {0})
+
+
+def test_hand_offs_survive_thread_switches_between_any_two_lines():
+    """A flag read after its lock is let go may already be cleared by the other side: with the interpreter switching
+    threads every microsecond and both sides going straight to their locks, 20,000 splits each run both pieces once
+    and the worker never wakes without a piece (a subprocess: a worker lost that way would hang the caller)."""
+    import subprocess
+    import sys
+    code = textwrap.dedent("""
+        import sys
+        import ember
+        from ember._backend import parallel
+        ember.set_num_threads(2)
+        parallel.SPIN_WORKER_US = parallel.SPIN_CALLER_US = 0
+        sys.setswitchinterval(1e-6)
+        out = [0, 0]
+        for i in range(1, 20001):
+            def fn(a, b):
+                for k in range(a, b):
+                    out[k] = i
+            parallel.run(fn, 2, 1 << 40)
+            assert out == [i, i], (i, out)
+        print("ok")
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -52,20 +52,17 @@ class _Worker:
         threading.Thread(target=self._loop, name=name, daemon=True).start()
 
     def _loop(self):
-        cells, n, gap = self.cells, 0, None
+        cells, n, gap, ended = self.cells, 0, float("inf"), None  # no gap before the first two pieces: no spin
         clock = time.perf_counter
         while True:
             n += 1
-            spin = SPIN_WORKER_US if gap is not None and gap < SPIN_GAP_US else 0
-            if not _wait_for(cells, 0, n, spin):
-                with self.state:
-                    self.sleeping = cells[0] != n
-                if self.sleeping:
+            if not _wait_for(cells, 0, n, SPIN_WORKER_US if gap < SPIN_GAP_US else 0):
+                with self.state:  # the flag as set here: start() may clear it before the next line
+                    sleep = self.sleeping = cells[0] != n
+                if sleep:
                     self.go.acquire()
-            if gap is not None:
+            if ended is not None:
                 gap = (clock() - ended) * 1e6
-            else:
-                gap = SPIN_GAP_US  # the first piece: no gap yet, no spin after it
             fn, args = self.job
             self.job = None
             try:
@@ -92,9 +89,9 @@ class _Worker:
     def result(self):
         """Wait for the piece; the worker goes back to the pool; re-raise the piece's error."""
         if not _wait_for(self.cells, 1, self.count, SPIN_CALLER_US):
-            with self.state:
-                self.waiting = self.cells[1] != self.count
-            if self.waiting:
+            with self.state:  # the flag as set here: the worker may clear it before the next line
+                wait = self.waiting = self.cells[1] != self.count
+            if wait:
                 self.done.acquire()
         error, self.error = self.error, None
         with _lock:
