@@ -144,15 +144,12 @@ class Relu(Op):
 
     @staticmethod
     def forward(ctx, x, into=False):
-        kernels = _compiled(x)
         if into:  # relu_: into x's own memory, returned (and saved: torch saves relu_'s result) as a new array
             # object over it, so that the saved array is the output's, not the input's; assign_result then
             # finds the result already in place and copies nothing
-            out = (clamp_min(x, np.zeros((), x.dtype), out=x) if kernels is None else kernels.relu(x, out=x))[...]
-        elif kernels is not None:
-            out = kernels.relu(x)
+            out = _relu_kernel(x, out=x)[...]
         else:
-            out = clamp_min(x, np.zeros((), x.dtype))  # NaN stays NaN; -0.0 stays -0.0 (ties give x)
+            out = _relu_kernel(x)
         ctx.save_for_backward(out)
         return out
 
@@ -168,6 +165,15 @@ class Relu(Op):
         if not _state.enabled:  # first order: the kernel on arrays, no node (Note [Fused norm backward])
             return _make(_masked(grad._data, keep))
         return _mask_grad(grad, out, keep)
+
+
+def _relu_kernel(x, out=None):
+    """max(x, 0) on arrays, NaN and -0.0 kept (ties give x): activation_jit's compiled pass where it takes x, else
+    one clip pass (clamp_min)."""
+    kernels = _compiled(x)
+    if kernels is not None:
+        return kernels.relu(x, out=out)
+    return clamp_min(x, np.zeros((), x.dtype), out=out)
 
 
 def _check_relu(input, name="relu"):
@@ -188,11 +194,7 @@ def _relu_(input):
     check_inplace(input)
     check_overlap(input, ())  # Note [Expanded self]
     if _no_grad_needed(input):
-        kernels = _compiled(input._data)
-        if kernels is None:
-            clamp_min(input._data, np.zeros((), input._data.dtype), out=input._data)
-        else:
-            kernels.relu(input._data, out=input._data)
+        _relu_kernel(input._data, out=input._data)
         input._version_counter.value += 1
         return input
     return assign_result(input, Relu.apply(input, into=True), "relu_")
