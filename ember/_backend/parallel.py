@@ -16,6 +16,8 @@ import os
 import threading
 import time
 
+import numpy as np
+
 _MIN_BYTES = 1 << 21  # below ~2 MB a split costs more than it saves (Note [Split threshold])
 
 _lock = threading.Lock()
@@ -37,7 +39,6 @@ class _Worker:
     __slots__ = ("go", "done", "job", "error", "cells", "state", "sleeping", "waiting", "count")
 
     def __init__(self, name):
-        import numpy as np
         self.go = threading.Lock()
         self.go.acquire()
         self.done = threading.Lock()
@@ -340,10 +341,9 @@ def _in_callers_errstate(fn):
     inherit. NumPy 2 keeps it in a context variable: the piece runs in a copy of the caller's context (one copy
     per call, as a context is entered by one thread at a time), ~1 us where np.geterr and np.errstate took
     ~5 (13 in a training step's splits). NumPy 1.x keeps it per thread: it is read and set again."""
-    if _errstate_in_context():
+    if _ERRSTATE_IN_CONTEXT:
         ctx = contextvars.copy_context()
         return lambda *args: ctx.copy().run(fn, *args)
-    import numpy as np
     err = np.geterr()
 
     def call(*args):
@@ -352,16 +352,7 @@ def _in_callers_errstate(fn):
     return call
 
 
-def _errstate_in_context():
-    """Whether NumPy keeps its error state in a context variable (NumPy 2)."""
-    global _ERRSTATE_IN_CONTEXT
-    if _ERRSTATE_IN_CONTEXT is None:
-        import numpy as np
-        _ERRSTATE_IN_CONTEXT = int(np.__version__.split(".")[0]) >= 2
-    return _ERRSTATE_IN_CONTEXT
-
-
-_ERRSTATE_IN_CONTEXT = None
+_ERRSTATE_IN_CONTEXT = int(np.__version__.split(".")[0]) >= 2  # NumPy 2 keeps np.errstate in a context variable
 
 
 def _run_parts(fn, parts):
@@ -488,7 +479,6 @@ _STREAM_LEAST = 1.0
 
 def copyto(dst, src):
     """np.copyto(dst, src) for same-shaped arrays, split along axis 0."""
-    import numpy as np
     if dst.ndim == 0 or dst.shape != src.shape:
         np.copyto(dst, src)
         return
