@@ -29,7 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import harness  # noqa: E402
+from bench import harness, rows, rows_extra  # noqa: E402,F401  (rows, rows_extra: register the rows)
 
 
 def parse_setting(text):
@@ -64,15 +64,6 @@ class Settings:
     def restore(self):
         for mod, attribute, value, _ in self.items:
             setattr(mod, attribute, value)
-
-
-def find_row(name):
-    """The first timed row whose name contains `name` (any case)."""
-    from bench import rows, rows_extra  # noqa: F401  (register the rows)
-    matches = [n for n in harness.ROWS if name.lower() in n.lower() and harness.ROWS[n].kind != "measure"]
-    if not matches:
-        raise SystemExit(f"no timed row matches {name!r}")
-    return harness.ROWS[matches[0]]
 
 
 def sample(step, idle, min_time):
@@ -125,10 +116,9 @@ def main(argv=None):
         p.error("give B at least one --set")
     import ember
     settings = Settings(args.settings)
-    r = find_row(args.name)
+    r = harness.timed_row(args.name)
     harness.set_threads(args.threads, ember)
-    built = r.fn(ember)
-    step = built[0] if r.kind == "throughput" else built
+    step, _ = harness._unpack(r, r.fn(ember))
     samples = run(step, settings, args.rounds, args.idle, args.min_time)
     a, b, ratio, faster = summary(samples)
     print(f"# {r.name}, ember {harness.git_commit()}, {args.threads} thread(s), {args.rounds} rounds, "

@@ -90,6 +90,15 @@ def set_threads(n, *libs):
             controller.set_num_threads(n)
 
 
+def timed_row(name):
+    """The first registered timed row (not a "measure" row) whose name contains `name`, in any case; exits with a
+    message when none does. The caller imports the rows modules it wants searched."""
+    matches = [n for n in ROWS if name.lower() in n.lower() and ROWS[n].kind != "measure"]
+    if not matches:
+        raise SystemExit(f"no timed row matches {name!r}")
+    return ROWS[matches[0]]
+
+
 def _unpack(r, built):
     if r.kind == "throughput":
         return built

@@ -29,7 +29,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import harness, rows, rows_extra, rows_func  # noqa: E402,F401
-from bench.harness import ROWS  # noqa: E402
 
 BLAS = ("matmul", "dot", "einsum", "tensordot", "vdot", "inner", "c_einsum")
 
@@ -192,10 +191,9 @@ def print_calls(r, lib, steps):
         return make_step(model, opt, loss_of)
     training._step = capture
     try:
-        built = r.fn(lib)
+        step, _ = harness._unpack(r, r.fn(lib))
     finally:
         training._step = make_step
-    step = built[0] if r.kind == "throughput" else built
     print(f"# {r.name} on {lib.__name__}: {_calls(step, steps):.0f} Python calls per step")
     if not parts:
         return
@@ -225,10 +223,7 @@ def main():
     p.add_argument("--dump", help="also write the raw pstats file here (with --cprofile)")
     p.add_argument("--calls", action="store_true", help="Python calls per step (cProfile), per phase for training rows")
     args = p.parse_args()
-    matches = [n for n in ROWS if args.name.lower() in n.lower() and ROWS[n].kind != "measure"]
-    if not matches:
-        raise SystemExit(f"no timed row matches {args.name!r}")
-    r = ROWS[matches[0]]
+    r = harness.timed_row(args.name)
     if args.lib == "torch":
         import torch as lib
     else:
@@ -241,8 +236,7 @@ def main():
         pass
     if args.calls:
         return print_calls(r, lib, args.steps)
-    built = r.fn(lib)
-    step = built[0] if r.kind == "throughput" else built
+    step, _ = harness._unpack(r, r.fn(lib))
     step()  # warm-up
     t0 = time.perf_counter()
     for _ in range(args.steps):
