@@ -196,6 +196,15 @@ def weight_per_sample(x, y, kernel, stride, dilation, lo, hi):
     return swapped(acc, (o, c) + tuple(kernel))
 
 
+def weight_gemm(yt, cols, w_shape):
+    """The weight gradient yt (G, O/G, L) @ cols (G, C/G * taps, L)^T, written by one np.matmul (OpenBLAS's
+    own threads) into a fresh array of w_shape (O, C/G, *kernel), which is that product's layout: no
+    transposed copy (Note [Weight-gradient GEMM] in ember/_ops/conv.py)."""
+    w = allocator.empty(tuple(w_shape), np.result_type(yt, cols))
+    np.matmul(yt, cols.transpose(0, 2, 1), out=w.reshape(cols.shape[0], yt.shape[1], cols.shape[1]))
+    return w
+
+
 def matmul_split(a, b, out=None):
     """np.matmul(a, b) into out (or a fresh array): when b has a leading samples axis that a lacks
     ((O, C) @ (N, C, P), (G, M, K) @ (N, G, K, L)) the samples, else b's columns, are split across the

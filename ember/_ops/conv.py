@@ -172,24 +172,31 @@ def conv_weight(x, y, geo, w_shape):
         g = geo.groups
         layout = _channel_major(out)
         yt = K.to_channel_major(y, g, layout)
-        n = x.shape[0]
-        positions = int(np.prod(out))
-        per = max(n, 1)  # samples per im2col matrix (Note [Weight-gradient chunks]); one pass when the batch is empty
-        if layout == K.BATCH_SECOND:
-            per = max(1, min(n, WEIGHT_COLS_MAX // max(1, x.itemsize * x.shape[1] * int(np.prod(kernel)) * positions)))
-        w = None
-        for n0 in range(0, max(n, 1), per):
-            n1 = min(n, n0 + per)
-            cols = K.im2col(x[n0:n1], kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g, layout)
-            # cols @ y^T, transposed, measured faster than y @ cols^T (OpenBLAS packs the long
-            # reduction dim better this way round)
-            part = K.matmul_reduce(cols, yt[:, :, n0 * positions:n1 * positions].transpose(0, 2, 1))
-            if w is None:
-                w = part
-            else:
-                w += part
-        w = K.swapped(w, w_shape)  # its own buffer, so autograd takes it as .grad as it is
+        if layout == K.BATCH_LAST:  # one matrix; y @ cols^T lands in the weight's layout (Note [Weight-gradient GEMM])
+            w = K.weight_gemm(yt, K.im2col(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g, layout), w_shape)
+        else:
+            w = _weight_in_chunks(x, yt, geo, w_shape, out)
     return w if w.dtype == dtype else w.astype(dtype)
+
+
+def _weight_in_chunks(x, yt, geo, w_shape, out):
+    """The batch-second im2col weight gradient: chunks of samples (Note [Weight-gradient chunks]), each
+    cols @ y^T with its reduction split across the threads, summed, then transposed to w_shape."""
+    kernel = w_shape[2:]
+    n = x.shape[0]
+    positions = int(np.prod(out))
+    per = max(1, min(n, WEIGHT_COLS_MAX // max(1, x.itemsize * x.shape[1] * int(np.prod(kernel)) * positions)))
+    w = None
+    for n0 in range(0, max(n, 1), per):  # one pass when the batch is empty
+        n1 = min(n, n0 + per)
+        cols = K.im2col(x[n0:n1], kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, geo.groups, K.BATCH_SECOND)
+        # cols @ y^T, transposed after, measured faster than y @ cols^T for these long reductions
+        part = K.matmul_reduce(cols, yt[:, :, n0 * positions:n1 * positions].transpose(0, 2, 1))
+        if w is None:
+            w = part
+        else:
+            w += part
+    return K.swapped(w, w_shape)  # its own buffer, so autograd takes it as .grad as it is
 
 
 # Note [Per-sample weight gradient]: the im2col weight gradient writes a matrix taps times the input
@@ -218,6 +225,19 @@ def _per_sample_weight(x, y, w_shape, geo):
     if SAMPLE_WEIGHT_MODE == "always":
         return True
     return w_shape[2] * w_shape[3] > 1 and int(np.prod(y.shape[2:])) >= _SAMPLE_WEIGHT_MIN_POSITIONS
+
+
+# Note [Weight-gradient GEMM]: the im2col weight gradient is one GEMM of y (O, N * positions) with the im2col
+# matrix (C * taps, N * positions) over their long common axis. In the batch-last layout (few positions a
+# sample) it is y @ cols^T at OpenBLAS's own threads, written straight into a weight-shaped array; in the
+# batch-second layout (many positions, in chunks) cols @ y^T, its reduction split across the intra-op threads
+# (matmul_reduce) and transposed after (swapped). At 4x4 and smaller the transposition of a 2304x256 product
+# took 2.5 ms, and the split's partial sums more. Weight gradient, batch 32, float32, 3x3 padding 1, 2 threads,
+# medians of 12 alternating pairs (ms, 2026-11-30, 2-core EPYC VM), cols @ y^T + split + transpose -> y @
+# cols^T: 256->256 at 4x4 11.9 -> 8.0 (torch 11.0), 128->256 at 4x4 5.7 -> 4.3 (torch 5.5), 64->64 at 6x6 2.3
+# -> 2.0, 512->512 at 2x2 26.5 -> 9.6; with the direct kernels off (DIRECT_MODE "never"), 128->128 at 8x8 12.3
+# -> 11.5, 96->96 at 7x7 6.6 -> 5.8, 64->64 at 16x16 12.9 -> 12.6. Batch-second shapes lost that way (16->16 at
+# 32x32 7.1 -> 7.3, 32->32 at 32x32 14.8 -> 16.4, 32->64 at 32x32 24.5 -> 26.2), so they keep cols @ y^T.
 
 
 # Note [Weight-gradient chunks]: the weight gradient's im2col matrix is taps times the input (19 MB for a
