@@ -60,11 +60,15 @@ def test_masks_match_torch(name, dtype, n, threads, monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_relu_forward_takes_the_compiled_kernel_with_torchs_bits(dtype, monkeypatch):
     """relu, relu_ on a tensor that needs grad and relu_ under no_grad each run activation_jit.relu from
-    _JIT_MIN elements (NaN, inf, -0.0 and subnormals among the inputs), with torch's bits; below it NumPy's clip."""
+    _JIT_MIN elements (NaN, inf, -0.0 and subnormals among the inputs), with torch's bits (relu_ through the
+    one-array loop); below it NumPy's clip."""
     kernels = jit.load("activation_jit")
     calls = []
     real = kernels.relu
     monkeypatch.setattr(kernels, "relu", lambda x, out=None: calls.append(x.size) or real(x, out))
+    in_place = []  # relu_ runs the one-array loop (vectorized without masked stores), in pieces on the threads
+    loop = kernels._relu_in_place
+    monkeypatch.setattr(kernels, "_relu_in_place", lambda x, one: in_place.append(x.size) or loop(x, one))
     x, _ = _inputs(A._JIT_MIN, dtype, np.random.default_rng(1))
     runs = {
         "relu": lambda lib, t: lib.relu(t.requires_grad_()),
@@ -74,12 +78,14 @@ def test_relu_forward_takes_the_compiled_kernel_with_torchs_bits(dtype, monkeypa
     for name, run in runs.items():
         for n in (A._JIT_MIN, A._JIT_MIN - 1):
             calls.clear()
+            in_place.clear()
             got = {}
             for lib in (ember, torch):
                 with (lib.no_grad() if "no_grad" in name else lib.enable_grad()):
                     got[lib] = run(lib, lib.from_numpy(x[:n].copy())).detach().numpy()
             assert got[ember].tobytes() == got[torch].tobytes(), name
             assert calls == ([n] if n >= A._JIT_MIN else []), name
+            assert sum(in_place) == (n if n >= A._JIT_MIN and "relu_" in name else 0), name
 
 
 def test_the_switch_gives_the_numpy_forms(monkeypatch):
