@@ -172,8 +172,9 @@ def conv_weight(x, y, geo, w_shape):
         g = geo.groups
         layout = _channel_major(out)
         yt = K.to_channel_major(y, g, layout)
-        if layout == K.BATCH_LAST:  # one matrix; y @ cols^T lands in the weight's layout (Note [Weight-gradient GEMM])
-            w = K.weight_gemm(yt, K.im2col(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g, layout), w_shape)
+        if layout == K.BATCH_LAST:  # one matrix; y @ cols^T is the weight's layout (Note [Weight-gradient GEMM])
+            cols = K.im2col(x, kernel, geo.stride, geo.dilation, geo.lo, geo.hi, out, g, layout)
+            w = K.weight_gemm(yt, cols, w_shape)
         else:
             w = _weight_in_chunks(x, yt, geo, w_shape, out)
     return w if w.dtype == dtype else w.astype(dtype)
