@@ -586,3 +586,70 @@ def _copy_with_history(g):
     if c._grad_fn is not None:
         c._grad_fn._name = "torch::autograd::CopyBackwards"
     return c
+
+
+# ---- calling a node directly ------------------------------------------------------------
+# Note [Calling a node]: torch's grad_fn objects are callable: node(*grads), one gradient per differentiable
+# output of the forward (float or complex; an integer output such as max's indices takes none), runs the node's
+# formula once and returns the gradients of its inputs: the tensor itself when the forward had one input, else
+# a tuple with None where an input needed no gradient. No hook runs, the node's saved values are not freed and
+# grad mode applies as for any op (the result has history if the saved tensors do). All-None gradients give
+# None back without running the formula; a missing one among others is zeros. Unlike torch, whose formulas meet
+# a wrong-sized gradient however they may (an error, or a broadcast), a gradient must broadcast to its output's
+# shape and is expanded to it (copied), else a RuntimeError names both shapes. An AccumulateGrad node adds its one
+# gradient into the leaf's .grad (a copy, never the caller's tensor) and returns (); a custom Function's node is
+# not callable (torch's TypeError).
+
+def call_node(node, grads):
+    """node(*grads): the node's formula on grads given for its differentiable outputs (Note [Calling a node])."""
+    if Tensor is None:
+        _bind_tensor()
+    meta = node._out_meta
+    slots = [i for i, (_, dtype) in enumerate(meta) if dtype is not None and dtype.category >= 2]
+    if len(grads) != len(slots):
+        raise TypeError(f"expected {len(slots)} arguments, got {len(grads)} instead")
+    full = [None] * len(meta)
+    for k, (i, g) in enumerate(zip(slots, grads)):
+        if g is None:
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError(f"argument {k} is not a Variable")
+        full[i] = _expand_grad(node, i, g)
+    edges = node.next_functions
+    if all(g is None for g in full):
+        out = (None,) * len(edges)
+    else:
+        out = node.backward(*(_materialize(node, full) if node.materialize_grads else full))
+        if type(out) is not tuple:
+            out = (out,)
+        if len(out) != len(edges):
+            out = _trim(node, out, len(edges))
+        out = tuple(None if fn is None else g for (fn, _), g in zip(edges, out))
+    return out[0] if len(out) == 1 else out
+
+
+def _expand_grad(node, i, g):
+    """g expanded to output i's shape, or torch's size-mismatch RuntimeError."""
+    shape = tuple(node._out_meta[i][0])
+    if tuple(g.shape) == shape:
+        return g
+    if not _expandable(tuple(g.shape), shape):
+        raise RuntimeError(f"Function {node.name()} got a gradient of shape {list(g.shape)} for its output {i}, "
+                           f"which has shape {list(shape)}")
+    return g.expand(shape).contiguous()  # a fresh array: a formula never meets a broadcast view
+
+
+def call_accumulate_grad(node, grads):
+    """AccumulateGrad(g): g added into the leaf's .grad (Note [Calling a node])."""
+    if Tensor is None:
+        _bind_tensor()
+    if len(grads) != 1:
+        raise TypeError(f"expected 1 arguments, got {len(grads)} instead")
+    g = grads[0]
+    if g is not None:
+        if not isinstance(g, Tensor):
+            raise TypeError("argument 0 is not a Variable")
+        sink = _LeafSink(_state.enabled and g._requires_grad, set(), None, None)
+        sink.may_steal = False
+        sink.accumulate(node.variable, _expand_grad(node, 0, g))
+    return ()

@@ -70,6 +70,10 @@ class BackwardCFunction(FunctionCtx, Node):
     def apply(self, *grads):
         return self.backward(*grads)
 
+    def __call__(self, *grads):
+        """Not callable, as torch's custom Function nodes (call .apply instead)."""
+        raise TypeError(f"'{type(self).__name__}' object is not callable")
+
 
 class FunctionMeta(type):
     """Gives every Function subclass its node class, named like torch's (MyFnBackward)."""

@@ -152,6 +152,12 @@ class Node:
     def __repr__(self):
         return f"<{self.name().rpartition('::')[2]} object at {hex(id(self))}>"
 
+    def __call__(self, *grads):
+        """The node's formula on one gradient per differentiable output: its inputs' gradients, as torch's
+        grad_fn(*grads) (Note [Calling a node] in engine.py)."""
+        from .engine import call_node
+        return call_node(self, grads)
+
     def _sequence_nr(self):
         return self._seq
 
@@ -241,6 +247,11 @@ class AccumulateGrad(Node):
     # a sink has no inputs and saves nothing: read from the class (a leaf's node is made anew for each graph)
     next_functions = needs_input_grad = _input_meta = _saved = ()
     _seq = 2 ** 64 - 1  # torch's sequence number for every AccumulateGrad (UINT64_MAX): it takes none from the count
+
+    def __call__(self, *grads):
+        """Add the one gradient into the leaf's .grad; returns () (Note [Calling a node] in engine.py)."""
+        from .engine import call_accumulate_grad
+        return call_accumulate_grad(self, grads)
 
 
 _Tensor = None  # ember.Tensor, bound by _leaf_shape's first call (ember._tensor imports this module)
