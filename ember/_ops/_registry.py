@@ -19,7 +19,7 @@ import numpy as np
 from .. import _dtype as D
 from .._backend import check_internal_overlap, check_partial_overlap, large, scalar_array, ufunc
 from .._tensor import Tensor
-from ..autograd import grad_mode
+from ..autograd import grad_mode, saved_hooks
 from ..autograd.graph import Node, SavedTensor, init_node
 from ..amp._dispatch import wrap as _autocast_wrap
 from ._argcheck import NUMBERS_AS_TENSORS, guard
@@ -135,6 +135,8 @@ def _attach(ctx, inputs, arrays, outs):
             o._requires_grad = True
             o._grad_fn = ctx
             o._output_nr = i
+    if saved_hooks.active:  # Note [Packed saved tensors]
+        saved_hooks.pack(ctx, outs)
 
 
 def _resolve(item, inputs, arrays, outs):
@@ -278,6 +280,10 @@ def _save_row(node, row, a, b, x_arr, y_arr, out):
             else:
                 saved.append(SavedTensor("value", v))
     node._saved = tuple(saved)
+    if saved_hooks.active:  # Note [Packed saved tensors]: the hook sees the output with its history
+        out._requires_grad = True
+        out._grad_fn = node
+        saved_hooks.pack(node, (out,))
 
 
 def unary_call(row, input):
@@ -753,6 +759,16 @@ def _snapshot_saved_self(node, self):
             snap._grad_fn = s.obj._grad_fn
             snap._output_nr = s.obj._output_nr
             new[i] = SavedTensor("input", snap, None, 0)
+        elif s.kind == "packed" and s.obj.source is not None:  # Note [Packed saved tensors]
+            src = s.obj.source()
+            if src is not None and (src is self or src._data is self._data):
+                if new is None:
+                    new = list(saved)
+                snap = _make(src._data.copy(), src._dtype)
+                snap._requires_grad = s.obj.requires_grad
+                snap._grad_fn = s.obj.grad_fn
+                snap._output_nr = s.obj.output_nr
+                new[i] = saved_hooks.repack_input(s, snap)
     if new is not None:
         node._saved = tuple(new)
 

@@ -5,7 +5,7 @@ the same Node the built-in ops use. See https://pytorch.org/docs/stable/autograd
 """
 import functools
 
-from . import grad_mode
+from . import grad_mode, saved_hooks
 from .graph import Node, SavedTensor, init_node
 
 _state = grad_mode._state
@@ -216,6 +216,8 @@ def _record(ctx, tensors, outs):
         else:
             saved.append(SavedTensor("input", t, None, t._version_counter.value))
     ctx._saved = tuple(saved)
+    if saved_hooks.active:  # Note [Packed saved tensors]
+        saved_hooks.pack(ctx, outs)
 
 
 def _is_in(t, items):

@@ -56,8 +56,9 @@ def _type_name(t):
 
 class SavedTensor:
     """One saved value: an input Tensor (kept by reference, version-checked), the
-    node's own output (kept as an array, see Note [No cycles]), a constant array, or
-    any other value (kind "value")."""
+    node's own output (kept as an array, see Note [No cycles]), a constant array,
+    any other value (kind "value"), or what a saved-tensor pack hook made of a tensor
+    (kind "packed", Note [Packed saved tensors] in saved_hooks.py)."""
     __slots__ = ("kind", "obj", "version_counter", "version", "output_nr")
 
     def __init__(self, kind, obj, version_counter=None, version=0, output_nr=0):
@@ -91,6 +92,9 @@ class SavedTensor:
             raise RuntimeError(_FREED)
         if kind == "value":
             return self.obj
+        if kind == "packed":  # Note [Packed saved tensors] (ember/autograd/saved_hooks.py)
+            from .saved_hooks import unpack
+            return unpack(self, node)
         return _make_tensor(self.obj)  # constant array saved by the forward kernel
 
 
@@ -302,3 +306,6 @@ class _Handle:
 
     def __exit__(self, *exc):
         self.remove()
+
+
+from .saved_hooks import disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks  # noqa: E402 (they use this module)
