@@ -533,6 +533,31 @@ def _flags(flags, fn, opname):
     return flags
 
 
+# Note [Torch functions of other objects]: an argument whose type defines __torch_function__ and is not a Tensor
+# (torch.fx's Proxy above all) takes over a call it is passed to, as in torch: the op's argument check, on the way
+# to its TypeError, hands the call to that type's __torch_function__(func, types, args, kwargs) instead. Only the
+# failing path looks, so a call on tensors pays nothing; Tensor subclasses do not take calls over this way.
+def torch_function(func, args, kwargs):
+    """type(arg).__torch_function__(func, types, args, kwargs) for the first argument (also inside lists, tuples
+    and keyword values) whose type defines it and is not a Tensor, or NotImplemented when none does."""
+    found = []
+    _overriding(args, found)
+    _overriding(tuple(kwargs.values()), found)
+    for obj in found:
+        result = type(obj).__torch_function__(func, tuple({type(o): None for o in found}), args, kwargs or {})
+        if result is not NotImplemented:
+            return result
+    return NotImplemented
+
+
+def _overriding(values, found):
+    for v in values:
+        if type(v) in (list, tuple):
+            _overriding(v, found)
+        elif not isinstance(v, Tensor) and hasattr(type(v), "__torch_function__"):
+            found.append(v)
+
+
 def guard_namespace(names, prefix="", precheck=False, c_level=None):
     """Guard the public functions of a namespace dict (torch.nn.functional, torch.linalg ...) in place;
     precheck=False: checked only when they raise (their Python-level torch forms take what they are given),
@@ -572,6 +597,8 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True, python_lev
                     if (test is not None and not test(v)) or (v.__class__ not in PLAIN and not isinstance(v, Tensor)):
                         err = argument_error(fn, opname, args, kwargs, method)
                         if err is not None:
+                            if (r := torch_function(call, args, kwargs)) is not NotImplemented:
+                                return r  # Note [Torch functions of other objects]
                             raise err
                         break
         if precheck and len(args) > (flags or _flags(flags, fn, opname))[2]:  # from the first flag position
@@ -579,11 +606,15 @@ def guard(fn, opname, method=False, numpy_names=False, precheck=True, python_lev
                 if (test is not None and not test(v)) or (v.__class__ not in PLAIN and not isinstance(v, Tensor)):
                     err = argument_error(fn, opname, args, kwargs, method)
                     if err is not None:
+                        if (r := torch_function(call, args, kwargs)) is not NotImplemented:
+                            return r
                         raise err
                     break
         try:
             return fn(*args, **kwargs)
         except Exception as e:  # torch checks the types before anything else: so does the re-check
+            if (r := torch_function(call, args, kwargs)) is not NotImplemented:
+                return r  # Note [Torch functions of other objects]
             if python_level and _python_level_error(e):
                 raise
             err = translate(e, fn, opname, args, kwargs, method)

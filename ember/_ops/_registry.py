@@ -13,6 +13,7 @@ in-place checks live here, once.
 """
 import functools
 import inspect
+import types
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from .._tensor import Tensor
 from ..autograd import grad_mode, saved_hooks
 from ..autograd.graph import Node, SavedTensor, init_node
 from ..amp._dispatch import wrap as _autocast_wrap
-from ._argcheck import NUMBERS_AS_TENSORS, guard
+from ._argcheck import NUMBERS_AS_TENSORS, guard, torch_function
 from ._limited import check_class_op, check_row
 
 _state = grad_mode._state
@@ -286,8 +287,16 @@ def _save_row(node, row, a, b, x_arr, y_arr, out):
         saved_hooks.pack(node, (out,))
 
 
+def _public(row):
+    """The public function of a row (ember.add for the internal _add row), for Note [Torch functions of other
+    objects]."""
+    return namespace.get(row.name.lstrip("_")) or namespace.get(row.name)
+
+
 def unary_call(row, input):
     if not isinstance(input, Tensor):
+        if (r := torch_function(_public(row), (input,), {})) is not NotImplemented:
+            return r  # Note [Torch functions of other objects]
         raise TypeError(f"{row.name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     d = input._dtype
@@ -407,7 +416,12 @@ def binary_call(row, a, b):
         x = a._data  # the common case, binary_operands' answer without its call
         y = b._data
     else:
-        x, y, _ = binary_operands(row, a, b)
+        try:
+            x, y, _ = binary_operands(row, a, b)
+        except TypeError:
+            if (r := torch_function(_public(row), (a, b), {})) is not NotImplemented:
+                return r  # Note [Torch functions of other objects]
+            raise
     try:
         if row.ufunc and (large(row.kernel, x.nbytes) or large(row.kernel, y.nbytes)):
             r = ufunc(row.kernel, x, y)  # a large result: pooled, in pieces (Note [Elementwise pieces])
@@ -859,14 +873,14 @@ def install(fn, name, method=True, function=True, inplace=None, aliases=(), dund
     names = (name,) + tuple(aliases)
     for n in names:
         if function:
-            namespace[n] = public
+            namespace[n] = public if n == name else _renamed(public, n)
         if method:
             setattr(Tensor, n, fn)
         if inplace is not None:
             if method:  # torch.selu_ and friends are functions only
                 setattr(Tensor, n + "_", inplace)
             if function:
-                namespace[n + "_"] = fn_inplace
+                namespace[n + "_"] = fn_inplace if n == name else _renamed(fn_inplace, n + "_")
     ALL_OPS[name] = decl if decl is not None else fn
     if dunder:
         setattr(Tensor, f"__{dunder}__", fn)
@@ -875,6 +889,20 @@ def install(fn, name, method=True, function=True, inplace=None, aliases=(), dund
     if rdunder is not None:
         setattr(Tensor, f"__r{dunder}__", rdunder)
     return fn
+
+
+def _renamed(fn, name):
+    """fn under an alias's own name (torch.arctan is named arctan, not atan: a traced graph names its node after
+    it): the same code, defaults and attributes in a new function object; other callables as they are."""
+    if type(fn) is not types.FunctionType:
+        return fn
+    alias = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    alias.__kwdefaults__ = fn.__kwdefaults__
+    alias.__dict__.update(fn.__dict__)
+    alias.__qualname__ = name
+    alias.__module__ = fn.__module__
+    alias.__doc__ = fn.__doc__
+    return alias
 
 
 def register(name=None, method=True, function=True, inplace=False, aliases=(), dunder=None, out=False):

@@ -1,0 +1,15 @@
+"""torch.fx: symbolic tracing of modules and functions into a Graph of nodes, graph editing, and running graphs
+as GraphModules (generated Python code) or node by node (Interpreter, Transformer). Covered: symbolic_trace,
+Tracer, Graph, Node, Proxy, GraphModule, Interpreter, Transformer, wrap, node.map_arg / map_aggregate. Not
+covered: subgraph_rewriter / replace_pattern, passes (shape propagation, splitting), concrete_args beyond plain
+values, tracing a forward with *args; a call such code makes raises (an AttributeError or NotImplementedError)."""
+from . import node, proxy  # noqa: F401
+from ._symbolic_trace import Tracer, symbolic_trace, wrap
+from .graph import Graph
+from .graph_module import GraphModule
+from .interpreter import Interpreter, Transformer
+from .node import Node, map_arg
+from .proxy import Proxy
+
+__all__ = ["symbolic_trace", "Tracer", "Graph", "GraphModule", "Node", "Proxy", "Interpreter", "Transformer",
+           "wrap", "map_arg"]

@@ -1,0 +1,195 @@
+"""torch.fx.Tracer and symbolic_trace: run a module's forward (or a function) on Proxies, recording each
+operation as a node; calls of leaf modules (ember.nn's own) stay one call_module node, parameters and buffers
+become get_attr nodes, and functions marked with wrap() stay one call_function node."""
+import functools
+import inspect
+import sys
+
+from .graph import Graph
+from .proxy import Proxy, TracerBase
+
+_wrapped = []  # (globals dict, name) registered by wrap()
+
+
+def wrap(fn_or_name):
+    """At module scope: calls of this global function (given by name or itself) in code traced afterwards are
+    recorded as one call_function node instead of being traced through."""
+    if callable(fn_or_name):
+        name = fn_or_name.__name__
+    elif isinstance(fn_or_name, str):
+        name = fn_or_name
+    else:
+        raise AssertionError("Unsupported type for global function! Must be either a callable or string name")
+    frame = sys._getframe(1)
+    if frame.f_code.co_name != "<module>":
+        raise NotImplementedError("wrap must be called at the top level of a module")
+    _wrapped.append((frame.f_globals, name))
+    return fn_or_name
+
+
+class Tracer(TracerBase):
+    """Records a module's forward into a Graph. Override is_leaf_module, create_node, create_arg, call_module or
+    getattr to change what is traced through and what is recorded."""
+
+    def __init__(self, autowrap_modules=(), autowrap_functions=(), param_shapes_constant=False):
+        self.autowrap_functions = tuple(autowrap_functions)
+        self.param_shapes_constant = param_shapes_constant
+        self.graph = None
+        self.root = None
+        self.tensor_attrs = {}
+        self.scope = None
+
+    # -- what is a leaf -----------------------------------------------------------------------------------
+    def is_leaf_module(self, m, module_qualified_name):
+        """ember.nn's own modules (not Sequential) are leaves: one call_module node each."""
+        import ember
+        return (type(m).__module__.startswith("ember.nn") and not isinstance(m, ember.nn.Sequential))
+
+    def path_of_module(self, mod):
+        for name, m in self.root.named_modules():
+            if m is mod:
+                return name
+        raise NameError("module is not installed as a submodule")
+
+    def call_module(self, m, forward, args, kwargs):
+        """A leaf's call as a call_module node; anything else traced through forward."""
+        name = self.path_of_module(m)
+        if not self.is_leaf_module(m, name):
+            return forward(*args, **kwargs)
+        return self.create_proxy("call_module", name, args, kwargs)
+
+    def getattr(self, attr, attr_val, parameter_proxy_cache):
+        """A parameter or buffer of the root read in forward: a get_attr node (one per attribute)."""
+        import ember
+        if isinstance(attr_val, ember.Tensor):
+            for name, t in self._attrs():
+                if t is attr_val:
+                    if name not in parameter_proxy_cache:
+                        parameter_proxy_cache[name] = self.create_proxy("get_attr", name, (), {})
+                    return parameter_proxy_cache[name]
+        return attr_val
+
+    def _attrs(self):
+        yield from self.root.named_parameters(remove_duplicate=False)
+        yield from self.root.named_buffers(remove_duplicate=False)
+
+    def create_arg(self, a):
+        """Parameters and buffers of the root become get_attr nodes, other tensors constants of the module
+        (_tensor_constant0, ...), the rest as TracerBase does."""
+        import ember
+        if isinstance(a, ember.Tensor):
+            for name, t in self._attrs():
+                if t is a:
+                    return self.create_node("get_attr", name, (), {})
+            qualname = self.tensor_attrs.get(id(a))
+            if qualname is None:
+                i = 0
+                while hasattr(self.root, f"_tensor_constant{i}"):
+                    i += 1
+                qualname = f"_tensor_constant{i}"
+                setattr(self.root, qualname, a)
+                self.tensor_attrs[id(a)] = qualname
+            return self.create_node("get_attr", qualname, (), {})
+        if isinstance(a, ember.nn.Module):
+            for name, m in self.root.named_modules():
+                if m is a:
+                    return self.create_node("get_attr", name, (), {})
+        return super().create_arg(a)
+
+    # -- tracing ------------------------------------------------------------------------------------------
+    def trace(self, root, concrete_args=None):
+        """The graph of root's forward (root a module) or of root itself (a function)."""
+        import ember
+        nn = ember.nn
+        if isinstance(root, nn.Module):
+            self.root = root
+            fn = type(root).forward
+            bound_self = [root]
+        else:
+            self.root = nn.Module()
+            fn = root
+            bound_self = []
+        self.graph = Graph(tracer_cls=type(self))
+        self.tensor_attrs = {}
+        concrete_args = dict(concrete_args or {})
+        sig = inspect.signature(fn)
+        params = list(sig.parameters.values())[len(bound_self):]
+        args = []
+        kwargs = {}
+        for p in params:
+            if p.name in concrete_args:
+                value = concrete_args[p.name]
+            elif p.kind is p.VAR_POSITIONAL:
+                raise NotImplementedError("tracing a forward with *args is not supported by ember.fx")
+            elif p.kind is p.VAR_KEYWORD:
+                continue
+            else:
+                default = () if p.default is inspect.Parameter.empty else (p.default,)
+                value = self.create_proxy("placeholder", p.name, default, {})
+            if p.kind is p.KEYWORD_ONLY:
+                kwargs[p.name] = value
+            else:
+                args.append(value)
+        cache = {}
+        tracer = self
+        orig_call = nn.Module.__call__
+        orig_getattr = nn.Module.__getattr__
+
+        def module_call(mod, *a, **k):  # traced through: the module's own __call__ (its hooks), inner calls patched
+            return tracer.call_module(mod, lambda *a2, **k2: orig_call(mod, *a2, **k2), a, k)
+
+        def module_getattr(mod, name):
+            value = orig_getattr(mod, name)
+            return tracer.getattr(name, value, cache)
+        patched = [(nn.Module, "__call__", orig_call), (nn.Module, "__getattr__", orig_getattr)]
+        nn.Module.__call__ = module_call
+        nn.Module.__getattr__ = module_getattr
+        for globals_, name in _wrapped + [(getattr(f, "__globals__", {}), f.__name__) for f in self.autowrap_functions]:
+            original = globals_.get(name)
+            if original is not None and not getattr(original, "_ember_fx_wrapper", False):
+                patched.append((globals_, name, original))
+                globals_[name] = _wrapper(original, self)
+        try:
+            result = fn(*bound_self, *args, **kwargs)
+        finally:
+            for owner, name, original in reversed(patched):
+                if isinstance(owner, dict):
+                    owner[name] = original
+                else:
+                    setattr(owner, name, original)
+        self.create_node("output", "output", (self.create_arg(result),), {}, type_expr=None)
+        return self.graph
+
+
+def _wrapper(fn, tracer):
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        proxies = []
+
+        def find(a):
+            if isinstance(a, Proxy):
+                proxies.append(a)
+            elif isinstance(a, (tuple, list)):
+                for x in a:
+                    find(x)
+            elif isinstance(a, dict):
+                for x in a.values():
+                    find(x)
+        find(args)
+        find(kwargs)
+        if proxies:
+            return proxies[0].tracer.create_proxy("call_function", fn, args, kwargs)
+        return fn(*args, **kwargs)
+    call._ember_fx_wrapper = True
+    return call
+
+
+def symbolic_trace(root, concrete_args=None):
+    """A GraphModule of root (a module or a function) traced with the default Tracer."""
+    from .graph_module import GraphModule
+    import ember
+    tracer = Tracer()
+    graph = tracer.trace(root, concrete_args)
+    name = type(root).__name__ if isinstance(root, ember.nn.Module) else root.__name__
+    return GraphModule(tracer.root, graph, name)
+
