@@ -457,3 +457,30 @@ def test_graph_building_and_editing():
                 [n.name for n in s.all_input_nodes], sorted(gm.state_dict()))
 
     _check(scenario)
+
+
+def test_replace_pattern_as_in_the_subgraph_rewriter_example():
+    """pytorch/examples fx/subgraph_rewriter_basic_use.py: both neg-cat-sum chains become one stack each, placed
+    just before the value's first use; a chain whose inner value is read elsewhere is left alone."""
+    def scenario(lib):
+        fx = _fx(lib)
+
+        def forward(self, x, w1, w2):
+            m1 = lib.cat([lib.neg(w1), w2]).sum()
+            m2 = lib.cat([lib.neg(w1), w2]).sum()
+            kept = lib.neg(w2)
+            m3 = lib.cat([kept, w1]).sum()  # kept is also returned: not replaced
+            return x + lib.max(m1) + lib.max(m2) + m3, kept
+
+        def pattern(a1, a2):
+            return lib.cat([lib.neg(a1), a2]).sum()
+
+        def replacement(w1, w2):
+            return lib.stack([w1, w2])
+        traced = fx.symbolic_trace(_module(lib, forward))
+        matches = fx.replace_pattern(traced, pattern, replacement)
+        traced.graph.lint()
+        x, w1, w2 = (lib.tensor(v) for v in ([1.0, 2.0], [1.0, 2.0], [3.0, 4.0]))
+        return len(matches), _summary(lib, traced.graph), _np(traced(x, w1, w2))
+
+    _check(scenario)

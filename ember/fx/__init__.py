@@ -1,8 +1,8 @@
 """torch.fx: symbolic tracing of modules and functions into a Graph of nodes, graph editing, and running graphs
 as GraphModules (generated Python code) or node by node (Interpreter, Transformer). Covered: symbolic_trace,
-Tracer, Graph, Node, Proxy, GraphModule, Interpreter, Transformer, wrap, node.map_arg / map_aggregate. Not
-covered: subgraph_rewriter / replace_pattern, passes (shape propagation, splitting), concrete_args beyond plain
-values, tracing a forward with *args; a call such code makes raises (an AttributeError or NotImplementedError)."""
+Tracer, Graph, Node, Proxy, GraphModule, Interpreter, Transformer, wrap, replace_pattern, node.map_arg /
+map_aggregate. Not covered: replace_pattern's match filters, passes (shape propagation, splitting), concrete_args
+beyond plain values, tracing a forward with *args (NotImplementedError)."""
 from . import node, proxy  # noqa: F401
 from ._symbolic_trace import Tracer, symbolic_trace, wrap
 from .graph import Graph
@@ -10,6 +10,7 @@ from .graph_module import GraphModule
 from .interpreter import Interpreter, Transformer
 from .node import Node, map_arg
 from .proxy import Proxy
+from .subgraph_rewriter import replace_pattern
 
 __all__ = ["symbolic_trace", "Tracer", "Graph", "GraphModule", "Node", "Proxy", "Interpreter", "Transformer",
-           "wrap", "map_arg"]
+           "wrap", "map_arg", "replace_pattern"]
