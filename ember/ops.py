@@ -1,4 +1,5 @@
-"""torch.ops: the `aten` namespace of the operator overloads torch's own tests call directly.
+"""torch.ops: the `aten` namespace of the operator overloads torch's own tests call directly, and `profiler`'s
+range functions (what a tracer records for record_function: pytorch/examples fx/profiling_tracer.py).
 
 torch.ops.aten.<op>.<overload> is torch's dispatcher entry point; ember has no dispatcher, so `aten` holds
 only the overloads that have no public name in torch (aten.slice, native_dropout_backward,
@@ -6,7 +7,7 @@ max_pool2d_with_indices_backward), each written with ember ops (so they are diff
 """
 from ._ops import _aten
 
-__all__ = ["aten"]
+__all__ = ["aten", "profiler"]
 
 
 class OpOverload:
@@ -61,3 +62,28 @@ class _OpNamespace:
 
 
 aten = _OpNamespace("aten", _aten.PACKETS)
+
+
+def _record_function_enter(name, args=None):
+    """Open a profiler range named `name` (record_function entered); returns its handle for the exit."""
+    from .profiler import record_function
+    handle = record_function(name, args)
+    handle.__enter__()
+    return handle
+
+
+def _record_function_exit(handle):
+    """Close the range _record_function_enter opened (a Proxy handle is recorded while tracing)."""
+    from .profiler import record_function
+    if not isinstance(handle, record_function):
+        from ._ops._argcheck import torch_function
+        result = torch_function(profiler._record_function_exit, (handle,), {})
+        if result is not NotImplemented:
+            return result
+        raise TypeError(f"_record_function_exit(): expected the handle of _record_function_enter, got "
+                        f"{type(handle).__name__}")
+    handle.__exit__(None, None, None)
+
+
+profiler = _OpNamespace("profiler", {"_record_function_enter": {"default": _record_function_enter},
+                                     "_record_function_exit": {"default": _record_function_exit}})

@@ -3,6 +3,7 @@ operation as a node; calls of leaf modules (ember.nn's own) stay one call_module
 become get_attr nodes, and functions marked with wrap() stay one call_function node."""
 import functools
 import inspect
+import math
 import sys
 
 from .graph import Graph
@@ -31,7 +32,8 @@ class Tracer(TracerBase):
     """Records a module's forward into a Graph. Override is_leaf_module, create_node, create_arg, call_module or
     getattr to change what is traced through and what is recorded."""
 
-    def __init__(self, autowrap_modules=(), autowrap_functions=(), param_shapes_constant=False):
+    def __init__(self, autowrap_modules=(math,), autowrap_functions=(), param_shapes_constant=False):
+        self.autowrap_modules = tuple(autowrap_modules)
         self.autowrap_functions = tuple(autowrap_functions)
         self.param_shapes_constant = param_shapes_constant
         self.graph = None
@@ -149,6 +151,11 @@ class Tracer(TracerBase):
             if original is not None and not getattr(original, "_ember_fx_wrapper", False):
                 patched.append((globals_, name, original))
                 globals_[name] = _wrapper(original, self)
+        for module in self.autowrap_modules:  # math.sqrt(proxy) and the like: one call_function node each
+            for name, original in list(vars(module).items()):
+                if not name.startswith("_") and callable(original) and not isinstance(original, type):
+                    patched.append((module, name, original))
+                    setattr(module, name, _wrapper(original, self))
         try:
             result = fn(*bound_self, *args, **kwargs)
         finally:

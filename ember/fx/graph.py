@@ -2,6 +2,7 @@
 copies), checks (lint), dead-code elimination, and the Python source a GraphModule runs (python_code)."""
 import builtins
 import contextlib
+import inspect
 import keyword
 import math
 import operator
@@ -84,9 +85,11 @@ class _NodeList:
 class PythonCode:
     """Generated source and the globals it needs."""
 
-    def __init__(self, src, globals_):
+    def __init__(self, src, globals, _lineno_map=None, _prologue_start=0):
         self.src = src
-        self.globals = globals_
+        self.globals = globals
+        self._lineno_map = _lineno_map
+        self._prologue_start = _prologue_start
 
 
 class Graph:
@@ -127,9 +130,8 @@ class Graph:
                 op = op[2:-2]
         return _snake_case(op)
 
-    def placeholder(self, name, type_expr=None, default_value=None):
-        import inspect
-        args = () if default_value is None or default_value is inspect.Parameter.empty else (default_value,)
+    def placeholder(self, name, type_expr=None, default_value=inspect.Signature.empty):
+        args = () if default_value is inspect.Signature.empty else (default_value,)
         return self.create_node("placeholder", name, args, type_expr=type_expr)
 
     def get_attr(self, qualified_name, type_expr=None):
@@ -141,8 +143,8 @@ class Graph:
     def call_method(self, method_name, args=None, kwargs=None, type_expr=None):
         return self.create_node("call_method", method_name, args, kwargs, type_expr=type_expr)
 
-    def call_function(self, the_function, args=None, kwargs=None, type_expr=None):
-        return self.create_node("call_function", the_function, args, kwargs, type_expr=type_expr)
+    def call_function(self, the_function, args=None, kwargs=None, type_expr=None, name=None):
+        return self.create_node("call_function", the_function, args, kwargs, name, type_expr)
 
     def output(self, result, type_expr=None):
         return self.create_node("output", "output", (result,), type_expr=type_expr)
@@ -202,7 +204,8 @@ class Graph:
             val_map[node] = self.node_copy(node, lambda n: val_map[n])
         return None
 
-    def find_nodes(self, *, op, target=None):
+    def find_nodes(self, *, op, target=None, sort=True):
+        """The nodes of this op (and target), in graph order (sort= is accepted: they are always in order)."""
         return [n for n in self.nodes if n.op == op and (target is None or n.target == target)]
 
     # -- checks -----------------------------------------------------------------------------------------------
@@ -264,9 +267,11 @@ class Graph:
             return
         print(tabulate(rows, headers=["opcode", "name", "target", "args", "kwargs"]))
 
-    def python_code(self, root_module="self"):
+    def python_code(self, root_module, *, verbose=False, include_stride=False, include_device=False, colored=False,
+                    expanded_def=False, record_func=False, additional_meta=None):
         """The source of forward(self, <placeholders>) running the nodes in order (each value dropped after its
-        last use, as torch's generated code does), and the globals it reads."""
+        last use, as torch's generated code does), and the globals it reads. The formatting options are accepted
+        and change nothing: ember's nodes carry no tensor metadata to annotate."""
         gen = _CodeGen(root_module)
         return gen.generate(self)
 
@@ -365,7 +370,7 @@ class _CodeGen:
         if not any(n.op == "output" for n in nodes):
             body.append("    return None")
         src = f"\n\n\ndef forward({', '.join([self.root] + params)}):\n" + "\n".join(body) + "\n    "
-        return PythonCode(src, dict(self.globals))
+        return PythonCode(src, dict(self.globals), None)
 
     def _line(self, n, params):
         if n.op == "placeholder":

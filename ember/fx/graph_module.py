@@ -109,7 +109,10 @@ def _build():
             type(self).forward = namespace["forward"]
             return code
 
-        def print_readable(self, print_output=True):
+        def print_readable(self, print_output=True, include_stride=False, include_device=False, colored=False, *,
+                           fast_sympy_print=False, expanded_def=False, additional_meta=None):
+            """The generated code as a class definition (printed unless print_output=False; the formatting
+            options change nothing: ember's nodes carry no tensor metadata)."""
             text = f"class {type(self).__name__}(ember.nn.Module):" + self._code.replace("\n", "\n    ")
             if print_output:
                 print(text)

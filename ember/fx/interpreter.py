@@ -1,5 +1,7 @@
 """torch.fx.Interpreter and Transformer: run a GraphModule's graph node by node (each node kind a method to
 override), or re-trace it into a new graph."""
+import inspect
+
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import map_aggregate, map_arg
@@ -111,7 +113,7 @@ class Transformer(Interpreter):
         self.tracer.root = module
 
     def placeholder(self, target, args, kwargs):
-        default = args[0] if args else None
+        default = args[0] if args else inspect.Signature.empty
         return Proxy(self.new_graph.placeholder(target, default_value=default), self.tracer)
 
     def get_attr(self, target, args, kwargs):

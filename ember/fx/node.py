@@ -131,13 +131,13 @@ class Node:
     def update_kwarg(self, key, arg):
         self.kwargs = {**self.kwargs, key: arg}
 
-    def replace_all_uses_with(self, replace_with, delete_user_cb=lambda user: True, *, propagate_meta=False):
-        """Every user reads replace_with instead of this node (users for which delete_user_cb is true);
-        returns the users changed."""
+    def replace_all_uses_with(self, replace_with, delete_user_cb=None, *, propagate_meta=False):
+        """Every user reads replace_with instead of this node (the users for which delete_user_cb is true, when
+        given); returns the users changed."""
         if propagate_meta:
             for k, v in self.meta.items():
                 replace_with.meta.setdefault(k, v)
-        changed = [u for u in list(self.users) if delete_user_cb(u)]
+        changed = [u for u in list(self.users) if delete_user_cb is None or delete_user_cb(u)]
         for user in changed:
             user._update_args_kwargs(*map_arg((user.args, user.kwargs), lambda n: replace_with if n is self else n))
         return changed
@@ -146,9 +146,9 @@ class Node:
         """This node reads new_input wherever it read old_input."""
         self._update_args_kwargs(*map_arg((self.args, self.kwargs), lambda n: new_input if n is old_input else n))
 
-    def is_impure(self):
+    def is_impure(self, impure_random=True):
         """Placeholders, outputs and calls of known side-effecting functions or in-place methods stay in
-        eliminate_dead_code."""
+        eliminate_dead_code (impure_random: torch's random ops; ember marks none, so it changes nothing)."""
         if self.op in ("placeholder", "output"):
             return True
         if self.op == "call_method" and isinstance(self.target, str) and self.target.endswith("_") \
@@ -169,8 +169,12 @@ class Node:
     def __repr__(self):
         return self.name
 
-    def format_node(self):
-        """One line of str(graph), as torch prints it."""
+    def format_node(self, placeholder_names=None, maybe_return_typename=None, *, include_tensor_metadata=False):
+        """One line of str(graph), as torch prints it (placeholder_names, when a list, collects placeholder
+        names instead; the other options change nothing here)."""
+        if placeholder_names is not None and self.op == "placeholder":
+            placeholder_names.append(self.target)
+            return None
         if self.op == "placeholder":
             default = f"(default={self.args[0]})" if self.args else ""
             return f"%{self.name} : [num_users={len(self.users)}] = placeholder[target={self.target}]{default}"

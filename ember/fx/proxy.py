@@ -143,6 +143,9 @@ class Proxy:
         if not tracers:
             return NotImplemented
         tracer = tracers[0]
+        if any(t is not tracer for t in tracers):
+            raise RuntimeError(f"Found multiple different tracers {list({id(t): t for t in tracers}.values())} while "
+                               f"trying to trace operations {orig_method}")
         import ember
         name = getattr(orig_method, "__name__", None)
         if name is not None and getattr(ember.Tensor, name, None) is orig_method:

@@ -1,0 +1,1 @@
+"""torch.fx.passes: the shape propagation pass (shape_prop.ShapeProp)."""
