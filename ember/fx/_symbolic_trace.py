@@ -7,7 +7,7 @@ import math
 import sys
 
 from .graph import Graph
-from .proxy import Proxy, TracerBase
+from .proxy import TracerBase, tracers_in
 
 _wrapped = []  # (globals dict, name) registered by wrap()
 
@@ -171,21 +171,9 @@ class Tracer(TracerBase):
 def _wrapper(fn, tracer):
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        proxies = []
-
-        def find(a):
-            if isinstance(a, Proxy):
-                proxies.append(a)
-            elif isinstance(a, (tuple, list)):
-                for x in a:
-                    find(x)
-            elif isinstance(a, dict):
-                for x in a.values():
-                    find(x)
-        find(args)
-        find(kwargs)
-        if proxies:
-            return proxies[0].tracer.create_proxy("call_function", fn, args, kwargs)
+        tracers = tracers_in(args, kwargs)
+        if tracers:
+            return tracers[0].create_proxy("call_function", fn, args, kwargs)
         return fn(*args, **kwargs)
     call._ember_fx_wrapper = True
     return call

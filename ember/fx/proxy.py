@@ -127,19 +127,7 @@ class Proxy:
         method, else a call_function node, in the graph of the first Proxy found."""
         args = args if args else ()
         kwargs = kwargs if kwargs else {}
-        tracers = []
-
-        def find(a):
-            if isinstance(a, Proxy):
-                tracers.append(a.tracer)
-            elif isinstance(a, (tuple, list)):
-                for x in a:
-                    find(x)
-            elif isinstance(a, dict):
-                for x in a.values():
-                    find(x)
-        find(args)
-        find(kwargs)
+        tracers = tracers_in(args, kwargs)
         if not tracers:
             return NotImplemented
         tracer = tracers[0]
@@ -151,6 +139,24 @@ class Proxy:
         if name is not None and getattr(ember.Tensor, name, None) is orig_method:
             return tracer.create_proxy("call_method", name, args, kwargs)
         return tracer.create_proxy("call_function", orig_method, args, kwargs)
+
+
+def tracers_in(*values):
+    """The tracers of the Proxies inside values (nested in tuples, lists and dict values), in order."""
+    found = []
+
+    def walk(a):
+        if isinstance(a, Proxy):
+            found.append(a.tracer)
+        elif isinstance(a, (tuple, list)):
+            for x in a:
+                walk(x)
+        elif isinstance(a, dict):
+            for x in a.values():
+                walk(x)
+    for v in values:
+        walk(v)
+    return found
 
 
 class Attribute(Proxy):
