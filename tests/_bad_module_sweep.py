@@ -25,9 +25,9 @@ VALID = {
     "output_size": 2, "size": 2, "padding": 1, "value": 0.0, "threshold": 0.5, "norm_type": 2.0, "num_chunks": 2,
     "groups": 1, "unflattened_size": (2, 2), "num_classes": 3, "mode": "fan_in", "bias": True,
 }
-# constructed from other modules, or needing a distributed process group: not swept
+# constructed from other modules (or lazily shaped): not swept
 MODULE_SKIP = {"Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Container",
-               "Transformer", "TransformerEncoder", "TransformerDecoder", "SyncBatchNorm", "RNNBase",
+               "Transformer", "TransformerEncoder", "TransformerDecoder", "RNNBase",
                "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
                "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
                "LazyInstanceNorm2d", "LazyInstanceNorm3d", "MultiheadAttention", "TransformerDecoderLayer",

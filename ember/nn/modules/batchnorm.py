@@ -13,7 +13,8 @@ from .lazy import LazyModuleMixin
 from .module import Module
 from .normalization import _affine_parameters, _reset_affine
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+           "SyncBatchNorm"]
 
 
 class _NormBase(Module):
@@ -166,3 +167,72 @@ class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
     """BatchNorm3d with num_features inferred from the first input. See torch.nn.LazyBatchNorm3d."""
     cls_to_become = BatchNorm3d
     _check_input_dim = BatchNorm3d._check_input_dim
+
+
+# ---- SyncBatchNorm: the batch statistics of every process of a group ------------------------------
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalization over (N, C, *) whose training statistics are those of the whole batch across the
+    processes of process_group (ember.distributed, default the world): forward all-reduces each channel's count,
+    sum and sum of squares, backward the gradient's two sums (Note [Synchronized batch norm]). In eval, or with no
+    initialized process group or a group of one, it is BatchNorm."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def _check_non_zero_input_channels(self, input):
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        self._check_non_zero_input_channels(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked)
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        use_buffers = not self.training or self.track_running_stats
+        running_mean = self.running_mean if use_buffers else None
+        running_var = self.running_var if use_buffers else None
+        group = None
+        if bn_training and self.training:
+            from ... import distributed as dist
+            if dist.is_available() and dist.is_initialized():
+                group = self.process_group if self.process_group is not None else dist.group.WORLD
+                if dist.get_world_size(group) <= 1:
+                    group = None
+        if group is None:
+            return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, bn_training, factor,
+                                self.eps)
+        from ..._ops.sync_batch_norm import sync_batch_norm
+        return sync_batch_norm(input, self.weight, self.bias, running_mean, running_var, self.eps, factor, group)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """module with every BatchNorm*d in it replaced by a SyncBatchNorm holding the same parameters and
+        running statistics (the module itself when it is one)."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                      process_group)
+            if module.affine:
+                with no_grad():
+                    out.weight = module.weight
+                    out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
