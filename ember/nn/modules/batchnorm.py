@@ -175,7 +175,8 @@ class SyncBatchNorm(_BatchNorm):
     """Batch normalization over (N, C, *) whose training statistics are those of the whole batch across the
     processes of process_group (ember.distributed, default the world): forward all-reduces each channel's count,
     sum and sum of squares, backward the gradient's two sums (Note [Synchronized batch norm]). In eval, or with no
-    initialized process group or a group of one, it is BatchNorm."""
+    initialized process group or a group of one, it is BatchNorm. (torch runs this only on GPUs: on CPU tensors
+    its training forward raises ValueError whenever a process group is initialized.)"""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  process_group=None, device=None, dtype=None, *, bias=True):
