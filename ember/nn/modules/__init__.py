@@ -24,6 +24,7 @@ from .sparse import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
+from .adaptive import *  # noqa: F401,F403
 
 # everything public that is a Module class is re-exported as ember.nn.<Name>
 __all__ = [name for name, obj in list(globals().items())

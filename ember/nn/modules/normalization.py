@@ -1,4 +1,4 @@
-"""LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm.
+"""LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm, CrossMapLRN2d.
 See https://pytorch.org/docs/stable/nn.html#normalization-layers"""
 import numbers
 
@@ -8,7 +8,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LocalResponseNorm", "LayerNorm", "GroupNorm", "RMSNorm"]
+__all__ = ["LocalResponseNorm", "CrossMapLRN2d", "LayerNorm", "GroupNorm", "RMSNorm"]
 
 
 class LocalResponseNorm(Module):
@@ -54,6 +54,29 @@ def _reset_affine(module, affine):
         init.ones_(module.weight)
         if module.bias is not None:
             init.zeros_(module.bias)
+
+
+
+class CrossMapLRN2d(Module):
+    """Local response normalization across the channels of (N, C, H, W) inputs with torch's legacy kernel:
+    out = x * (k + alpha / size * S)^-beta, S a running sum of squares over nearby channels (Note [Cross-map
+    LRN windows] in ember/_ops/cross_map_lrn.py, backward included)."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        from ..._ops.cross_map_lrn import cross_map_lrn2d
+        return cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 class LayerNorm(Module):
