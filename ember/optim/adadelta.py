@@ -40,6 +40,8 @@ class Adadelta(Optimizer):
                 square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
                 std = square_avg.add(eps).sqrt_()
                 delta = acc_delta.add(eps).sqrt_()
+                if group["differentiable"]:  # Note [Differentiable steps]
+                    delta = delta.clone()
                 delta.div_(std).mul_(grad)
                 acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
                 param.add_(delta, alpha=-lr)

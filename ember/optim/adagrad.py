@@ -51,6 +51,6 @@ class Adagrad(Optimizer):
                 param, grad, state_sum = _real(p, grad, state["sum"])
                 state_sum.addcmul_(grad, grad, value=1)
                 std = state_sum.sqrt()
-                std.add_(eps)
+                std = std + eps if group["differentiable"] else std.add_(eps)  # Note [Differentiable steps]
                 param.addcdiv_(grad, std, value=-clr)
         return loss

@@ -44,8 +44,8 @@ class Adam(Optimizer):
 
     def step(self, closure=None):
         loss = _closure_loss(closure)
-        fast = not _profiling()
         for group in self.param_groups:
+            fast = not _profiling() and not group["differentiable"]  # array fast paths record no graph
             _check_capturable(group)
             lr = _value(group["lr"])
             beta1, beta2 = (_value(b) for b in group["betas"])
@@ -60,7 +60,7 @@ class Adam(Optimizer):
                     if amsgrad:
                         state["max_exp_avg_sq"] = zeros_like(p)
                 step_t = state["step"]
-                if fast and weight_decay == 0 and not amsgrad and not group["differentiable"] and _plain(p, grad, state):
+                if fast and weight_decay == 0 and not amsgrad and _plain(p, grad, state):
                     _count(step_t)
                     _update(p, grad, state, lr, beta1, beta2, eps)
                     continue
@@ -70,7 +70,7 @@ class Adam(Optimizer):
                         p.mul_(1 - lr * weight_decay)
                     else:
                         grad = grad.add(p, alpha=weight_decay)
-                if fast and not amsgrad and not group["differentiable"] and _plain(p, grad, state):
+                if fast and not amsgrad and _plain(p, grad, state):
                     _update(p, grad, state, lr, beta1, beta2, eps)
                     continue
                 param, grad, exp_avg, exp_avg_sq = _real(p, grad, state["exp_avg"], state["exp_avg_sq"])
@@ -81,10 +81,18 @@ class Adam(Optimizer):
                 bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
                 if amsgrad:
                     (max_exp_avg_sq,) = _real(state["max_exp_avg_sq"])
-                    maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+                    if group["differentiable"]:
+                        max_exp_avg_sq.copy_(maximum(max_exp_avg_sq.clone(), exp_avg_sq))
+                    else:
+                        maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
                     denom = max_exp_avg_sq.sqrt()
                 else:
                     denom = exp_avg_sq.sqrt()
+                if group["differentiable"]:  # Note [Differentiable steps]: torch's scalings, on the step tensor
+                    step_size_neg = (lr / (1 - beta1 ** step_t)).neg()
+                    denom = (denom / ((1 - beta2 ** step_t).sqrt() * step_size_neg)).add_(eps / step_size_neg)
+                    param.addcdiv_(exp_avg.clone(), denom)
+                    continue
                 denom.div_(bias_correction2_sqrt).add_(eps)
                 param.addcdiv_(exp_avg, denom, value=-(lr / bias_correction1))
         return loss

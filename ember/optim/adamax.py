@@ -1,5 +1,5 @@
 """torch.optim.Adamax: https://pytorch.org/docs/stable/generated/torch.optim.Adamax.html"""
-from .. import maximum
+from .. import cat, maximum
 from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_lr, _closure_loss, _init_state,
                         _params_with_grad, _real, _value)
 
@@ -38,7 +38,10 @@ class Adamax(Optimizer):
                 param, grad, exp_avg, exp_inf = _real(p, grad, state["exp_avg"], state["exp_inf"])
                 exp_avg.lerp_(grad, 1 - beta1)
                 norm = grad.abs().add_(eps)
-                maximum(exp_inf.mul_(beta2), norm, out=exp_inf)
+                if group["differentiable"]:  # Note [Differentiable steps]: the maximum as a recorded amax
+                    exp_inf.copy_(cat([exp_inf.mul_(beta2).unsqueeze(0), norm.unsqueeze(0)], 0).amax(0))
+                else:
+                    maximum(exp_inf.mul_(beta2), norm, out=exp_inf)
                 bias_correction = 1 - beta1 ** step_t.item()
                 param.addcdiv_(exp_avg, exp_inf, value=-(lr / bias_correction))
         return loss

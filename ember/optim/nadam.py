@@ -55,6 +55,11 @@ class NAdam(Optimizer):
                 exp_avg.lerp_(grad, 1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                 denom = exp_avg_sq.div(bias_correction2)
+                if group["differentiable"]:  # Note [Differentiable steps]: the scalings as recorded products
+                    denom = denom.sqrt().add(eps)
+                    param.addcdiv_(grad * (-lr * (1.0 - mu) / (1.0 - mu_product_value)), denom)
+                    param.addcdiv_(exp_avg * ((-lr * mu_next) / (1.0 - mu_product_next)), denom)
+                    continue
                 denom.sqrt_().add_(eps)
                 param.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product_value))
                 param.addcdiv_(exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product_next))

@@ -117,6 +117,12 @@ def _wrap_step(step):
     return wrapper
 
 
+# Note [Differentiable steps]: with differentiable=True (meta-learning: parameters that are non-leaf tensors, their
+# .grad made by backward(create_graph=True)) a step runs with grad mode on, so its updates are recorded in the
+# graph. The array fast paths (SGD, Adam) record nothing and are skipped; the op-by-op paths take torch's own
+# differentiable variants where torch's differ (a clone of a state that a later in-place op would overwrite, an
+# out-of-place add instead of add_, Adam's and NAdam's scalings as tensor products), so the recorded graph, and
+# with it the gradient through the step, is torch's (tests/test_optim_differentiable.py).
 def _hooked_step(step, self, args, kwargs):
     """step between the pre and post hooks, under no_grad; as in torch, the hooks' args begin with self."""
     for hook in (*_global_step_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()):
@@ -131,7 +137,7 @@ def _hooked_step(step, self, args, kwargs):
         raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
                         f"{_typename(differentiable)}")
     prev = _grad_state.enabled
-    _grad_state.enabled = False
+    _grad_state.enabled = differentiable  # differentiable=True: the update is recorded (Note [Differentiable steps])
     self._in_step = True
     try:
         out = step(*args, **kwargs)
@@ -167,8 +173,6 @@ class Optimizer:
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             f"but got {_typename(params)}")
-        if defaults.get("differentiable") is True:
-            raise NotImplementedError("ember optimizers do not support differentiable=True yet")
         self.state = defaultdict(dict)
         self.param_groups = []
         groups = list(params)

@@ -51,7 +51,7 @@ class RMSprop(Optimizer):
                     avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
                 else:
                     avg = square_avg.sqrt()
-                avg.add_(eps)
+                avg = avg.add(eps) if group["differentiable"] else avg.add_(eps)  # Note [Differentiable steps]
                 if momentum > 0:
                     (buf,) = _real(state["momentum_buffer"])
                     buf.mul_(momentum).addcdiv_(grad, avg)

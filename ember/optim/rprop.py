@@ -36,7 +36,8 @@ class Rprop(Optimizer):
                 step_t = state["step"]
                 step_t += 1
                 param, grad, prev, step_size = _real(p, grad, state["prev"], state["step_size"])
-                factor = grad.mul(prev).sign()
+                # Note [Differentiable steps]: a clone of prev, which the copy_ below overwrites
+                factor = grad.mul(prev.clone() if group["differentiable"] else prev).sign()
                 factor.masked_fill_(factor.gt(0), etaplus)
                 factor.masked_fill_(factor.lt(0), etaminus)
                 factor.masked_fill_(factor.eq(0), 1)

@@ -31,8 +31,8 @@ class SGD(Optimizer):
 
     def step(self, closure=None):
         loss = _closure_loss(closure)
-        fast = not _profiling()
         for group in self.param_groups:
+            fast = not _profiling() and not group["differentiable"]  # array fast paths record no graph
             lr = _value(group["lr"])
             momentum = group["momentum"]
             dampening = group["dampening"]
