@@ -28,7 +28,25 @@ CONFIGS = {
     "static": ({"static_graph": True}, "convbn"),
     "caplist": ({"bucket_cap_mb_list": [0.0002, 0.0005]}, "convbn"),  # per-bucket limits
     "forwardsync": ({"forward_sync_buffers": False}, "convbn"),  # buffers synced at init only
+    # communication hooks (register_comm_hook): torch's default ones, and one that sums instead of averaging
+    "hook_allreduce": ({"bucket_cap_mb": 0.0004}, "convbn", "allreduce"),
+    "hook_fp16": ({}, "convbn", "fp16"),
+    "hook_fp16_wrapper": ({"gradient_as_bucket_view": True}, "convbn", "fp16_wrapper"),
+    "hook_sum": ({"bucket_cap_mb": 0.0004}, "convbn", "sum"),
 }
+
+
+def register_hook(lib, ddp, name):
+    """The communication hook `name` of CONFIGS on ddp, from lib's own default_hooks."""
+    import importlib
+    hooks = importlib.import_module(lib.__name__ + ".distributed.algorithms.ddp_comm_hooks.default_hooks")
+    dist = importlib.import_module(lib.__name__ + ".distributed")
+
+    def sum_hook(state, bucket):  # not averaged: checks the bucket holds the gradients undivided
+        return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(lambda fut: fut.value()[0])
+    hook = {"allreduce": hooks.allreduce_hook, "fp16": hooks.fp16_compress_hook,
+            "fp16_wrapper": hooks.fp16_compress_wrapper(hooks.allreduce_hook), "sum": sum_hook}[name]
+    ddp.register_comm_hook(None, hook)
 
 
 def build(lib, kind):
@@ -104,11 +122,13 @@ def snapshot(model):
 
 def train(lib, ddp_cls, rank, config, out):
     """STEPS SGD steps of one config; returns {step_name: array} for every step."""
-    kwargs, kind = CONFIGS[config]
+    kwargs, kind, *hook = CONFIGS[config]
     lib.manual_seed(0)
     model = build(lib, kind)
     load(lib, model, initial_weights(model, rank))
     ddp = ddp_cls(model, **kwargs)
+    if hook:
+        register_hook(lib, ddp, hook[0])
     opt = lib.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     record = {f"init_{k}": v for k, v in snapshot(model).items()}
     for step in range(STEPS):
@@ -177,6 +197,13 @@ def check_surface(lib, ddp_cls, rank, out):
     attempt("frozen", lambda: ddp_cls(lib.nn.Linear(2, 2).requires_grad_(False)))
     attempt("device_ids", lambda: ddp_cls(lib.nn.Linear(2, 2), device_ids=[0]))
     attempt("two_device_ids", lambda: ddp_cls(lib.nn.Linear(2, 2), device_ids=[0, 1]))
+    attempt("hook_not_callable", lambda: ddp_cls(lib.nn.Linear(2, 2)).register_comm_hook(None, 3))
+
+    def hook_twice():
+        ddp = ddp_cls(lib.nn.Linear(2, 2))
+        for _ in range(2):
+            ddp.register_comm_hook(None, lambda state, bucket: None)
+    attempt("hook_twice", hook_twice)
     ddp = ddp_cls(build(lib, "convbn"))
     results["state_dict"] = list(ddp.state_dict())
     results["attributes"] = [ddp.broadcast_buffers, ddp.bucket_bytes_cap, ddp.find_unused_parameters,

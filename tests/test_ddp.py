@@ -127,6 +127,11 @@ def close(a, b, rtol=1e-6):
 
 # ---- against torch's DDP (gloo) --------------------------------------------------------------------
 
+# relative tolerance per config: float16-compressed gradients round the last float32 bits of each library's own
+# gradients to float16, so they agree to a float16 step (2^-11 relative), not to float32's
+TOLERANCE = {"hook_fp16": 2e-3, "hook_fp16_wrapper": 2e-3}
+
+
 @pytest.mark.parametrize("config", list(worker.CONFIGS))
 @pytest.mark.parametrize("rank", [0, 1])
 def test_parameters_and_buffers_match_torch_after_every_step(runs, config, rank):
@@ -135,7 +140,7 @@ def test_parameters_and_buffers_match_torch_after_every_step(runs, config, rank)
     keys = [k for k in theirs.files if "_grad_" not in k and not k.startswith("buckets")]
     assert sorted(keys) == sorted(k for k in ours.files if "_grad_" not in k and not k.startswith("buckets"))
     assert any(k.startswith(f"s{worker.STEPS - 1}_") for k in keys)
-    bad = [k for k in keys if not close(ours[k], theirs[k])]
+    bad = [k for k in keys if not close(ours[k], theirs[k], TOLERANCE.get(config, 1e-6))]
     assert not bad, f"{config} rank {rank} differs from torch at {bad[:5]}"
 
 
@@ -150,7 +155,7 @@ def test_gradients_match_torch_after_every_step(runs, config, rank):
         scale = max(np.abs(theirs[k]).max() for k in keys if theirs[k].size)
         for k in keys:
             assert ours[k].shape == theirs[k].shape, k  # (0,) where .grad is None
-            assert np.abs(ours[k] - theirs[k]).max(initial=0) <= 1e-6 * scale, k
+            assert np.abs(ours[k] - theirs[k]).max(initial=0) <= TOLERANCE.get(config, 1e-6) * scale, k
 
 
 def test_initial_broadcast_gives_every_rank_rank0_weights(runs):

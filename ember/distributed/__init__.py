@@ -17,10 +17,11 @@ from .distributed_c10d import (Backend, DistBackendError, DistError, GroupMember
 from ._collectives import (all_gather, all_gather_into_tensor, all_reduce, all_to_all, all_to_all_single,
                            broadcast, gather, reduce, reduce_scatter, reduce_scatter_tensor, scatter)
 from ._p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
+from ._grad_bucket import GradBucket
 from ._objects import (all_gather_object, broadcast_object_list, gather_object, recv_object_list,
                        scatter_object_list, send_object_list)
 
-__all__ = ["Backend", "DistBackendError", "DistError", "GroupMember", "ProcessGroup", "RedOpType", "ReduceOp",
+__all__ = ["Backend", "DistBackendError", "DistError", "GradBucket", "GroupMember", "ProcessGroup", "RedOpType", "ReduceOp",
            "Work", "P2POp", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
            "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast", "broadcast_object_list",
            "default_pg_timeout", "destroy_process_group", "gather", "gather_object", "get_backend",

@@ -457,6 +457,12 @@ class Work:
         self.wait()
         return self._result
 
+    def get_future(self):
+        """A torch.futures.Future of the operation's result (the list of its tensors), completed when it is:
+        polled by done(), waited on by wait() (ember/futures.py)."""
+        from ..futures import Future
+        return Future._of(self.is_completed, self.result)
+
     def source_rank(self):
         """The global rank a receive got its message from (irecv with src=None)."""
         if self._status is None:

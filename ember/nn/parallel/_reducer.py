@@ -9,7 +9,9 @@ order (a full bucket waits for the ones before it) so every rank starts the same
 order, which MPI requires; every later gradient tests the oldest unfinished all-reduce, which is when MPI
 advances it. When the last bucket is launched, a callback queued on the autograd engine waits
 for all of them at the end of backward and writes the averages back into .grad (or leaves .grad as the
-bucket view, gradient_as_bucket_view=True).
+bucket view, gradient_as_bucket_view=True). With a communication hook (register_comm_hook) a bucket holds the
+gradients as they are (not divided), the hook gets it as a GradBucket when it is full and returns a Future of
+the bucket's new contents; the end of backward waits for those futures instead of the all-reduces.
 
 Bucket order follows torch: buckets are filled in parameter order and reversed, since gradients arrive
 roughly in reverse order of registration; with find_unused_parameters=False (or static_graph=True) the
@@ -22,6 +24,7 @@ import weakref
 from ... import _dtype as D
 from ...autograd.engine import queue_callback
 from ...autograd.grad_mode import no_grad
+from ...distributed._grad_bucket import GradBucket
 
 DEFAULT_BUCKET_CAP_MB = 25
 DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
@@ -76,7 +79,7 @@ def compute_bucket_assignment_by_size(params, limits, order=None):
 
 
 class _Bucket:
-    __slots__ = ("indices", "flat", "views", "pending", "work")
+    __slots__ = ("indices", "flat", "views", "pending", "work", "own")
 
     def __init__(self, indices, params):
         from ... import empty
@@ -89,8 +92,9 @@ class _Bucket:
             n = params[i].numel()
             self.views.append(self.flat[offset:offset + n].view(params[i].shape))
             offset += n
+        self.own = self.flat  # the bucket's own buffer (GradBucket.set_buffer may point flat elsewhere)
         self.pending = len(indices)
-        self.work = None
+        self.work = None  # the all-reduce's Work, or the communication hook's Future
 
 
 class Reducer:
@@ -116,6 +120,7 @@ class Reducer:
         self.marked = set()  # parameters whose gradient is in its bucket this iteration
         self.next_bucket = 0  # the first bucket not launched yet
         self.unfinished = 0  # the first launched bucket not known to be complete
+        self.comm_hook = None  # (state, hook) once register_comm_hook ran
         if initial_limits is None:
             self.set_buckets([list(range(len(params)))])  # one bucket until the ready order is known
         else:
@@ -201,23 +206,33 @@ class Reducer:
         view = b.views[pos]
         p = self.params[i]
         g = p.grad
+        hooked = self.comm_hook is not None  # a hook gets the gradients as they are and averages them itself
         if g is None:
             view.zero_()
         elif self.gradient_as_bucket_view:
             if g is not view:
                 view.copy_(g)
                 p.grad = view
-            view.div_(self.world_size)
+            if not hooked:
+                view.div_(self.world_size)
+        elif hooked:
+            view.copy_(g)
         else:
             _mul_into(g, 1.0 / self.world_size, view)
         b.pending -= 1
         while self.next_bucket < len(self.buckets) and self.buckets[self.next_bucket].pending == 0:
             bucket = self.buckets[self.next_bucket]
-            bucket.work = _dist().all_reduce(bucket.flat, group=self.group, async_op=True)
+            if hooked:
+                state, hook = self.comm_hook
+                bucket.flat = bucket.own
+                bucket.work = hook(state, GradBucket(self.next_bucket, bucket, self.params,
+                                                     self.next_bucket == len(self.buckets) - 1))
+            else:
+                bucket.work = _dist().all_reduce(bucket.flat, group=self.group, async_op=True)
             self.next_bucket += 1
         # MPI moves a started operation's data only inside MPI calls: testing the oldest unfinished bucket at
         # every gradient lets the all-reduces advance while backward computes
-        while self.unfinished < self.next_bucket and self.buckets[self.unfinished].work.is_completed():
+        while self.unfinished < self.next_bucket and _finished(self.buckets[self.unfinished].work):
             self.unfinished += 1
         if self.next_bucket == len(self.buckets):
             queue_callback(self.finalize)
@@ -229,7 +244,13 @@ class Reducer:
 
     def _finalize(self):
         for b in self.buckets:
-            b.work.wait()
+            result = b.work.wait()
+            b.flat = b.own
+            if self.comm_hook is not None:
+                if isinstance(result, (list, tuple)) and len(result) == 1:
+                    result = result[0]
+                if result is not b.own:
+                    b.own.copy_(result.reshape(b.own.shape))
         unused_everywhere = set()
         if self.used_work is not None:
             self.used_work.wait()
@@ -254,6 +275,11 @@ class Reducer:
 def _dist():
     from ... import distributed
     return distributed
+
+
+def _finished(work):
+    """Whether a bucket's all-reduce Work, or its hook's Future, has completed (polling advances it)."""
+    return work.is_completed() if hasattr(work, "is_completed") else work.done()
 
 
 def _hook(reducer_ref, i):

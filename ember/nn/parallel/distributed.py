@@ -192,8 +192,14 @@ class DistributedDataParallel(Module):
         return self
 
     def register_comm_hook(self, state, hook):
-        raise NotImplementedError("ember's DistributedDataParallel has no communication hooks: gradients are "
-                                  "always averaged with all_reduce")
+        """hook(state, bucket) -> Future of the bucket's new contents replaces the all-reduce of each bucket of
+        gradients (a GradBucket: not divided by the world size; ember.distributed.algorithms.ddp_comm_hooks
+        has torch's default hooks). Once."""
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        if self.reducer.comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        self.reducer.comm_hook = (state, hook)
 
     def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
         raise NotImplementedError("ember's DistributedDataParallel does not implement join() (uneven inputs)")
