@@ -73,8 +73,9 @@ class _NormBase(Module):
 
 
 class _BatchNorm(_NormBase):
-    def forward(self, input):
-        self._check_input_dim(input)
+    def _step(self):
+        """(momentum factor, whether batch statistics are used, running_mean, running_var as passed to batch_norm)
+        for one forward, counting the batch when the running statistics are tracked in training."""
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
@@ -84,9 +85,13 @@ class _BatchNorm(_NormBase):
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         # buffers are passed when they are updated (training and tracked) or used (eval)
         use_buffers = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if use_buffers else None,
-                            self.running_var if use_buffers else None, self.weight, self.bias, bn_training, factor,
-                            self.eps)
+        return (factor, bn_training, self.running_mean if use_buffers else None,
+                self.running_var if use_buffers else None)
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        factor, bn_training, running_mean, running_var = self._step()
+        return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, bn_training, factor, self.eps)
 
 
 class BatchNorm1d(_BatchNorm):
@@ -194,15 +199,7 @@ class SyncBatchNorm(_BatchNorm):
     def forward(self, input):
         self._check_input_dim(input)
         self._check_non_zero_input_channels(input)
-        factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked.add_(1)
-            if self.momentum is None:
-                factor = 1.0 / float(self.num_batches_tracked)
-        bn_training = self.training or (self.running_mean is None and self.running_var is None)
-        use_buffers = not self.training or self.track_running_stats
-        running_mean = self.running_mean if use_buffers else None
-        running_var = self.running_var if use_buffers else None
+        factor, bn_training, running_mean, running_var = self._step()
         group = None
         if bn_training and self.training:
             from ... import distributed as dist
