@@ -484,3 +484,32 @@ def test_replace_pattern_as_in_the_subgraph_rewriter_example():
         return len(matches), _summary(lib, traced.graph), _np(traced(x, w1, w2))
 
     _check(scenario)
+
+
+def test_save_load_and_deepcopy_keep_the_graph_and_values():
+    """A GraphModule saved with lib.save (pickled) and loaded, or deep-copied, has the same nodes, state_dict
+    keys, class name and outputs (ember's function targets travel by name)."""
+    import copy
+    import io
+
+    def scenario(lib):
+        nn, F = lib.nn, lib.nn.functional
+
+        def forward(self, x):
+            return F.gelu(self.seq(x) * self.scale + lib.exp(x).sum(1, keepdim=True))[:, 0]
+        m = _init(lib, _module(lib, forward, seq=nn.Sequential(nn.Linear(3, 2), nn.ReLU()),
+                               scale=nn.Parameter(lib.ones(2))))
+        gm = _fx(lib).symbolic_trace(m)
+        buf = io.BytesIO()
+        lib.save(gm, buf)
+        buf.seek(0)
+        loaded = lib.load(buf, weights_only=False)
+        copied = copy.deepcopy(gm)
+        x = lib.from_numpy(np.random.default_rng(4).standard_normal((2, 3)).astype(np.float32))
+        outs = [_np(g(x)) for g in (gm, loaded, copied)]
+        np.testing.assert_array_equal(outs[0], outs[1])
+        np.testing.assert_array_equal(outs[0], outs[2])
+        return (_summary(lib, loaded.graph), _summary(lib, copied.graph), list(loaded.state_dict()),
+                type(loaded).__name__, outs[0])
+
+    _check(scenario)

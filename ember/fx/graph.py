@@ -403,3 +403,59 @@ class _CodeGen:
         if n.op == "output":
             return f"return {self.arg(n.args[0])}"
         raise RuntimeError(f"unknown node op {n.op!r}")
+
+
+# ---- pickling: a graph's ember function targets travel by name ---------------------------------------------
+
+class _NodeRef:
+    """A node argument while a graph is pickled: the index of the node it names."""
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+    def __reduce__(self):
+        return (_NodeRef, (self.index,))
+
+
+def _target_ref(target):
+    """A picklable stand-in for a call_function target: ember's public functions by name (their guard
+    wrappers are not importable by their own qualified names), anything else as it is."""
+    import ember
+    name = getattr(target, "__name__", None)
+    if name is not None and not isinstance(target, str):
+        for path, namespace in (("ember", ember), ("ember.nn.functional", ember.nn.functional)):
+            if getattr(namespace, name, None) is target:
+                return ("__ember_function__", path, name)
+    return target
+
+
+def _target_of(ref):
+    if isinstance(ref, tuple) and len(ref) == 3 and ref[0] == "__ember_function__":
+        import importlib
+        return getattr(importlib.import_module(ref[1]), ref[2])
+    return ref
+
+
+def _graph_getstate(self):
+    nodes = list(self.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    return {"nodes": [(n.name, n.op, _target_ref(n.target), map_arg(n.args, lambda a: _NodeRef(index[a])),
+                       map_arg(n.kwargs, lambda a: _NodeRef(index[a])), n.meta) for n in nodes]}
+
+
+def _graph_setstate(self, state):
+    Graph.__init__(self)
+    made = []
+
+    def back(a):
+        from .node import map_aggregate
+        return map_aggregate(a, lambda x: made[x.index] if isinstance(x, _NodeRef) else x)
+    for name, op, target, args, kwargs, meta in state["nodes"]:
+        node = self.create_node(op, _target_of(target), back(args), back(kwargs), name)
+        node.meta = meta
+        made.append(node)
+
+
+Graph.__getstate__ = _graph_getstate
+Graph.__setstate__ = _graph_setstate

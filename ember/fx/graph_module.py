@@ -121,6 +121,12 @@ def _build():
         def __str__(self):
             return super().__str__() + "\n\n\n" + self._code
 
+        def __reduce__(self):
+            """Pickled (and deep-copied) as its module state and its graph: the per-instance class is made anew,
+            named GraphModule, as torch's loaded and copied GraphModules are."""
+            state = {k: v for k, v in self.__dict__.items() if k not in ("_graph", "_code")}
+            return (_rebuild, (state, self._graph))
+
         def delete_all_unused_submodules(self):
             used = set()
             for node in self._graph.nodes:
@@ -141,3 +147,11 @@ def _build():
 
 
 GraphModule = _build()
+
+
+def _rebuild(state, graph):
+    """A GraphModule from what __reduce__ saved."""
+    gm = GraphModule.__new__(GraphModule)
+    gm.__dict__.update(state)
+    gm.graph = graph
+    return gm
