@@ -12,7 +12,15 @@ from ._device import device as _device_cls, as_device
 __all__ = ["typename", "get_default_device", "set_default_device", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
            "set_deterministic_debug_mode", "get_deterministic_debug_mode", "set_float32_matmul_precision",
-           "get_float32_matmul_precision", "set_warn_always", "is_warn_always_enabled"]
+           "get_float32_matmul_precision", "set_warn_always", "is_warn_always_enabled", "_assert"]
+
+
+def _assert(condition, message):
+    """torch._assert: assert condition, message; a traced value (a torch.fx Proxy) records the check instead."""
+    if not hasattr(condition, "_data") and hasattr(type(condition), "__torch_function__"):
+        from ._ops._argcheck import torch_function
+        return torch_function(_assert, (condition, message), {})
+    assert condition, message
 
 
 def typename(obj):

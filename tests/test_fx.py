@@ -513,3 +513,23 @@ def test_save_load_and_deepcopy_keep_the_graph_and_values():
                 type(loaded).__name__, outs[0])
 
     _check(scenario)
+
+
+def test_concrete_args_specialize_with_torchs_checks():
+    def scenario(lib):
+        def f(x, flag, mode=None, k=3):
+            if flag:
+                x = x * 2
+            if mode is None:
+                x = x + k
+            return x
+        g = _fx(lib).symbolic_trace(f, concrete_args={"flag": True, "mode": None, "k": 3})
+        x = lib.ones(2)
+        errors = []
+        for bad in ((x, False, None, 3), (x, True, "other", 3), (x, True, None, 4)):
+            with pytest.raises(AssertionError) as info:
+                g(*bad)
+            errors.append(str(info.value))
+        return _summary(lib, g.graph), _np(g(x, True, None, 3)), errors
+
+    _check(scenario)

@@ -4,10 +4,11 @@ become get_attr nodes, and functions marked with wrap() stay one call_function n
 import functools
 import inspect
 import math
+import warnings
 import sys
 
 from .graph import Graph
-from .proxy import TracerBase, tracers_in
+from .proxy import TracerBase, _is_ember_constant, tracers_in
 
 _wrapped = []  # (globals dict, name) registered by wrap()
 
@@ -99,6 +100,27 @@ class Tracer(TracerBase):
         return super().create_arg(a)
 
     # -- tracing ------------------------------------------------------------------------------------------
+    def _concrete(self, param, value):
+        """A concrete_args value: traced code sees the value itself, and the graph keeps a placeholder
+        <name>_1 with torch's check that a call passes that same value (an _assert of ==, or _assert_is_none)."""
+        import ember
+        if isinstance(value, (list, tuple, dict)):
+            raise NotImplementedError("ember.fx: concrete_args values that are containers are not supported")
+        default = () if param.default is inspect.Parameter.empty else (param.default,)
+        out = self.create_proxy("placeholder", f"{param.name}_1", default, {})
+        if type(value) in (bool, int, float, complex, str) or _is_ember_constant(value):
+            ember._assert(out == value, f"{param.name} has been specialized to have value {value} but got another "
+                                        "value")
+        elif value is None:
+            self.create_proxy("call_function", _assert_is_none,
+                              (out, f"{param.name} has been specialized to have value None but got another value"),
+                              {})
+        else:
+            warnings.warn(f"Was not able to add assertion to guarantee correct input {param.name} to specialized "
+                          f"function. It is up to the user to make sure that your inputs match the inputs you "
+                          f"specialized the function with.")
+        return value
+
     def trace(self, root, concrete_args=None):
         """The graph of root's forward (root a module) or of root itself (a function)."""
         import ember
@@ -120,7 +142,7 @@ class Tracer(TracerBase):
         kwargs = {}
         for p in params:
             if p.name in concrete_args:
-                value = concrete_args[p.name]
+                value = self._concrete(p, concrete_args[p.name])
             elif p.kind is p.VAR_POSITIONAL:
                 raise NotImplementedError("tracing a forward with *args is not supported by ember.fx")
             elif p.kind is p.VAR_KEYWORD:
@@ -166,6 +188,12 @@ class Tracer(TracerBase):
                     setattr(owner, name, original)
         self.create_node("output", "output", (self.create_arg(result),), {}, type_expr=None)
         return self.graph
+
+
+def _assert_is_none(value, msg):
+    """torch.fx's check of a concrete_args None."""
+    if value is not None:
+        raise AssertionError(msg)
 
 
 def _wrapper(fn, tracer):
