@@ -539,7 +539,10 @@ def _flags(flags, fn, opname):
 # failing path looks, so a call on tensors pays nothing; Tensor subclasses do not take calls over this way.
 def torch_function(func, args, kwargs):
     """type(arg).__torch_function__(func, types, args, kwargs) for the first argument (also inside lists, tuples
-    and keyword values) whose type defines it and is not a Tensor, or NotImplemented when none does."""
+    and keyword values) whose type defines it and is not a Tensor, or NotImplemented when none does (or when
+    func is None: an internal row with no public function)."""
+    if func is None:
+        return NotImplemented
     found = []
     _overriding(args, found)
     _overriding(tuple(kwargs.values()), found)
