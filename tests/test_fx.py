@@ -533,3 +533,29 @@ def test_concrete_args_specialize_with_torchs_checks():
         return _summary(lib, g.graph), _np(g(x, True, None, 3)), errors
 
     _check(scenario)
+
+
+def test_star_args_keyword_only_and_star_kwargs_become_placeholders_as_in_torch():
+    def scenario(lib):
+        fx = _fx(lib)
+
+        class M(lib.nn.Module):
+            def forward(self, x, *args):
+                return x + args[0] * args[1]
+
+        def h(x, *args, k=1):
+            return x * k + args[0]
+
+        def q(x, **kw):
+            return x * kw["a"]
+        x = lib.ones(2)
+        graphs, outs = [], []
+        for traced, call in ((fx.symbolic_trace(M()), lambda g: g(x, x * 2, x * 3)),
+                             (fx.symbolic_trace(h), lambda g: g(x, 3, x)),
+                             (fx.symbolic_trace(q), lambda g: g(x, a=5))):
+            graphs.append(_summary(lib, traced.graph))
+            outs.append(_np(call(traced)))
+            _code_ok(traced)
+        return graphs, outs
+
+    _check(scenario)

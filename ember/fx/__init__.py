@@ -2,9 +2,9 @@
 as GraphModules (generated Python code) or node by node (Interpreter, Transformer). Covered: symbolic_trace,
 Tracer, Graph, Node, Proxy, GraphModule, Interpreter, Transformer, wrap, replace_pattern, node.map_arg /
 map_aggregate, passes.shape_prop.ShapeProp. Not covered: replace_pattern's match filters, the other passes,
-concrete_args holding containers, tracing a forward with *args (NotImplementedError). Unlike torch, a Proxy's
-attributes whose names start with "_" raise AttributeError instead of being recorded: ember's ops read private
-fields of their arguments before they find a Proxy, and those reads must not leave nodes behind."""
+concrete_args holding containers (NotImplementedError). Unlike torch, a Proxy's attributes whose names start
+with "_" raise AttributeError instead of being recorded: ember's ops read private fields of their arguments
+before they find a Proxy, and those reads must not leave nodes behind."""
 from . import node, proxy  # noqa: F401
 from ._symbolic_trace import Tracer, symbolic_trace, wrap
 from .graph import Graph

@@ -4,6 +4,7 @@ become get_attr nodes, and functions marked with wrap() stay one call_function n
 import functools
 import inspect
 import math
+import types
 import warnings
 import sys
 
@@ -138,22 +139,21 @@ class Tracer(TracerBase):
         concrete_args = dict(concrete_args or {})
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())[len(bound_self):]
+        fn = _all_positional(fn)  # as torch: keyword-only, *args and **kwargs parameters become positional
+        order = {inspect.Parameter.VAR_POSITIONAL: 2, inspect.Parameter.VAR_KEYWORD: 3,
+                 inspect.Parameter.KEYWORD_ONLY: 1}  # the code object's order of the variables
         args = []
-        kwargs = {}
-        for p in params:
+        for p in sorted(params, key=lambda p: order.get(p.kind, 0)):
             if p.name in concrete_args:
                 value = self._concrete(p, concrete_args[p.name])
-            elif p.kind is p.VAR_POSITIONAL:
-                raise NotImplementedError("tracing a forward with *args is not supported by ember.fx")
-            elif p.kind is p.VAR_KEYWORD:
-                continue
+            elif p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):  # one Proxy for the tuple (dict): *args, **kwargs
+                star = "*" if p.kind is p.VAR_POSITIONAL else "**"
+                value = self.create_proxy("placeholder", star + p.name, (), {})
             else:
                 default = () if p.default is inspect.Parameter.empty else (p.default,)
                 value = self.create_proxy("placeholder", p.name, default, {})
-            if p.kind is p.KEYWORD_ONLY:
-                kwargs[p.name] = value
-            else:
-                args.append(value)
+            args.append(value)
+        kwargs = {}
         cache = {}
         tracer = self
         orig_call = nn.Module.__call__
@@ -188,6 +188,18 @@ class Tracer(TracerBase):
                     setattr(owner, name, original)
         self.create_node("output", "output", (self.create_arg(result),), {}, type_expr=None)
         return self.graph
+
+
+def _all_positional(fn):
+    """fn with its keyword-only, *args and **kwargs parameters made plain positional ones, in the code
+    object's order (torch's tracer calls the traced code so, with one Proxy for the args tuple / kwargs dict)."""
+    co = fn.__code__
+    extra = bool(co.co_flags & inspect.CO_VARARGS) + bool(co.co_flags & inspect.CO_VARKEYWORDS)
+    if not extra and not co.co_kwonlyargcount:
+        return fn
+    code = co.replace(co_argcount=co.co_argcount + co.co_kwonlyargcount + extra, co_posonlyargcount=0,
+                      co_kwonlyargcount=0, co_flags=co.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))
+    return types.FunctionType(code, fn.__globals__, fn.__name__, None, fn.__closure__)
 
 
 def _assert_is_none(value, msg):
