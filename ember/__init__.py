@@ -114,7 +114,7 @@ from ._globals import *  # noqa: E402,F401,F403  (default device, determinism fl
 
 # imported on first use: keeps `import ember` fast
 _LAZY_SUBMODULES = ("distributions", "testing", "func", "fft", "signal", "special", "distributed", "jit", "compiler",
-                    "fx", "_dynamo", "profiler", "masked", "ops", "futures")
+                    "fx", "_dynamo", "profiler", "masked", "ops", "futures", "hub")
 
 
 def __getattr__(name):

@@ -4,7 +4,7 @@ from . import dlpack, hooks  # noqa: F401
 
 # imported on first use (`ember.utils.data`, as `import ember.utils.data`, loads it): data is a sixth of `import
 # ember` (its DataLoader workers' multiprocessing and queue modules), and a program that loads none pays nothing
-_LAZY = ("data", "checkpoint", "_pytree", "safetensors")
+_LAZY = ("data", "checkpoint", "_pytree", "safetensors", "model_zoo")
 
 
 def __getattr__(name):
