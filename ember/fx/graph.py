@@ -8,7 +8,7 @@ import math
 import operator
 import re
 
-from .node import Node, _fmt, _qualified_name, map_arg
+from .node import Node, _fmt, _qualified_name, ember_namespace, map_arg
 
 _ILLEGAL = {k: object() for k in keyword.kwlist}
 _ILLEGAL.update(builtins.__dict__)
@@ -306,17 +306,14 @@ class _CodeGen:
         return name
 
     def _fn_name(self, fn):
-        import ember
         name = getattr(fn, "__name__", None)
-        if name is not None:
-            if getattr(ember, name, None) is fn:
-                self.globals["ember"] = ember
-                return f"ember.{name}"
-            if getattr(ember.nn.functional, name, None) is fn:
-                self.globals["ember"] = ember
-                return f"ember.nn.functional.{name}"
-            if getattr(builtins, name, None) is fn:
-                return name
+        path = ember_namespace(fn)
+        if path is not None:
+            import ember
+            self.globals["ember"] = ember
+            return f"{path}.{name}"
+        if name is not None and getattr(builtins, name, None) is fn:
+            return name
         return self._global(fn, name or "fn")
 
     def arg(self, a):
@@ -421,13 +418,8 @@ class _NodeRef:
 def _target_ref(target):
     """A picklable stand-in for a call_function target: ember's public functions by name (their guard
     wrappers are not importable by their own qualified names), anything else as it is."""
-    import ember
-    name = getattr(target, "__name__", None)
-    if name is not None and not isinstance(target, str):
-        for path, namespace in (("ember", ember), ("ember.nn.functional", ember.nn.functional)):
-            if getattr(namespace, name, None) is target:
-                return ("__ember_function__", path, name)
-    return target
+    path = ember_namespace(target)
+    return target if path is None else ("__ember_function__", path, target.__name__)
 
 
 def _target_of(ref):

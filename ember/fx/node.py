@@ -27,17 +27,30 @@ def map_arg(a, fn):
     return map_aggregate(a, lambda x: fn(x) if isinstance(x, Node) else x)
 
 
+def ember_namespace(fn):
+    """'ember' or 'ember.nn.functional' when fn is that namespace's public function of its name, else None: how
+    graphs print, generate and pickle ember's functions (their guard wrappers' qualified names lead elsewhere)."""
+    name = getattr(fn, "__name__", None)
+    if name is None or isinstance(fn, str):
+        return None
+    import ember
+    for path, namespace in (("ember", ember), ("ember.nn.functional", ember.nn.functional)):
+        if getattr(namespace, name, None) is fn:
+            return path
+    return None
+
+
 def _qualified_name(fn):
     """'operator.add', 'ember.relu', 'builtins.getattr': how a graph prints a call_function target."""
     if getattr(builtins, getattr(fn, "__name__", ""), None) is fn:
         return f"builtins.{fn.__name__}"
     if getattr(operator, getattr(fn, "__name__", ""), None) is fn:
         return f"operator.{fn.__name__}"
+    path = ember_namespace(fn)
+    if path is not None:
+        return f"{path}.{fn.__name__}"
     module = getattr(fn, "__module__", None) or ""
     name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
-    import ember
-    if getattr(ember, getattr(fn, "__name__", ""), None) is fn:
-        return f"ember.{fn.__name__}"
     return f"{module}.{name}" if module else name
 
 
