@@ -30,7 +30,6 @@ DELIBERATE = {
     "torch.iinfo.__init__": "torch's stub says dtype=, its parser takes type= (as ember; test_c_level_names)",
     "torch.distributed.ProcessGroup.__init__": "ember's process groups wrap an MPI communicator; torch's "
                                                "constructor takes a c10d Store ember does not have",
-    "torch.futures.Future.__init__": "ember's Future is built done (value, error); torch's devices= are CUDA streams",
     "torch.jit._script.RecursiveScriptModule.__init__": _JIT, "torch.jit._script.ScriptModule.__init__": _JIT,
     "torch.jit._trace.TracedModule.__init__": _JIT,
     "torch.jit._trace.trace": "_compilation_unit= (private) is a TorchScript CompilationUnit; ember's default is None",

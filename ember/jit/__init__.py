@@ -130,29 +130,13 @@ def annotate(the_type, the_value):
     return the_value
 
 
-class Future:
-    """torch.futures.Future as jit.fork returns it: the result of a call that already ran."""
-
-    def __init__(self, value=None, error=None):
-        self._value = value
-        self._error = error
-
-    def done(self):
-        return True
-
-    def wait(self):
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-    def value(self):
-        return self.wait()
-
-
 def fork(func, *args, **kwargs):
     """torch.jit.fork: runs func(*args, **kwargs) now (eager torch also runs it synchronously) and returns a
-    completed Future."""
-    return Future(func(*args, **kwargs))
+    completed torch.futures.Future of its result."""
+    from ..futures import Future
+    future = Future()
+    future.set_result(func(*args, **kwargs))
+    return future
 
 
 def wait(future):
@@ -187,3 +171,10 @@ def save(m, f, _extra_files=None):
 def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
     """Raises: ember has no TorchScript format (use ember.load and module.load_state_dict)."""
     raise _no_format("load")
+
+
+def __getattr__(name):
+    if name == "Future":  # torch.jit.Future is torch.futures.Future (ember.futures loads on first use)
+        from ..futures import Future
+        return Future
+    raise AttributeError(f"module 'ember.jit' has no attribute '{name}'")
