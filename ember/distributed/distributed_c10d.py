@@ -94,15 +94,12 @@ class Backend(str):
     MPI = "mpi"
     XCCL = "xccl"
     FAKE = "fake"
-    _NAMES = ("undefined", "gloo", "nccl", "ucc", "mpi", "xccl", "fake")
+    default_device_backend_map = {"cpu": "gloo", "cuda": "nccl", "xpu": "xccl", "mps": "gloo"}  # torch's names
 
     def __new__(cls, name):
         if not isinstance(name, str):
             raise ValueError(f"Backend constructor parameter must be string-ish, but got: {type(name)}")
-        value = name.lower()
-        if value not in cls._NAMES and ":" not in value:
-            raise ValueError(f"Invalid backend: '{name}'")
-        return str.__new__(cls, value)
+        return str.__new__(cls, name.lower())  # any name, as torch (a third-party backend's); init checks it
 
 
 def _runs_on_mpi(backend):
@@ -238,7 +235,10 @@ def is_xccl_available():
 
 
 def is_backend_available(backend):
-    return _runs_on_mpi(backend) and is_available()
+    """Whether ember can run `backend`; a "cpu:gloo,cuda:nccl" form needs every device's backend (as torch)."""
+    value = backend.lower()
+    names = [part.split(":", 1)[-1] for part in value.split(",")] if ":" in value else [value]
+    return all(_runs_on_mpi(name) for name in names) and is_available()
 
 
 def is_initialized():
@@ -364,6 +364,16 @@ def get_world_size(group=None):
     if group is GroupMember.NON_GROUP_MEMBER:
         return -1
     return resolve(group).size()
+
+
+def get_default_backend_for_device(device):
+    """The backend torch picks for a device type ('gloo' for cpu; ember runs it on MPI)."""
+    from .. import _device
+    kind = device.type if isinstance(device, _device.device) else _device.device(device).type
+    backend = Backend.default_device_backend_map.get(kind)
+    if backend is None:
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return backend
 
 
 def get_backend(group=None):

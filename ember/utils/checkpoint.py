@@ -144,7 +144,11 @@ class CheckpointFunction(Function):
 # so they are freed now (torch does this with saved-tensor hooks). A pre-hook on each stripped
 # node (and any placeholder unpacked) triggers one recomputation of the whole call, with the
 # forward's RNG and autocast state, and the values the new nodes saved are moved into the old
-# nodes, matched in creation order.
+# nodes, matched in creation order. Nested checkpoints: a node made inside an inner call is stripped by
+# the inner frame and then again by the outer one (which records placeholders); when the outer call is
+# recomputed, its inner call strips the new nodes again, so the inner placeholders found there are
+# recomputed before their values are moved into the old nodes (else the old nodes would get placeholders
+# of a frame that fills only the new nodes), and every array attribute the new node holds moves too.
 
 class _Frame:
     """One non-reentrant checkpointed call: what recomputing it needs, and the stripped nodes."""
@@ -202,8 +206,12 @@ class _Frame:
                                       "different metadata than during the forward pass.\n"
                                       f"node {i} ({old.name()}):\nsaved metadata: {self.meta[i]}\n"
                                       f"recomputed metadata: {_saved_meta(fresh._saved)}\n")
+        for i, (old, fresh) in enumerate(zip(self.nodes, new)):  # checked first: this fills nested frames' nodes
+            for s in fresh._saved or ():  # a nested checkpoint's placeholders: recompute it now (Note above)
+                if isinstance(s, _Placeholder):
+                    s.frame.recompute()
             old._saved = fresh._saved
-            for k in self.dropped[i]:
+            for k in set(self.dropped[i]).union(_array_attrs(fresh)):
                 old.__dict__[k] = fresh.__dict__[k]
         for h in self.handles:
             h.remove()

@@ -1,0 +1,1 @@
+"""torch.distributed.algorithms._checkpoint: modules wrapped for activation checkpointing or offloading."""
