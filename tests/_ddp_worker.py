@@ -10,6 +10,7 @@ The ember side also writes the checks that need no torch: `concat` (N ranks with
 the concatenated N*B batch), `nosync` (no_sync accumulation == one synchronized step on the summed loss)
 and `overlap` (the order of gradient hooks, all-reduce launches and waits in one backward).
 """
+import contextlib
 import json
 import os
 import sys
@@ -33,7 +34,28 @@ CONFIGS = {
     "hook_fp16": ({}, "convbn", "fp16"),
     "hook_fp16_wrapper": ({"gradient_as_bucket_view": True}, "convbn", "fp16_wrapper"),
     "hook_sum": ({"bucket_cap_mb": 0.0004}, "convbn", "sum"),
+    # uneven inputs inside ddp.join(): the ranks run JOIN's numbers of steps
+    "join": ({}, "convbn"),
+    "join_world": ({}, "mlp"),
+    "join_unused": ({"find_unused_parameters": True, "bucket_cap_mb": 0.0004}, "branchy"),
+    "join_hook": ({"bucket_cap_mb": 0.0004}, "convbn", "allreduce"),
+    "join_nosync": ({}, "convbn"),
+    "join_empty": ({"bucket_cap_mb": 0.0004}, "convbn"),
 }
+# config -> (steps of rank 0, steps of rank 1, join() keyword arguments)
+JOIN = {
+    "join": (6, 10, {}),
+    "join_world": (10, 4, {"divide_by_initial_world_size": False}),
+    "join_unused": (5, 10, {}),
+    "join_hook": (7, 10, {}),
+    "join_nosync": (5, 10, {}),
+    "join_empty": (0, 5, {}),  # rank 0 joins before any step: it shadows the bucket rebuild too
+}
+
+
+def steps(config, rank):
+    """How many steps `rank` trains in `config`."""
+    return JOIN[config][rank] if config in JOIN else STEPS
 
 
 def register_hook(lib, ddp, name):
@@ -131,25 +153,29 @@ def train(lib, ddp_cls, rank, config, out):
         register_hook(lib, ddp, hook[0])
     opt = lib.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     record = {f"init_{k}": v for k, v in snapshot(model).items()}
-    for step in range(STEPS):
-        x, y = batch(rank, step, kind)
-        x, y = lib.tensor(x), lib.tensor(y)
-        args = (x, step, rank) if kind == "branchy" else (x,)
-        synchronized = not (config == "nosync" and step % 2 == 0)
-        if synchronized:
-            lib.nn.functional.cross_entropy(ddp(*args), y).backward()
-        else:
-            with ddp.no_sync():
+    with ddp.join(**JOIN[config][2]) if config in JOIN else contextlib.nullcontext():
+        for step in range(steps(config, rank)):
+            x, y = batch(rank, step, kind)
+            x, y = lib.tensor(x), lib.tensor(y)
+            args = (x, step, rank) if kind == "branchy" else (x,)
+            synchronized = not (config in ("nosync", "join_nosync") and step % 2 == 0)
+            if synchronized:
                 lib.nn.functional.cross_entropy(ddp(*args), y).backward()
-        for k, p in model.named_parameters():
-            record[f"s{step}_grad_{k}"] = np.zeros(0) if p.grad is None else p.grad.numpy().copy()
-        if synchronized:
-            opt.step()
-            opt.zero_grad()
+            else:
+                with ddp.no_sync():
+                    lib.nn.functional.cross_entropy(ddp(*args), y).backward()
+            for k, p in model.named_parameters():
+                record[f"s{step}_grad_{k}"] = np.zeros(0) if p.grad is None else p.grad.numpy().copy()
+            if synchronized:
+                opt.step()
+                opt.zero_grad()
+            for k, v in snapshot(model).items():
+                record[f"s{step}_{k}"] = v
+            if step in (0, 2, 3):
+                record[f"buckets_s{step}"] = np.array(describe_buckets(lib, ddp))
+    if config in JOIN:  # after join(): every rank holds the model of the last rank to finish
         for k, v in snapshot(model).items():
-            record[f"s{step}_{k}"] = v
-        if step in (0, 2, 3):
-            record[f"buckets_s{step}"] = np.array(describe_buckets(lib, ddp))
+            record[f"final_{k}"] = v
     np.savez(os.path.join(out, f"{lib.__name__}_{config}_r{rank}.npz"), **record)
 
 
@@ -204,6 +230,15 @@ def check_surface(lib, ddp_cls, rank, out):
         for _ in range(2):
             ddp.register_comm_hook(None, lambda state, bucket: None)
     attempt("hook_twice", hook_twice)
+
+    def join_throw():  # rank 0 runs out after 2 of rank 1's 4 steps: both raise, each its own message
+        ddp = ddp_cls(build(lib, "mlp"))
+        with ddp.join(throw_on_early_termination=True):
+            for step in range(2 + 2 * rank):
+                x, y = batch(rank, step, "mlp")
+                lib.nn.functional.cross_entropy(ddp(lib.tensor(x)), lib.tensor(y)).backward()
+    attempt("join_throw", join_throw)
+    attempt("join_nothing", lambda: lib.distributed.algorithms.join.Join([]))
     ddp = ddp_cls(build(lib, "convbn"))
     results["state_dict"] = list(ddp.state_dict())
     results["attributes"] = [ddp.broadcast_buffers, ddp.bucket_bytes_cap, ddp.find_unused_parameters,

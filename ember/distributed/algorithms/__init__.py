@@ -1,1 +1,5 @@
-"""torch.distributed.algorithms: DDP communication hooks (ddp_comm_hooks)."""
+"""torch.distributed.algorithms: the join context for uneven inputs (join), DDP communication hooks
+(ddp_comm_hooks), activation-checkpointing wrappers (_checkpoint)."""
+from .join import Join, JoinHook, Joinable
+
+__all__ = ["Join", "JoinHook", "Joinable"]

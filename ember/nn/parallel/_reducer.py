@@ -109,6 +109,7 @@ class Reducer:
         self.find_unused = find_unused
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.world_size = _dist().get_world_size(group)
+        self.divisor = self.world_size  # what gradients are divided by (inside join(): maybe the training ranks)
         self.expect_hooks = False  # a synchronized backward is under way (set by prepare_for_backward)
         self.require_finalize = False  # a hook fired: the final wait must run before the next iteration
         self.ready_order = []  # gradient-ready order of one iteration, to rebuild the buckets from
@@ -116,6 +117,7 @@ class Reducer:
         self.iteration = -1
         self.rebuilt = not rebuild  # torch rebuilds once unless it finds unused parameters (and no static graph)
         self.unused = ()
+        self.used = None  # the last used-parameter map (all-reduced), with find_unused
         self.used_work = None
         self.marked = set()  # parameters whose gradient is in its bucket this iteration
         self.next_bucket = 0  # the first bucket not launched yet
@@ -137,11 +139,16 @@ class Reducer:
                 self.where[i] = (b, pos)
 
     # ---- once per iteration -------------------------------------------------------------------------
-    def prepare_for_forward(self):
-        """Before a synchronized forward: the last backward must have finished; rebuild buckets once."""
+    def prepare_for_forward(self, rebuild=True):
+        """Before a synchronized forward: the last backward must have finished; rebuild buckets once (now,
+        or inside join() later in the forward: rebuild_if_due)."""
         if self.require_finalize:
             missing = " ".join(str(i) for i in range(len(self.params)) if i not in self.marked)
             raise RuntimeError(UNFINISHED_REDUCTION.format(rank=_dist().get_rank(self.group), missing=missing))
+        if rebuild:
+            self.rebuild_if_due()
+
+    def rebuild_if_due(self):
         if not self.rebuilt and len(self.ready_order) == len(self.params):
             self.rebuild()
 
@@ -167,6 +174,32 @@ class Reducer:
         _dist().broadcast(order, group=self.group, group_src=0)
         self.set_buckets(compute_bucket_assignment_by_size(self.params, self.bucket_limits, order=order.tolist()))
         self.rebuilt = True
+
+    def shadow_backward(self):
+        """A joined rank's part in one synchronized iteration of the training ranks (Note [Joining ranks]):
+        the bucket rebuild when it is due, then the same collectives as their backward, on zeros."""
+        from ... import zeros
+        if not self.rebuilt and self.iteration >= self.record_iteration:
+            if len(self.ready_order) != len(self.params):  # joined before recording: parameter order, as torch
+                self.ready_order = list(range(len(self.params)))
+            self.rebuild()
+        self.iteration += 1
+        dist = _dist()
+        with no_grad():
+            pending = []
+            if self.find_unused:  # this rank's last used-parameter map, as torch's joined ranks send theirs
+                used = zeros(len(self.params), dtype=D.int32) if self.used is None else self.used.clone()
+                pending.append(dist.all_reduce(used, group=self.group, async_op=True))
+            for index, bucket in enumerate(self.buckets):
+                zero = _Bucket(bucket.indices, self.params)
+                zero.flat.zero_()
+                if self.comm_hook is not None:
+                    state, hook = self.comm_hook
+                    pending.append(hook(state, GradBucket(index, zero, self.params, index == len(self.buckets) - 1)))
+                else:
+                    pending.append(dist.all_reduce(zero.flat, group=self.group, async_op=True))
+            for work in pending:
+                work.wait()
 
     # ---- during backward ----------------------------------------------------------------------------
     def on_grad_ready(self, i):
@@ -214,11 +247,11 @@ class Reducer:
                 view.copy_(g)
                 p.grad = view
             if not hooked:
-                view.div_(self.world_size)
+                view.div_(self.divisor)
         elif hooked:
             view.copy_(g)
         else:
-            _mul_into(g, 1.0 / self.world_size, view)
+            _mul_into(g, 1.0 / self.divisor, view)
         b.pending -= 1
         while self.next_bucket < len(self.buckets) and self.buckets[self.next_bucket].pending == 0:
             bucket = self.buckets[self.next_bucket]

@@ -7,14 +7,15 @@ rest of backward (Note [DDP buckets and overlap] in _reducer.py). Runs on ember.
 Where ember differs: modules live on the CPU, so device_ids/output_device must be None as torch requires
 for CPU modules; static_graph=True is run as unused-parameter detection in every iteration (the same
 gradients as torch, and the buckets rebuilt from the third iteration's gradient order as torch does);
-communication hooks, join(), mixed_precision, device_mesh and delayed all-reduce are not implemented
-and raise NotImplementedError when asked for.
+mixed_precision, device_mesh and delayed all-reduce are not implemented and raise NotImplementedError
+when asked for. join() (uneven inputs) follows Note [Joining ranks] in distributed/algorithms/join.py.
 """
 import warnings
 from contextlib import contextmanager
 from dataclasses import fields, is_dataclass
 
 from ..._tensor import Tensor
+from ...distributed.algorithms.join import Join, JoinHook, Joinable, _JoinConfig
 from ...autograd.grad_mode import is_grad_enabled, no_grad
 from ..modules.module import Module
 from ._reducer import DEFAULT_BUCKET_CAP_MB, DEFAULT_FIRST_BUCKET_BYTES, MB, Reducer
@@ -28,7 +29,7 @@ BROADCAST_BUFFERS_DEPRECATED = (
     "`init_sync_buffers` is available.")
 
 
-class DistributedDataParallel(Module):
+class DistributedDataParallel(Module, Joinable):
     """Data parallelism across processes: wrap the model, train as usual, gradients come out averaged."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=None, init_sync=True,
@@ -51,6 +52,9 @@ class DistributedDataParallel(Module):
             dist.get_world_size()  # torch's ValueError when init_process_group has not run
             process_group = dist.group.WORLD
         self.process_group = process_group
+        self._distributed_rank = dist.get_rank(process_group)
+        self._join_config = _JoinConfig.construct_disabled_join_config()
+        self._divide_by_initial_world_size = True
         self.parameters_to_ignore = set(getattr(module, "_ddp_params_and_buffers_to_ignore", ()))
         self._module_parameters = [p for n, p in module.named_parameters() if n not in self.parameters_to_ignore]
         if not any(p.requires_grad for p in self._module_parameters):
@@ -143,12 +147,12 @@ class DistributedDataParallel(Module):
         self.modules_buffers = [b for n, b in self.module.named_buffers() if n not in self.parameters_to_ignore]
         return params, names
 
-    def _broadcast_states(self, buffers):
-        """Rank 0's parameters (and buffers) to every rank."""
+    def _broadcast_states(self, buffers, src=0):
+        """Group rank src's parameters (and buffers) to every rank."""
         tensors = [p for n, p in self.module.named_parameters() if n not in self.parameters_to_ignore]
         if buffers:
             tensors += self.modules_buffers
-        _broadcast_coalesced(tensors, self.process_group)
+        _broadcast_coalesced(tensors, self.process_group, src=src)
 
     @property
     def broadcast_buffers(self):
@@ -174,11 +178,20 @@ class DistributedDataParallel(Module):
 
     def forward(self, *inputs, **kwargs):
         sync = is_grad_enabled() and self.require_backward_grad_sync
+        joining = self._join_config.enable
         if sync:
-            self.reducer.prepare_for_forward()
-        if self.will_sync_module_buffers():
-            self.modules_buffers = [b for n, b in self.module.named_buffers() if n not in self.parameters_to_ignore]
-            _broadcast_coalesced(self.modules_buffers, self.process_group, keep_versions=True)
+            self.reducer.prepare_for_forward(rebuild=not joining)
+        work = Join.notify_join_context(self)  # inside join(): this rank still trains (Note [Joining ranks])
+        if work is not None:
+            work.wait()
+            training = int(work.result()[0].item())
+            self.reducer.divisor = self.reducer.world_size if self._divide_by_initial_world_size else training
+        if self.will_sync_module_buffers():  # from rank 0; inside join() from the highest training rank
+            self._sync_buffers(self._find_common_rank(self._distributed_rank, True) if joining else 0)
+        if joining:
+            self._check_global_requires_backward_grad_sync(is_joined_rank=False)
+            if sync:
+                self.reducer.rebuild_if_due()
         output = self.module(*inputs, **kwargs)
         if sync:
             self.require_forward_param_sync = True
@@ -202,12 +215,78 @@ class DistributedDataParallel(Module):
         self.reducer.comm_hook = (state, hook)
 
     def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
-        raise NotImplementedError("ember's DistributedDataParallel does not implement join() (uneven inputs)")
+        """Context manager for ranks with different numbers of inputs: a rank whose loop has ended keeps
+        taking part in the others' collectives (zeros for its gradients) until all have ended, then every
+        rank gets the model of the last rank to finish. divide_by_initial_world_size=False averages over
+        the ranks still training instead of the world size."""
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs):
+        return _DDPJoinHook(self, kwargs.get("divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        return self.device
+
+    @property
+    def join_process_group(self):
+        return self.process_group
+
+    def _sync_buffers(self, src):
+        self.modules_buffers = [b for n, b in self.module.named_buffers() if n not in self.parameters_to_ignore]
+        _broadcast_coalesced(self.modules_buffers, self.process_group, keep_versions=True, src=src)
+
+    def _find_common_rank(self, rank, candidate):
+        """The highest group rank among the ranks passing candidate=True (every rank calls it)."""
+        from ... import tensor
+        from ... import _dtype as D
+        best = tensor([rank if candidate else -1], dtype=D.int64)
+        _dist().all_reduce(best, op=_dist().ReduceOp.MAX, group=self.process_group)
+        if best.item() == -1:
+            raise ValueError("BUG! Expected rank_cond to be true for at least one process. This indicates a bug "
+                             "in PyTorch, please report an issue.")
+        return best.item()
+
+    def _check_global_requires_backward_grad_sync(self, is_joined_rank):
+        """Training ranks tell joined ones whether this iteration's backward synchronizes (any rank says so)."""
+        from ... import ones, zeros
+        flag = ones(1) if not is_joined_rank and self.require_backward_grad_sync else zeros(1)
+        _dist().all_reduce(flag, group=self.process_group)
+        return flag.item() != 0 if is_joined_rank else None
+
+    def _sync_final_model(self, is_last_joiner):
+        src = self._find_common_rank(self._distributed_rank, is_last_joiner)
+        self._broadcast_states(self.forward_sync_buffers, src)
 
     @staticmethod
     def _set_params_and_buffers_to_ignore_for_model(module, params_and_buffers_to_ignore):
         """Names (as in state_dict) of parameters and buffers DDP leaves alone on `module`."""
         module._ddp_params_and_buffers_to_ignore = params_and_buffers_to_ignore
+
+
+class _DDPJoinHook(JoinHook):
+    """A joined rank's side of DDP's iterations (Note [Joining ranks])."""
+
+    def __init__(self, ddp, divide_by_initial_world_size):
+        if not isinstance(ddp, DistributedDataParallel):
+            raise AssertionError("DDP join hook requires passing in a DistributedDataParallel instance as the state, "
+                                 f"got {type(ddp).__name__}")
+        self.ddp = ddp
+        ddp._divide_by_initial_world_size = divide_by_initial_world_size
+
+    def main_hook(self):
+        """The collectives of one training iteration, in the order DDP.forward and backward issue them."""
+        ddp = self.ddp
+        if ddp.will_sync_module_buffers():
+            ddp._sync_buffers(ddp._find_common_rank(ddp._distributed_rank, False))
+        sync = ddp._check_global_requires_backward_grad_sync(is_joined_rank=True)
+        ddp.require_forward_param_sync = sync
+        if sync:
+            ddp.reducer.shadow_backward()
+
+    def post_hook(self, is_last_joiner):
+        self.ddp._sync_final_model(is_last_joiner)
 
 
 def _dist():
@@ -221,8 +300,8 @@ def _not_implemented(**options):
             raise NotImplementedError(f"ember's DistributedDataParallel does not implement {name}")
 
 
-def _broadcast_coalesced(tensors, group, keep_versions=False):
-    """Rank 0's values of `tensors` to every rank: one broadcast per dtype of all of them flattened
+def _broadcast_coalesced(tensors, group, keep_versions=False, src=0):
+    """Group rank src's values of `tensors` to every rank: one broadcast per dtype of all of them flattened
     together (as torch coalesces them), not one per tensor. keep_versions: leave the tensors' version
     counters as they were (torch's _unsafe_preserve_version_counter for buffers a pending backward saved)."""
     from ... import cat
@@ -232,7 +311,7 @@ def _broadcast_coalesced(tensors, group, keep_versions=False):
     with no_grad():
         for group_tensors in by_dtype.values():
             flat = cat([t.reshape(-1) for t in group_tensors])
-            _dist().broadcast(flat, group=group, group_src=0)
+            _dist().broadcast(flat, group=group, group_src=src)
             offset = 0
             for t in group_tensors:
                 n = t.numel()
