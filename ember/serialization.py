@@ -634,7 +634,8 @@ def _rebuild_tensor_pickle(t):
     """__reduce_ex__ of Tensor: the array (NumPy pickles it), dtype, requires_grad, subclass, dict (a non-leaf
     unpickles, as torch's, as a leaf that requires grad)."""
     state = dict(t.__dict__) if t.__dict__ else None
-    return (_rebuild_from_array, (type(t), np.ascontiguousarray(t._data), t._dtype.name, t.requires_grad, state))
+    arr = t._data if t._data.flags.c_contiguous else t._data.copy(order="C")  # (ascontiguousarray makes 0-d 1-d)
+    return (_rebuild_from_array, (type(t), arr, t._dtype.name, t.requires_grad, state))
 
 
 def _rebuild_from_array(cls, arr, dtype_name, requires_grad, state):

@@ -41,6 +41,18 @@ CONFIGS = {
     "join_hook": ({"bucket_cap_mb": 0.0004}, "convbn", "allreduce"),
     "join_nosync": ({}, "convbn"),
     "join_empty": ({"bucket_cap_mb": 0.0004}, "convbn"),
+    # ZeroRedundancyOptimizer (ZERO) instead of SGD; zero_join: DDP and ZeRO in one Join, uneven inputs
+    "zero_adam": ({}, "mlp"),  # (Adam on the convolution's bias before BatchNorm, whose gradient is rounding noise,
+    # would amplify each library's own noise)
+    "zero_bucket": ({"find_unused_parameters": True}, "branchy"),
+    "zero_join": ({}, "mlp"),
+}
+# config -> (optimizer class name, its options, ZeroRedundancyOptimizer options); the param groups of zero_bucket
+# are two: the body and the rest at another learning rate
+ZERO = {
+    "zero_adam": ("Adam", {"lr": 0.01}, {}),
+    "zero_bucket": ("SGD", {"lr": 0.05, "momentum": 0.9}, {"parameters_as_bucket_view": True}),
+    "zero_join": ("Adam", {"lr": 0.01}, {}),
 }
 # config -> (steps of rank 0, steps of rank 1, join() keyword arguments)
 JOIN = {
@@ -50,6 +62,7 @@ JOIN = {
     "join_hook": (7, 10, {}),
     "join_nosync": (5, 10, {}),
     "join_empty": (0, 5, {}),  # rank 0 joins before any step: it shadows the bucket rebuild too
+    "zero_join": (7, 10, {}),
 }
 
 
@@ -151,9 +164,16 @@ def train(lib, ddp_cls, rank, config, out):
     ddp = ddp_cls(model, **kwargs)
     if hook:
         register_hook(lib, ddp, hook[0])
-    opt = lib.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    if config in ZERO:
+        opt = make_zero(lib, ddp, config)
+    else:
+        opt = lib.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     record = {f"init_{k}": v for k, v in snapshot(model).items()}
-    with ddp.join(**JOIN[config][2]) if config in JOIN else contextlib.nullcontext():
+    if config in ZERO and config in JOIN:
+        joining = lib.distributed.algorithms.Join([ddp, opt])
+    else:
+        joining = ddp.join(**JOIN[config][2]) if config in JOIN else contextlib.nullcontext()
+    with joining:
         for step in range(steps(config, rank)):
             x, y = batch(rank, step, kind)
             x, y = lib.tensor(x), lib.tensor(y)
@@ -176,7 +196,58 @@ def train(lib, ddp_cls, rank, config, out):
     if config in JOIN:  # after join(): every rank holds the model of the last rank to finish
         for k, v in snapshot(model).items():
             record[f"final_{k}"] = v
+    if config in ZERO:
+        record.update(zero_state(lib, opt, rank, config, kind, kwargs))
     np.savez(os.path.join(out, f"{lib.__name__}_{config}_r{rank}.npz"), **record)
+
+
+def make_zero(lib, ddp, config):
+    name, options, zero_options = ZERO[config]
+    import importlib
+    zero_cls = importlib.import_module(lib.__name__ + ".distributed.optim").ZeroRedundancyOptimizer
+    params = list(ddp.module.named_parameters())
+    if config == "zero_bucket":
+        groups = [{"params": [p for n, p in params if n.startswith("body")]},
+                  {"params": [p for n, p in params if not n.startswith("body")], "lr": 0.02}]
+        return zero_cls(groups, optimizer_class=getattr(lib.optim, name), **zero_options, **options)
+    return zero_cls([p for _, p in params], optimizer_class=getattr(lib.optim, name), **zero_options, **options)
+
+
+def zero_state(lib, opt, rank, config, kind, kwargs):
+    """The consolidated state dict (on rank 0; rank 1's error), and one more step of a fresh model and
+    optimizer that loaded it (rank 0's, broadcast) on every rank."""
+    out = {}
+    opt.consolidate_state_dict(to=0)
+    try:
+        state = opt.state_dict()
+    except RuntimeError as e:
+        state = None
+        out["zero_error"] = np.array(str(e))
+    if state is not None:
+        for i, entry in state["state"].items():
+            for name, value in entry.items():
+                out[f"zstate_{i}_{name}"] = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+        out["zgroups"] = np.array(json.dumps([{k: v for k, v in g.items()} for g in state["param_groups"]],
+                                             sort_keys=True, default=str))
+    box = [None if state is None else {"state": {i: {n: (v.numpy() if hasattr(v, "numpy") else v)
+                                                     for n, v in e.items()} for i, e in state["state"].items()},
+                                       "param_groups": state["param_groups"]}]
+    lib.distributed.broadcast_object_list(box, src=0)
+    loaded = {"state": {i: {n: lib.tensor(v) for n, v in e.items()} for i, e in box[0]["state"].items()},
+              "param_groups": box[0]["param_groups"]}
+    lib.manual_seed(0)
+    model = build(lib, kind)
+    load(lib, model, initial_weights(model, 0))
+    ddp = lib.nn.parallel.DistributedDataParallel(model, **kwargs)
+    fresh = make_zero(lib, ddp, config)
+    fresh.load_state_dict(loaded)
+    x, y = batch(rank, 99, kind)
+    args = (lib.tensor(x), 1, rank) if kind == "branchy" else (lib.tensor(x),)
+    lib.nn.functional.cross_entropy(ddp(*args), lib.tensor(y)).backward()
+    fresh.step()
+    for k, v in snapshot(model).items():
+        out[f"reload_{k}"] = v
+    return out
 
 
 def describe_buckets(lib, ddp):

@@ -142,7 +142,9 @@ def test_parameters_and_buffers_match_torch_after_every_step(runs, config, rank)
     last = worker.steps(config, rank) - 1
     assert last < 0 or any(k.startswith(f"s{last}_") for k in keys)
     assert config not in worker.JOIN or any(k.startswith("final_") for k in keys)
-    bad = [k for k in keys if not close(ours[k], theirs[k], TOLERANCE.get(config, 1e-6))]
+    text = [k for k in keys if theirs[k].dtype.kind == "U"]  # ZeRO's option groups (json) and error messages
+    assert all(str(ours[k]) == str(theirs[k]) for k in text), [(str(ours[k]), str(theirs[k])) for k in text]
+    bad = [k for k in keys if k not in text and not close(ours[k], theirs[k], TOLERANCE.get(config, 1e-6))]
     assert not bad, f"{config} rank {rank} differs from torch at {bad[:5]}"
 
 

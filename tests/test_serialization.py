@@ -228,6 +228,9 @@ def test_plain_pickle_of_tensors():
     x = ember.arange(6.).reshape(2, 3).requires_grad_()
     y = pickle.loads(pickle.dumps(x))
     assert y.requires_grad and y.tolist() == x.tolist() and y.dtype is ember.float32
+    for t in (ember.tensor(5.0), ember.tensor(3, dtype=ember.int64), x.t(), ember.zeros(0, 3), x[1, ::2]):
+        back = pickle.loads(pickle.dumps(t))  # shapes kept (a 0-d tensor came back 1-d before)
+        assert back.shape == t.shape and back.tolist() == t.tolist()
 
 
 def test_legacy_format_written_by_torch(tmp_path):
