@@ -1,9 +1,13 @@
 """torch.futures: Future, collect_all, wait_all. An ember Future completes when set_result/set_exception is called
-or, for one made from a started operation (Work.get_future) or by then(), when that operation or the future it
-follows completes; ember has no background threads, so such a future advances when it is polled (done()) or
-waited on (wait()), which is also when MPI advances the operation."""
+(by any thread: wait() blocks until then, as torch's; RPC replies arrive that way) or, for one made from a
+started operation (Work.get_future) or by then() on such a one, when that operation or the future it follows
+completes; such a future advances when it is polled (done()) or waited on (wait()), which is also when MPI
+advances the operation. then() on a future that set_result completes runs its callback right then, as torch."""
+import threading
 
 __all__ = ["Future", "collect_all", "wait_all"]
+
+_lock = threading.Lock()  # completion against adding a callback or a waiter, across threads
 
 
 class Future:
@@ -17,6 +21,7 @@ class Future:
         self._callbacks = []
         self._poll = None  # () -> bool: whether the source completed (set by get_future / then)
         self._source = None  # () -> value: blocks until the source completes (set by get_future / then)
+        self._event = None  # a threading.Event while some thread waits for set_result / set_exception
 
     @classmethod
     def _of(cls, poll, source):
@@ -36,11 +41,23 @@ class Future:
         """Block until the future completes; its value, or its error raised."""
         if not self._done:
             if self._source is None:
-                raise RuntimeError("wait() on a Future that nothing completes: call set_result or set_exception")
-            self._resolve()
+                self._block(None)
+            else:
+                self._resolve()
         if self._error is not None:
             raise self._error
         return self._value
+
+    def _block(self, timeout):
+        """Wait up to `timeout` seconds (None: no limit) for another thread's set_result / set_exception;
+        whether the future is complete."""
+        with _lock:
+            if self._done:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     def value(self):
         """The value of a completed future (its error raised)."""
@@ -53,6 +70,18 @@ class Future:
     def then(self, callback):
         """A new Future holding callback(self), run once this one completes (an error in it is the new
         future's error)."""
+        if self._source is None:  # completed by set_result: the callback runs then, in that thread
+            following = Future()
+
+            def fire(f):
+                try:
+                    following.set_result(callback(f))
+                except Exception as e:  # noqa: BLE001 -- torch's wrapping of an error in a callback
+                    following.set_exception(RuntimeError("Got the following error when running the callback: "
+                                                         f"{type(e).__name__}: {e}"))
+            self.add_done_callback(fire)
+            return following
+
         def run():
             if not self._done:
                 try:
@@ -68,10 +97,11 @@ class Future:
 
     def add_done_callback(self, callback):
         """callback(self) once this future completes (now, if it has)."""
-        if self._done:
-            callback(self)
-        else:
-            self._callbacks.append(callback)
+        with _lock:
+            if not self._done:
+                self._callbacks.append(callback)
+                return
+        callback(self)
 
     def set_result(self, result):
         if self._done:
@@ -97,8 +127,12 @@ class Future:
             self.set_result(value)
 
     def _finish(self):
-        self._done = True
-        callbacks, self._callbacks = self._callbacks, []
+        with _lock:
+            self._done = True
+            callbacks, self._callbacks = self._callbacks, []
+            event = self._event
+        if event is not None:
+            event.set()
         for cb in callbacks:
             cb(self)
 

@@ -1,0 +1,268 @@
+"""The transport of ember.distributed.rpc: TCP sockets between the workers, pickled messages, a thread pool.
+
+Note [RPC agent]: rank 0 listens on the rendezvous address (MASTER_ADDR:MASTER_PORT, or init_method's
+tcp://host:port); every other worker listens on a port of its own and sends rank 0 a join message with its
+name, rank and address; once all have joined, rank 0 answers each with the table of every worker, so each
+worker can reach every other. A request is one frame (8-byte length, then a pickle) sent on a connection
+the caller opened to the callee (one per pair, made on first use, with a thread reading the replies); the
+callee runs it on a pool of num_worker_threads threads and answers on the same connection, matching by
+message id. Functions travel by reference (module and name), as pickle sends them, so the callee must be
+able to import them. A reply carries the value, or the error: ValueError and TypeError keep their type and
+the rest arrive as RuntimeError (torch's rule), with the callee's traceback in the message.
+"""
+import concurrent.futures
+import importlib
+import io
+import itertools
+import os
+import pickle
+import socket
+import struct
+import threading
+import traceback
+import types
+from urllib.parse import urlparse
+
+_HEADER = struct.Struct(">Q")
+
+
+class _Pickler(pickle.Pickler):
+    """pickle, with ember's public functions (ember.add, F.relu: wrappers whose qualified names lead to their
+    declarations) sent by their public name, as torch's functions pickle."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, types.FunctionType):
+            from ...fx.node import ember_namespace
+            path = ember_namespace(obj)
+            if path is not None:
+                return _public_function, (path, obj.__name__)
+        return NotImplemented
+
+
+def _public_function(path, name):
+    return getattr(importlib.import_module(path), name)
+
+
+def _send(sock, lock, message):
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(message)
+    data = buffer.getvalue()
+    with lock:
+        sock.sendall(_HEADER.pack(len(data)) + data)
+
+
+def _recv_exact(sock, n):
+    chunks = []
+    while n:
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _recv(sock):
+    (n,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
+    return pickle.loads(_recv_exact(sock, n))
+
+
+def rendezvous_address(init_method):
+    """(host, port) of rank 0 from init_method: env:// (MASTER_ADDR, MASTER_PORT) or tcp://host:port."""
+    if init_method in (None, "env://"):
+        try:
+            return os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+        except KeyError as e:
+            raise ValueError(f"Error initializing torch.distributed using env:// rendezvous: environment variable "
+                             f"{e.args[0]} expected, but not set") from e
+    url = urlparse(init_method)
+    if url.scheme != "tcp" or url.port is None:
+        raise ValueError(f"ember's RPC supports env:// and tcp://host:port init methods, got {init_method!r}")
+    return url.hostname, url.port
+
+
+class Agent:
+    """One worker's end of the RPC network (Note [RPC agent])."""
+
+    def __init__(self, name, rank, world_size, options, handle):
+        self.name = name
+        self.rank = rank
+        self.world_size = world_size
+        self.options = options
+        self.handle = handle  # handle(payload, reply): runs a request, then calls reply(ok, value)
+        self.pool = concurrent.futures.ThreadPoolExecutor(options.num_worker_threads,
+                                                          thread_name_prefix=f"rpc-{name}")
+        self.ids = itertools.count()
+        self.pending = {}  # message id -> ember Future of the reply
+        self.lock = threading.Lock()
+        self.conns = {}  # rank -> (socket, send lock), the connections this worker opened
+        self.closed = False
+        master = rendezvous_address(options.init_method)
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if rank == 0:
+            self.listener.bind(("", master[1]))
+        else:
+            self.listener.bind(("", 0))
+        self.listener.listen(max(16, world_size))
+        self.joined = {}
+        self.waiting = []  # rank 0: the join connections to answer with the table
+        self.table_ready = threading.Condition()
+        threading.Thread(target=self._accept, daemon=True, name=f"rpc-accept-{name}").start()
+        me = (name, rank, (_local_host(master[0]), self.listener.getsockname()[1]))
+        if rank == 0:
+            self._register(me, None)
+            with self.table_ready:
+                if not self.table_ready.wait_for(lambda: len(self.joined) == world_size, options.rpc_timeout or None):
+                    raise RuntimeError(f"RPC rendezvous timed out: {len(self.joined)} of {world_size} workers joined")
+            self.table = {r: (n, a) for n, r, a in self.joined.values()}
+        else:
+            sock = _connect(master, options.rpc_timeout)
+            _send(sock, threading.Lock(), ("join", me))
+            reply = _recv(sock)
+            sock.close()
+            if reply[0] == "error":
+                raise reply[1]
+            self.table = reply[1]
+
+    # ---- the listening side ---------------------------------------------------------------------
+    def _accept(self):
+        while True:
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:
+                return  # closed by shutdown
+            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
+
+    def _register(self, entry, sock):
+        """Rank 0: a worker joined (sock: where to answer once all have); errors go back to it."""
+        name, rank, _ = entry
+        with self.table_ready:
+            error = None
+            if not 0 <= rank < self.world_size:
+                error = ValueError(f"rank {rank} out of range for world_size {self.world_size}")
+            elif rank in self.joined or any(n == name for n, _, _ in self.joined.values()):
+                error = RuntimeError(f"RPC worker name {name!r} or rank {rank} is taken by another worker")
+            if error is not None:
+                _send(sock, threading.Lock(), ("error", error))
+                return
+            self.joined[rank] = entry
+            if sock is not None:
+                self.waiting.append(sock)
+            if len(self.joined) == self.world_size:
+                table = {r: (n, a) for n, r, a in self.joined.values()}
+                for s in self.waiting:
+                    _send(s, threading.Lock(), ("table", table))
+                self.table_ready.notify_all()
+
+    def _serve(self, sock):
+        """Requests arriving on one connection: run each on the pool, answer on the same connection."""
+        lock = threading.Lock()
+        try:
+            first = _recv(sock)
+            if first[0] == "join":
+                self._register(first[1], sock)
+                return
+            message = first
+            while True:
+                kind, mid, payload = message
+                self.pool.submit(self.handle, payload, _replier(sock, lock, mid))
+                message = _recv(sock)
+        except (ConnectionError, OSError, EOFError):
+            return
+        except RuntimeError:  # the pool is shut down
+            return
+
+    # ---- the calling side -----------------------------------------------------------------------
+    def _connection(self, rank):
+        with self.lock:
+            conn = self.conns.get(rank)
+            if conn is None:
+                sock = _connect(self.table[rank][1], self.options.rpc_timeout)
+                conn = self.conns[rank] = (sock, threading.Lock())
+                threading.Thread(target=self._read_replies, args=(sock,), daemon=True).start()
+            return conn
+
+    def _read_replies(self, sock):
+        while True:
+            try:
+                ok, mid, value = _recv(sock)
+            except (ConnectionError, OSError, EOFError):
+                return
+            with self.lock:
+                future = self.pending.pop(mid, None)
+            if future is not None:
+                if ok:
+                    future.set_result(value)
+                else:
+                    future.set_exception(value)
+
+    def call(self, rank, payload, future):
+        """Send payload to `rank`; its reply completes `future`."""
+        if self.closed:
+            raise RuntimeError("RPC has not been initialized or has been shut down")
+        mid = next(self.ids)
+        with self.lock:
+            self.pending[mid] = future
+        sock, lock = self._connection(rank)
+        _send(sock, lock, ("call", mid, payload))
+
+    def outstanding(self):
+        with self.lock:
+            return list(self.pending.values())
+
+    def close(self):
+        self.closed = True
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.listener.close()
+        with self.lock:
+            for sock, _ in self.conns.values():
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                sock.close()
+            self.conns.clear()
+        self.pool.shutdown(wait=False)
+
+
+def _replier(sock, lock, mid):
+    def reply(ok, value):
+        try:
+            _send(sock, lock, (ok, mid, value))
+        except (pickle.PicklingError, TypeError, AttributeError) as e:  # an unpicklable result or error
+            _send(sock, lock, (False, mid, RuntimeError(f"the RPC result could not be pickled: {e}")))
+        except OSError:
+            pass  # the caller has gone
+    return reply
+
+
+def _connect(address, timeout):
+    sock = socket.create_connection(address, timeout=timeout or None)
+    sock.settimeout(None)  # the timeout bounds connecting; replies may take as long as the call does
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _local_host(master_host):
+    """The address other workers reach this one at: the interface that routes to the master."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((master_host, 9))
+            return s.getsockname()[0]
+    except OSError:
+        return "127.0.0.1"
+
+
+def format_remote_error(worker, error):
+    """The exception the caller gets: ValueError and TypeError keep their type (as torch's), every other
+    becomes RuntimeError; the message names the callee and carries its traceback."""
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    message = f"On {worker}:\n{error!r}\n{text}"
+    for kind in (ValueError, TypeError):
+        if isinstance(error, kind):
+            return kind(message)
+    return RuntimeError(message)

@@ -1,0 +1,188 @@
+"""Process body of tests/test_rpc.py; run it, don't import it.
+
+    python tests/_rpc_worker.py LIB OUT      (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment)
+
+Three workers of the same library (torch or ember) run the same RPC scenarios; worker 0 drives them and
+writes what it saw to OUT/<lib>.json (the other workers only serve, then shut down)."""
+import importlib
+import json
+import os
+import sys
+import threading
+
+import numpy as np
+
+# the library (torch or ember) from the command line: callees resolve this script's functions by name
+LIB = importlib.import_module(sys.argv[1] if len(sys.argv) > 1 else "torch")
+RPC = importlib.import_module(LIB.__name__ + ".distributed.rpc")
+FUTURES = importlib.import_module(LIB.__name__ + ".futures")
+
+
+def rpc():
+    return RPC
+
+
+def futures():
+    return FUTURES
+
+
+# ---- functions the callee runs (module level: they travel by reference) --------------------------------------
+
+def add(a, b, scale=1):
+    return (a + b) * scale
+
+
+def whoami():
+    return rpc().get_worker_info().name
+
+
+class CustomError(Exception):
+    pass
+
+
+def fails(kind):
+    raise {"value": ValueError, "key": KeyError, "type": TypeError, "index": IndexError,
+           "custom": CustomError, "runtime": RuntimeError}[kind](f"bad {kind}")
+
+
+def relay(to, a, b):
+    """A nested call: this worker asks `to`."""
+    return rpc().rpc_sync(to, add, args=(a, b), kwargs={"scale": 10})
+
+
+def fetch_here(rref):
+    """Called on an RRef's owner or another worker: its value fetched there."""
+    return rref.to_here() * 2
+
+
+def owner_local(rref):
+    return rref.local_value().sum()
+
+
+def make_counter(start):
+    return Counter(start)
+
+
+class Counter:
+    def __init__(self, start):
+        self.value = start
+        self.lock = threading.Lock()
+
+    def bump(self, by=1):
+        with self.lock:
+            self.value += by
+            return self.value
+
+    def get(self):
+        return self.value
+
+
+class Batcher:
+    """A parameter-server pattern: callers wait until `need` of them have reported (async_execution)."""
+
+    def __init__(self, need):
+        self.need = need
+        self.seen = []
+        self.lock = threading.Lock()
+        self.future = futures().Future()
+
+    @staticmethod
+    @RPC.functions.async_execution
+    def report(rref, value):
+        self = rref.local_value()
+        with self.lock:
+            self.seen.append(value)
+            future = self.future
+            if len(self.seen) == self.need:
+                future.set_result(sorted(self.seen))
+                self.seen = []
+                self.future = futures().Future()
+        return future
+
+
+@RPC.functions.async_execution
+def doubled_later(to, a):
+    """async_execution: a Future chained on a call to another worker."""
+    return rpc().rpc_async(to, add, args=(a, a)).then(lambda f: f.value() * 2)
+
+
+def main():
+    lib_name, out = sys.argv[1], sys.argv[2]
+    if lib_name == "torch":
+        LIB.set_num_threads(1)
+    r = rpc()
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    options = r.TensorPipeRpcBackendOptions(num_worker_threads=8, rpc_timeout=60)
+    r.init_rpc(f"worker{rank}", rank=rank, world_size=world, rpc_backend_options=options)
+    results = {}
+    if rank == 0:
+        results = scenarios(r)
+    r.shutdown()
+    if rank == 0:
+        with open(os.path.join(out, f"{lib_name}.json"), "w") as f:
+            json.dump(results, f, indent=1, sort_keys=True)
+
+
+def value(x):
+    """JSON-able form of a result (tensors as nested lists)."""
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    if isinstance(x, (list, tuple)):
+        return [value(v) for v in x]
+    return x
+
+
+def scenarios(r):
+    t = LIB.tensor
+    out = {}
+    a = t(np.arange(6, dtype=np.float32).reshape(2, 3))
+    b = t(np.ones((2, 3), dtype=np.float32))
+    out["sync"] = value(r.rpc_sync("worker1", add, args=(a, b), kwargs={"scale": 3}))
+    out["sync_by_info"] = value(r.rpc_sync(r.get_worker_info("worker2"), add, args=(a, b)))
+    out["builtin"] = value(r.rpc_sync("worker1", LIB.add, args=(a, b)))
+    futs = [r.rpc_async(f"worker{k}", add, args=(a, t(float(k)))) for k in (1, 2)]
+    out["async"] = value(futures().wait_all(futs))
+    out["then"] = value(r.rpc_async("worker2", add, args=(a, b)).then(lambda f: f.value().sum()).wait())
+    out["names"] = [r.rpc_sync(f"worker{k}", whoami) for k in (0, 1, 2)]
+    out["infos"] = [[i.name, i.id] for i in (r.get_worker_info(), r.get_worker_info("worker2"))]
+    out["nested"] = value(r.rpc_sync("worker1", relay, args=("worker2", a, b)))
+    for kind in ("value", "key", "type", "index", "custom", "runtime"):
+        try:
+            r.rpc_sync("worker1", fails, args=(kind,))
+            out[f"error_{kind}"] = None
+        except Exception as e:  # noqa: BLE001 -- the type is what is compared
+            out[f"error_{kind}"] = [type(e).__name__, f"bad {kind}" in str(e), "worker1" in str(e)]
+    # remote references
+    rref = r.remote("worker1", make_counter, args=(5,))
+    out["rref_owner"] = [rref.owner_name(), rref.owner().id, rref.is_owner()]
+    out["rref_bump"] = [rref.rpc_sync().bump(2), rref.rpc_async().bump().wait(), rref.rpc_sync().get()]
+    try:
+        rref.to_here()  # a Counter holds a lock: its copy cannot be pickled
+        out["unpicklable"] = None
+    except Exception as e:  # noqa: BLE001
+        out["unpicklable"] = [type(e).__name__, "pickle" in str(e)]
+    out["rref_to_here"] = value(r.remote("worker1", make_counter, args=(7,)).rpc_sync().get())
+    tref = r.remote("worker2", add, args=(a, b))
+    out["rref_value"] = value(tref.to_here())
+    out["rref_elsewhere"] = value(r.rpc_sync("worker1", fetch_here, args=(tref,)))  # worker1 fetches from 2
+    out["rref_on_owner"] = value(r.rpc_sync("worker2", owner_local, args=(tref,)))  # local_value on the owner
+    mine = r.RRef(a * 2)
+    out["local_rref"] = [mine.is_owner(), value(mine.local_value()), value(r.rpc_sync("worker2", fetch_here,
+                                                                                       args=(mine,)))]
+    try:
+        tref.local_value()
+        out["local_value_elsewhere"] = None
+    except Exception as e:  # noqa: BLE001
+        out["local_value_elsewhere"] = type(e).__name__
+    sub = tref.remote().sum()  # a remote call on the owner's value, itself an RRef
+    out["proxy_remote"] = value(sub.to_here())
+    # async_execution: a chained future, and callers held until all report
+    out["async_chain"] = value(r.rpc_sync("worker1", doubled_later, args=("worker2", t(3.0))))
+    batcher = r.remote("worker2", Batcher, args=(3,))
+    reports = [r.rpc_async(batcher.owner(), Batcher.report, args=(batcher, v)) for v in (10, 0, 5)]
+    out["batched"] = [value(f.wait()) for f in reports]
+    return out
+
+
+if __name__ == "__main__":
+    main()
