@@ -106,6 +106,81 @@ def doubled_later(to, a):
     return rpc().rpc_async(to, add, args=(a, a)).then(lambda f: f.value() * 2)
 
 
+def init_linear(layer, seed):
+    rng = np.random.default_rng(seed)
+    with LIB.no_grad():
+        for p in layer.parameters():
+            p.copy_(LIB.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32) * 0.5))
+    return layer
+
+
+class Stage:
+    """A pipeline stage on some worker: a linear layer and tanh, then (maybe) the next stage, by RPC."""
+
+    def __init__(self, fin, fout, seed, nxt=None):
+        self.layer = init_linear(LIB.nn.Linear(fin, fout), seed)
+        self.next = nxt
+
+    def forward(self, x):
+        h = LIB.tanh(self.layer(x))
+        if self.next is not None:
+            h = RPC.rpc_sync(self.next.owner(), Stage.call, args=(self.next, h))
+        return h
+
+    @staticmethod
+    def call(rref, x):
+        return rref.local_value().forward(x)
+
+    @staticmethod
+    def param_rrefs(rref):
+        return [RPC.RRef(p) for p in rref.local_value().layer.parameters()]
+
+    @staticmethod
+    def grads(rref, context_id):
+        found = DIST_AUTOGRAD().get_gradients(context_id)
+        return [found[p] for p in rref.local_value().layer.parameters()]
+
+    @staticmethod
+    def params(rref):
+        return [p.detach().clone() for p in rref.local_value().layer.parameters()]
+
+
+def DIST_AUTOGRAD():
+    return importlib.import_module(LIB.__name__ + ".distributed.autograd")
+
+
+def distributed_training(r):
+    """Trainer layers around two remote stages (worker1's calls worker2's): 3 steps of distributed backward and
+    DistributedOptimizer (SGD with momentum) over all of them; the gradients of every step and the final weights."""
+    dist_autograd = DIST_AUTOGRAD()
+    optim = importlib.import_module(LIB.__name__ + ".distributed.optim")
+    s2 = r.remote("worker2", Stage, args=(3, 3, 2))
+    s1 = r.remote("worker1", Stage, args=(4, 3, 1), kwargs={"nxt": s2})
+    pre = init_linear(LIB.nn.Linear(5, 4), 0)
+    post = init_linear(LIB.nn.Linear(3, 2), 3)
+    rrefs = ([r.RRef(p) for p in pre.parameters()] + r.rpc_sync("worker1", Stage.param_rrefs, args=(s1,))
+             + r.rpc_sync("worker2", Stage.param_rrefs, args=(s2,)) + [r.RRef(p) for p in post.parameters()])
+    opt = optim.DistributedOptimizer(LIB.optim.SGD, rrefs, lr=0.1, momentum=0.9)
+    out = {"grads": [], "untouched": []}
+    rng = np.random.default_rng(11)
+    for step in range(3):
+        x = LIB.tensor(rng.standard_normal((6, 5)).astype(np.float32))
+        with dist_autograd.context() as cid:
+            h = r.rpc_sync("worker1", Stage.call, args=(s1, pre(x)))
+            loss = post(h).square().mean()
+            dist_autograd.backward(cid, [loss])
+            local = dist_autograd.get_gradients(cid)
+            grads = [local[p] for p in pre.parameters()]
+            grads += r.rpc_sync("worker1", Stage.grads, args=(s1, cid)) + r.rpc_sync("worker2", Stage.grads, args=(s2, cid))
+            grads += [local[p] for p in post.parameters()]
+            out["grads"].append(value(grads))
+            out["untouched"].append(all(p.grad is None for p in list(pre.parameters()) + list(post.parameters())))
+            opt.step(cid)
+    out["final"] = value([p.detach() for p in pre.parameters()] + r.rpc_sync("worker1", Stage.params, args=(s1,))
+                         + r.rpc_sync("worker2", Stage.params, args=(s2,)) + [p.detach() for p in post.parameters()])
+    return out
+
+
 def main():
     lib_name, out = sys.argv[1], sys.argv[2]
     if lib_name == "torch":
@@ -181,6 +256,7 @@ def scenarios(r):
     batcher = r.remote("worker2", Batcher, args=(3,))
     reports = [r.rpc_async(batcher.owner(), Batcher.report, args=(batcher, v)) for v in (10, 0, 5)]
     out["batched"] = [value(f.wait()) for f in reports]
+    out["dist_autograd"] = distributed_training(r)
     return out
 
 

@@ -3,13 +3,15 @@
 https://pytorch.org/docs/stable/rpc.html. Workers are started by the user (mp.spawn, a launcher) and meet at
 MASTER_ADDR:MASTER_PORT (Note [RPC agent] in _agent.py). Functions run on the callee's thread pool; an
 @functions.async_execution function returns a Future and the reply waits for it. A remote() value lives on
-its owner until shutdown, whatever RRefs to it are dropped (torch frees it when the last RRef dies). Not
-built: distributed autograd (dist_autograd), DistributedOptimizer, RemoteModule, device maps. Needs no MPI.
+its owner until shutdown, whatever RRefs to it are dropped (torch frees it when the last RRef dies).
+Distributed autograd: ember.distributed.autograd; DistributedOptimizer: ember.distributed.optim. Not built:
+RemoteModule, device maps. Needs no MPI.
 """
+import contextlib
 import enum
 import itertools
+import sys
 import threading
-from datetime import timedelta
 
 from ...futures import Future
 from . import functions
@@ -182,8 +184,27 @@ def rpc_async(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT):
         raise TypeError("function should be callable.")
     agent = _require()
     future = _Reply(agent, timeout)
-    agent.call(_rank_of(to), ("run", func, tuple(args or ()), dict(kwargs or {})), future)
+    rank = _rank_of(to)
+    context_id = _autograd_context(rank)
+    agent.call(rank, ("run", func, tuple(args or ()), dict(kwargs or {}), context_id), future)
     return future
+
+
+def _autograd_context(rank):
+    """The distributed autograd context of this thread (None outside one), now reaching `rank`."""
+    dist_autograd = sys.modules.get("ember.distributed.autograd")
+    if dist_autograd is None or dist_autograd.current_context_id() is None:
+        return None
+    dist_autograd.note_destination(rank)
+    return dist_autograd.current_context_id()
+
+
+def _in_context(context_id):
+    """A with-block inside the caller's distributed autograd context (nothing outside one)."""
+    if context_id is None:
+        return contextlib.nullcontext()
+    from .. import autograd as dist_autograd
+    return dist_autograd._Entered(context_id)
 
 
 def rpc_sync(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT):
@@ -219,7 +240,12 @@ class _Reply(Future):
 def _handle(payload, reply):
     """The callee's side of one request (on a pool thread): run it, answer with the value or the error; an
     async_execution function (or an RRef method that is one) answers when its Future completes."""
-    kind, func, args, kwargs = payload
+    kind, func, args, kwargs, context_id = payload
+    with _in_context(context_id):
+        _run_request(func, args, kwargs, reply, context_id)
+
+
+def _run_request(func, args, kwargs, reply, context_id):
     try:
         result = func(*args, **kwargs)
         asynchronous = hasattr(func, "_wrapped_async_rpc_function") or isinstance(result, _Async)
@@ -236,10 +262,11 @@ def _handle(payload, reply):
         return
 
     def answer(f):
-        try:
-            reply(True, f.value())
-        except Exception as e:  # noqa: BLE001
-            reply(False, format_remote_error(get_worker_info(), e))
+        with _in_context(context_id):
+            try:
+                reply(True, f.value())
+            except Exception as e:  # noqa: BLE001
+                reply(False, format_remote_error(get_worker_info(), e))
     result.add_done_callback(answer)
 
 

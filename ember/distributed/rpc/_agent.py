@@ -18,6 +18,7 @@ import os
 import pickle
 import socket
 import struct
+import sys
 import threading
 import traceback
 import types
@@ -31,12 +32,22 @@ class _Pickler(pickle.Pickler):
     declarations) sent by their public name, as torch's functions pickle."""
 
     def reducer_override(self, obj):
-        if isinstance(obj, types.FunctionType):
+        if _is_tensor(obj) and obj.requires_grad:  # inside a distributed autograd context: recorded as sent
+            dist_autograd = sys.modules.get("ember.distributed.autograd")
+            reduced = None if dist_autograd is None else dist_autograd.reduce_sent_tensor(obj)
+            if reduced is not None:
+                return reduced
+        elif isinstance(obj, types.FunctionType):
             from ...fx.node import ember_namespace
             path = ember_namespace(obj)
             if path is not None:
                 return _public_function, (path, obj.__name__)
         return NotImplemented
+
+
+def _is_tensor(obj):
+    from ..._tensor import Tensor
+    return isinstance(obj, Tensor)
 
 
 def _public_function(path, name):
