@@ -112,6 +112,9 @@ from ._layout import *  # noqa: E402,F401,F403  (torch.layout, torch.memory_form
 from ._globals import *  # noqa: E402,F401,F403  (default device, determinism flags, matmul precision, typename)
 
 
+from ._ops._registry import publish as _publish  # noqa: E402
+_publish(globals())  # ember.add.__module__ == "ember": functions pickle by their public names, as torch's
+
 # imported on first use: keeps `import ember` fast
 _LAZY_SUBMODULES = ("distributions", "testing", "func", "fft", "signal", "special", "distributed", "jit", "compiler",
                     "fx", "_dynamo", "profiler", "masked", "ops", "futures", "hub")

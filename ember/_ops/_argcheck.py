@@ -571,6 +571,8 @@ def guard_namespace(names, prefix="", precheck=False, c_level=None):
         if not n.startswith("_") and inspect.isfunction(f) and not getattr(f, "guarded", False):
             names[n] = guard(f, prefix + n, precheck=precheck if precheck in (True, False) else n in precheck,
                              python_level=c_level is not None and n not in c_level)
+    from ._registry import publish
+    publish(names)  # picklable by their public names
 
 
 def guard(fn, opname, method=False, numpy_names=False, precheck=True, python_level=False):

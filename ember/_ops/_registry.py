@@ -13,6 +13,7 @@ in-place checks live here, once.
 """
 import functools
 import inspect
+import sys
 import types
 
 import numpy as np
@@ -904,6 +905,23 @@ def _renamed(fn, name):
     alias.__module__ = fn.__module__
     alias.__doc__ = fn.__doc__
     return alias
+
+
+def publish(names):
+    """Name ember's public functions after the namespace module that exports them (ember.add.__module__ ==
+    'ember', as torch.add's is 'torch'), where their own module and qualified name lead elsewhere (wrappers
+    the registry made, declarations kept under them): pickle finds a function by those two names, so a
+    module holding F.relu (TransformerEncoderLayer.activation) can be saved whole, as in torch. Functions
+    that already resolve are left as they are. `names`: the namespace module's globals()."""
+    modules = sys.modules
+    path = names["__name__"]
+    for name, fn in list(names.items()):
+        if type(fn) is not types.FunctionType or name[0] == "_":
+            continue
+        home = modules.get(fn.__module__)
+        if home is None or getattr(home, fn.__qualname__, None) is not fn:  # (a dotted qualname: not found)
+            fn.__module__ = path
+            fn.__qualname__ = name
 
 
 def register(name=None, method=True, function=True, inplace=False, aliases=(), dunder=None, out=False):

@@ -11,7 +11,6 @@ able to import them. A reply carries the value, or the error: ValueError and Typ
 the rest arrive as RuntimeError (torch's rule), with the callee's traceback in the message.
 """
 import concurrent.futures
-import importlib
 import io
 import itertools
 import os
@@ -20,38 +19,29 @@ import socket
 import struct
 import sys
 import threading
+import time
 import traceback
-import types
 from urllib.parse import urlparse
 
 _HEADER = struct.Struct(">Q")
 
 
 class _Pickler(pickle.Pickler):
-    """pickle, with ember's public functions (ember.add, F.relu: wrappers whose qualified names lead to their
-    declarations) sent by their public name, as torch's functions pickle."""
+    """pickle, with the tensors that require grad inside a distributed autograd context recorded as sent
+    (Note [Distributed autograd])."""
 
     def reducer_override(self, obj):
-        if _is_tensor(obj) and obj.requires_grad:  # inside a distributed autograd context: recorded as sent
+        if _is_tensor(obj) and obj.requires_grad:
             dist_autograd = sys.modules.get("ember.distributed.autograd")
             reduced = None if dist_autograd is None else dist_autograd.reduce_sent_tensor(obj)
             if reduced is not None:
                 return reduced
-        elif isinstance(obj, types.FunctionType):
-            from ...fx.node import ember_namespace
-            path = ember_namespace(obj)
-            if path is not None:
-                return _public_function, (path, obj.__name__)
         return NotImplemented
 
 
 def _is_tensor(obj):
     from ..._tensor import Tensor
     return isinstance(obj, Tensor)
-
-
-def _public_function(path, name):
-    return getattr(importlib.import_module(path), name)
 
 
 def _send(sock, lock, message):
@@ -128,7 +118,7 @@ class Agent:
                     raise RuntimeError(f"RPC rendezvous timed out: {len(self.joined)} of {world_size} workers joined")
             self.table = {r: (n, a) for n, r, a in self.joined.values()}
         else:
-            sock = _connect(master, options.rpc_timeout)
+            sock = _connect_when_up(master, options.rpc_timeout)
             _send(sock, threading.Lock(), ("join", me))
             reply = _recv(sock)
             sock.close()
@@ -256,6 +246,19 @@ def _connect(address, timeout):
     sock.settimeout(None)  # the timeout bounds connecting; replies may take as long as the call does
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
+
+
+def _connect_when_up(address, timeout):
+    """Connect to rank 0, which may not listen yet: retried until `timeout` seconds (none: forever)."""
+    deadline = None if not timeout else time.monotonic() + timeout
+    while True:
+        try:
+            return _connect(address, timeout)
+        except (ConnectionRefusedError, socket.timeout, OSError):
+            if deadline is not None and time.monotonic() > deadline:
+                raise RuntimeError(f"RPC rendezvous: worker 0 at {address[0]}:{address[1]} did not answer within "
+                                   f"{timeout} seconds") from None
+            time.sleep(0.05)
 
 
 def _local_host(master_host):
