@@ -145,6 +145,40 @@ class Stage:
         return [p.detach().clone() for p in rref.local_value().layer.parameters()]
 
 
+class SeededLinear(LIB.nn.Linear):
+    def __init__(self, fin, fout, seed):
+        super().__init__(fin, fout)
+        init_linear(self, seed)
+
+
+def remote_module(r):
+    """A RemoteModule on worker1: forward, forward_async, a distributed step through remote_parameters, the
+    methods it refuses and pickling."""
+    import pickle
+    dist_autograd = DIST_AUTOGRAD()
+    optim = importlib.import_module(LIB.__name__ + ".distributed.optim")
+    nn = importlib.import_module(LIB.__name__ + ".distributed.nn")
+    module = nn.RemoteModule("worker1/cpu", SeededLinear, args=(4, 3), kwargs={"seed": 5})
+    x = LIB.tensor(np.random.default_rng(2).standard_normal((2, 4)).astype(np.float32))
+    out = {"forward": value(module(x)), "forward_async": value(module.forward_async(x).wait())}
+    opt = optim.DistributedOptimizer(LIB.optim.SGD, module.remote_parameters(), lr=0.1)
+    with dist_autograd.context() as cid:
+        dist_autograd.backward(cid, [module(x).square().sum()])
+        opt.step(cid)
+    out["after_step"] = value(module(x))
+    out["owner"] = module.get_module_rref().owner_name()
+    out["by_rank"] = value(nn.RemoteModule("rank:2/cpu", SeededLinear, args=(4, 2, 1))(x))
+    for name, call in (("parameters", lambda: list(module.parameters())), ("to", lambda: module.to("cpu")),
+                       ("state_dict", module.state_dict), ("train", module.train), ("pickle", lambda: pickle.dumps(module)),
+                       ("bad_device", lambda: nn.RemoteModule("worker1", SeededLinear, args=(4, 3, 0)))):
+        try:
+            call()
+            out[f"error_{name}"] = None
+        except Exception as e:  # noqa: BLE001 -- the type is compared
+            out[f"error_{name}"] = type(e).__name__
+    return out
+
+
 def DIST_AUTOGRAD():
     return importlib.import_module(LIB.__name__ + ".distributed.autograd")
 
@@ -257,6 +291,7 @@ def scenarios(r):
     reports = [r.rpc_async(batcher.owner(), Batcher.report, args=(batcher, v)) for v in (10, 0, 5)]
     out["batched"] = [value(f.wait()) for f in reports]
     out["dist_autograd"] = distributed_training(r)
+    out["remote_module"] = remote_module(r)
     return out
 
 

@@ -2,7 +2,7 @@
 (tests/_rpc_worker.py: rpc_sync/rpc_async/then, builtin and module functions, worker infos, nested calls,
 errors, RRefs from remote() and RRef(), their proxies, to_here on owner and others, async_execution with
 chained and externally completed futures, distributed autograd through nested calls with DistributedOptimizer,
-graceful shutdown) and worker 0's records must be equal."""
+RemoteModule, graceful shutdown) and worker 0's records must be equal."""
 import json
 import os
 import socket
@@ -52,8 +52,21 @@ def records(tmp_path_factory):
 def test_every_scenario_matches_torch(records):
     ours, theirs = records
     assert sorted(ours) == sorted(theirs)
-    differ = {k: (ours[k], theirs[k]) for k in theirs if k != "dist_autograd" and ours[k] != theirs[k]}
+    differ = {k: (ours[k], theirs[k]) for k in theirs if k not in NUMERIC and ours[k] != theirs[k]}
     assert not differ, differ
+
+
+NUMERIC = ("dist_autograd", "remote_module")  # computed values: equal to float32 rounding
+
+
+def test_remote_module_matches_torch(records):
+    ours, theirs = records[0]["remote_module"], records[1]["remote_module"]
+    assert sorted(ours) == sorted(theirs)
+    for k in theirs:
+        if isinstance(theirs[k], list):
+            np.testing.assert_allclose(ours[k], theirs[k], rtol=1e-5, atol=1e-6, err_msg=k)
+        else:
+            assert ours[k] == theirs[k], k
 
 
 def test_distributed_autograd_and_optimizer_match_torch(records):
