@@ -145,6 +145,10 @@ def walk():
     for m in pkgutil.walk_packages(ember.__path__, "ember."):  # every public module, whatever ran before
         if not any(part.startswith("_") for part in m.name.split(".")[1:]):
             importlib.import_module(m.name)
+            try:  # and torch's of the same path (a submodule torch does not import by itself)
+                importlib.import_module("torch" + m.name[len("ember"):])
+            except Exception:  # noqa: BLE001 -- torch has no such module, or it needs what is not here
+                pass
     counts, found = collections.Counter(), {}
     _walk(ember, torch, "torch", set(), found, counts)
     return counts, found

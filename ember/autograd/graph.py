@@ -261,6 +261,34 @@ class AccumulateGrad(Node):
 _Tensor = None  # ember.Tensor, bound by _leaf_shape's first call (ember._tensor imports this module)
 
 
+def reached_leaves(tensors):
+    """The leaf tensors that require grad and that the graphs of `tensors` reach (one of them that is itself such
+    a leaf included), each once, in the order found (an explicit stack: no recursion)."""
+    found = []
+    seen = set()
+    stack = []
+    for t in tensors:
+        if t._grad_fn is not None:
+            stack.append(t._grad_fn)
+        elif t.requires_grad and id(t) not in seen:
+            seen.add(id(t))
+            found.append(t)
+    visited = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        variable = getattr(node, "variable", None)
+        if variable is not None and id(variable) not in seen:
+            seen.add(id(variable))
+            found.append(variable)
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                stack.append(nxt)
+    return found
+
+
 def _leaf_shape(variable):
     """A leaf's shape as a tuple (.shape: sparse leaves have no _data)."""
     global _Tensor

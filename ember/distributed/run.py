@@ -113,8 +113,8 @@ def command(args):
     return cmd + [args.training_script] + args.training_script_args
 
 
-def main(argv=None):
-    args = parser().parse_args(argv)
+def main(args=None):
+    args = parser().parse_args(args)
     job = subprocess.Popen(command(args))
 
     def forward(signum, frame):

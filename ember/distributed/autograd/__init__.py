@@ -15,6 +15,7 @@ import threading
 
 from ... import autograd as _autograd
 from ...autograd.function import Function
+from ...autograd.graph import reached_leaves
 
 __all__ = ["backward", "context", "get_gradients"]
 
@@ -159,7 +160,7 @@ def _continue(context_id, send_id, grad):
 def _run(ctx, roots, grads):
     """One local backward pass: the gradients of every leaf reached (RecvBackward nodes on the way send
     theirs on); the user's leaves' added to the context's table."""
-    leaves = _leaves(roots)
+    leaves = reached_leaves(roots)
     if not leaves:
         return
     found = _autograd.grad(roots, leaves, grads, retain_graph=True, allow_unused=True)
@@ -168,31 +169,6 @@ def _run(ctx, roots, grads):
             if g is not None and id(leaf) not in ctx.internal:
                 old = ctx.grads.get(leaf)
                 ctx.grads[leaf] = g if old is None else old + g
-
-
-def _leaves(roots):
-    """The leaf tensors (requiring grad) the graphs of `roots` reach, each once, in the order found."""
-    found = []
-    seen_nodes = set()
-    seen_leaves = set()
-    stack = [r.grad_fn for r in roots if r.grad_fn is not None]
-    for r in roots:
-        if r.grad_fn is None and r.requires_grad and id(r) not in seen_leaves:
-            seen_leaves.add(id(r))
-            found.append(r)
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen_nodes:
-            continue
-        seen_nodes.add(id(node))
-        variable = getattr(node, "variable", None)
-        if variable is not None and id(variable) not in seen_leaves:
-            seen_leaves.add(id(variable))
-            found.append(variable)
-        for nxt, _ in node.next_functions:
-            if nxt is not None:
-                stack.append(nxt)
-    return found
 
 
 # ---- the public entry points --------------------------------------------------------------------

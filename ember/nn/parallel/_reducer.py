@@ -336,18 +336,6 @@ def _mul_into(g, scale, out):
 
 def _unused(params, outputs):
     """Indices of the parameters the autograd graph of `outputs` does not reach."""
-    reached = {id(t) for t in outputs if t.grad_fn is None}  # a parameter returned as it is
-    seen = set()
-    stack = [t.grad_fn for t in outputs if t.grad_fn is not None]
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        variable = getattr(node, "variable", None)
-        if variable is not None:
-            reached.add(id(variable))
-        for nxt, _ in node.next_functions:
-            if nxt is not None:
-                stack.append(nxt)
+    from ...autograd.graph import reached_leaves
+    reached = {id(t) for t in reached_leaves(outputs)}
     return [i for i, p in enumerate(params) if id(p) not in reached]

@@ -96,10 +96,24 @@ class RemoteModule(Module):
 
 
 def _not_supported(name):
+    """Module.<name> refused, with Module.<name>'s signature."""
+    import inspect
+
     def method(self, *args, **kwargs):
         raise ValueError(f"Method ``{name}`` not supported for RemoteModule")
-    method.__name__ = name
+    method.__name__ = method.__qualname__ = name
+    known = _OWN_SIGNATURES.get(name, getattr(Module, name, None))
+    method.__signature__ = inspect.signature(known)
     return method
+
+
+_OWN_SIGNATURES = {  # where torch's RemoteModule declares other parameters than Module's
+    "modules": lambda self: None,
+    "register_forward_hook": lambda self, hook, prepend=False, with_kwargs=False: None,
+    "register_forward_pre_hook": lambda self, hook, prepend=False, with_kwargs=False: None,
+    "ipu": lambda self, device=None: None,  # devices ember's Module has no method for
+    "xpu": lambda self, device=None: None,
+}
 
 
 for _name in ("register_buffer", "register_parameter", "add_module", "apply", "cuda", "ipu", "xpu", "cpu", "type",
