@@ -32,6 +32,12 @@ def add(a, b, scale=1):
     return (a + b) * scale
 
 
+def nap(seconds):
+    import time
+    time.sleep(seconds)
+    return seconds
+
+
 def whoami():
     return rpc().get_worker_info().name
 
@@ -290,6 +296,18 @@ def scenarios(r):
     batcher = r.remote("worker2", Batcher, args=(3,))
     reports = [r.rpc_async(batcher.owner(), Batcher.report, args=(batcher, v)) for v in (10, 0, 5)]
     out["batched"] = [value(f.wait()) for f in reports]
+    out["to_self"] = value(r.rpc_sync("worker0", add, args=(a, b)))
+    for name, call in (("unknown_worker", lambda: r.rpc_sync("nobody", add, args=(a, b))),
+                       ("unknown_info", lambda: r.get_worker_info("nobody")),
+                       ("timeout", lambda: r.rpc_sync("worker1", nap, args=(1.0,), timeout=0.2)),
+                       ("not_callable", lambda: r.rpc_sync("worker1", 3)),
+                       ("init_twice", lambda: r.init_rpc("worker0", rank=0, world_size=3))):
+        try:
+            call()
+            out[f"misuse_{name}"] = None
+        except Exception as e:  # noqa: BLE001 -- the type is compared
+            out[f"misuse_{name}"] = type(e).__name__
+    out["after_timeout"] = value(r.rpc_sync("worker1", add, args=(a, b)))  # the late reply does not get in the way
     out["dist_autograd"] = distributed_training(r)
     out["remote_module"] = remote_module(r)
     return out
