@@ -82,6 +82,17 @@ class Counter:
     def get(self):
         return self.value
 
+    @RPC.functions.async_execution
+    def bump_later(self, to, by):
+        """async_execution method: bumps once a call to `to` has answered."""
+        return RPC.rpc_async(to, add, args=(LIB.tensor(float(by)), LIB.tensor(0.0))).then(
+            lambda f: self.bump(int(f.value().item())))
+
+    @staticmethod
+    @RPC.functions.async_execution
+    def doubled(to, x):
+        return RPC.rpc_async(to, add, args=(x, x))
+
 
 class Batcher:
     """A parameter-server pattern: callers wait until `need` of them have reported (async_execution)."""
@@ -271,6 +282,8 @@ def scenarios(r):
     rref = r.remote("worker1", make_counter, args=(5,))
     out["rref_owner"] = [rref.owner_name(), rref.owner().id, rref.is_owner()]
     out["rref_bump"] = [rref.rpc_sync().bump(2), rref.rpc_async().bump().wait(), rref.rpc_sync().get()]
+    out["proxy_async_execution"] = [rref.rpc_sync().bump_later("worker2", 5), rref.rpc_async().bump_later("worker0", 2).wait(),
+                                    value(rref.rpc_sync().doubled("worker2", a))]
     try:
         rref.to_here()  # a Counter holds a lock: its copy cannot be pickled
         out["unpicklable"] = None
