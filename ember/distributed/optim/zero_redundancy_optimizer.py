@@ -47,10 +47,14 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
             self._all_params = [p for group in params for p in group["params"]]
         else:
             raise TypeError("`params` argument should be an iterable of Tensors or dicts")
-        kinds = {_typename(p) for p in self._all_params}
-        if len(kinds) > 1 or any(p.is_sparse for p in self._all_params):
-            raise ValueError("ZeroRedundancyOptimizer only supports using the same dense type for all parameters "
-                             f"but got {kinds}")
+        first = _typename(self._all_params[0])
+        if self._all_params[0].is_sparse:
+            raise ValueError(f"ZeroRedundancyOptimizer only supports using the same dense type for all parameters but "
+                             f"got {first}")
+        for p in self._all_params[1:]:
+            if _typename(p) != first:
+                raise ValueError("ZeroRedundancyOptimizer only supports using the same dense type for all parameters "
+                                 f"but got both {first} and {_typename(p)}")
         if overlap_with_ddp:
             raise NotImplementedError("ember's ZeroRedundancyOptimizer does not implement overlap_with_ddp")
         self.initialized = False
