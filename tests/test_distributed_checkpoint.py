@@ -138,3 +138,19 @@ def test_two_ranks_write_rank0s_state_and_both_read_it(tmp_path):
     loaded = {"w": torch.zeros(3), "step": 0}
     tdcp.load(loaded, checkpoint_id=tmp_path / "ckpt")  # and torch reads it
     assert loaded["w"].tolist() == [1.0, 1.0, 1.0] and loaded["step"] == 5
+
+
+def test_saving_over_a_checkpoint_warns_or_raises_as_torch(tmp_path):
+    for name in ("torch", "ember"):
+        lib, dcp, _, _ = LIBS[name]
+        where = tmp_path / name
+        dcp.save({"a": lib.ones(2)}, checkpoint_id=where)
+        with pytest.warns(UserWarning, match="Detected an existing checkpoint"):
+            dcp.save({"a": lib.zeros(2)}, checkpoint_id=where)
+        with pytest.raises(BaseException) as refused:
+            dcp.save({"a": lib.ones(2)}, storage_writer=dcp.FileSystemWriter(where, overwrite=False))
+        assert type(refused.value).__name__ == "CheckpointException"
+        assert "RuntimeError: Checkpoint already exists and self.overwrite=False." in str(refused.value)
+        back = {"a": lib.ones(2)}
+        dcp.load(back, checkpoint_id=where)
+        assert back["a"].tolist() == [0.0, 0.0]  # the refused save wrote nothing

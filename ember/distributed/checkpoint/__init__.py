@@ -7,6 +7,7 @@ load(); other values are pickled and replaced. With a process group of several r
 state dict (a replicated one, as DDP's: torch writes each replicated entry once too) and every rank reads;
 sharded tensors (DTensor, FSDP) do not exist in ember. Planners other than the default ones are not
 supported; async_save runs synchronously and returns a completed Future."""
+import contextlib
 import enum
 import io
 import os
@@ -120,50 +121,15 @@ def _path(checkpoint_id, storage):
 
 def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None, process_group=None, no_dist=False,
          use_collectives=True):
-    """Write state_dict to the checkpoint directory; returns its Metadata."""
-    from ... import save as ember_save
+    """Write state_dict to the checkpoint directory; returns its Metadata. Over an existing checkpoint: a warning,
+    or with FileSystemWriter(overwrite=False) CheckpointException holding torch's RuntimeError."""
     _check_planner(planner, DefaultSavePlanner)
     path = _path(checkpoint_id, storage_writer)
     group, rank, world = _dist_info(process_group, no_dist)
     metadata = None
     if rank == 0:
-        os.makedirs(path, exist_ok=True)
-        items = _flatten(state_dict)
-        entries, planner_data, storage_data = {}, {}, {}
-        data_file = "__0_0.distcp"
-        tmp = os.path.join(path, data_file + ".tmp")
-        with open(tmp, "wb") as f:
-            # torch writes the non-tensor values first, then the tensors
-            for fqn, (obj_path, value) in sorted(items.items(), key=lambda kv: _is_tensor(kv[1][1])):
-                planner_data[fqn] = obj_path
-                start = f.tell()
-                archive = io.BytesIO()  # each entry a whole archive of its own (torch reads it from a slice)
-                if _is_tensor(value):
-                    from ... import Size
-                    t = value.detach()
-                    ember_save(t.contiguous() if not t.is_contiguous() else t, archive)
-                    zeros = Size([0] * t.dim())
-                    entries[fqn] = TensorStorageMetadata(
-                        TensorProperties(t.dtype, None, False, None, False), t.shape,
-                        [ChunkStorageMetadata(zeros, t.shape)])
-                    key = MetadataIndex(fqn, zeros, 0)
-                else:
-                    ember_save(value, archive)
-                    entries[fqn] = BytesStorageMetadata()
-                    key = MetadataIndex(fqn, None, None)
-                f.write(archive.getvalue())
-                storage_data[key] = _StorageInfo(data_file, start, f.tell() - start, None)
-            if getattr(storage_writer, "sync_files", True):
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, os.path.join(path, data_file))
-        import pathlib
-        metadata = Metadata(entries, planner_data, storage_data,
-                            StorageMeta(pathlib.Path(path), str(uuid.uuid4()), None, []), "1.0.0")
-        tmp = os.path.join(path, _METADATA + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(dumps_metadata(metadata))
-        os.replace(tmp, os.path.join(path, _METADATA))
+        with _failures(rank):
+            metadata = _write(state_dict, path, storage_writer)
     if world > 1:
         from ... import distributed as dist
         dist.barrier(group=group)  # nobody returns before the files exist
@@ -172,16 +138,71 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None, p
     return metadata
 
 
+def _write(state_dict, path, writer):
+    """The checkpoint's files (Note [DCP files]), each written beside its place and moved there when complete."""
+    import pathlib
+    import warnings
+    from ... import Size
+    from ... import save as ember_save
+    overwrite = getattr(writer, "overwrite", True)
+    os.makedirs(path, exist_ok=True)
+    if os.path.exists(os.path.join(path, _METADATA)):
+        if not overwrite:
+            raise RuntimeError(f"Checkpoint already exists and self.overwrite={overwrite}.")
+        warnings.warn(f"Detected an existing checkpoint in {path}, overwriting since self.overwrite={overwrite}. Past "
+                      "version 2.5 of PyTorch, `overwrite` will default to False. Set this variable to True to maintain "
+                      "this functionality or False to raise when an existing checkpoint is found.", stacklevel=4)
+    entries, planner_data, storage_data = {}, {}, {}
+    data_file = "__0_0.distcp"
+    tmp = os.path.join(path, data_file + ".tmp")
+    with open(tmp, "wb") as f:
+        # torch writes the non-tensor values first, then the tensors
+        for fqn, (obj_path, value) in sorted(_flatten(state_dict).items(), key=lambda kv: _is_tensor(kv[1][1])):
+            planner_data[fqn] = obj_path
+            start = f.tell()
+            archive = io.BytesIO()  # each entry a whole archive of its own (torch reads it from a slice)
+            if _is_tensor(value):
+                t = value.detach()
+                ember_save(t.contiguous() if not t.is_contiguous() else t, archive)
+                zeros = Size([0] * t.dim())
+                entries[fqn] = TensorStorageMetadata(TensorProperties(t.dtype, None, False, None, False), t.shape,
+                                                     [ChunkStorageMetadata(zeros, t.shape)])
+                key = MetadataIndex(fqn, zeros, 0)
+            else:
+                ember_save(value, archive)
+                entries[fqn] = BytesStorageMetadata()
+                key = MetadataIndex(fqn, None, None)
+            f.write(archive.getvalue())
+            storage_data[key] = _StorageInfo(data_file, start, f.tell() - start, None)
+        if getattr(writer, "sync_files", True):
+            f.flush()
+            os.fsync(f.fileno())
+    os.replace(tmp, os.path.join(path, data_file))
+    metadata = Metadata(entries, planner_data, storage_data,
+                        StorageMeta(pathlib.Path(path), str(uuid.uuid4()), None, []), "1.0.0")
+    tmp = os.path.join(path, _METADATA + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(dumps_metadata(metadata))
+    os.replace(tmp, os.path.join(path, _METADATA))
+    return metadata
+
+
 def load(state_dict, *, checkpoint_id=None, storage_reader=None, planner=None, process_group=None, no_dist=False):
     """Fill state_dict in place from the checkpoint: tensors copied into, other values replaced. A missing key or
     a shape that differs raises CheckpointException holding the RuntimeError or ValueError, as torch's."""
     _check_planner(planner, DefaultLoadPlanner)
     reader = storage_reader if storage_reader is not None else FileSystemReader(_path(checkpoint_id, None))
-    try:
+    with _failures(_dist_info(process_group, no_dist)[1]):
         _load(state_dict, reader, planner)
+
+
+@contextlib.contextmanager
+def _failures(rank):
+    """A RuntimeError or ValueError of this rank's step raised as torch raises it: inside a CheckpointException."""
+    try:
+        yield
     except (RuntimeError, ValueError) as e:
-        _, rank, _ = _dist_info(process_group, no_dist)
-        raise CheckpointException("load", {rank: e}) from None
+        raise CheckpointException("checkpoint", {rank: e}) from None
 
 
 def _load(state_dict, reader, planner):
