@@ -186,7 +186,7 @@ def rpc_async(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT):
     future = _Reply(agent, timeout)
     rank = _rank_of(to)
     context_id = _autograd_context(rank)
-    agent.call(rank, ("run", func, tuple(args or ()), dict(kwargs or {}), context_id), future)
+    agent.call(rank, (func, tuple(args or ()), dict(kwargs or {}), context_id), future)
     return future
 
 
@@ -240,7 +240,7 @@ class _Reply(Future):
 def _handle(payload, reply):
     """The callee's side of one request (on a pool thread): run it, answer with the value or the error; an
     async_execution function (or an RRef method that is one) answers when its Future completes."""
-    kind, func, args, kwargs, context_id = payload
+    func, args, kwargs, context_id = payload
     with _in_context(context_id):
         _run_request(func, args, kwargs, reply, context_id)
 

@@ -160,13 +160,12 @@ class Agent:
         """Requests arriving on one connection: run each on the pool, answer on the same connection."""
         lock = threading.Lock()
         try:
-            first = _recv(sock)
-            if first[0] == "join":
-                self._register(first[1], sock)
+            message = _recv(sock)
+            if message[0] == "join":
+                self._register(message[1], sock)
                 return
-            message = first
-            while True:
-                kind, mid, payload = message
+            while True:  # ("call", message id, payload)
+                _, mid, payload = message
                 self.pool.submit(self.handle, payload, _replier(sock, lock, mid))
                 message = _recv(sock)
         except (ConnectionError, OSError, EOFError):
