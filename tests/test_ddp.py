@@ -1,7 +1,8 @@
 """ember.nn.parallel.DistributedDataParallel against torch's, and DataParallel.
 
-One module fixture starts every process once: torch's DDP on gloo (2 processes) and ember's DDP on MPI
-(mpiexec -n 2, then -n 4), both running tests/_ddp_worker.py, which trains the same models from the same
+One module fixture starts every process once: torch's DDP on gloo (2 processes), ember's DDP on MPI
+(mpiexec -n 2, then -n 4) and on its TCP transport (2 processes started as torch's are), all running
+tests/_ddp_worker.py, which trains the same models from the same
 per-rank weights on the same per-rank batches and saves every parameter, buffer and gradient after every
 step. The tests compare those files: parameters and buffers to 1e-6 relative after every step, gradients,
 bucket assignments, error types and messages; plus the checks that need no torch (N ranks with batch B ==
@@ -83,7 +84,8 @@ def run_processes(out):
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
                                                              "MASTER_PORT")}
     env.update(PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
-    logs = {name: open(out / f"{name}.log", "w") for name in ("torch0", "torch1", "ember2", "ember4")}
+    logs = {name: open(out / f"{name}.log", "w") for name in ("torch0", "torch1", "ember2", "ember4", "tcp0", "tcp1")}
+    (out / "tcp").mkdir(exist_ok=True)
 
     def torch_run():  # torch's reference: two gloo processes
         port = str(free_port())
@@ -94,18 +96,22 @@ def run_processes(out):
         torch_procs = torch_run()
         ember2 = start([mpiexec(), "-n", "2", sys.executable, worker.__file__, "ember", str(out), EMBER_CHECKS],
                        env, logs["ember2"])
-        codes = finish([ember2], TIMEOUT)
+        port = str(free_port())  # ember without mpiexec: the TCP transport (Note [TCP transport])
+        tcp = [start([sys.executable, worker.__file__, "ember", str(out / "tcp"), EMBER_CHECKS],
+                     dict(env, MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(r), WORLD_SIZE="2"),
+                     logs[f"tcp{r}"]) for r in range(2)]
+        codes = finish([ember2] + tcp, TIMEOUT)
         ember4 = start([mpiexec(), "-n", "4", sys.executable, worker.__file__, "ember", str(out), "concat"],
                        env, logs["ember4"])
         codes += finish([ember4] + torch_procs, TIMEOUT)
-        if any(codes[2:]):
+        if any(codes[4:]):
             # torch's gloo processes once aborted in CI ("terminate called without an active exception", return
             # code -6, after the other rank had finished every collective): the reference runs once more, its files
             # rewritten; ember's processes are not retried
             for f in (logs["torch0"], logs["torch1"]):
-                f.write(f"\n--- torch's reference failed (return codes {codes[2:]}); run again\n")
+                f.write(f"\n--- torch's reference failed (return codes {codes[4:]}); run again\n")
                 f.flush()
-            codes[2:] = finish(torch_run(), TIMEOUT)
+            codes[4:] = finish(torch_run(), TIMEOUT)
     finally:
         for f in logs.values():
             f.close()
@@ -160,6 +166,25 @@ def test_gradients_match_torch_after_every_step(runs, config, rank):
         for k in keys:
             assert ours[k].shape == theirs[k].shape, k  # (0,) where .grad is None
             assert np.abs(ours[k] - theirs[k]).max(initial=0) <= TOLERANCE.get(config, 1e-6) * scale, k
+
+
+def test_tcp_transport_gives_the_bits_of_mpi(runs):
+    """The same two-rank runs on the TCP transport (processes started with torch's environment, no mpiexec)
+    write every file bit for bit as on MPI: every parameter, buffer, gradient, bucket and error text after every
+    step of every config, and the no_sync, overlap and mismatch checks (a sum of two ranks is the same sum in
+    either order, so the transports agree exactly)."""
+    files = sorted(f.name for f in runs.iterdir() if f.suffix in (".npz", ".json") and not f.name.startswith("torch")
+                   and "_w4_" not in f.name)  # (the 4-rank run has no TCP twin)
+    assert files and sorted(f.name for f in (runs / "tcp").iterdir()) == files
+    for name in files:
+        if name.endswith(".json"):
+            assert (runs / "tcp" / name).read_text() == (runs / name).read_text(), name
+            continue
+        ours, mpi = np.load(runs / "tcp" / name), np.load(runs / name)
+        assert sorted(ours.files) == sorted(mpi.files), name
+        for k in mpi.files:
+            assert ours[k].dtype == mpi[k].dtype and np.array_equal(ours[k], mpi[k], equal_nan=mpi[k].dtype.kind == "f"), \
+                (name, k)
 
 
 def test_initial_broadcast_gives_every_rank_rank0_weights(runs):

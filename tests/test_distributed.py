@@ -1,13 +1,18 @@
-"""ember.distributed's collectives on 2 and 4 MPI processes, against the same reductions in NumPy.
+"""ember.distributed's collectives on 2 and 4 MPI processes and on 2 and 3 processes of the TCP transport,
+against the same reductions in NumPy.
 
-Each process count is ONE `mpiexec` launch of tests/_distributed/collectives.py that runs every check
-(start-up dominates the cost); the per-check results it prints become one pytest test each. The test
+Each (transport, process count) is ONE launch of tests/_distributed/collectives.py that runs every check
+(start-up dominates the cost): `mpiexec -n N`, or N processes given torch's RANK/WORLD_SIZE/MASTER_ADDR/
+MASTER_PORT as mp.spawn or a launcher would; the per-check results become one pytest test each. The test
 environment always has the `distributed` extra: nothing here skips when mpi4py is missing, it fails.
 """
+import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -41,9 +46,14 @@ def env():
     return e
 
 
-def results(nproc):
-    """Run the worker once per process count: (returncode, stdout, stderr, {check: failure text or ''})."""
-    return once(f"distributed-collectives-{nproc}", lambda: _launch(nproc))
+LAUNCHES = [("mpi", 2), ("mpi", 4), ("tcp", 2), ("tcp", 3)]
+
+
+def results(launch):
+    """Run the worker once per (transport, process count): (returncode, stdout, stderr, {check: failure or ''})."""
+    transport, nproc = launch
+    return once(f"distributed-collectives-{transport}-{nproc}",
+                lambda: _launch(nproc) if transport == "mpi" else _launch_tcp(nproc))
 
 
 def _launch(nproc):
@@ -54,30 +64,64 @@ def _launch(nproc):
     return proc.returncode, proc.stdout, proc.stderr, checks
 
 
-@pytest.mark.parametrize("nproc", [2, 4])
-def test_launch_succeeds(nproc):
-    code, out, err, checks = results(nproc)
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tcp_env(rank, nproc, port):
+    """torch's launcher environment for one of nproc processes meeting at 127.0.0.1:port (no MPI launcher)."""
+    e = env()
+    e.update(RANK=str(rank), WORLD_SIZE=str(nproc), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    return e
+
+
+def _launch_tcp(nproc):
+    """nproc processes started as a launcher would (no mpiexec); each writes its results, merged here."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as report:
+        procs = []
+        for rank in range(nproc):
+            e = tcp_env(rank, nproc, port)
+            e["REPORT_DIR"] = report
+            procs.append(subprocess.Popen([sys.executable, WORKER], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True, env=e, cwd=ROOT))
+        outs = [p.communicate(timeout=240) for p in procs]
+        per_rank = []
+        for rank in range(nproc):
+            path = os.path.join(report, f"rank{rank}.json")
+            per_rank.append(json.load(open(path))["results"] if os.path.exists(path) else {})
+    checks = {name: json.dumps({r: res[name] for r, res in enumerate(per_rank) if res.get(name)})
+              if any(res.get(name) for res in per_rank) else "" for name in per_rank[0]}
+    code = max(p.returncode for p in procs) or (0 if all(per_rank) else 1)
+    return code, "".join(o for o, _ in outs), "".join(e for _, e in outs), checks
+
+
+@pytest.mark.parametrize("launch", LAUNCHES, ids=lambda launch: f"{launch[0]}{launch[1]}")
+def test_launch_succeeds(launch):
+    code, out, err, checks = results(launch)
     assert code == 0, out[-3000:] + err[-3000:]
     expected = {f"{k}[{v}]" for k in KINDS for v in VARIANTS} | set(OTHERS)
     assert set(checks) == expected, sorted(set(checks) ^ expected)
 
 
-@pytest.mark.parametrize("nproc", [2, 4])
+@pytest.mark.parametrize("launch", LAUNCHES, ids=lambda launch: f"{launch[0]}{launch[1]}")
 @pytest.mark.parametrize("kind", KINDS)
-def test_collective(nproc, kind):
+def test_collective(launch, kind):
     """Every dtype, contiguous and strided, sync and async, equals NumPy's result on every rank."""
-    code, out, err, checks = results(nproc)
+    code, out, err, checks = results(launch)
     mine = {name: msg for name, msg in checks.items() if name.startswith(kind + "[")}
     assert len(mine) == len(VARIANTS), (out[-2000:], err[-2000:])
     failed = {name: msg for name, msg in mine.items() if msg}
     assert not failed, failed
 
 
-@pytest.mark.parametrize("nproc", [2, 4])
+@pytest.mark.parametrize("launch", LAUNCHES, ids=lambda launch: f"{launch[0]}{launch[1]}")
 @pytest.mark.parametrize("check", OTHERS)
-def test_behaviour(nproc, check):
+def test_behaviour(launch, check):
     """Other dtypes, error types, mismatches raising on every rank, groups, barriers, objects, state."""
-    code, out, err, checks = results(nproc)
+    code, out, err, checks = results(launch)
     assert check in checks, (out[-2000:], err[-2000:])
     assert not checks[check], checks[check]
 
@@ -90,10 +134,17 @@ def test_import_does_not_load_mpi():
 
 
 def test_missing_extra_is_named():
-    code = ("import sys; sys.modules['mpi4py'] = None; import ember.distributed as d; assert not d.is_available()\n"
+    """Without mpi4py, ember.distributed is available on TCP (a world of one meets at a tcp:// address and
+    reduces), is_mpi_available() says MPI is not, and a start that needs MPI names the extra."""
+    code = ("import sys, socket; sys.modules['mpi4py'] = None; import ember, ember.distributed as d\n"
+            "assert d.is_available() and d.is_gloo_available() and not d.is_mpi_available()\n"
+            "s = socket.socket(); s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]; s.close()\n"
+            "d.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=0, world_size=1)\n"
+            "t = ember.ones(2); d.all_reduce(t); print(d.get_world_size(), t.tolist()); d.destroy_process_group()\n"
             "try:\n    d.init_process_group()\nexcept RuntimeError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env())
-    assert "pip install 'ember[distributed]'" in out.stdout, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:1] == ["1 [1.0, 1.0]"] and "pip install 'ember[distributed]'" in out.stdout, out.stdout + out.stderr
 
 
 def test_single_process_without_launcher():
@@ -110,8 +161,10 @@ def test_single_process_without_launcher():
 
 
 def test_rank_must_agree_with_mpi():
+    """Under an MPI launcher, torch's RANK/WORLD_SIZE must be MPI's (without one they would mean a TCP start)."""
     code = "import ember.distributed as d; d.init_process_group('gloo')"
     e = env()
     e.update(RANK="1", WORLD_SIZE="2")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=e)
+    out = subprocess.run([mpiexec(), "-n", "1", sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env=e)
     assert out.returncode != 0 and "ValueError" in out.stderr and "ember.distributed.run" in out.stderr, out.stderr

@@ -1,13 +1,14 @@
-"""ember.distributed: torch.distributed's API on MPI (mpi4py, MPICH), for processes on one or many machines.
+"""ember.distributed: torch.distributed's API on MPI (mpi4py, MPICH) or TCP, for processes on one or many machines.
 
-https://pytorch.org/docs/stable/distributed.html. Needs the `distributed` extra (is_available() says
+https://pytorch.org/docs/stable/distributed.html. MPI needs the `distributed` extra (is_mpi_available() says
 whether it is installed); mpi4py is imported, and MPI initialized, by init_process_group, not here.
-Where ember differs: every backend name it accepts ("mpi", "gloo", None) runs on MPI; each collective
+Where ember differs: every backend name it accepts ("mpi", "gloo", None) runs on MPI under an MPI launcher
+and on ember's TCP transport for processes started otherwise (Note [TCP transport] in _tcp.py); each collective
 first agrees a small header with the other ranks (Note [Collective agreement] in _check.py); float16
 and bfloat16 are reduced in float32 (Note [Buffers to MPI] in _mpi.py); a rank that dies of an uncaught
-exception aborts the whole MPI job, and a collective whose peers never come raises after the group's timeout.
+exception ends the whole job, and a collective whose peers never come raises after the group's timeout.
 """
-from .distributed_c10d import (Backend, DistBackendError, DistError, GroupMember, ProcessGroup, RedOpType,
+from .distributed_c10d import (Backend, DistBackendError, DistError, DistNetworkError, GroupMember, ProcessGroup, RedOpType,
                                ReduceOp, Work, barrier, default_pg_timeout, destroy_process_group, get_backend,
                                get_default_backend_for_device,
                                get_global_rank, get_group_rank, get_node_local_rank, get_process_group_ranks,
@@ -22,7 +23,7 @@ from ._grad_bucket import GradBucket
 from ._objects import (all_gather_object, broadcast_object_list, gather_object, recv_object_list,
                        scatter_object_list, send_object_list)
 
-__all__ = ["Backend", "DistBackendError", "DistError", "GradBucket", "GroupMember", "ProcessGroup", "RedOpType", "ReduceOp",
+__all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "GradBucket", "GroupMember", "ProcessGroup", "RedOpType", "ReduceOp",
            "Work", "P2POp", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
            "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast", "broadcast_object_list",
            "default_pg_timeout", "destroy_process_group", "gather", "gather_object", "get_backend", "get_default_backend_for_device",

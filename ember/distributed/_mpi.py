@@ -1,5 +1,7 @@
-"""The seam to MPI (mpi4py): the lazy import, ember dtype -> MPI datatype and ReduceOp -> MPI.Op tables,
-message buffers made from tensors, and the deadline-bounded wait every collective ends in.
+"""The seam to the transport: MPI (mpi4py, imported lazily) or, for processes no MPI launcher started,
+ember's TCP transport, which speaks the same subset of mpi4py's API (Note [TCP transport] in _tcp.py);
+ember dtype -> datatype and ReduceOp -> reduction op tables, message buffers made from tensors, and the
+deadline-bounded wait every collective ends in.
 
 Note [Buffers to MPI]: a contiguous tensor's ndarray is handed to MPI as it is (buffer protocol, no
 copy); a strided one is copied into a contiguous array and copied back when the operation completes.
@@ -21,7 +23,8 @@ _MPI = None
 
 
 def mpi():
-    """mpi4py's MPI module, imported (and MPI initialized) on first use; a clear error naming the extra."""
+    """The transport: the TCP one while a TCP group exists (use()), else mpi4py's MPI module, imported (and MPI
+    initialized) on first use; a clear error naming the extra."""
     global _MPI
     if _MPI is None:
         try:
@@ -30,6 +33,19 @@ def mpi():
             raise RuntimeError(f"{EXTRA_HINT} ({e})") from e
         _MPI = MPI
     return _MPI
+
+
+def use(transport):
+    """Make mpi() return `transport` (the _tcp module), or go back to MPI with None."""
+    global _MPI
+    _MPI = transport
+    _DATATYPES.clear()
+    _OPS.clear()
+
+
+def on_tcp():
+    """Whether the groups of this process run on the TCP transport."""
+    return _MPI is not None and _MPI.__name__.endswith("._tcp")
 
 
 # ---- datatypes -------------------------------------------------------------------------------------

@@ -1,9 +1,13 @@
-"""Process groups on MPI communicators: init/destroy, new_group, ranks, barriers, ReduceOp, Backend, Work.
+"""Process groups on communicators: init/destroy, new_group, ranks, barriers, ReduceOp, Backend, Work.
 
-https://pytorch.org/docs/stable/distributed.html. Every backend name ember accepts ("mpi", "gloo", None)
-runs on MPI: the default group is a duplicate of MPI_COMM_WORLD, a new_group an MPI communicator made
-from its members. Rank and world size are MPI's; torch's RANK/WORLD_SIZE and the rank=/world_size=
-arguments are checked against them, never used to rendezvous (MPI did that when the job started).
+https://pytorch.org/docs/stable/distributed.html. Processes started by an MPI launcher (mpiexec, or
+ember.distributed.run) run every backend name ember accepts ("mpi", "gloo", None) on MPI: the default
+group is a duplicate of MPI_COMM_WORLD, a new_group an MPI communicator made from its members, rank and
+world size are MPI's, and torch's RANK/WORLD_SIZE and the rank=/world_size= arguments are checked against
+them. Processes started otherwise (mp.spawn, a launcher of their own) that give a rank and world size
+rendezvous as torch's do, at MASTER_ADDR:MASTER_PORT (env://) or tcp://host:port, and their groups run
+on ember's TCP transport (Note [TCP transport] in _tcp.py). A process given neither is a world of one on
+MPI (MPI's singleton start).
 """
 import datetime
 import enum
@@ -23,10 +27,14 @@ class DistError(RuntimeError):
 
 
 class DistBackendError(DistError):
-    """torch.distributed.DistBackendError: the communication layer failed (here: MPI, or a timeout)."""
+    """torch.distributed.DistBackendError: the communication layer failed (MPI, a lost connection, a timeout)."""
 
 
-DistError.__module__ = DistBackendError.__module__ = "ember.distributed"  # the name tracebacks show
+class DistNetworkError(DistError):
+    """torch.distributed.DistNetworkError: the rendezvous could not reach or gather the other ranks."""
+
+
+DistError.__module__ = DistBackendError.__module__ = DistNetworkError.__module__ = "ember.distributed"
 
 
 # ---- names ------------------------------------------------------------------------------------------
@@ -86,7 +94,7 @@ def as_red_op(op):
 
 
 class Backend(str):
-    """torch.distributed.Backend: a lower-case backend name. ember runs every backend it accepts on MPI."""
+    """torch.distributed.Backend: a lower-case backend name. ember runs "gloo" (on MPI or TCP) and "mpi"."""
     UNDEFINED = "undefined"
     GLOO = "gloo"
     NCCL = "nccl"
@@ -103,7 +111,7 @@ class Backend(str):
 
 
 def _runs_on_mpi(backend):
-    """Whether ember can serve a requested backend: mpi and gloo (and "cpu:gloo,..." forms) run on MPI."""
+    """Whether ember can serve a requested backend: mpi and gloo (and "cpu:gloo,..." forms)."""
     if backend is None:
         return True
     value = Backend(backend)
@@ -205,7 +213,12 @@ def resolve(group, opname=None):
 
 
 def is_available():
-    """Whether ember.distributed can run: True when the `distributed` extra (mpi4py, mpich) is installed."""
+    """Whether ember.distributed can run: always (without the `distributed` extra, on TCP only)."""
+    return True
+
+
+def is_mpi_available():
+    """Whether the `distributed` extra (mpi4py, mpich) is installed."""
     import importlib.util
     try:
         return importlib.util.find_spec("mpi4py") is not None
@@ -213,13 +226,9 @@ def is_available():
         return False
 
 
-def is_mpi_available():
-    return is_available()
-
-
 def is_gloo_available():
-    """"gloo" runs on MPI in ember, so it is available exactly when MPI is."""
-    return is_available()
+    """"gloo" runs on ember's TCP transport (or on MPI under an MPI launcher): always available."""
+    return True
 
 
 def is_nccl_available():
@@ -238,7 +247,7 @@ def is_backend_available(backend):
     """Whether ember can run `backend`; a "cpu:gloo,cuda:nccl" form needs every device's backend (as torch)."""
     value = backend.lower()
     names = [part.split(":", 1)[-1] for part in value.split(",")] if ":" in value else [value]
-    return all(_runs_on_mpi(name) for name in names) and is_available()
+    return all(_runs_on_mpi(name) and (name != "mpi" or is_mpi_available()) for name in names)
 
 
 def is_initialized():
@@ -261,27 +270,69 @@ def get_node_local_rank(fallback_rank=None):
 
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
                        group_name="", pg_options=None, device_id=None, _ranks=None):
-    """Make MPI's world the default process group (init_method is not used: MPI started the ranks).
+    """Make the default process group: MPI's world under an MPI launcher, else torch's rendezvous on TCP
+    when a rank and world size are given (arguments or RANK/WORLD_SIZE), else a world of one on MPI.
 
-    Installs an excepthook that aborts the whole MPI job when a rank dies of an uncaught exception."""
+    Installs an excepthook that aborts the whole job when a rank dies of an uncaught exception."""
     if _world.default is not None:
         raise ValueError("trying to initialize the default process group twice!")
     if store is not None:
-        raise ValueError("ember.distributed rendezvous through MPI; store= is not supported")
+        raise ValueError("ember.distributed rendezvous through MPI or init_method; store= is not supported")
     if not _runs_on_mpi(backend):
-        raise RuntimeError(f"backend {backend!r} is not available in ember: 'mpi', 'gloo' and None run on MPI")
+        raise RuntimeError(f"backend {backend!r} is not available in ember: 'mpi', 'gloo' and None are")
     span = _seconds(default_pg_timeout if timeout is None else timeout)
-    MPI = mpi()
-    world = MPI.COMM_WORLD
-    mpi_rank = world.Get_rank()
-    mpi_size = world.Get_size()
-    _check_agrees("rank", rank, os.environ.get("RANK"), mpi_rank, mpi_size)
-    _check_agrees("world_size", world_size, os.environ.get("WORLD_SIZE"), mpi_size, mpi_size)
+    if _on_tcp(backend, init_method, world_size, rank):
+        world, rank, size = _tcp_world(init_method, world_size, rank, span)
+    else:
+        world = mpi().COMM_WORLD
+        rank = world.Get_rank()
+        size = world.Get_size()
+        _check_agrees("rank", rank, os.environ.get("RANK"), rank, size)
+        _check_agrees("world_size", world_size, os.environ.get("WORLD_SIZE"), size, size)
     name = Backend(backend) if backend is not None else Backend.UNDEFINED
-    _world.default = ProcessGroup(world.Dup(), list(range(mpi_size)), name, span, group_name or "0")
+    _world.default = ProcessGroup(world.Dup(), list(range(size)), name, span, group_name or "0")
     _world.groups = [_world.default]
     _world.excepthook = sys.excepthook
     sys.excepthook = _abort_job
+
+
+_MPI_LAUNCHED = ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK")  # set by MPICH's, PMIx's and Open MPI's launchers
+
+
+def _on_tcp(backend, init_method, world_size, rank):
+    """Whether the default group rendezvous on TCP: not started by an MPI launcher, not asked for "mpi", and
+    told where to meet or who it is (init_method, rank/world_size arguments, or torch's environment)."""
+    if any(name in os.environ for name in _MPI_LAUNCHED) or (backend is not None and Backend(backend) == "mpi"):
+        return False
+    return (init_method is not None or rank not in (-1, None) or world_size not in (-1, None)
+            or "WORLD_SIZE" in os.environ or "RANK" in os.environ)
+
+
+def _tcp_world(init_method, world_size, rank, span):
+    """(world communicator, rank, size) after torch's rendezvous, on the TCP transport."""
+    from . import _sockets, _tcp
+    method = "env://" if init_method is None else init_method
+    scheme = method.split("://", 1)[0]
+    if "://" not in method or scheme not in ("env", "tcp"):
+        raise RuntimeError(f"No rendezvous handler for {scheme}:// (ember supports env:// and tcp://)")
+    values = {}
+    for what, given, env_name in (("rank", rank, "RANK"), ("world size", world_size, "WORLD_SIZE")):
+        if given not in (-1, None):
+            values[what] = int(given)
+        elif scheme == "env" and env_name in os.environ:
+            values[what] = int(os.environ[env_name])
+        elif scheme == "env":
+            raise ValueError(f"Error initializing torch.distributed using env:// rendezvous: environment variable "
+                             f"{env_name} expected, but not set")
+        else:
+            raise ValueError(f"Error initializing torch.distributed using tcp:// rendezvous: {what} parameter missing")
+    rank, size = values["rank"], values["world size"]
+    if size < 1 or not 0 <= rank < size:
+        raise ValueError(f"init_process_group: rank {rank} is not in range for world_size {size}")
+    master = _sockets.rendezvous_address(None if scheme == "env" else method)
+    world = _tcp.start(rank, size, master, span)
+    _mpi.use(_tcp)
+    return world, rank, size
 
 
 def _check_agrees(what, arg, env, mpi_value, mpi_size):
@@ -297,7 +348,8 @@ def _check_agrees(what, arg, env, mpi_value, mpi_size):
 
 
 def _abort_job(exc_type, exc, tb):
-    """sys.excepthook while a group exists: print the traceback as torch does ([rankN]: ...), abort the job."""
+    """sys.excepthook while a group exists: print the traceback as torch does ([rankN]: ...), abort the job
+    (on TCP: end this process, whose closed connections fail the other ranks' next collective)."""
     rank = mpi().COMM_WORLD.Get_rank()
     lines = "".join(traceback.format_exception(exc_type, exc, tb)).splitlines()
     sys.stderr.write("".join(f"[rank{rank}]: {line}\n" for line in lines))
@@ -317,6 +369,9 @@ def destroy_process_group(group=None):
         _world.groups = []
         if sys.excepthook is _abort_job:
             sys.excepthook = _world.excepthook
+        if _mpi.on_tcp():
+            _mpi.mpi().shutdown()
+            _mpi.use(None)
         return
     pg = resolve(group)
     if pg is None:
@@ -341,7 +396,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     if sort_ranks:
         ranks = sorted(ranks)
     if not _runs_on_mpi(backend):
-        raise RuntimeError(f"backend {backend!r} is not available in ember: 'mpi', 'gloo' and None run on MPI")
+        raise RuntimeError(f"backend {backend!r} is not available in ember: 'mpi', 'gloo' and None are")
     if world.rank() not in ranks:
         return GroupMember.NON_GROUP_MEMBER
     members = world.comm.Get_group().Incl(ranks)
@@ -367,7 +422,7 @@ def get_world_size(group=None):
 
 
 def get_default_backend_for_device(device):
-    """The backend torch picks for a device type ('gloo' for cpu; ember runs it on MPI)."""
+    """The backend torch picks for a device type ('gloo' for cpu)."""
     from .. import _device
     kind = device.type if isinstance(device, _device.device) else _device.device(device).type
     backend = Backend.default_device_backend_map.get(kind)
@@ -420,7 +475,7 @@ def group_root(pg, global_rank, group_rank):
 
 # ---- Work ---------------------------------------------------------------------------------------
 class Work:
-    """A started operation (MPI requests): wait() blocks, bounded by the group's timeout; is_completed() polls.
+    """A started operation (MPI or TCP-transport requests): wait() blocks, bounded by the group's timeout; is_completed() polls.
 
     `finish` runs once, when the requests complete: it copies strided or widened buffers back into the
     tensors (Note [Buffers to MPI]) and finishes AVG. MPICH has no progress thread: a started operation

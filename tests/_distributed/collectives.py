@@ -1,14 +1,17 @@
 """Every ember.distributed collective, checked against the same reduction computed in NumPy.
 
-Run by tests/test_distributed.py as `mpiexec -n N python collectives.py`: one launch runs every check
-(process start-up dominates the cost), each rank records pass/fail per check, and rank 0 prints one
-`CHECK <name> <ok|FAIL> <message>` line per check, merged over ranks through mpi4py directly (so the
-report does not depend on the code under test). Inputs are small integers, so every sum, product and
+Run by tests/test_distributed.py as `mpiexec -n N python collectives.py` (MPI) and as N processes given
+RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (the TCP transport): one launch runs every check (process
+start-up dominates the cost), each rank records pass/fail per check, and rank 0 prints one
+`CHECK <name> <ok|FAIL> <message>` line per check, merged over ranks through mpi4py directly, or under
+TCP each rank writes its results to REPORT_DIR for the test to merge (so the report does not depend on
+the code under test). Inputs are small integers, so every sum, product and
 average is exact in each dtype (bfloat16 included) and results are compared for equality.
 """
 import datetime
 import itertools
 import json
+import os
 import sys
 import time
 import traceback
@@ -453,6 +456,8 @@ def check_p2p_errors():
 
 
 def check_state():
+    from ember.distributed import _mpi
+    expect(_mpi.on_tcp() == bool(os.environ.get("REPORT_DIR")), "the transport is not the one the launch asked for")
     expect(dist.is_available() and dist.is_initialized() and dist.get_backend() == "gloo")
     expect(dist.group.WORLD is dist.GroupMember.WORLD and dist.group.WORLD is not None)
     expect(dist.get_process_group_ranks(dist.group.WORLD) == list(range(N)))
@@ -517,7 +522,12 @@ def run_check(check, *args):
 
 
 def report(results, elapsed):
-    """Merge per-rank results on rank 0 with mpi4py itself, and print one line per check."""
+    """Merge per-rank results on rank 0 with mpi4py itself, and print one line per check (under TCP: write
+    this rank's results to REPORT_DIR)."""
+    if os.environ.get("REPORT_DIR"):
+        with open(os.path.join(os.environ["REPORT_DIR"], f"rank{R}.json"), "w") as f:
+            json.dump({"results": results, "elapsed": elapsed}, f)
+        return
     from mpi4py import MPI
     everyone = MPI.COMM_WORLD.gather(results, root=0)
     if R != 0:

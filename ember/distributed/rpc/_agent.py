@@ -13,17 +13,13 @@ the rest arrive as RuntimeError (torch's rule), with the callee's traceback in t
 import concurrent.futures
 import io
 import itertools
-import os
 import pickle
 import socket
-import struct
 import sys
 import threading
-import time
 import traceback
-from urllib.parse import urlparse
 
-_HEADER = struct.Struct(">Q")
+from .. import _sockets
 
 
 class _Pickler(pickle.Pickler):
@@ -49,37 +45,7 @@ def _send(sock, lock, message):
     _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(message)
     data = buffer.getvalue()
     with lock:
-        sock.sendall(_HEADER.pack(len(data)) + data)
-
-
-def _recv_exact(sock, n):
-    chunks = []
-    while n:
-        chunk = sock.recv(min(n, 1 << 20))
-        if not chunk:
-            raise ConnectionError("connection closed")
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
-def _recv(sock):
-    (n,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
-    return pickle.loads(_recv_exact(sock, n))
-
-
-def rendezvous_address(init_method):
-    """(host, port) of rank 0 from init_method: env:// (MASTER_ADDR, MASTER_PORT) or tcp://host:port."""
-    if init_method in (None, "env://"):
-        try:
-            return os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
-        except KeyError as e:
-            raise ValueError(f"Error initializing torch.distributed using env:// rendezvous: environment variable "
-                             f"{e.args[0]} expected, but not set") from e
-    url = urlparse(init_method)
-    if url.scheme != "tcp" or url.port is None:
-        raise ValueError(f"ember's RPC supports env:// and tcp://host:port init methods, got {init_method!r}")
-    return url.hostname, url.port
+        sock.sendall(_sockets.HEADER.pack(len(data)) + data)
 
 
 class Agent:
@@ -98,7 +64,7 @@ class Agent:
         self.lock = threading.Lock()
         self.conns = {}  # rank -> (socket, send lock), the connections this worker opened
         self.closed = False
-        master = rendezvous_address(options.init_method)
+        master = _sockets.rendezvous_address(options.init_method, "RPC")
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if rank == 0:
@@ -110,7 +76,7 @@ class Agent:
         self.waiting = []  # rank 0: the join connections to answer with the table
         self.table_ready = threading.Condition()
         threading.Thread(target=self._accept, daemon=True, name=f"rpc-accept-{name}").start()
-        me = (name, rank, (_local_host(master[0]), self.listener.getsockname()[1]))
+        me = (name, rank, (_sockets.local_host(master[0]), self.listener.getsockname()[1]))
         if rank == 0:
             self._register(me, None)
             with self.table_ready:
@@ -118,9 +84,9 @@ class Agent:
                     raise RuntimeError(f"RPC rendezvous timed out: {len(self.joined)} of {world_size} workers joined")
             self.table = {r: (n, a) for n, r, a in self.joined.values()}
         else:
-            sock = _connect_when_up(master, options.rpc_timeout)
+            sock = _sockets.connect_when_up(master, options.rpc_timeout)
             _send(sock, threading.Lock(), ("join", me))
-            reply = _recv(sock)
+            reply = _sockets.recv_object(sock)
             sock.close()
             if reply[0] == "error":
                 raise reply[1]
@@ -160,14 +126,14 @@ class Agent:
         """Requests arriving on one connection: run each on the pool, answer on the same connection."""
         lock = threading.Lock()
         try:
-            message = _recv(sock)
+            message = _sockets.recv_object(sock)
             if message[0] == "join":
                 self._register(message[1], sock)
                 return
             while True:  # ("call", message id, payload)
                 _, mid, payload = message
                 self.pool.submit(self.handle, payload, _replier(sock, lock, mid))
-                message = _recv(sock)
+                message = _sockets.recv_object(sock)
         except (ConnectionError, OSError, EOFError):
             return
         except RuntimeError:  # the pool is shut down
@@ -178,7 +144,7 @@ class Agent:
         with self.lock:
             conn = self.conns.get(rank)
             if conn is None:
-                sock = _connect(self.table[rank][1], self.options.rpc_timeout)
+                sock = _sockets.connect(self.table[rank][1], self.options.rpc_timeout)
                 conn = self.conns[rank] = (sock, threading.Lock())
                 threading.Thread(target=self._read_replies, args=(sock,), daemon=True).start()
             return conn
@@ -186,7 +152,7 @@ class Agent:
     def _read_replies(self, sock):
         while True:
             try:
-                ok, mid, value = _recv(sock)
+                ok, mid, value = _sockets.recv_object(sock)
             except (ConnectionError, OSError, EOFError):
                 return
             with self.lock:
@@ -238,36 +204,6 @@ def _replier(sock, lock, mid):
         except OSError:
             pass  # the caller has gone
     return reply
-
-
-def _connect(address, timeout):
-    sock = socket.create_connection(address, timeout=timeout or None)
-    sock.settimeout(None)  # the timeout bounds connecting; replies may take as long as the call does
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
-def _connect_when_up(address, timeout):
-    """Connect to rank 0, which may not listen yet: retried until `timeout` seconds (none: forever)."""
-    deadline = None if not timeout else time.monotonic() + timeout
-    while True:
-        try:
-            return _connect(address, timeout)
-        except (ConnectionRefusedError, socket.timeout, OSError):
-            if deadline is not None and time.monotonic() > deadline:
-                raise RuntimeError(f"RPC rendezvous: worker 0 at {address[0]}:{address[1]} did not answer within "
-                                   f"{timeout} seconds") from None
-            time.sleep(0.05)
-
-
-def _local_host(master_host):
-    """The address other workers reach this one at: the interface that routes to the master."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect((master_host, 9))
-            return s.getsockname()[0]
-    except OSError:
-        return "127.0.0.1"
 
 
 def format_remote_error(worker, error):

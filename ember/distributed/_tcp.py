@@ -1,0 +1,634 @@
+"""ember's TCP transport: the part of mpi4py's MPI module that ember.distributed calls, on sockets.
+
+Note [TCP transport]: torch's usual start -- processes made by mp.spawn or by a launcher, each calling
+init_process_group with a rank and world size and MASTER_ADDR/MASTER_PORT (env://) or tcp://host:port --
+has no MPI job behind it. Such a group runs on this module instead of MPI (init_process_group picks it
+when the process was not started by mpiexec; _mpi.use() makes mpi() return it), and it speaks the subset of
+mpi4py the collectives use: communicators (Get_rank, Dup, Get_group().Incl, Create_group, Free, Abort),
+Isend/Irecv, the non-blocking collectives, requests (Test, Testall, Wait, Cancel), Status, datatypes (as
+NumPy dtypes) and reduction ops (as ufuncs). So every collective, its agreement step and its error paths
+run unchanged on either transport.
+
+Rendezvous: rank 0 listens on the rendezvous address; every other rank connects (retrying until the
+group's timeout while rank 0 is not up) and sends its rank, the world size and the address it listens
+on; rank 0 answers each with the table of addresses, and rank j then connects to every rank 0 < i < j.
+Each pair of ranks keeps that one connection; the listeners close once the mesh stands.
+
+Messages: a 24-byte frame head (context id, tag, payload bytes), then the payload. One thread per
+connection reads frames and matches each against the receives posted for its (context, tag), in post
+order, as MPI matches (a receive from any source takes the first arrival); an unmatched message waits,
+in arrival order, for the receive that will take it. A send writes its frame at once; the readers always
+drain their sockets, so it never waits for the peer to post a receive. Communicators made by Dup and
+Create_group are context ids derived from their parent's and the call (every member computes the same).
+
+Collectives run in call order on one thread per communicator, as blocking exchanges of point-to-point
+messages tagged by the collective's sequence number (negative: user tags are >= 0). Every rank sends its
+part straight to every rank that needs it, and a reduction combines the parts in rank order, so every
+rank computes the same bits (DDP's replicas stay identical). That is n - 1 messages per rank and
+collective: meant for the few processes of a machine or a small cluster, not a ring or tree for many.
+A connection that closes (its process died) fails every receive waiting on it with DistBackendError, at
+once; a peer that hangs is caught by the group's timeout, as with MPI.
+"""
+import hashlib
+import itertools
+import os
+import queue
+import socket
+import struct
+import threading
+import time
+
+import numpy as np
+
+from . import _sockets
+
+_FRAME = struct.Struct("<qqQ")  # context id, tag, payload bytes
+
+
+class _InPlace:
+    def __repr__(self):
+        return "IN_PLACE"
+
+
+IN_PLACE = _InPlace()
+ANY_SOURCE = -1
+
+# datatypes: the NumPy dtype of the elements
+C_BOOL = np.dtype(np.bool_)
+UINT8_T = BYTE = np.dtype(np.uint8)
+INT8_T = np.dtype(np.int8)
+INT16_T = np.dtype(np.int16)
+UINT16_T = np.dtype(np.uint16)
+INT32_T = np.dtype(np.int32)
+INT64_T = np.dtype(np.int64)
+FLOAT = np.dtype(np.float32)
+DOUBLE = np.dtype(np.float64)
+C_FLOAT_COMPLEX = np.dtype(np.complex64)
+C_DOUBLE_COMPLEX = np.dtype(np.complex128)
+
+# reduction ops: ufuncs that fold a part into the accumulator in place
+SUM, PROD, MIN, MAX = np.add, np.multiply, np.minimum, np.maximum
+BAND, BOR, BXOR = np.bitwise_and, np.bitwise_or, np.bitwise_xor
+LAND, LOR, LXOR = np.logical_and, np.logical_or, np.logical_xor
+
+COMM_WORLD = None  # the world communicator once start() has made the mesh
+_net = None
+
+
+def _backend_error(message):
+    from .distributed_c10d import DistBackendError
+    return DistBackendError(message)
+
+
+def _array(msg):
+    """The flat array of a message [buffer, datatype] or [buffer, (counts, displacements), datatype]."""
+    buf, dtype = msg[0], msg[-1]
+    arr = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, np.uint8)
+    return arr.reshape(-1).view(dtype)
+
+
+def _layout(msg):
+    """(counts, displacements) of a v-message, as lists of ints."""
+    counts, displs = msg[1]
+    return [int(c) for c in counts], [int(d) for d in displs]
+
+
+def _bytes(arr):
+    """A flat contiguous array's bytes, as a uint8 view."""
+    return arr.reshape(-1).view(np.uint8)
+
+
+# ---- requests ---------------------------------------------------------------------------------------
+class Status:
+    """Where a receive's message came from (the communicator's rank) and its size."""
+
+    def __init__(self):
+        self.source = -1
+        self.nbytes = 0
+
+    def Get_source(self):
+        return self.source
+
+    def Get_count(self, datatype):
+        return self.nbytes // np.dtype(datatype).itemsize
+
+
+class Request:
+    """A started operation. Testall/Test raise the operation's error (a lost connection, a truncation)."""
+    done = True
+    error = None
+
+    @staticmethod
+    def Testall(requests):
+        done = True
+        for r in requests:
+            done = r.Test() and done
+        return done
+
+    def Test(self, status=None):
+        if self.error is not None:
+            raise self.error
+        return self.done
+
+    def Wait(self, status=None):
+        while not self.Test(status):
+            time.sleep(1e-4)
+
+    def Cancel(self):
+        pass
+
+
+class _Recv(Request):
+    """A posted receive: into `out` (a flat uint8 view) or, with out=None, keeping the payload."""
+
+    def __init__(self, comm, source, tag, out):
+        self.comm = comm
+        self.source = source  # a world rank, or ANY_SOURCE
+        self.tag = tag
+        self.out = out
+        self.done = False
+        self.error = None
+        self.sender = -1
+        self.nbytes = 0
+        self.payload = None
+
+    def _deliver(self, sender, payload):
+        self.sender = sender
+        self.nbytes = len(payload)
+        if self.out is None:
+            self.payload = payload
+        elif len(payload) > self.out.size:
+            self.error = RuntimeError(f"message truncated: rank {sender} sent {len(payload)} bytes to a receive "
+                                      f"of {self.out.size} bytes")
+        elif payload:
+            self.out[:len(payload)] = np.frombuffer(payload, np.uint8)
+        self.done = True
+
+    def Test(self, status=None):
+        if not self.done:
+            lost = self.comm.net.lost(self.source)
+            if lost is not None:
+                raise _backend_error(lost)
+            return False
+        if self.error is not None:
+            raise self.error
+        if status is not None:
+            status.source = self.comm.members.index(self.sender)
+            status.nbytes = self.nbytes
+        return True
+
+    def Cancel(self):
+        self.comm.net.cancel(self)
+
+
+class _Job(Request):
+    """A collective queued on its communicator's thread."""
+
+    def __init__(self):
+        self.done = False
+        self.error = None
+
+
+# ---- the connections ----------------------------------------------------------------------------------
+class _Net:
+    """This process's connections to every other rank, the readers, and the matching of messages."""
+
+    def __init__(self, rank, size, socks):
+        self.rank = rank
+        self.size = size
+        self.socks = socks
+        self.send_locks = {p: threading.Lock() for p in socks}
+        self.lock = threading.Lock()
+        self.arrived = threading.Condition(self.lock)
+        self.posted = {}  # (context, tag) -> receives not yet matched, in post order
+        self.unexpected = {}  # (context, tag) -> (sender, payload) not yet received, in arrival order
+        self.dead = {}  # rank -> why its connection is gone
+        self.closed = False
+        for peer, sock in socks.items():
+            threading.Thread(target=self._read, args=(peer, sock), daemon=True,
+                             name=f"ember-tcp-read-{peer}").start()
+
+    def send(self, context, dest, tag, data):
+        """Write one message (a flat array's bytes) to world rank `dest` (to ourselves: filed directly)."""
+        payload = _bytes(data)
+        if dest == self.rank:
+            self._arrive(context, dest, tag, payload.tobytes())
+            return
+        why = self.dead.get(dest)
+        if why is not None or self.closed:
+            raise _backend_error(why or "the process group was destroyed")
+        try:
+            with self.send_locks[dest]:
+                self.socks[dest].sendall(_FRAME.pack(context, tag, payload.size))
+                if payload.size:
+                    self.socks[dest].sendall(payload)
+        except OSError as e:
+            raise _backend_error(f"sending to rank {dest} failed: {e}") from None
+
+    def _read(self, peer, sock):
+        head = bytearray(_FRAME.size)
+        try:
+            while True:
+                _read_into(sock, memoryview(head))
+                context, tag, n = _FRAME.unpack(head)
+                payload = bytearray(n)
+                _read_into(sock, memoryview(payload))
+                self._arrive(context, peer, tag, payload)
+        except (OSError, ConnectionError):
+            with self.lock:
+                if not self.closed:
+                    self.dead[peer] = f"the connection to rank {peer} was closed (its process ended or failed)"
+                self.arrived.notify_all()
+
+    def _arrive(self, context, sender, tag, payload):
+        with self.lock:
+            waiting = self.posted.get((context, tag))
+            if waiting:
+                for i, r in enumerate(waiting):
+                    if r.source == sender or r.source == ANY_SOURCE:
+                        del waiting[i]
+                        r._deliver(sender, payload)
+                        self.arrived.notify_all()
+                        return
+            self.unexpected.setdefault((context, tag), []).append((sender, payload))
+
+    def post(self, comm, source, tag, out):
+        """Start a receive on comm's context from world rank `source` (or ANY_SOURCE)."""
+        r = _Recv(comm, source, tag, out)
+        key = (comm.context, tag)
+        with self.lock:
+            filed = self.unexpected.get(key)
+            if filed:
+                for i, (sender, payload) in enumerate(filed):
+                    if source == sender or source == ANY_SOURCE:
+                        del filed[i]
+                        if not filed:
+                            del self.unexpected[key]
+                        r._deliver(sender, payload)
+                        return r
+            self.posted.setdefault(key, []).append(r)
+        return r
+
+    def cancel(self, r):
+        with self.lock:
+            waiting = self.posted.get((r.comm.context, r.tag), [])
+            if r in waiting:
+                waiting.remove(r)
+                r.done = True
+
+    def lost(self, source):
+        """Why a receive from `source` can never complete (its connection is gone), or None."""
+        if self.closed:
+            return "the process group was destroyed"
+        if source == ANY_SOURCE:
+            return next(iter(self.dead.values()), None) if len(self.dead) == self.size - 1 else None
+        return self.dead.get(source)
+
+    def wait(self, r):
+        """Block until receive r completes (a collective's thread)."""
+        with self.lock:
+            while not r.done:
+                why = self.lost(r.source)
+                if why is not None:
+                    raise _backend_error(why)
+                self.arrived.wait(1.0)
+        if r.error is not None:
+            raise r.error
+
+    def close(self):
+        with self.lock:
+            self.closed = True
+            self.arrived.notify_all()
+        for sock in self.socks.values():
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+
+def _read_into(sock, view):
+    while view:
+        n = sock.recv_into(view)
+        if n == 0:
+            raise ConnectionError("connection closed")
+        view = view[n:]
+
+
+# ---- communicators --------------------------------------------------------------------------------
+class _Group:
+    """Get_group()'s result: the world ranks of a communicator's members, for Incl and Create_group."""
+
+    def __init__(self, members):
+        self.members = members
+
+    def Incl(self, ranks):
+        return _Group([self.members[r] for r in ranks])
+
+    def Free(self):
+        pass
+
+
+class Comm:
+    """A communicator: its members (world ranks, in its rank order) and a context id of its messages."""
+
+    def __init__(self, net, members, context):
+        self.net = net
+        self.members = list(members)
+        self.context = context
+        self.rank = self.members.index(net.rank)
+        self.made = {}  # (kind, key) -> how many communicators this one made so
+        self.sequence = itertools.count()
+        self.jobs = None
+
+    def Get_rank(self):
+        return self.rank
+
+    def Get_size(self):
+        return len(self.members)
+
+    def _child(self, kind, key=()):
+        count = self.made.get((kind, key), 0)
+        self.made[(kind, key)] = count + 1
+        digest = hashlib.blake2b(repr((self.context, kind, key, count)).encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "little", signed=True)
+
+    def Dup(self):
+        return Comm(self.net, self.members, self._child("dup"))
+
+    def Get_group(self):
+        return _Group(self.members)
+
+    def Create_group(self, group):
+        return Comm(self.net, group.members, self._child("group", tuple(group.members)))
+
+    def Free(self):
+        if self.jobs is not None:
+            self.jobs.put(None)
+            self.jobs = None
+
+    def Abort(self, code=1):
+        """End this process now; the other ranks' pending receives from it fail as its connections close."""
+        self.net.close()
+        os._exit(code)
+
+    # ---- point to point ------------------------------------------------------------------------
+    def Isend(self, msg, dest, tag):
+        self.net.send(self.context, self.members[dest], tag, _array(msg))
+        return Request()
+
+    def Irecv(self, msg, source, tag):
+        world = ANY_SOURCE if source == ANY_SOURCE else self.members[source]
+        return self.net.post(self, world, tag, _bytes(_array(msg)))
+
+    def _send(self, rank, tag, data):
+        self.net.send(self.context, self.members[rank], tag, data)
+
+    def _recv(self, rank, tag, dtype, count):
+        """A collective's blocking receive of `count` elements from comm rank `rank`."""
+        r = self.net.post(self, self.members[rank], tag, None)
+        self.net.wait(r)
+        got = np.frombuffer(r.payload, np.uint8).view(dtype)
+        if got.size != count:
+            raise _backend_error(f"rank {self.members[rank]} sent {got.size} elements where {count} were expected")
+        return got
+
+    # ---- collectives: queued in call order, run on this communicator's thread ------------------
+    def _start(self, algorithm, *args):
+        job = _Job()
+        tag = -1 - next(self.sequence)
+        if self.jobs is None:
+            self.jobs = queue.SimpleQueue()
+            threading.Thread(target=_run_jobs, args=(self.jobs,), daemon=True,
+                             name=f"ember-tcp-collectives-{self.context}").start()
+        self.jobs.put((job, algorithm, (tag,) + args))
+        return job
+
+    def _exchange(self, tag, mine, count, peers):
+        """Send `mine` to every comm rank in peers; their parts (ours in our place) in rank order."""
+        for p in peers:
+            if p != self.rank:
+                self._send(p, tag, mine)
+        return [mine if p == self.rank else self._recv(p, tag, mine.dtype, count) for p in peers]
+
+    def Iallreduce(self, sendbuf, recvbuf, op):
+        return self._start(self._allreduce, sendbuf, recvbuf, op)
+
+    def _allreduce(self, tag, sendbuf, recvbuf, op):
+        out = _array(recvbuf)
+        mine = out.copy() if sendbuf is IN_PLACE else _array(sendbuf)
+        _fold(self._exchange(tag, mine, out.size, range(self.Get_size())), op, out)
+
+    def Ibcast(self, buf, root):
+        return self._start(self._bcast, buf, root)
+
+    def _bcast(self, tag, buf, root):
+        arr = _array(buf)
+        if self.rank == root:
+            for p in range(self.Get_size()):
+                if p != root:
+                    self._send(p, tag, arr)
+        else:
+            arr[...] = self._recv(root, tag, arr.dtype, arr.size)
+
+    def Ireduce(self, sendbuf, recvbuf, op, root):
+        return self._start(self._reduce, sendbuf, recvbuf, op, root)
+
+    def _reduce(self, tag, sendbuf, recvbuf, op, root):
+        if self.rank != root:
+            self._send(root, tag, _array(sendbuf))
+            return
+        out = _array(recvbuf)
+        mine = out.copy() if sendbuf is IN_PLACE else _array(sendbuf)
+        parts = [mine if p == root else self._recv(p, tag, out.dtype, out.size) for p in range(self.Get_size())]
+        _fold(parts, op, out)
+
+    def Iallgather(self, sendbuf, recvbuf):
+        return self._start(self._allgather, sendbuf, recvbuf)
+
+    def _allgather(self, tag, sendbuf, recvbuf):
+        mine, out = _array(sendbuf), _array(recvbuf)
+        k = mine.size
+        for p, part in enumerate(self._exchange(tag, mine, k, range(self.Get_size()))):
+            out[p * k:(p + 1) * k] = part
+
+    def Iallgatherv(self, sendbuf, recvbuf):
+        return self._start(self._allgatherv, sendbuf, recvbuf)
+
+    def _allgatherv(self, tag, sendbuf, recvbuf):
+        mine, out = _array(sendbuf), _array(recvbuf)
+        counts, displs = _layout(recvbuf)
+        for p in range(self.Get_size()):
+            if p != self.rank:
+                self._send(p, tag, mine)
+        for p, (n, at) in enumerate(zip(counts, displs)):
+            out[at:at + n] = mine if p == self.rank else self._recv(p, tag, out.dtype, n)
+
+    def Igather(self, sendbuf, recvbuf, root):
+        return self._start(self._gather, sendbuf, recvbuf, root, None)
+
+    def Igatherv(self, sendbuf, recvbuf, root):
+        return self._start(self._gather, sendbuf, recvbuf, root, True)
+
+    def _gather(self, tag, sendbuf, recvbuf, root, varying):
+        mine = _array(sendbuf)
+        if self.rank != root:
+            self._send(root, tag, mine)
+            return
+        out = _array(recvbuf)
+        size = self.Get_size()
+        counts, displs = _layout(recvbuf) if varying else ([mine.size] * size, [p * mine.size for p in range(size)])
+        for p, (n, at) in enumerate(zip(counts, displs)):
+            out[at:at + n] = mine if p == root else self._recv(p, tag, out.dtype, n)
+
+    def Iscatter(self, sendbuf, recvbuf, root):
+        return self._start(self._scatter, sendbuf, recvbuf, root, False)
+
+    def Iscatterv(self, sendbuf, recvbuf, root):
+        return self._start(self._scatter, sendbuf, recvbuf, root, True)
+
+    def _scatter(self, tag, sendbuf, recvbuf, root, varying):
+        out = _array(recvbuf)
+        if self.rank != root:
+            out[...] = self._recv(root, tag, out.dtype, out.size)
+            return
+        src = _array(sendbuf)
+        size = self.Get_size()
+        counts, displs = _layout(sendbuf) if varying else ([out.size] * size, [p * out.size for p in range(size)])
+        for p, (n, at) in enumerate(zip(counts, displs)):
+            if p == root:
+                out[...] = src[at:at + n]
+            else:
+                self._send(p, tag, src[at:at + n])
+
+    def Ireduce_scatter_block(self, sendbuf, recvbuf, op):
+        return self._start(self._reduce_scatter_block, sendbuf, recvbuf, op)
+
+    def _reduce_scatter_block(self, tag, sendbuf, recvbuf, op):
+        out = _array(recvbuf)
+        src = _array(sendbuf)
+        k = out.size
+        for p in range(self.Get_size()):
+            if p != self.rank:
+                self._send(p, tag, src[p * k:(p + 1) * k])
+        mine = src[self.rank * k:(self.rank + 1) * k]
+        parts = [mine if p == self.rank else self._recv(p, tag, out.dtype, k) for p in range(self.Get_size())]
+        _fold(parts, op, out)
+
+    def Ialltoallv(self, sendbuf, recvbuf):
+        return self._start(self._alltoallv, sendbuf, recvbuf)
+
+    def _alltoallv(self, tag, sendbuf, recvbuf):
+        src, out = _array(sendbuf), _array(recvbuf)
+        (scounts, sdispls), (rcounts, rdispls) = _layout(sendbuf), _layout(recvbuf)
+        for p in range(self.Get_size()):
+            if p != self.rank:
+                self._send(p, tag, src[sdispls[p]:sdispls[p] + scounts[p]])
+        for p in range(self.Get_size()):
+            at, n = rdispls[p], rcounts[p]
+            if p == self.rank:
+                out[at:at + n] = src[sdispls[p]:sdispls[p] + scounts[p]]
+            else:
+                out[at:at + n] = self._recv(p, tag, out.dtype, n)
+
+
+def _fold(parts, op, out):
+    """out = parts[0] op parts[1] op ... in rank order (the same bits on every rank)."""
+    np.copyto(out, parts[0])
+    for part in parts[1:]:
+        op(out, part, out=out)
+
+
+def _run_jobs(jobs):
+    """A communicator's collective thread: its collectives, one at a time, in call order."""
+    while True:
+        item = jobs.get()
+        if item is None:
+            return
+        job, algorithm, args = item
+        try:
+            algorithm(*args)
+        except BaseException as e:  # raised by the request's Test
+            job.error = e
+        job.done = True
+        del item, algorithm, args  # buffers are not kept alive until the next collective
+
+
+# ---- rendezvous ---------------------------------------------------------------------------------------
+def start(rank, size, master, timeout):
+    """Join the world of `size` processes at rank 0's address `master`; sets COMM_WORLD."""
+    global COMM_WORLD, _net
+    from .distributed_c10d import DistNetworkError
+    deadline = time.monotonic() + timeout
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("", master[1] if rank == 0 else 0))
+        listener.listen(max(16, size))
+        listener.settimeout(max(0.1, timeout))
+        socks = _rank0_mesh(listener, size, master, deadline) if rank == 0 else \
+            _rank_mesh(listener, rank, size, master, deadline, DistNetworkError)
+    except socket.timeout:
+        raise DistNetworkError(f"rendezvous at {master[0]}:{master[1]} timed out after {timeout} seconds: not "
+                               f"every one of the {size} ranks joined") from None
+    finally:
+        listener.close()
+    _net = _Net(rank, size, socks)
+    COMM_WORLD = Comm(_net, range(size), 0)
+    return COMM_WORLD
+
+
+def _rank0_mesh(listener, size, master, deadline):
+    """Rank 0: take every other rank's hello, check them, answer each with the address table."""
+    joined = {}
+    table = {0: (_sockets.local_host(master[0]), listener.getsockname()[1])}
+    while len(joined) < size - 1:
+        listener.settimeout(max(0.1, deadline - time.monotonic()))
+        sock, _ = listener.accept()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        peer, peer_size, address = _sockets.recv_object(sock)
+        error = None
+        if peer_size != size:
+            error = ValueError(f"rank {peer} was started with world_size={peer_size}, rank 0 with {size}")
+        elif not 0 < peer < size or peer in joined:
+            error = ValueError(f"a second process joined as rank {peer} (world_size {size})")
+        if error is not None:
+            _sockets.send_object(sock, ("error", error))
+            sock.close()
+            for s in joined.values():
+                _sockets.send_object(s, ("error", error))
+            raise error
+        joined[peer] = sock
+        table[peer] = address
+    for sock in joined.values():
+        _sockets.send_object(sock, ("table", table))
+    return joined
+
+
+def _rank_mesh(listener, rank, size, master, deadline, error):
+    """Rank > 0: hello to rank 0, then connect to the ranks below and accept the ranks above."""
+    first = _sockets.connect_when_up(master, max(0.1, deadline - time.monotonic()),
+                                     "rendezvous: rank 0", error)
+    _sockets.send_object(first, (rank, size, (_sockets.local_host(master[0]), listener.getsockname()[1])))
+    kind, value = _sockets.recv_object(first)
+    if kind == "error":
+        raise value
+    socks = {0: first}
+    for peer in range(1, rank):
+        sock = _sockets.connect(tuple(value[peer]), max(0.1, deadline - time.monotonic()))
+        _sockets.send_object(sock, rank)
+        socks[peer] = sock
+    while len(socks) < size - 1:
+        listener.settimeout(max(0.1, deadline - time.monotonic()))
+        sock, _ = listener.accept()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        socks[_sockets.recv_object(sock)] = sock
+    return socks
+
+
+def shutdown():
+    """Close the connections (destroy_process_group of the default group)."""
+    global COMM_WORLD, _net
+    if _net is not None:
+        _net.close()
+    _net = COMM_WORLD = None
