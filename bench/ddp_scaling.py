@@ -1,7 +1,8 @@
-"""Data-parallel scaling of ember's DistributedDataParallel: samples/s on 1, 2, 4 MPI processes.
+"""Data-parallel scaling of ember's DistributedDataParallel: samples/s on 1, 2, 4 MPI (or TCP) processes.
 
     python bench/ddp_scaling.py                      # launches mpiexec -n 1, 2, 4 and prints the table
     python bench/ddp_scaling.py --model mlp --procs 1 2 --steps 30
+    python bench/ddp_scaling.py --transport tcp      # processes started as torchrun would: the TCP transport
     mpiexec -n 2 python bench/ddp_scaling.py --worker --model resnet   # one measurement
 
 Weak scaling, as DDP is used: every process trains on its own batch of --batch samples, so N processes
@@ -86,12 +87,16 @@ def launch(args):
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     rows = []
     for n in args.procs:
-        cmd = [mpiexec, "-n", str(n), sys.executable, os.path.abspath(__file__), "--worker", "--model", args.model,
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--model", args.model,
                "--batch", str(args.batch), "--steps", str(args.steps), "--warmup", str(args.warmup)]
-        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
-        line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT")]
-        if out.returncode or not line:
-            raise SystemExit(f"mpiexec -n {n} failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+        if args.transport == "mpi":
+            out = subprocess.run([mpiexec, "-n", str(n)] + cmd, env=env, capture_output=True, text=True, timeout=1800)
+            code, stdout, stderr = out.returncode, out.stdout, out.stderr
+        else:
+            code, stdout, stderr = _run_tcp(cmd, n, env)
+        line = [ln for ln in stdout.splitlines() if ln.startswith("RESULT")]
+        if code or not line:
+            raise SystemExit(f"{n} {args.transport} processes failed:\n{stdout[-2000:]}\n{stderr[-2000:]}")
         fields = line[0].split()
         rows.append((n, float(fields[3]), int(fields[4]), float(fields[5]), float(fields[6])))
     base = rows[0][1] / rows[0][0]
@@ -104,6 +109,19 @@ def launch(args):
               f"| {per_cpu:.0f} | {per_cpu / rows[0][4]:.0%} |")
 
 
+def _run_tcp(cmd, n, env):
+    """n processes given torch's RANK/WORLD_SIZE/MASTER_* (ember's TCP transport): (code, stdout, stderr)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = [subprocess.Popen(cmd, env=dict(env, RANK=str(r), WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1",
+                                            MASTER_PORT=str(port)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for r in range(n)]
+    outs = [p.communicate(timeout=1800) for p in procs]
+    return max(p.returncode for p in procs), "".join(o for o, _ in outs), "".join(e for _, e in outs)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=["resnet", "mlp"], default="resnet")
@@ -111,7 +129,8 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--procs", type=int, nargs="+", default=[1, 2, 4])
-    parser.add_argument("--worker", action="store_true", help="measure in this (mpiexec-launched) process")
+    parser.add_argument("--transport", choices=["mpi", "tcp"], default="mpi")
+    parser.add_argument("--worker", action="store_true", help="measure in this (launched) process")
     args = parser.parse_args()
     if args.worker:
         measure(args.model, args.batch, args.steps, args.warmup)

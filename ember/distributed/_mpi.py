@@ -151,8 +151,13 @@ def wait(requests, deadline, what, status=None):
     """Drive MPI requests to completion, raising DistBackendError once `deadline` (monotonic) passes.
 
     Polling a non-blocking request instead of a blocking MPI call is what lets a collective give up
-    after the process group's timeout when a peer hangs (a peer that dies is caught by mpiexec)."""
+    after the process group's timeout when a peer hangs (a peer that dies is caught by mpiexec). The TCP
+    transport's requests are waited on without polling (their progress runs on its own threads)."""
     MPI = mpi()
+    if on_tcp():
+        if not MPI.wait_all(requests, deadline, status):
+            _timed_out(what)
+        return
     test = MPI.Request.Testall
     if status is not None:  # one receive whose source and size the caller wants to read
         def test(reqs):
@@ -165,12 +170,16 @@ def wait(requests, deadline, what, status=None):
     while not test(requests):
         now = time.monotonic()
         if now > deadline:
-            from .distributed_c10d import DistBackendError
-            raise DistBackendError(f"[rank{_world_rank()}] {what} timed out: the other ranks did not take part "
-                                   f"within the process group's timeout")
+            _timed_out(what)
         if now - start > _YIELDING:
             nap = min(max(nap * 2, 5e-5), _MAX_NAP)
         time.sleep(nap)
+
+
+def _timed_out(what):
+    from .distributed_c10d import DistBackendError
+    raise DistBackendError(f"[rank{_world_rank()}] {what} timed out: the other ranks did not take part "
+                           f"within the process group's timeout")
 
 
 def _world_rank():

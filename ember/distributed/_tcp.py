@@ -137,6 +137,24 @@ class Request:
     def Cancel(self):
         pass
 
+    def _block(self, seconds):
+        """Wait up to `seconds` for completion (no polling); whether it completed."""
+        return self.done
+
+
+def wait_all(requests, deadline, status=None):
+    """_mpi.wait's blocking form: every request done (True), or False once the monotonic deadline passes; errors
+    and the first request's status as Test gives them."""
+    for r in requests:
+        while not r._block(min(1.0, max(0.0, deadline - time.monotonic()))):
+            if r.Test() or time.monotonic() > deadline:
+                break
+    if not all(r.done for r in requests):
+        return False
+    for i, r in enumerate(requests):
+        r.Test(status if i == 0 else None)
+    return True
+
 
 class _Recv(Request):
     """A posted receive: into `out` (a flat uint8 view) or, with out=None, keeping the payload."""
@@ -180,6 +198,13 @@ class _Recv(Request):
     def Cancel(self):
         self.comm.net.cancel(self)
 
+    def _block(self, seconds):
+        net = self.comm.net
+        with net.lock:
+            if not self.done and net.lost(self.source) is None:
+                net.arrived.wait(seconds)
+        return self.done
+
 
 class _Job(Request):
     """A collective queued on its communicator's thread."""
@@ -187,6 +212,10 @@ class _Job(Request):
     def __init__(self):
         self.done = False
         self.error = None
+        self.finished = threading.Event()
+
+    def _block(self, seconds):
+        return self.finished.wait(seconds)
 
 
 # ---- the connections ----------------------------------------------------------------------------------
@@ -397,6 +426,9 @@ class Comm:
     def _start(self, algorithm, *args):
         job = _Job()
         tag = -1 - next(self.sequence)
+        if len(self.members) == 1:  # nothing to wait for: run it here
+            _run(job, algorithm, (tag,) + args)
+            return job
         if self.jobs is None:
             self.jobs = queue.SimpleQueue()
             threading.Thread(target=_run_jobs, args=(self.jobs,), daemon=True,
@@ -545,13 +577,17 @@ def _run_jobs(jobs):
         item = jobs.get()
         if item is None:
             return
-        job, algorithm, args = item
-        try:
-            algorithm(*args)
-        except BaseException as e:  # raised by the request's Test
-            job.error = e
-        job.done = True
-        del item, algorithm, args  # buffers are not kept alive until the next collective
+        _run(*item)
+        del item  # buffers are not kept alive until the next collective
+
+
+def _run(job, algorithm, args):
+    try:
+        algorithm(*args)
+    except BaseException as e:  # raised by the request's Test
+        job.error = e
+    job.done = True
+    job.finished.set()
 
 
 # ---- rendezvous ---------------------------------------------------------------------------------------
