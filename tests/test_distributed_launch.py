@@ -1,5 +1,7 @@
 """The launcher (python -m ember.distributed.run) and failure behaviour: a rank that raises, is killed,
-hangs or exits non-zero ends the whole job with a non-zero status, and leaves no process behind.
+hangs or exits non-zero ends the whole job with a non-zero status, and leaves no process behind; on MPI
+(one mpiexec job) and on TCP (`--transport tcp`: torchrun's model, one launcher per node starting its
+processes, which meet on ember's TCP transport).
 
 Every job of this file is started at once by one fixture (they mostly wait), then checked one by one.
 Subprocess timeouts turn a hang into a failure. The `distributed` extra is always installed here.
@@ -8,6 +10,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -39,12 +42,37 @@ def env(extra_path=None):
     return e
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+TWO_LAUNCHERS = """
+import subprocess, sys
+procs = [subprocess.Popen([word.replace("NODE", node) for word in sys.argv[1:]]) for node in ("0", "1")]
+sys.exit(max(p.wait() for p in procs))
+"""
+
+
 def jobs_to_run(tmp):
     hostfile = os.path.join(tmp, "hosts")
     with open(hostfile, "w") as f:
         f.write("localhost:2\n127.0.0.1:2\n")  # two "nodes" that are both this machine
     marker = uuid.uuid4().hex
+    tcp = RUN + ["--transport", "tcp", "--nproc-per-node", "2"]
+    # two "nodes" on this machine, one launcher each (torchrun's model), NODE their --node-rank
+    two_launchers = [sys.executable, "-c", TWO_LAUNCHERS] + RUN + ["--transport", "tcp", "--nnodes", "2",
+                                                                     "--node-rank=NODE",
+                                                                     "--nproc_per_node", "2", "--rdzv-endpoint",
+                                                                     f"127.0.0.1:{free_port()}"]
     return marker, {
+        "tcp_single_node": (tcp + ["--master-port", str(free_port()), LAUNCHED, "a", "--flag"], None),
+        "tcp_two_nodes": (two_launchers + ["-m", "launched", "x"], SCRIPTS),
+        "tcp_raise": (tcp + ["--master-port", str(free_port()), FAILING, "raise", LONG, marker], None),
+        "tcp_sigkill": (tcp + ["--master-port", str(free_port()), FAILING, "sigkill", LONG, marker], None),
+        "tcp_hang": (tcp + ["--master-port", str(free_port()), FAILING, "hang", "3", marker], None),
+        "tcp_exit": (tcp + ["--master-port", str(free_port()), FAILING, "exit", LONG, marker], None),
         "single_node": (RUN + ["--nproc-per-node", "2", "--master-port", "29611", LAUNCHED, "a", "--flag"], None),
         "two_nodes": (RUN + ["--nnodes", "2", "--nproc_per_node", "2", "--hostfile", hostfile, "--master_addr",
                              "10.0.0.1", "-m", "launched", "x"], SCRIPTS),
@@ -85,21 +113,26 @@ def launched(out):
     return sorted(reports, key=lambda r: r["rank"])
 
 
-def test_single_node(jobs):
-    code, out, err = jobs[1]["single_node"]
+@pytest.mark.parametrize("job", ["single_node", "tcp_single_node"])
+def test_single_node(jobs, job):
+    code, out, err = jobs[1][job]
     assert code == 0, err
     ranks = launched(out)
     assert [r["rank"] for r in ranks] == [0, 1] and all(r["size"] == 2 and r["sum"] == 3.0 for r in ranks)
+    ports = {r["env"].pop("MASTER_PORT") for r in ranks}  # the TCP job's is a free port found at its start
+    assert ports == {"29611"} if job == "single_node" else len(ports) == 1 and ports.pop().isdigit()
     for r in ranks:
         assert r["argv"] == ["a", "--flag"] and r["elastic"]
         assert r["env"] == {"RANK": str(r["rank"]), "LOCAL_RANK": str(r["rank"]), "WORLD_SIZE": "2",
                             "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "0", "MASTER_ADDR": "127.0.0.1",
-                            "MASTER_PORT": "29611", "OMP_NUM_THREADS": "1"}
+                            "OMP_NUM_THREADS": "1"}
 
 
-def test_two_nodes_from_a_hostfile(jobs):
-    """--nnodes 2 with a hostfile: ranks in blocks per node, LOCAL_RANK/GROUP_RANK as torchrun sets them."""
-    code, out, err = jobs[1]["two_nodes"]
+@pytest.mark.parametrize("job", ["two_nodes", "tcp_two_nodes"])
+def test_two_nodes(jobs, job):
+    """--nnodes 2 (one mpiexec job from a hostfile, or one TCP launcher per node): ranks in blocks per node,
+    LOCAL_RANK/GROUP_RANK as torchrun sets them."""
+    code, out, err = jobs[1][job]
     assert code == 0, err
     ranks = launched(out)
     assert [r["rank"] for r in ranks] == [0, 1, 2, 3] and all(r["sum"] == 10.0 for r in ranks)
@@ -107,7 +140,7 @@ def test_two_nodes_from_a_hostfile(jobs):
         assert r["argv"] == ["x"]
         assert (r["env"]["LOCAL_RANK"], r["env"]["GROUP_RANK"]) == (str(r["rank"] % 2), str(r["rank"] // 2))
         assert r["env"]["WORLD_SIZE"] == "4" and r["env"]["LOCAL_WORLD_SIZE"] == "2"
-        assert r["env"]["MASTER_ADDR"] == "10.0.0.1"
+        assert r["env"]["MASTER_ADDR"] == ("10.0.0.1" if job == "two_nodes" else "127.0.0.1")
 
 
 @pytest.mark.parametrize("case, message", [
@@ -115,6 +148,10 @@ def test_two_nodes_from_a_hostfile(jobs):
     ("sigkill", "signal 9"),
     ("hang", "[rank0]: ember.distributed.DistBackendError"),
     ("exit", "[rank1]: exited with 3; aborting the job"),
+    ("tcp_raise", "[rank1]: ValueError: rank failed on purpose"),
+    ("tcp_sigkill", "local rank 1 (RANK 1) was killed by signal 9"),
+    ("tcp_hang", "[rank0]: ember.distributed.DistBackendError"),
+    ("tcp_exit", "local rank 1 (RANK 1) exited with 3"),
 ])
 def test_failing_rank_ends_the_job(jobs, case, message):
     """raise/sigkill/exit end the job well before the 120 s group timeout; a hang fails at the 3 s timeout."""
@@ -140,9 +177,11 @@ def test_no_process_left_behind(jobs):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--nnodes", "2", "--node-rank", "1"], "--node-rank must be 0"),
+    (["--transport", "mpi", "--nnodes", "2", "--node-rank", "1"], "--node-rank must be 0"),
     (["--nnodes", "1:2"], "elastic node ranges"),
     (["--max-restarts", "3"], "--max-restarts must be 0"),
+    (["--transport", "tcp", "--max-restarts", "3"], "--max-restarts must be 0"),
+    (["--transport", "tcp", "--nnodes", "2", "--node-rank", "2"], "--node-rank 2 is not in range"),
 ])
 def test_unsupported_torchrun_options_are_refused(args, message):
     proc = subprocess.run(RUN + args + [LAUNCHED], capture_output=True, text=True, timeout=60, env=env(), cwd=ROOT)
