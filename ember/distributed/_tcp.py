@@ -21,9 +21,10 @@ in arrival order, for the receive that will take it. A send writes its frame at 
 drain their sockets, so it never waits for the peer to post a receive. Communicators made by Dup and
 Create_group are context ids derived from their parent's and the call (every member computes the same).
 
-Collectives run in call order on one thread per communicator, as blocking exchanges of point-to-point
-messages tagged by the collective's sequence number (negative: user tags are >= 0). Every rank sends its
-part straight to every rank that needs it, and a reduction combines the parts in rank order, so every
+A collective is one exchange of point-to-point messages tagged by its sequence number on the communicator
+(negative: user tags are >= 0): at its start it posts its receives and writes its sends, every rank
+sending its part straight to every rank that needs it; it completes when its receives have arrived, and
+the thread that tests or waits for it then places the parts or combines them, in rank order, so every
 rank computes the same bits (DDP's replicas stay identical). That is n - 1 messages per rank and
 collective: meant for the few processes of a machine or a small cluster, not a ring or tree for many.
 A connection that closes (its process died) fails every receive waiting on it with DistBackendError, at
@@ -32,7 +33,6 @@ once; a peer that hangs is caught by the group's timeout, as with MPI.
 import hashlib
 import itertools
 import os
-import queue
 import socket
 import struct
 import threading
@@ -146,13 +146,13 @@ def wait_all(requests, deadline, status=None):
     """_mpi.wait's blocking form: every request done (True), or False once the monotonic deadline passes; errors
     and the first request's status as Test gives them."""
     for r in requests:
-        while not r._block(min(1.0, max(0.0, deadline - time.monotonic()))):
-            if r.Test() or time.monotonic() > deadline:
-                break
-    if not all(r.done for r in requests):
-        return False
-    for i, r in enumerate(requests):
-        r.Test(status if i == 0 else None)
+        while not r.Test():
+            remaining = deadline - time.monotonic()
+            if remaining < 0:
+                return False
+            r._block(min(1.0, remaining))
+    if status is not None:
+        requests[0].Test(status)
     return True
 
 
@@ -178,8 +178,8 @@ class _Recv(Request):
         elif len(payload) > self.out.size:
             self.error = RuntimeError(f"message truncated: rank {sender} sent {len(payload)} bytes to a receive "
                                       f"of {self.out.size} bytes")
-        elif payload:
-            self.out[:len(payload)] = np.frombuffer(payload, np.uint8)
+        elif len(payload):
+            self.out[:len(payload)] = payload
         self.done = True
 
     def Test(self, status=None):
@@ -206,16 +206,37 @@ class _Recv(Request):
         return self.done
 
 
-class _Job(Request):
-    """A collective queued on its communicator's thread."""
+class _Collective(Request):
+    """A started collective: its sends are written; it completes once its receives ({comm rank: _Recv}) have
+    arrived, when finish({comm rank: payload}) places or combines them (once, on the thread that tests it)."""
 
-    def __init__(self):
+    def __init__(self, recvs, finish):
+        self.recvs = recvs
+        self.finish = finish
         self.done = False
         self.error = None
-        self.finished = threading.Event()
+        self.lock = threading.Lock()
+
+    def Test(self, status=None):
+        if not self.done:
+            if not all(r.Test() for r in self.recvs.values()):
+                return False
+            with self.lock:
+                if not self.done:
+                    try:
+                        self.finish({p: r.payload for p, r in self.recvs.items()})
+                    except BaseException as e:  # raised by this and every later Test
+                        self.error = e
+                    self.recvs, self.finish, self.done = {}, None, True
+        if self.error is not None:
+            raise self.error
+        return True
 
     def _block(self, seconds):
-        return self.finished.wait(seconds)
+        for r in list(self.recvs.values()):
+            if not r._block(seconds):
+                return False
+        return True
 
 
 # ---- the connections ----------------------------------------------------------------------------------
@@ -241,7 +262,7 @@ class _Net:
         """Write one message (a flat array's bytes) to world rank `dest` (to ourselves: filed directly)."""
         payload = _bytes(data)
         if dest == self.rank:
-            self._arrive(context, dest, tag, payload.tobytes())
+            self._arrive(context, dest, tag, payload.copy())
             return
         why = self.dead.get(dest)
         if why is not None or self.closed:
@@ -260,7 +281,7 @@ class _Net:
             while True:
                 _read_into(sock, memoryview(head))
                 context, tag, n = _FRAME.unpack(head)
-                payload = bytearray(n)
+                payload = np.empty(n, np.uint8)  # (a bytearray would be zeroed first)
                 _read_into(sock, memoryview(payload))
                 self._arrive(context, peer, tag, payload)
         except (OSError, ConnectionError):
@@ -368,7 +389,6 @@ class Comm:
         self.rank = self.members.index(net.rank)
         self.made = {}  # (kind, key) -> how many communicators this one made so
         self.sequence = itertools.count()
-        self.jobs = None
 
     def Get_rank(self):
         return self.rank
@@ -392,9 +412,7 @@ class Comm:
         return Comm(self.net, group.members, self._child("group", tuple(group.members)))
 
     def Free(self):
-        if self.jobs is not None:
-            self.jobs.put(None)
-            self.jobs = None
+        pass
 
     def Abort(self, code=1):
         """End this process now; the other ranks' pending receives from it fail as its connections close."""
@@ -413,43 +431,42 @@ class Comm:
     def _send(self, rank, tag, data):
         self.net.send(self.context, self.members[rank], tag, data)
 
-    def _recv(self, rank, tag, dtype, count):
-        """A collective's blocking receive of `count` elements from comm rank `rank`."""
-        r = self.net.post(self, self.members[rank], tag, None)
-        self.net.wait(r)
-        got = np.frombuffer(r.payload, np.uint8).view(dtype)
-        if got.size != count:
-            raise _backend_error(f"rank {self.members[rank]} sent {got.size} elements where {count} were expected")
-        return got
-
-    # ---- collectives: queued in call order, run on this communicator's thread ------------------
     def _start(self, algorithm, *args):
-        job = _Job()
-        tag = -1 - next(self.sequence)
-        if len(self.members) == 1:  # nothing to wait for: run it here
-            _run(job, algorithm, (tag,) + args)
-            return job
-        if self.jobs is None:
-            self.jobs = queue.SimpleQueue()
-            threading.Thread(target=_run_jobs, args=(self.jobs,), daemon=True,
-                             name=f"ember-tcp-collectives-{self.context}").start()
-        self.jobs.put((job, algorithm, (tag,) + args))
-        return job
+        """Run a collective's start (its receives posted, its sends written) under the next sequence tag."""
+        return algorithm(-1 - next(self.sequence), *args)
 
-    def _exchange(self, tag, mine, count, peers):
-        """Send `mine` to every comm rank in peers; their parts (ours in our place) in rank order."""
-        for p in peers:
-            if p != self.rank:
-                self._send(p, tag, mine)
-        return [mine if p == self.rank else self._recv(p, tag, mine.dtype, count) for p in peers]
+    def _exchange(self, tag, sends, sources, finish):
+        """Post a receive from each comm rank in sources, write sends ({comm rank: array}); the collective that
+        completes with finish({comm rank: payload})."""
+        recvs = {p: self.net.post(self, self.members[p], tag, None) for p in sources}
+        for p, data in sends.items():
+            self._send(p, tag, data)
+        return _Collective(recvs, finish)
+
+    def _peers(self):
+        return [p for p in range(len(self.members)) if p != self.rank]
+
+    def _part(self, got, p, dtype, count):
+        """The payload comm rank p sent, as `count` elements of dtype."""
+        part = got[p].view(dtype)
+        if part.size != count:
+            raise _backend_error(f"rank {self.members[p]} sent {part.size} elements where {count} were expected")
+        return part
 
     def Iallreduce(self, sendbuf, recvbuf, op):
         return self._start(self._allreduce, sendbuf, recvbuf, op)
 
     def _allreduce(self, tag, sendbuf, recvbuf, op):
         out = _array(recvbuf)
-        mine = out.copy() if sendbuf is IN_PLACE else _array(sendbuf)
-        _fold(self._exchange(tag, mine, out.size, range(self.Get_size())), op, out)
+        mine = out if sendbuf is IN_PLACE else _array(sendbuf)
+        peers = self._peers()
+
+        def finish(got):
+            parts = [self._part(got, p, out.dtype, out.size) for p in range(self.rank)]
+            parts += [mine if self.rank < 2 or sendbuf is not IN_PLACE else mine.copy()]  # out is overwritten first
+            parts += [self._part(got, p, out.dtype, out.size) for p in range(self.rank + 1, len(self.members))]
+            _fold(parts, op, out)
+        return self._exchange(tag, {p: mine for p in peers}, peers, finish)
 
     def Ibcast(self, buf, root):
         return self._start(self._bcast, buf, root)
@@ -457,23 +474,26 @@ class Comm:
     def _bcast(self, tag, buf, root):
         arr = _array(buf)
         if self.rank == root:
-            for p in range(self.Get_size()):
-                if p != root:
-                    self._send(p, tag, arr)
-        else:
-            arr[...] = self._recv(root, tag, arr.dtype, arr.size)
+            return self._exchange(tag, {p: arr for p in self._peers()}, [], lambda got: None)
+
+        def finish(got):
+            arr[...] = self._part(got, root, arr.dtype, arr.size)
+        return self._exchange(tag, {}, [root], finish)
 
     def Ireduce(self, sendbuf, recvbuf, op, root):
         return self._start(self._reduce, sendbuf, recvbuf, op, root)
 
     def _reduce(self, tag, sendbuf, recvbuf, op, root):
         if self.rank != root:
-            self._send(root, tag, _array(sendbuf))
-            return
+            return self._exchange(tag, {root: _array(sendbuf)}, [], lambda got: None)
         out = _array(recvbuf)
-        mine = out.copy() if sendbuf is IN_PLACE else _array(sendbuf)
-        parts = [mine if p == root else self._recv(p, tag, out.dtype, out.size) for p in range(self.Get_size())]
-        _fold(parts, op, out)
+        mine = out if sendbuf is IN_PLACE else _array(sendbuf)
+
+        def finish(got):
+            parts = [mine.copy() if p == root and root >= 2 and sendbuf is IN_PLACE else mine if p == root
+                     else self._part(got, p, out.dtype, out.size) for p in range(len(self.members))]
+            _fold(parts, op, out)
+        return self._exchange(tag, {}, self._peers(), finish)
 
     def Iallgather(self, sendbuf, recvbuf):
         return self._start(self._allgather, sendbuf, recvbuf)
@@ -481,8 +501,12 @@ class Comm:
     def _allgather(self, tag, sendbuf, recvbuf):
         mine, out = _array(sendbuf), _array(recvbuf)
         k = mine.size
-        for p, part in enumerate(self._exchange(tag, mine, k, range(self.Get_size()))):
-            out[p * k:(p + 1) * k] = part
+        out[self.rank * k:(self.rank + 1) * k] = mine
+
+        def finish(got):
+            for p in got:
+                out[p * k:(p + 1) * k] = self._part(got, p, out.dtype, k)
+        return self._exchange(tag, {p: mine for p in self._peers()}, self._peers(), finish)
 
     def Iallgatherv(self, sendbuf, recvbuf):
         return self._start(self._allgatherv, sendbuf, recvbuf)
@@ -490,14 +514,15 @@ class Comm:
     def _allgatherv(self, tag, sendbuf, recvbuf):
         mine, out = _array(sendbuf), _array(recvbuf)
         counts, displs = _layout(recvbuf)
-        for p in range(self.Get_size()):
-            if p != self.rank:
-                self._send(p, tag, mine)
-        for p, (n, at) in enumerate(zip(counts, displs)):
-            out[at:at + n] = mine if p == self.rank else self._recv(p, tag, out.dtype, n)
+        out[displs[self.rank]:displs[self.rank] + counts[self.rank]] = mine
+
+        def finish(got):
+            for p in got:
+                out[displs[p]:displs[p] + counts[p]] = self._part(got, p, out.dtype, counts[p])
+        return self._exchange(tag, {p: mine for p in self._peers()}, self._peers(), finish)
 
     def Igather(self, sendbuf, recvbuf, root):
-        return self._start(self._gather, sendbuf, recvbuf, root, None)
+        return self._start(self._gather, sendbuf, recvbuf, root, False)
 
     def Igatherv(self, sendbuf, recvbuf, root):
         return self._start(self._gather, sendbuf, recvbuf, root, True)
@@ -505,13 +530,16 @@ class Comm:
     def _gather(self, tag, sendbuf, recvbuf, root, varying):
         mine = _array(sendbuf)
         if self.rank != root:
-            self._send(root, tag, mine)
-            return
+            return self._exchange(tag, {root: mine}, [], lambda got: None)
         out = _array(recvbuf)
-        size = self.Get_size()
+        size = len(self.members)
         counts, displs = _layout(recvbuf) if varying else ([mine.size] * size, [p * mine.size for p in range(size)])
-        for p, (n, at) in enumerate(zip(counts, displs)):
-            out[at:at + n] = mine if p == root else self._recv(p, tag, out.dtype, n)
+        out[displs[root]:displs[root] + counts[root]] = mine
+
+        def finish(got):
+            for p in got:
+                out[displs[p]:displs[p] + counts[p]] = self._part(got, p, out.dtype, counts[p])
+        return self._exchange(tag, {}, self._peers(), finish)
 
     def Iscatter(self, sendbuf, recvbuf, root):
         return self._start(self._scatter, sendbuf, recvbuf, root, False)
@@ -522,30 +550,28 @@ class Comm:
     def _scatter(self, tag, sendbuf, recvbuf, root, varying):
         out = _array(recvbuf)
         if self.rank != root:
-            out[...] = self._recv(root, tag, out.dtype, out.size)
-            return
+            def finish(got):
+                out[...] = self._part(got, root, out.dtype, out.size)
+            return self._exchange(tag, {}, [root], finish)
         src = _array(sendbuf)
-        size = self.Get_size()
+        size = len(self.members)
         counts, displs = _layout(sendbuf) if varying else ([out.size] * size, [p * out.size for p in range(size)])
-        for p, (n, at) in enumerate(zip(counts, displs)):
-            if p == root:
-                out[...] = src[at:at + n]
-            else:
-                self._send(p, tag, src[at:at + n])
+        out[...] = src[displs[root]:displs[root] + counts[root]]
+        sends = {p: src[displs[p]:displs[p] + counts[p]] for p in self._peers()}
+        return self._exchange(tag, sends, [], lambda got: None)
 
     def Ireduce_scatter_block(self, sendbuf, recvbuf, op):
         return self._start(self._reduce_scatter_block, sendbuf, recvbuf, op)
 
     def _reduce_scatter_block(self, tag, sendbuf, recvbuf, op):
-        out = _array(recvbuf)
-        src = _array(sendbuf)
+        out, src = _array(recvbuf), _array(sendbuf)
         k = out.size
-        for p in range(self.Get_size()):
-            if p != self.rank:
-                self._send(p, tag, src[p * k:(p + 1) * k])
-        mine = src[self.rank * k:(self.rank + 1) * k]
-        parts = [mine if p == self.rank else self._recv(p, tag, out.dtype, k) for p in range(self.Get_size())]
-        _fold(parts, op, out)
+
+        def finish(got):
+            parts = [src[p * k:(p + 1) * k] if p == self.rank else self._part(got, p, out.dtype, k)
+                     for p in range(len(self.members))]
+            _fold(parts, op, out)
+        return self._exchange(tag, {p: src[p * k:(p + 1) * k] for p in self._peers()}, self._peers(), finish)
 
     def Ialltoallv(self, sendbuf, recvbuf):
         return self._start(self._alltoallv, sendbuf, recvbuf)
@@ -553,41 +579,26 @@ class Comm:
     def _alltoallv(self, tag, sendbuf, recvbuf):
         src, out = _array(sendbuf), _array(recvbuf)
         (scounts, sdispls), (rcounts, rdispls) = _layout(sendbuf), _layout(recvbuf)
-        for p in range(self.Get_size()):
-            if p != self.rank:
-                self._send(p, tag, src[sdispls[p]:sdispls[p] + scounts[p]])
-        for p in range(self.Get_size()):
-            at, n = rdispls[p], rcounts[p]
-            if p == self.rank:
-                out[at:at + n] = src[sdispls[p]:sdispls[p] + scounts[p]]
-            else:
-                out[at:at + n] = self._recv(p, tag, out.dtype, n)
+        me = self.rank
+        out[rdispls[me]:rdispls[me] + rcounts[me]] = src[sdispls[me]:sdispls[me] + scounts[me]]
+
+        def finish(got):
+            for p in got:
+                out[rdispls[p]:rdispls[p] + rcounts[p]] = self._part(got, p, out.dtype, rcounts[p])
+        sends = {p: src[sdispls[p]:sdispls[p] + scounts[p]] for p in self._peers()}
+        return self._exchange(tag, sends, self._peers(), finish)
 
 
 def _fold(parts, op, out):
-    """out = parts[0] op parts[1] op ... in rank order (the same bits on every rank)."""
-    np.copyto(out, parts[0])
-    for part in parts[1:]:
+    """out = parts[0] op parts[1] op ... in rank order (the same bits on every rank); out may be one of the
+    first two parts (an elementwise op reads each element before writing it)."""
+    if len(parts) == 1:
+        if parts[0] is not out:
+            np.copyto(out, parts[0])
+        return
+    op(parts[0], parts[1], out=out)
+    for part in parts[2:]:
         op(out, part, out=out)
-
-
-def _run_jobs(jobs):
-    """A communicator's collective thread: its collectives, one at a time, in call order."""
-    while True:
-        item = jobs.get()
-        if item is None:
-            return
-        _run(*item)
-        del item  # buffers are not kept alive until the next collective
-
-
-def _run(job, algorithm, args):
-    try:
-        algorithm(*args)
-    except BaseException as e:  # raised by the request's Test
-        job.error = e
-    job.done = True
-    job.finished.set()
 
 
 # ---- rendezvous ---------------------------------------------------------------------------------------
