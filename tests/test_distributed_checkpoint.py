@@ -154,3 +154,42 @@ def test_saving_over_a_checkpoint_warns_or_raises_as_torch(tmp_path):
         back = {"a": lib.ones(2)}
         dcp.load(back, checkpoint_id=where)
         assert back["a"].tolist() == [0.0, 0.0]  # the refused save wrote nothing
+
+
+def _initialized(name, optimizer, options, prepare=None):
+    lib, _, sd, _ = LIBS[name]
+    model = lib.nn.Linear(3, 2)
+    with lib.no_grad():
+        model.weight.copy_(lib.tensor(np.arange(6, dtype=np.float32).reshape(2, 3) / 7))
+        model.bias.fill_(0.5)
+    opt = getattr(lib.optim, optimizer)(model.parameters(), **options)
+    if prepare is not None:
+        prepare(lib, model, opt)
+    sd._init_optim_state(opt)
+    state = opt.state_dict()
+    return ({k: {n: np.asarray(v).tolist() for n, v in s.items()} for k, s in state["state"].items()},
+            state["param_groups"], model.weight.detach().numpy().tolist(),
+            None if model.weight.grad is None else model.weight.grad.numpy().tolist())
+
+
+@pytest.mark.parametrize("optimizer, options", [("Adam", {"lr": 0.1}), ("SGD", {"lr": 0.1, "momentum": 0.9}),
+                                                ("AdamW", {"lr": 0.1, "weight_decay": 0.1}),
+                                                ("RMSprop", {"lr": 0.01, "momentum": 0.5})])
+@pytest.mark.parametrize("prepare", [None, "grad", "state"])
+def test_init_optim_state_matches_torch(optimizer, options, prepare):
+    """state_dict._init_optim_state: state made by a zero step at lr 0, the weights and learning rates untouched,
+    the gradients None; nothing done when a gradient exists or the state does."""
+    def given(lib, model, opt):
+        if prepare == "grad":
+            model.bias.grad = lib.ones_like(model.bias)
+        elif prepare == "state":
+            model(lib.ones(1, 3)).sum().backward()
+            opt.step()
+    assert _initialized("ember", optimizer, options, prepare and given) == \
+        _initialized("torch", optimizer, options, prepare and given)
+
+
+def test_default_planner_module():
+    from ember.distributed.checkpoint import default_planner
+    assert default_planner.DefaultSavePlanner is edcp.DefaultSavePlanner
+    assert default_planner.DefaultLoadPlanner is edcp.DefaultLoadPlanner

@@ -121,3 +121,28 @@ def set_state_dict(model, optimizers, *, model_state_dict, optim_state_dict, opt
     keys = set_model_state_dict(model, model_state_dict, options=options)
     set_optimizer_state_dict(model, optimizers, optim_state_dict, options=options)
     return keys
+
+
+def _init_optim_state(optim):
+    """Give an optimizer its state (Adam's moments, SGD's momentum buffers...) before a checkpoint loads into it:
+    one step on zero gradients at learning rate 0, as torch's helper does. Nothing happens when it has state
+    already, or when any parameter has a gradient (a stateless optimizer would then step on it); afterwards
+    the gradients are None and the learning rates are back."""
+    if optim.state:
+        return
+    params = [p for group in optim.param_groups for p in group["params"]]
+    if any(p.grad is not None for p in params):
+        return
+    import ember
+    for p in params:
+        if p.requires_grad:
+            p.grad = ember.zeros_like(p)
+    rates = [group.get("lr") for group in optim.param_groups]
+    for group in optim.param_groups:
+        if "lr" in group:
+            group["lr"] = ember.tensor(0.0) if isinstance(group["lr"], ember.Tensor) else 0.0
+    optim.step()
+    for group, rate in zip(optim.param_groups, rates):
+        if "lr" in group:
+            group["lr"] = rate
+    optim.zero_grad(set_to_none=True)
