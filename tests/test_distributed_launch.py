@@ -149,9 +149,11 @@ def test_two_nodes(jobs, job):
     ("hang", "[rank0]: ember.distributed.DistBackendError"),
     ("exit", "[rank1]: exited with 3; aborting the job"),
     ("tcp_raise", "[rank1]: ValueError: rank failed on purpose"),
-    ("tcp_sigkill", "local rank 1 (RANK 1) was killed by signal 9"),
+    # (which process the TCP launcher names first is a race when rank 0 fails a moment after rank 1: the
+    # surviving rank's error names the dead one)
+    ("tcp_sigkill", "the connection to rank 1 was closed"),
     ("tcp_hang", "[rank0]: ember.distributed.DistBackendError"),
-    ("tcp_exit", "local rank 1 (RANK 1) exited with 3"),
+    ("tcp_exit", "the connection to rank 1 was closed"),
 ])
 def test_failing_rank_ends_the_job(jobs, case, message):
     """raise/sigkill/exit end the job well before the 120 s group timeout; a hang fails at the 3 s timeout."""

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import ember
-from tests.torch_signatures import P, _stub, differences, signatures
+from tests.torch_signatures import UNKNOWN, P, _stub, differences, signatures
 
 # test_op_signatures compares the functions of these namespaces (and Tensor's methods); here only their classes
 _OP_NAMESPACES = {"torch", "torch.linalg", "torch.nn.functional", "torch.special", "torch.fft"}
@@ -68,6 +68,38 @@ def _torch_sigs(tobj, tns, name, owner):
     return [], False
 
 
+def _pybind_sigs(tobj):
+    """The signatures a pybind11 function's docstring gives (its runtime argument names, which a generated stub
+    may spell otherwise: FileStore's stub says (path, numWorkers), the constructor takes file_name=), or []."""
+    sigs = []
+    for line in (getattr(tobj, "__doc__", None) or "").splitlines():
+        head = line.strip().split(". ", 1)[-1]
+        if not head.startswith(tobj.__name__ + "(") or ") ->" not in head:
+            continue
+        inner, depth, params, part = head[len(tobj.__name__) + 1:head.rindex(") ->")], 0, [], ""
+        for ch in inner + ",":
+            depth += ch in "([{" and 1 or 0
+            depth -= ch in ")]}" and 1 or 0
+            if ch == "," and depth == 0:
+                params.append(part.strip())
+                part = ""
+            else:
+                part += ch
+        built = []
+        for text in filter(None, params):
+            pname = text.split(":", 1)[0].split("=", 1)[0].strip()
+            default = UNKNOWN if "=" in text else P.empty  # (its value is printed as a type's repr)
+            kind = P.KEYWORD_ONLY if built and built[-1].kind == P.KEYWORD_ONLY else P.POSITIONAL_OR_KEYWORD
+            if pname == "*":
+                continue
+            built.append(P(pname, kind, default=default))
+        try:
+            sigs.append(inspect.Signature(built))
+        except ValueError:
+            pass
+    return sigs
+
+
 def _key(tobj, tns, name):
     """The torch path a difference is filed under: where torch defines the function, else where it was found."""
     if inspect.isfunction(tobj) and "<" not in tobj.__qualname__:  # where torch defines it
@@ -92,6 +124,10 @@ def _compare(eobj, tobj, tns, name, owner, method, seen, found, counts):
         return
     counts["compared"] += 1
     d = differences(esig, tsigs, method)
+    if d and not python_level:
+        runtime = _pybind_sigs(tobj)
+        if runtime and not differences(esig, runtime, method):
+            d = []  # the stub's names differ from the ones the C function takes: ember follows the function
     if python_level:  # one signature: the same parameters, in the same order, of the same kinds
         skip = 1 if method else 0
         tp = [(p.name, p.kind) for p in list(tsigs[0].parameters.values())[skip:]]

@@ -8,7 +8,8 @@ first agrees a small header with the other ranks (Note [Collective agreement] in
 and bfloat16 are reduced in float32 (Note [Buffers to MPI] in _mpi.py); a rank that dies of an uncaught
 exception ends the whole job, and a collective whose peers never come raises after the group's timeout.
 """
-from .distributed_c10d import (Backend, DistBackendError, DistError, DistNetworkError, GroupMember, ProcessGroup, RedOpType,
+from ._store import FileStore, HashStore, PrefixStore, Store, TCPStore
+from .distributed_c10d import (Backend, DistBackendError, DistError, DistNetworkError, DistStoreError, GroupMember, ProcessGroup, RedOpType,
                                ReduceOp, Work, barrier, default_pg_timeout, destroy_process_group, get_backend,
                                get_default_backend_for_device,
                                get_global_rank, get_group_rank, get_node_local_rank, get_process_group_ranks,
@@ -23,7 +24,8 @@ from ._grad_bucket import GradBucket
 from ._objects import (all_gather_object, broadcast_object_list, gather_object, recv_object_list,
                        scatter_object_list, send_object_list)
 
-__all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "GradBucket", "GroupMember", "ProcessGroup", "RedOpType", "ReduceOp",
+__all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "FileStore", "HashStore",
+           "PrefixStore", "Store", "TCPStore", "GradBucket", "GroupMember", "ProcessGroup", "RedOpType", "ReduceOp",
            "Work", "P2POp", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
            "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast", "broadcast_object_list",
            "default_pg_timeout", "destroy_process_group", "gather", "gather_object", "get_backend", "get_default_backend_for_device",

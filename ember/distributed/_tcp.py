@@ -9,9 +9,10 @@ Isend/Irecv, the non-blocking collectives, requests (Test, Testall, Wait, Cancel
 NumPy dtypes) and reduction ops (as ufuncs). So every collective, its agreement step and its error paths
 run unchanged on either transport.
 
-Rendezvous: rank 0 listens on the rendezvous address; every other rank connects (retrying until the
-group's timeout while rank 0 is not up) and sends its rank, the world size and the address it listens
-on; rank 0 answers each with the table of addresses, and rank j then connects to every rank 0 < i < j.
+Rendezvous goes through a store (Note [Stores] in _store.py), as torch's: a TCPStore served by rank 0 at
+MASTER_ADDR:MASTER_PORT (env://) or tcp://host:port, a FileStore (file://), or the store= given. Each
+rank claims its rank (a second process with the same rank is refused), listens on a free port and
+publishes (world size, address); once every rank's entry is there, rank j connects to every rank i < j.
 Each pair of ranks keeps that one connection; the listeners close once the mesh stands.
 
 Messages: a 24-byte frame head (context id, tag, payload bytes), then the payload. One thread per
@@ -602,80 +603,76 @@ def _fold(parts, op, out):
 
 
 # ---- rendezvous ---------------------------------------------------------------------------------------
-def start(rank, size, master, timeout):
-    """Join the world of `size` processes at rank 0's address `master`; sets COMM_WORLD."""
-    global COMM_WORLD, _net
-    from .distributed_c10d import DistNetworkError
-    deadline = time.monotonic() + timeout
+def start(rank, size, store, timeout, host_hint):
+    """Join the world of `size` processes through `store` (Note [TCP transport]); sets COMM_WORLD."""
+    global COMM_WORLD, _net, _store, _live
+    import datetime
+    import pickle
+    import uuid
+    token = uuid.uuid4().hex
+    live = f"ember/tcp/{rank}/live"
+    if store.compare_set(live, "", token) != token.encode():
+        raise ValueError(f"a second process joined as rank {rank} (world_size {size})")
     listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        listener.bind(("", master[1] if rank == 0 else 0))
+        listener.bind(("", 0))
         listener.listen(max(16, size))
-        listener.settimeout(max(0.1, timeout))
-        socks = _rank0_mesh(listener, size, master, deadline) if rank == 0 else \
-            _rank_mesh(listener, rank, size, master, deadline, DistNetworkError)
-    except socket.timeout:
-        raise DistNetworkError(f"rendezvous at {master[0]}:{master[1]} timed out after {timeout} seconds: not "
-                               f"every one of the {size} ranks joined") from None
+        generation = store.add(f"ember/tcp/{rank}/inits", 1)  # the n-th group of this rank on this store
+        key = f"ember/tcp/{generation}/{{}}".format
+        store.set(key(rank), pickle.dumps((size, (_sockets.local_host(host_hint), listener.getsockname()[1]))))
+        store.wait([key(p) for p in range(size)], datetime.timedelta(seconds=timeout))
+        table = {}
+        for p, value in enumerate(store.multi_get([key(p) for p in range(size)])):
+            peer_size, table[p] = pickle.loads(value)
+            if peer_size != size:
+                raise ValueError(f"rank {p} was started with world_size={peer_size}, rank {rank} with {size}")
+        socks = _mesh(listener, rank, size, table, time.monotonic() + timeout)
+    except BaseException:
+        store.delete_key(live)
+        raise
     finally:
         listener.close()
     _net = _Net(rank, size, socks)
+    _store, _live = store, live
     COMM_WORLD = Comm(_net, range(size), 0)
     return COMM_WORLD
 
 
-def _rank0_mesh(listener, size, master, deadline):
-    """Rank 0: take every other rank's hello, check them, answer each with the address table."""
-    joined = {}
-    table = {0: (_sockets.local_host(master[0]), listener.getsockname()[1])}
-    while len(joined) < size - 1:
-        listener.settimeout(max(0.1, deadline - time.monotonic()))
-        sock, _ = listener.accept()
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        peer, peer_size, address = _sockets.recv_object(sock)
-        error = None
-        if peer_size != size:
-            error = ValueError(f"rank {peer} was started with world_size={peer_size}, rank 0 with {size}")
-        elif not 0 < peer < size or peer in joined:
-            error = ValueError(f"a second process joined as rank {peer} (world_size {size})")
-        if error is not None:
-            _sockets.send_object(sock, ("error", error))
-            sock.close()
-            for s in joined.values():
-                _sockets.send_object(s, ("error", error))
-            raise error
-        joined[peer] = sock
-        table[peer] = address
-    for sock in joined.values():
-        _sockets.send_object(sock, ("table", table))
-    return joined
-
-
-def _rank_mesh(listener, rank, size, master, deadline, error):
-    """Rank > 0: hello to rank 0, then connect to the ranks below and accept the ranks above."""
-    first = _sockets.connect_when_up(master, max(0.1, deadline - time.monotonic()),
-                                     "rendezvous: rank 0", error)
-    _sockets.send_object(first, (rank, size, (_sockets.local_host(master[0]), listener.getsockname()[1])))
-    kind, value = _sockets.recv_object(first)
-    if kind == "error":
-        raise value
-    socks = {0: first}
-    for peer in range(1, rank):
-        sock = _sockets.connect(tuple(value[peer]), max(0.1, deadline - time.monotonic()))
+def _mesh(listener, rank, size, table, deadline):
+    """Connect to every lower rank (sending our rank), accept every higher one: {rank: socket}."""
+    socks = {}
+    for peer in range(rank):
+        sock = _sockets.connect(tuple(table[peer]), max(0.1, deadline - time.monotonic()))
         _sockets.send_object(sock, rank)
         socks[peer] = sock
     while len(socks) < size - 1:
         listener.settimeout(max(0.1, deadline - time.monotonic()))
-        sock, _ = listener.accept()
+        try:
+            sock, _ = listener.accept()
+        except socket.timeout:
+            from .distributed_c10d import DistNetworkError
+            missing = sorted(set(range(size)) - set(socks) - {rank})
+            raise DistNetworkError(f"rendezvous: ranks {missing} did not connect to rank {rank}") from None
+        sock.settimeout(None)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         socks[_sockets.recv_object(sock)] = sock
     return socks
 
 
+_store = _live = None
+
+
 def shutdown():
-    """Close the connections (destroy_process_group of the default group)."""
-    global COMM_WORLD, _net
+    """Close the connections and leave the store (destroy_process_group of the default group)."""
+    global COMM_WORLD, _net, _store, _live
     if _net is not None:
         _net.close()
-    _net = COMM_WORLD = None
+    if _store is not None:
+        try:
+            _store.delete_key(_live)
+        except Exception:  # the store's server (rank 0) may be gone already
+            pass
+        close = getattr(_store, "close", None)
+        if close is not None and getattr(_store, "_owned_by_group", False):
+            close()
+    _net = COMM_WORLD = _store = _live = None

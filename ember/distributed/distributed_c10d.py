@@ -34,7 +34,13 @@ class DistNetworkError(DistError):
     """torch.distributed.DistNetworkError: the rendezvous could not reach or gather the other ranks."""
 
 
-DistError.__module__ = DistBackendError.__module__ = DistNetworkError.__module__ = "ember.distributed"
+class DistStoreError(DistError):
+    """torch.distributed.DistStoreError: a store operation failed or timed out."""
+
+
+for _cls in (DistError, DistBackendError, DistNetworkError, DistStoreError):
+    _cls.__module__ = "ember.distributed"  # the name tracebacks show
+del _cls
 
 
 # ---- names ------------------------------------------------------------------------------------------
@@ -162,6 +168,7 @@ class _World:
     default = None
     groups = []
     excepthook = None
+    store = None  # the store the TCP transport's rendezvous went through
 
 
 _world = _World()
@@ -276,13 +283,13 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     Installs an excepthook that aborts the whole job when a rank dies of an uncaught exception."""
     if _world.default is not None:
         raise ValueError("trying to initialize the default process group twice!")
-    if store is not None:
-        raise ValueError("ember.distributed rendezvous through MPI or init_method; store= is not supported")
     if not _runs_on_mpi(backend):
         raise RuntimeError(f"backend {backend!r} is not available in ember: 'mpi', 'gloo' and None are")
+    if store is not None and init_method is not None:
+        raise AssertionError("Cannot specify both init_method and store.")  # torch's types, here and below
     span = _seconds(default_pg_timeout if timeout is None else timeout)
-    if _on_tcp(backend, init_method, world_size, rank):
-        world, rank, size = _tcp_world(init_method, world_size, rank, span)
+    if _on_tcp(backend, init_method, world_size, rank, store):
+        world, rank, size = _tcp_world(init_method, world_size, rank, store, span)
     else:
         world = mpi().COMM_WORLD
         rank = world.Get_rank()
@@ -299,22 +306,32 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
 _MPI_LAUNCHED = ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK")  # set by MPICH's, PMIx's and Open MPI's launchers
 
 
-def _on_tcp(backend, init_method, world_size, rank):
-    """Whether the default group rendezvous on TCP: not started by an MPI launcher, not asked for "mpi", and
-    told where to meet or who it is (init_method, rank/world_size arguments, or torch's environment)."""
+def _on_tcp(backend, init_method, world_size, rank, store):
+    """Whether the default group rendezvous on TCP: given a store, or not started by an MPI launcher, not asked
+    for "mpi", and told where to meet or who it is (init_method, rank/world_size arguments, torch's environment)."""
+    if store is not None:
+        return True
     if any(name in os.environ for name in _MPI_LAUNCHED) or (backend is not None and Backend(backend) == "mpi"):
         return False
     return (init_method is not None or rank not in (-1, None) or world_size not in (-1, None)
             or "WORLD_SIZE" in os.environ or "RANK" in os.environ)
 
 
-def _tcp_world(init_method, world_size, rank, span):
-    """(world communicator, rank, size) after torch's rendezvous, on the TCP transport."""
-    from . import _sockets, _tcp
-    method = "env://" if init_method is None else init_method
-    scheme = method.split("://", 1)[0]
-    if "://" not in method or scheme not in ("env", "tcp"):
-        raise RuntimeError(f"No rendezvous handler for {scheme}:// (ember supports env:// and tcp://)")
+def _tcp_world(init_method, world_size, rank, store, span):
+    """(world communicator, rank, size) after torch's rendezvous through a store, on the TCP transport."""
+    import datetime
+    from . import _sockets, _store, _tcp
+    if store is not None:
+        scheme = "store"
+        if world_size in (-1, None) or int(world_size) <= 0:
+            raise AssertionError("world_size must be positive if using store")
+        if rank in (-1, None) or int(rank) < 0:
+            raise AssertionError("rank must be non-negative if using store")
+    else:
+        method = "env://" if init_method is None else init_method
+        scheme = method.split("://", 1)[0]
+        if "://" not in method or scheme not in ("env", "tcp", "file"):
+            raise RuntimeError(f"No rendezvous handler for {scheme}:// (ember supports env://, tcp:// and file://)")
     values = {}
     for what, given, env_name in (("rank", rank, "RANK"), ("world size", world_size, "WORLD_SIZE")):
         if given not in (-1, None):
@@ -325,14 +342,41 @@ def _tcp_world(init_method, world_size, rank, span):
             raise ValueError(f"Error initializing torch.distributed using env:// rendezvous: environment variable "
                              f"{env_name} expected, but not set")
         else:
-            raise ValueError(f"Error initializing torch.distributed using tcp:// rendezvous: {what} parameter missing")
+            raise ValueError(f"Error initializing torch.distributed using {scheme}:// rendezvous: {what} parameter "
+                             f"missing")
     rank, size = values["rank"], values["world size"]
     if size < 1 or not 0 <= rank < size:
         raise ValueError(f"init_process_group: rank {rank} is not in range for world_size {size}")
-    master = _sockets.rendezvous_address(None if scheme == "env" else method)
-    world = _tcp.start(rank, size, master, span)
+    timeout = datetime.timedelta(seconds=span)
+    host = "127.0.0.1"
+    if scheme == "file":
+        store = _store.FileStore(method[len("file://"):], size)
+        store._owned_by_group = True
+    elif scheme in ("env", "tcp"):
+        host, port = _sockets.rendezvous_address(None if scheme == "env" else method)
+        store = _store.TCPStore(host, port, size, rank == 0, timeout, wait_for_workers=False)
+        store._owned_by_group = True
+    else:
+        host = getattr(store, "host", host)
+    try:
+        world = _tcp.start(rank, size, store, span, host)
+    except BaseException:
+        if getattr(store, "_owned_by_group", False):
+            store.close()  # rank 0's server must not keep the port
+        raise
     _mpi.use(_tcp)
+    _world.store = store
     return world, rank, size
+
+
+def _get_default_store():
+    """The store the default group met through (TCP transport only)."""
+    if _world.default is None:
+        raise ValueError("Default process group has not been initialized, please make sure to call "
+                         "init_process_group.")
+    if _world.store is None:
+        raise RuntimeError("the default process group runs on MPI, which has no store")
+    return _world.store
 
 
 def _check_agrees(what, arg, env, mpi_value, mpi_size):
@@ -372,6 +416,7 @@ def destroy_process_group(group=None):
         if _mpi.on_tcp():
             _mpi.mpi().shutdown()
             _mpi.use(None)
+            _world.store = None
         return
     pg = resolve(group)
     if pg is None:
