@@ -109,3 +109,13 @@ def test_rank_that_dies_fails_the_others_next_collective_at_once(tmp_path):
     assert procs[1].returncode == 1 and "[rank1]: KeyError: 'rank 1 fails'" in err1, err1
     assert procs[0].returncode == 0 and out0.startswith("caught DistBackendError"), out0 + err0
     assert int(out0.split()[2]) < 30 and "rank 1" in out0, out0
+
+
+def test_missing_ranks_are_named_when_the_rendezvous_times_out(monkeypatch, tmp_path):
+    """Rank 0 of 3 alone at a file:// rendezvous: DistStoreError naming ranks 1 and 2 after the timeout."""
+    for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ember.distributed.DistStoreError, match=r"ranks \[1, 2\] of 3 did not join"):
+        ember.distributed.init_process_group("gloo", init_method=f"file://{tmp_path / 'r'}", rank=0, world_size=3,
+                                             timeout=datetime.timedelta(seconds=0.5))
+    assert not ember.distributed.is_initialized()

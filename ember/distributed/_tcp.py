@@ -620,7 +620,13 @@ def start(rank, size, store, timeout, host_hint):
         generation = store.add(f"ember/tcp/{rank}/inits", 1)  # the n-th group of this rank on this store
         key = f"ember/tcp/{generation}/{{}}".format
         store.set(key(rank), pickle.dumps((size, (_sockets.local_host(host_hint), listener.getsockname()[1]))))
-        store.wait([key(p) for p in range(size)], datetime.timedelta(seconds=timeout))
+        try:
+            store.wait([key(p) for p in range(size)], datetime.timedelta(seconds=timeout))
+        except Exception as e:
+            missing = [p for p in range(size) if not store.check([key(p)])]
+            from .distributed_c10d import DistStoreError
+            raise DistStoreError(f"rendezvous timed out after {timeout:g} s: ranks {missing} of {size} did not join "
+                                 f"({e})") from None
         table = {}
         for p, value in enumerate(store.multi_get([key(p) for p in range(size)])):
             peer_size, table[p] = pickle.loads(value)
