@@ -61,7 +61,9 @@ def _assert_same(a, b, path=""):
         for i, (x, y) in enumerate(zip(a, b)):
             _assert_same(x, y, f"{path}.{i}")
     elif isinstance(b, np.ndarray):
-        np.testing.assert_allclose(np.asarray(a, dtype=np.float64), b.astype(np.float64), rtol=1e-6, atol=1e-7,
+        # float32 through BatchNorm and two Adam steps: kernels that earlier tests in the same worker switched
+        # (thread count, compiled or NumPy paths) round differently; 5e-6 relative was seen (helper run, worksteal)
+        np.testing.assert_allclose(np.asarray(a, dtype=np.float64), b.astype(np.float64), rtol=1e-5, atol=1e-6,
                                    err_msg=path)
     else:
         assert a == b, (path, a, b)
