@@ -299,11 +299,13 @@ class TCPStore(Store):
 
 
 class _Server:
-    """TCPStore's master: the data, and a thread per client connection answering its requests."""
+    """TCPStore's master: the data (a HashStore), and a thread per client connection answering its requests."""
 
     def __init__(self, port):
-        self.data = {}
-        self.changed = threading.Condition()
+        self.table = HashStore()  # the data, its operations and waits
+        self.apply = self.table._do
+        self.wait_keys = self.table._wait_keys
+        self.joined = threading.Condition()
         self.clients = 0
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -328,9 +330,9 @@ class _Server:
     def _serve(self, sock):
         try:
             _sockets.recv_object(sock)  # hello
-            with self.changed:
+            with self.joined:
                 self.clients += 1
-                self.changed.notify_all()
+                self.joined.notify_all()
             while True:
                 op, args = _sockets.recv_object(sock)
                 try:
@@ -342,19 +344,9 @@ class _Server:
         except (OSError, ConnectionError, EOFError):
             sock.close()
 
-    def apply(self, op, args):
-        with self.changed:
-            result = _apply(self.data, op, args)
-            self.changed.notify_all()
-        return result
-
-    def wait_keys(self, keys, seconds):
-        with self.changed:
-            return self.changed.wait_for(lambda: all(k in self.data for k in keys), seconds)
-
     def wait_clients(self, n, seconds):
-        with self.changed:
-            return self.changed.wait_for(lambda: self.clients >= n, seconds)
+        with self.joined:
+            return self.joined.wait_for(lambda: self.clients >= n, seconds)
 
     def close(self):
         try:

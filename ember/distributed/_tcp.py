@@ -503,11 +503,9 @@ class Comm:
         mine, out = _array(sendbuf), _array(recvbuf)
         k = mine.size
         out[self.rank * k:(self.rank + 1) * k] = mine
-
-        def finish(got):
-            for p in got:
-                out[p * k:(p + 1) * k] = self._part(got, p, out.dtype, k)
-        return self._exchange(tag, {p: mine for p in self._peers()}, self._peers(), finish)
+        size = len(self.members)
+        return self._exchange(tag, {p: mine for p in self._peers()}, self._peers(),
+                              self._placer(out, [k] * size, [p * k for p in range(size)]))
 
     def Iallgatherv(self, sendbuf, recvbuf):
         return self._start(self._allgatherv, sendbuf, recvbuf)
@@ -516,11 +514,14 @@ class Comm:
         mine, out = _array(sendbuf), _array(recvbuf)
         counts, displs = _layout(recvbuf)
         out[displs[self.rank]:displs[self.rank] + counts[self.rank]] = mine
+        return self._exchange(tag, {p: mine for p in self._peers()}, self._peers(), self._placer(out, counts, displs))
 
+    def _placer(self, out, counts, displs):
+        """A finish that copies each received part to its place in out."""
         def finish(got):
             for p in got:
                 out[displs[p]:displs[p] + counts[p]] = self._part(got, p, out.dtype, counts[p])
-        return self._exchange(tag, {p: mine for p in self._peers()}, self._peers(), finish)
+        return finish
 
     def Igather(self, sendbuf, recvbuf, root):
         return self._start(self._gather, sendbuf, recvbuf, root, False)
@@ -536,11 +537,7 @@ class Comm:
         size = len(self.members)
         counts, displs = _layout(recvbuf) if varying else ([mine.size] * size, [p * mine.size for p in range(size)])
         out[displs[root]:displs[root] + counts[root]] = mine
-
-        def finish(got):
-            for p in got:
-                out[displs[p]:displs[p] + counts[p]] = self._part(got, p, out.dtype, counts[p])
-        return self._exchange(tag, {}, self._peers(), finish)
+        return self._exchange(tag, {}, self._peers(), self._placer(out, counts, displs))
 
     def Iscatter(self, sendbuf, recvbuf, root):
         return self._start(self._scatter, sendbuf, recvbuf, root, False)
@@ -582,12 +579,8 @@ class Comm:
         (scounts, sdispls), (rcounts, rdispls) = _layout(sendbuf), _layout(recvbuf)
         me = self.rank
         out[rdispls[me]:rdispls[me] + rcounts[me]] = src[sdispls[me]:sdispls[me] + scounts[me]]
-
-        def finish(got):
-            for p in got:
-                out[rdispls[p]:rdispls[p] + rcounts[p]] = self._part(got, p, out.dtype, rcounts[p])
         sends = {p: src[sdispls[p]:sdispls[p] + scounts[p]] for p in self._peers()}
-        return self._exchange(tag, sends, self._peers(), finish)
+        return self._exchange(tag, sends, self._peers(), self._placer(out, rcounts, rdispls))
 
 
 def _fold(parts, op, out):
