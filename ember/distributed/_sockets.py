@@ -54,15 +54,19 @@ def local_host(master_host):
         return "127.0.0.1"
 
 
-def recv_exact(sock, n):
-    chunks = []
-    while n:
-        chunk = sock.recv(min(n, 1 << 20))
-        if not chunk:
+def read_into(sock, view):
+    """Fill a writable memoryview from the socket (ConnectionError if the peer closes first)."""
+    while view:
+        n = sock.recv_into(view)
+        if n == 0:
             raise ConnectionError("connection closed")
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
+        view = view[n:]
+
+
+def recv_exact(sock, n):
+    data = bytearray(n)
+    read_into(sock, memoryview(data))
+    return bytes(data)
 
 
 def send_object(sock, obj):

@@ -280,10 +280,10 @@ class _Net:
         head = bytearray(_FRAME.size)
         try:
             while True:
-                _read_into(sock, memoryview(head))
+                _sockets.read_into(sock, memoryview(head))
                 context, tag, n = _FRAME.unpack(head)
                 payload = np.empty(n, np.uint8)  # (a bytearray would be zeroed first)
-                _read_into(sock, memoryview(payload))
+                _sockets.read_into(sock, memoryview(payload))
                 self._arrive(context, peer, tag, payload)
         except (OSError, ConnectionError):
             with self.lock:
@@ -335,17 +335,6 @@ class _Net:
             return next(iter(self.dead.values()), None) if len(self.dead) == self.size - 1 else None
         return self.dead.get(source)
 
-    def wait(self, r):
-        """Block until receive r completes (a collective's thread)."""
-        with self.lock:
-            while not r.done:
-                why = self.lost(r.source)
-                if why is not None:
-                    raise _backend_error(why)
-                self.arrived.wait(1.0)
-        if r.error is not None:
-            raise r.error
-
     def close(self):
         with self.lock:
             self.closed = True
@@ -356,14 +345,6 @@ class _Net:
             except OSError:
                 pass
             sock.close()
-
-
-def _read_into(sock, view):
-    while view:
-        n = sock.recv_into(view)
-        if n == 0:
-            raise ConnectionError("connection closed")
-        view = view[n:]
 
 
 # ---- communicators --------------------------------------------------------------------------------
@@ -596,15 +577,18 @@ def _fold(parts, op, out):
 
 
 # ---- rendezvous ---------------------------------------------------------------------------------------
-def start(rank, size, store, timeout, host_hint):
-    """Join the world of `size` processes through `store` (Note [TCP transport]); sets COMM_WORLD."""
-    global COMM_WORLD, _net, _store, _live
+def start(rank, size, store, timeout, host_hint, owned):
+    """Join the world of `size` processes through `store` (Note [TCP transport]); sets COMM_WORLD. owned: the
+    store was made for this group (closed when it ends, or at once if the rendezvous fails)."""
+    global COMM_WORLD, _net, _joined
     import datetime
     import pickle
     import uuid
     token = uuid.uuid4().hex
     live = f"ember/tcp/{rank}/live"
     if store.compare_set(live, "", token) != token.encode():
+        if owned:
+            store.close()
         raise ValueError(f"a second process joined as rank {rank} (world_size {size})")
     listener = socket.socket()
     try:
@@ -628,11 +612,13 @@ def start(rank, size, store, timeout, host_hint):
         socks = _mesh(listener, rank, size, table, time.monotonic() + timeout)
     except BaseException:
         store.delete_key(live)
+        if owned:
+            store.close()  # rank 0's TCPStore server must not keep the port
         raise
     finally:
         listener.close()
     _net = _Net(rank, size, socks)
-    _store, _live = store, live
+    _joined = (store, live, owned)
     COMM_WORLD = Comm(_net, range(size), 0)
     return COMM_WORLD
 
@@ -658,20 +644,20 @@ def _mesh(listener, rank, size, table, deadline):
     return socks
 
 
-_store = _live = None
+_joined = None  # (store, this rank's key in it, whether the group owns the store) while a group exists
 
 
 def shutdown():
     """Close the connections and leave the store (destroy_process_group of the default group)."""
-    global COMM_WORLD, _net, _store, _live
+    global COMM_WORLD, _net, _joined
     if _net is not None:
         _net.close()
-    if _store is not None:
+    if _joined is not None:
+        store, live, owned = _joined
         try:
-            _store.delete_key(_live)
+            store.delete_key(live)
         except Exception:  # the store's server (rank 0) may be gone already
             pass
-        close = getattr(_store, "close", None)
-        if close is not None and getattr(_store, "_owned_by_group", False):
-            close()
-    _net = COMM_WORLD = _store = _live = None
+        if owned:
+            store.close()
+    _net = COMM_WORLD = _joined = None

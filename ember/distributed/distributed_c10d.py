@@ -351,19 +351,12 @@ def _tcp_world(init_method, world_size, rank, store, span):
     host = "127.0.0.1"
     if scheme == "file":
         store = _store.FileStore(method[len("file://"):], size)
-        store._owned_by_group = True
     elif scheme in ("env", "tcp"):
         host, port = _sockets.rendezvous_address(None if scheme == "env" else method)
         store = _store.TCPStore(host, port, size, rank == 0, timeout, wait_for_workers=False)
-        store._owned_by_group = True
     else:
         host = getattr(store, "host", host)
-    try:
-        world = _tcp.start(rank, size, store, span, host)
-    except BaseException:
-        if getattr(store, "_owned_by_group", False):
-            store.close()  # rank 0's server must not keep the port
-        raise
+    world = _tcp.start(rank, size, store, span, host, owned=scheme != "store")
     _mpi.use(_tcp)
     _world.store = store
     return world, rank, size
