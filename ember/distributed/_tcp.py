@@ -292,16 +292,17 @@ class _Net:
                 self.arrived.notify_all()
 
     def _arrive(self, context, sender, tag, payload):
+        key = (context, tag)
         with self.lock:
-            waiting = self.posted.get((context, tag))
+            waiting = self.posted.get(key)
             if waiting:
                 for i, r in enumerate(waiting):
                     if r.source == sender or r.source == ANY_SOURCE:
-                        del waiting[i]
+                        _take(self.posted, key, i)
                         r._deliver(sender, payload)
                         self.arrived.notify_all()
                         return
-            self.unexpected.setdefault((context, tag), []).append((sender, payload))
+            self.unexpected.setdefault(key, []).append((sender, payload))
 
     def post(self, comm, source, tag, out):
         """Start a receive on comm's context from world rank `source` (or ANY_SOURCE)."""
@@ -312,9 +313,7 @@ class _Net:
             if filed:
                 for i, (sender, payload) in enumerate(filed):
                     if source == sender or source == ANY_SOURCE:
-                        del filed[i]
-                        if not filed:
-                            del self.unexpected[key]
+                        _take(self.unexpected, key, i)
                         r._deliver(sender, payload)
                         return r
             self.posted.setdefault(key, []).append(r)
@@ -324,7 +323,7 @@ class _Net:
         with self.lock:
             waiting = self.posted.get((r.comm.context, r.tag), [])
             if r in waiting:
-                waiting.remove(r)
+                _take(self.posted, (r.comm.context, r.tag), waiting.index(r))
                 r.done = True
 
     def lost(self, source):
@@ -345,6 +344,13 @@ class _Net:
             except OSError:
                 pass
             sock.close()
+
+
+def _take(queues, key, i):
+    """Remove entry i of queues[key], and the key once its list is empty (a collective's tag is used once)."""
+    del queues[key][i]
+    if not queues[key]:
+        del queues[key]
 
 
 # ---- communicators --------------------------------------------------------------------------------
