@@ -17,7 +17,7 @@ jacfwd (_forward.py) take their double-vjp graph the same way.
 """
 from .. import autograd as _autograd
 from .._tensor import Tensor
-from ..autograd.graph import AccumulateGrad
+from ..autograd.graph import reached_leaves
 from ..autograd.grad_mode import is_grad_enabled
 from ..utils._pytree import tree_flatten, tree_unflatten
 from ._batched import active_levels, rewrap, to_full
@@ -91,36 +91,15 @@ def make_differentiable(tree):
 
 def reaches_outside(tensors, own):
     """Whether the graph behind `tensors` reaches a leaf that requires grad other than `own`
-    (see Note [Transforms on the autograd graph]); an explicit stack, no recursion."""
+    (see Note [Transforms on the autograd graph]), by the walk autograd.graph.reached_leaves makes."""
     if not is_grad_enabled():
         return False
     levels = active_levels()
     if levels:
         tensors = [to_full(t, levels) if isinstance(t, Tensor) else t for t in tensors]
     own_ids = {id(t) for t in own}
-    stack = []
-    for t in tensors:
-        if not isinstance(t, Tensor) or not t._requires_grad:
-            continue
-        if t._grad_fn is None:
-            if id(t) not in own_ids:
-                return True
-            continue
-        stack.append(t._grad_fn)
-    seen = set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, AccumulateGrad):
-            if id(node.variable) not in own_ids:
-                return True
-            continue
-        for nxt, _ in node.next_functions:
-            if nxt is not None and id(nxt) not in seen:
-                stack.append(nxt)
-    return False
+    tracked = [t for t in tensors if isinstance(t, Tensor) and t._requires_grad]
+    return any(id(leaf) not in own_ids for leaf in reached_leaves(tracked))
 
 
 def release(tree, own):
