@@ -9,7 +9,8 @@ and bfloat16 are reduced in float32 (Note [Buffers to MPI] in _mpi.py); a rank t
 exception ends the whole job, and a collective whose peers never come raises after the group's timeout.
 """
 from ._store import FileStore, HashStore, PrefixStore, Store, TCPStore
-from .distributed_c10d import (Backend, DistBackendError, DistError, DistNetworkError, DistStoreError, GroupMember, ProcessGroup, RedOpType,
+from .distributed_c10d import (Backend, DistBackendError, DistError, DistNetworkError, DistStoreError, GroupMember, ProcessGroup,
+                               QueueEmptyError, RedOpType,
                                ReduceOp, Work, barrier, default_pg_timeout, destroy_process_group, get_backend,
                                get_default_backend_for_device,
                                get_global_rank, get_group_rank, get_node_local_rank, get_process_group_ranks,
@@ -25,7 +26,7 @@ from ._objects import (all_gather_object, broadcast_object_list, gather_object, 
                        scatter_object_list, send_object_list)
 
 __all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "FileStore", "HashStore",
-           "PrefixStore", "Store", "TCPStore", "GradBucket", "GroupMember", "ProcessGroup", "RedOpType", "ReduceOp",
+           "PrefixStore", "QueueEmptyError", "Store", "TCPStore", "GradBucket", "GroupMember", "ProcessGroup", "RedOpType", "ReduceOp",
            "Work", "P2POp", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
            "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast", "broadcast_object_list",
            "default_pg_timeout", "destroy_process_group", "gather", "gather_object", "get_backend", "get_default_backend_for_device",

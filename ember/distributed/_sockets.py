@@ -44,14 +44,44 @@ def connect_when_up(address, timeout, what="RPC rendezvous: worker 0", error=Run
             time.sleep(0.05)
 
 
-def local_host(master_host):
-    """The address other processes reach this one at: the interface that routes to the master."""
+def local_host(master_host=None, ifname_variable="GLOO_SOCKET_IFNAME"):
+    """The address other processes reach this one at: the first interface the variable names (torch's gloo
+    reads GLOO_SOCKET_IFNAME, its RPC agent TP_SOCKET_IFNAME); else the interface that routes to the master,
+    when the rendezvous has one; else, as gloo, the address this machine's hostname resolves to if a socket
+    can bind to it here, and the loopback if not."""
+    names = os.environ.get(ifname_variable, "")
+    if names:
+        return interface_address(names.split(",")[0].strip(), ifname_variable)
+    if master_host is not None:
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect((master_host, 9))
+                return s.getsockname()[0]
+        except OSError:
+            return "127.0.0.1"
+    try:
+        found = socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET, socket.SOCK_STREAM)
+    except OSError:
+        found = []
+    for *_, (address, _) in found:
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind((address, 0))
+            return address
+        except OSError:
+            continue
+    return "127.0.0.1"
+
+
+def interface_address(name, variable="GLOO_SOCKET_IFNAME"):
+    """The IPv4 address of network interface `name` (Linux's SIOCGIFADDR); RuntimeError if it has none."""
+    import fcntl
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect((master_host, 9))
-            return s.getsockname()[0]
+            answer = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))
     except OSError:
-        return "127.0.0.1"
+        raise RuntimeError(f"Unable to find address for: {name} ({variable})") from None
+    return socket.inet_ntoa(answer[20:24])
 
 
 def read_into(sock, view):

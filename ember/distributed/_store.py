@@ -8,7 +8,11 @@ client connection; the master itself applies them directly), FileStore in a pick
 each operation reads and rewrites under an exclusive flock. get/wait/multi_get block until their keys
 exist, up to the store's timeout, then raise DistStoreError as torch's. Values are bytes (a str is stored
 as its UTF-8); add keeps its counter as decimal text, so get returns b"5" after add(key, 5).
-Not built: the queue operations, list_keys, barrier and clone of torch's newer stores.
+Queues (queue_push/queue_pop/queue_len) live beside the keys under their own names, as in torch: a key and a
+queue may share a name, check/wait see a non-empty queue, num_keys/list_keys do not count queues; FileStore
+has none (NotImplementedError, as torch's). barrier(key, n) counts arrivals in `key/num_members` and
+releases everyone through `key/last_member`; clone() gives a second handle on the same data (a new
+connection for TCPStore).
 """
 import datetime
 import fcntl
@@ -37,6 +41,14 @@ def _as_bytes(value):
     if isinstance(value, (list, tuple)):  # torch also takes a list of byte values
         return bytes(value)
     raise TypeError(f"a store value must be str or bytes, not {type(value).__name__}")
+
+
+def _present(data, key):
+    """Whether check/wait see `key`: a key, or a queue with something in it."""
+    return key in data or (_QUEUE, key) in data
+
+
+_QUEUE = "\0queue"  # data[(_QUEUE, name)]: a queue's values, oldest first (removed when emptied)
 
 
 def _apply(data, op, args):
@@ -70,11 +82,26 @@ def _apply(data, op, args):
             return desired
         return current
     if op == "check":
-        return all(k in data for k in args[0])
+        return all(_present(data, k) for k in args[0])
     if op == "delete_key":
         return data.pop(args[0], _MISSING) is not _MISSING
     if op == "num_keys":
-        return sum(1 for k in data if not k.startswith("\0"))
+        return sum(1 for k in data if type(k) is str and not k.startswith("\0"))
+    if op == "list_keys":
+        return [k for k in data if type(k) is str and not k.startswith("\0")]
+    if op == "queue_push":
+        data.setdefault((_QUEUE, args[0]), []).append(args[1])
+        return None
+    if op == "queue_pop":
+        queue = data.get((_QUEUE, args[0]))
+        if not queue:
+            return _MISSING
+        value = queue.pop(0)
+        if not queue:
+            del data[(_QUEUE, args[0])]
+        return value
+    if op == "queue_len":
+        return len(data.get((_QUEUE, args[0]), ()))
     if op == "multi_set":
         data.update(zip(args[0], args[1]))
         return None
@@ -136,12 +163,47 @@ class Store:
     def has_extended_api(self):
         return True
 
+    def list_keys(self):
+        return self._do("list_keys", ())
+
+    def queue_push(self, key, value):
+        self._do("queue_push", (key, _as_bytes(value)))
+
+    def queue_pop(self, key, block=True):
+        """The oldest value of the queue; waits for one up to the timeout, or with block=False raises
+        QueueEmptyError at once."""
+        if not block:
+            value = self._do("queue_pop", (key,))
+            if value is _MISSING:
+                from .distributed_c10d import QueueEmptyError
+                raise QueueEmptyError("queue is empty")
+            return value
+        return self._blocking("queue_pop", (key,), [key])
+
+    def queue_len(self, key):
+        return self._do("queue_len", (key,))
+
+    def barrier(self, key, world_size, timeout=None):
+        """Block until world_size callers have reached the barrier named key (within timeout, else the
+        store's)."""
+        self._arrive(key, world_size)
+        self.wait([f"{key}/last_member"], timeout)
+
+    def _arrive(self, key, world_size):
+        """Count this caller in at barrier `key`; the world_size-th releases everyone."""
+        if self.add(f"{key}/num_members", 1) == int(world_size):
+            self.set(f"{key}/last_member", "1")
+
     def _blocking(self, op, args, keys):
-        """An operation that reads keys: waited for until they exist, up to the timeout."""
+        """An operation that reads keys: waited for until they exist, up to the timeout (again if another
+        client took what came, as a queue_pop may)."""
         result = self._do(op, args)
-        if result is _MISSING:
-            seconds = self._timeout.total_seconds()
-            if not self._wait_keys(keys, seconds):
+        if result is not _MISSING:
+            return result
+        seconds = self._timeout.total_seconds()
+        deadline = time.monotonic() + seconds
+        while result is _MISSING:
+            if not self._wait_keys(keys, max(0.0, deadline - time.monotonic())):
                 raise self._timed_out(keys, seconds, op)
             result = self._do(op, args)
         return result
@@ -159,6 +221,13 @@ class HashStore(Store):
         self._data = {}
         self._changed = threading.Condition()
 
+    def clone(self):
+        """Another handle on this store's data (torch's clone: one per thread)."""
+        other = HashStore.__new__(HashStore)
+        Store.__init__(other, self._timeout)
+        other._data, other._changed = self._data, self._changed
+        return other
+
     def _do(self, op, args):
         with self._changed:
             result = _apply(self._data, op, args)
@@ -167,7 +236,7 @@ class HashStore(Store):
 
     def _wait_keys(self, keys, seconds):
         with self._changed:
-            return self._changed.wait_for(lambda: all(k in self._data for k in keys), seconds)
+            return self._changed.wait_for(lambda: all(_present(self._data, k) for k in keys), seconds)
 
 
 class FileStore(Store):
@@ -206,6 +275,19 @@ class FileStore(Store):
 
     def has_extended_api(self):
         return False  # (torch's FileStore answers so)
+
+    def queue_push(self, *args, **kwargs):
+        raise NotImplementedError("queue support is not implemented.")
+
+    queue_pop = queue_len = queue_push
+
+    def clone(self):
+        """Another handle on the same file, with the default timeout (as torch's); it does not count as one of
+        the world_size users."""
+        other = FileStore.__new__(FileStore)
+        Store.__init__(other)
+        other.path, other.world_size, other._closed = self.path, self.world_size, True
+        return other
 
     def delete_key(self, key):
         """Remove key; True whether or not it was there (torch's FileStore answers so)."""
@@ -285,6 +367,16 @@ class TCPStore(Store):
 
     def _timed_out(self, keys, seconds, op):
         return _store_error(f"wait timeout after {seconds * 1000:.0f}ms, keys: {keys}")
+
+    def barrier(self, key, world_size, timeout=None):
+        self._arrive(key, world_size)
+        seconds = (self._timeout if timeout is None else timeout).total_seconds()
+        if not self._wait_keys([f"{key}/last_member"], seconds):
+            raise _store_error(f"barrier timeout after {seconds * 1000:.0f}ms, key: {key}")
+
+    def clone(self):
+        """A new client connection to the same server."""
+        return TCPStore(self.host, self.port, None, False, self._timeout)
 
     def _wait_keys(self, keys, seconds):
         if self._server is not None:
@@ -406,3 +498,19 @@ class PrefixStore(Store):
 
     def set_timeout(self, timeout):
         self.underlying_store.set_timeout(timeout)
+
+    def list_keys(self):
+        head = f"{self.prefix}/"
+        return [k[len(head):] for k in self.underlying_store.list_keys() if k.startswith(head)]
+
+    def queue_push(self, key, value):
+        self.underlying_store.queue_push(self._key(key), value)
+
+    def queue_pop(self, key, block=True):
+        return self.underlying_store.queue_pop(self._key(key), block)
+
+    def queue_len(self, key):
+        return self.underlying_store.queue_len(self._key(key))
+
+    def clone(self):
+        return PrefixStore(self.prefix, self.underlying_store.clone())

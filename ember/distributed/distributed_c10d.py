@@ -38,7 +38,11 @@ class DistStoreError(DistError):
     """torch.distributed.DistStoreError: a store operation failed or timed out."""
 
 
-for _cls in (DistError, DistBackendError, DistNetworkError, DistStoreError):
+class QueueEmptyError(DistStoreError):
+    """torch.distributed.QueueEmptyError: a non-blocking queue_pop found its queue empty."""
+
+
+for _cls in (DistError, DistBackendError, DistNetworkError, DistStoreError, QueueEmptyError):
     _cls.__module__ = "ember.distributed"  # the name tracebacks show
 del _cls
 
@@ -348,14 +352,17 @@ def _tcp_world(init_method, world_size, rank, store, span):
     if size < 1 or not 0 <= rank < size:
         raise ValueError(f"init_process_group: rank {rank} is not in range for world_size {size}")
     timeout = datetime.timedelta(seconds=span)
-    host = "127.0.0.1"
+    host = None  # no master to route to: the hostname's address (_sockets.local_host)
     if scheme == "file":
         store = _store.FileStore(method[len("file://"):], size)
     elif scheme in ("env", "tcp"):
         host, port = _sockets.rendezvous_address(None if scheme == "env" else method)
         store = _store.TCPStore(host, port, size, rank == 0, timeout, wait_for_workers=False)
     else:
-        host = getattr(store, "host", host)
+        inner = store
+        while isinstance(inner, _store.PrefixStore):
+            inner = inner.underlying_store
+        host = getattr(inner, "host", None)  # a TCPStore's master
     world = _tcp.start(rank, size, store, span, host, owned=scheme != "store")
     _mpi.use(_tcp)
     _world.store = store

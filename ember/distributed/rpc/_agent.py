@@ -76,7 +76,7 @@ class Agent:
         self.waiting = []  # rank 0: the join connections to answer with the table
         self.table_ready = threading.Condition()
         threading.Thread(target=self._accept, daemon=True, name=f"rpc-accept-{name}").start()
-        me = (name, rank, (_sockets.local_host(master[0]), self.listener.getsockname()[1]))
+        me = (name, rank, (_sockets.local_host(master[0], "TP_SOCKET_IFNAME"), self.listener.getsockname()[1]))
         if rank == 0:
             self._register(me, None)
             with self.table_ready:
