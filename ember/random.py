@@ -77,7 +77,8 @@ class Generator:
 
     def _reseed(self, seed):
         self._seed = seed
-        self._set_engine(MT.new_engine(MT.init_genrand(seed), MT.N))
+        # the engine object is the generator's own (only its _masked RandomState, dropped by _set_engine, shares it)
+        self._set_engine(MT.seeded_engine(seed, getattr(self, "_engine", None)))
         self._next624 = 0  # torch's `next` field while the key awaits regeneration (0 right after seeding)
         self._normal_double = None
         self._normal_float = None
@@ -175,7 +176,7 @@ class Generator:
         """Rewind the engine to the stream's position: outputs drawn ahead and not used are dropped."""
         if self._at < self._ahead.shape[0]:
             key, pos = self._mark
-            engine = MT.new_engine(key, pos)
+            engine = MT.new_engine(key, pos, self._engine)
             engine.random_raw(self._at, output=False)
             self._set_engine(engine)
         elif self._ahead.shape[0]:
@@ -215,7 +216,7 @@ class Generator:
 
     def _restore(self, snap):
         (key, pos), self._next624 = snap
-        self._set_engine(MT.new_engine(key, pos))
+        self._set_engine(MT.new_engine(key, pos, self._engine))
 
     @property
     def device(self):
@@ -265,7 +266,7 @@ class Generator:
             raise RuntimeError("Invalid mt19937 state")
         # torch reads key[next] until `left` runs out; saved states always have next == 625 - left
         pos = MT.N if left == 1 else nxt
-        self._set_engine(MT.new_engine(words.astype(np.uint32), pos))
+        self._set_engine(MT.new_engine(words.astype(np.uint32), pos, self._engine))
         self._seed = seed
         self._next624 = nxt
         self._normal_double = normal_y if normal_valid else None

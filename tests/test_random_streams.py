@@ -364,6 +364,26 @@ def test_seeding_functions():
     same_stream(program, seeds=(0,))
 
 
+def test_seeding_is_init_genrand():
+    """The engine a seed makes (NumPy's legacy seeding, reusing the generator's engine) holds init_genrand's key,
+    and a reseeded generator's stream and state bytes are torch's, also after draws, fork_rng and set_state."""
+    from ember._backend import mt19937 as MT
+    for seed in (0, 1, 5489, 2 ** 32 - 1, 2 ** 32 + 7, 67280421310721, 2 ** 64 - 1):
+        key = MT.engine_state(MT.seeded_engine(seed))[0]
+        np.testing.assert_array_equal(key, MT.init_genrand(seed))
+
+    def program(t):
+        g = t.Generator()
+        out = []
+        for seed in (3, 2 ** 40 + 3, 0):
+            g.manual_seed(seed)
+            out += [g.get_state(), t.randn(20, generator=g), t.rand(3, generator=g)]
+            state = g.get_state()
+            out += [t.randint(0, 9, (5,), generator=g), g.set_state(state).get_state(), t.rand(4, generator=g)]
+        return out
+    same_stream(program, seeds=(0,))
+
+
 @pytest.mark.parametrize("case", ["float", "size", "invalid", "list"])
 def test_state_errors(case):
     bad = {"float": lambda t: t.set_rng_state(t.zeros(5056)),

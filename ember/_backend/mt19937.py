@@ -27,11 +27,24 @@ def init_genrand(seed):
     return key
 
 
-def new_engine(key, pos):
-    """A NumPy MT19937 whose next output is key[pos] (pos == 624: the key is regenerated first)."""
-    bg = np.random.MT19937(0)
-    bg.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
-    return bg
+def seeded_engine(seed, engine=None):
+    """A NumPy MT19937 seeded as torch seeds its generator (init_genrand on the low 32 bits of seed, the key
+    regenerated before the first output): `engine` reseeded in place, or a new one. NumPy's legacy seeding
+    (RandomState.seed of an int) is that same init_genrand, in C: ~4 us where the Python loop above takes ~0.3 ms
+    and setting a key through the state dict ~60 us (tests/test_random_streams.py holds the two to each other)."""
+    if engine is None:
+        engine = np.random.MT19937(0)
+    np.random.RandomState(engine).seed(seed & _MASK32)
+    return engine
+
+
+def new_engine(key, pos, engine=None):
+    """A NumPy MT19937 whose next output is key[pos] (pos == 624: the key is regenerated first): `engine` set so,
+    or a new one (constructing one costs ~140 us, most of it NumPy seeding it from a SeedSequence)."""
+    if engine is None:
+        engine = np.random.MT19937(0)
+    engine.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
+    return engine
 
 
 def engine_state(bg):
