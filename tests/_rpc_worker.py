@@ -69,6 +69,80 @@ def make_counter(start):
     return Counter(start)
 
 
+# ---- RRef lifetimes: values dropped on their owner when the last RRef to them is gone -----------------------
+
+def owner_counts(expected=None):
+    """This worker's owned values that others hold, and those holds (torch's debug counts); with `expected`,
+    waited for up to 10 s first (the ledgers' messages are asynchronous in both libraries)."""
+    import time
+    deadline = time.monotonic() + 10
+    while True:
+        info = RPC._rref_context_get_debug_info()
+        got = [int(info["num_owner_rrefs"]), int(info["num_forks"])]
+        if expected is None or got == expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    if LIB.__name__ == "ember":  # the values themselves are gone, not only counted out: each one kept is held
+        RPC._ledger.flush(5)
+        with RPC._owned_lock:
+            unheld = set(RPC._owned) - set(RPC._ledger.holders)
+        assert not unheld, f"{len(unheld)} values nobody holds left on {RPC.get_worker_info()}"
+    return got
+
+
+KEPT = []
+
+
+def keep(rref):
+    KEPT.append(rref)
+    return len(KEPT)
+
+
+def use_and_drop_kept():
+    values = [value(r.to_here()) for r in KEPT]
+    KEPT.clear()
+    return values
+
+
+class Stage1:
+    def forward(self, x_rref):
+        return x_rref.to_here() * 2
+
+
+def rref_lifetimes(r):
+    """remote() values dropped, a pipeline's per-step RRefs, a fork kept by a third worker, pickling outside RPC."""
+    out = {}
+    refs = [r.remote("worker1", add, args=(LIB.ones(2), LIB.ones(2))) for _ in range(5)]
+    out["five_made"] = [value(x.to_here()) for x in refs[:1]] + [r.rpc_sync("worker1", owner_counts, args=([5, 5],))]
+    del refs
+    out["five_dropped"] = r.rpc_sync("worker1", owner_counts, args=([0, 0],))
+    stage = r.remote("worker1", Stage1)
+    for step in range(3):  # pytorch/examples' RPC pipeline: an RRef of the input, an RRef of the output
+        x_rref = r.RRef(LIB.full((2,), float(step)))
+        y_rref = stage.remote().forward(x_rref)
+        out[f"pipeline_{step}"] = value(y_rref.to_here())
+    del x_rref, y_rref
+    out["pipeline_left"] = [r.rpc_sync("worker1", owner_counts, args=([1, 1],)), owner_counts([0, 0])]
+    del stage
+    out["pipeline_done"] = r.rpc_sync("worker1", owner_counts, args=([0, 0],))
+    shared = r.remote("worker1", add, args=(LIB.ones(3), LIB.ones(3)))
+    out["forked"] = [r.rpc_sync("worker2", keep, args=(shared,))]
+    del shared
+    out["forked"] += [r.rpc_sync("worker1", owner_counts, args=([1, 1],)), r.rpc_sync("worker2", use_and_drop_kept),
+                      r.rpc_sync("worker1", owner_counts, args=([0, 0],))]
+    mine = r.RRef(LIB.ones(2))
+    out["own_shared"] = [r.rpc_sync("worker2", keep, args=(mine,)), owner_counts([1, 1])]
+    del mine
+    out["own_shared"] += [owner_counts([1, 1]), r.rpc_sync("worker2", use_and_drop_kept), owner_counts([0, 0])]
+    import pickle
+    try:
+        pickle.dumps(r.RRef(LIB.ones(1)))
+        out["pickled_outside_rpc"] = None
+    except Exception as e:  # noqa: BLE001 -- the type is compared
+        out["pickled_outside_rpc"] = type(e).__name__
+    return out
+
+
 class Counter:
     def __init__(self, start):
         self.value = start
@@ -260,7 +334,7 @@ def value(x):
 
 def scenarios(r):
     t = LIB.tensor
-    out = {}
+    out = {"rref_lifetimes": rref_lifetimes(r)}  # first: its counts start from no RRef anywhere
     a = t(np.arange(6, dtype=np.float32).reshape(2, 3))
     b = t(np.ones((2, 3), dtype=np.float32))
     out["sync"] = value(r.rpc_sync("worker1", add, args=(a, b), kwargs={"scale": 3}))

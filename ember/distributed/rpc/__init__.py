@@ -2,8 +2,8 @@
 
 https://pytorch.org/docs/stable/rpc.html. Workers are started by the user (mp.spawn, a launcher) and meet at
 MASTER_ADDR:MASTER_PORT (Note [RPC agent] in _agent.py). Functions run on the callee's thread pool; an
-@functions.async_execution function returns a Future and the reply waits for it. A remote() value lives on
-its owner until shutdown, whatever RRefs to it are dropped (torch frees it when the last RRef dies).
+@functions.async_execution function returns a Future and the reply waits for it. An RRef's value lives on
+its owner while some worker holds an RRef to it (Note [RRef lifetimes] in _ledger.py).
 Distributed autograd: ember.distributed.autograd; DistributedOptimizer: ember.distributed.optim. Not built:
 RemoteModule, device maps. Needs no MPI.
 """
@@ -16,6 +16,7 @@ import threading
 from ...futures import Future
 from . import functions
 from ._agent import Agent, format_remote_error
+from ._ledger import Ledger
 
 __all__ = ["BackendType", "RRef", "RpcBackendOptions", "TensorPipeRpcBackendOptions", "WorkerInfo", "functions",
            "get_rpc_timeout", "get_worker_info", "init_rpc", "is_available", "remote", "rpc_async", "rpc_sync",
@@ -25,6 +26,7 @@ DEFAULT_RPC_TIMEOUT_SEC = 60.0
 UNSET_RPC_TIMEOUT = -1.0
 
 _agent = None  # this process's Agent between init_rpc and shutdown
+_ledger = None  # and its RRef ledger (Note [RRef lifetimes])
 _owned = {}  # rref id -> Future of the value (this worker is its owner)
 _owned_lock = threading.Lock()
 _rref_ids = itertools.count()
@@ -82,7 +84,7 @@ class WorkerInfo:
 
 def init_rpc(name, backend=None, rank=-1, world_size=None, rpc_backend_options=None):
     """Join the RPC network as worker `name` with id `rank` out of `world_size` (blocks until all have)."""
-    global _agent
+    global _agent, _ledger
     import os
     if _agent is not None:
         raise RuntimeError("RPC is already initialized")
@@ -98,14 +100,16 @@ def init_rpc(name, backend=None, rank=-1, world_size=None, rpc_backend_options=N
     options = rpc_backend_options if rpc_backend_options is not None else TensorPipeRpcBackendOptions()
     if isinstance(options, RpcBackendOptions) and not hasattr(options, "num_worker_threads"):
         options.num_worker_threads = 16
-    _agent = Agent(name, rank, world_size, options, _handle)
-    _owned.clear()
+    with _owned_lock:
+        _owned.clear()
+    _agent = Agent(name, rank, world_size, options, _handle, _on_note)
+    _ledger = Ledger(rank, _agent.note, _drop_owned)
 
 
 def shutdown(graceful=True, timeout=0):
     """Leave the RPC network. graceful: wait for this worker's outstanding calls and for every worker to
     reach shutdown first (so nobody still needs anyone)."""
-    global _agent
+    global _agent, _ledger
     agent = _require()
     try:
         if graceful:
@@ -117,7 +121,8 @@ def shutdown(graceful=True, timeout=0):
             rpc_sync(0, _arrive_at_shutdown, timeout=0)
     finally:
         agent.close()
-        _agent = None
+        _ledger.stop()
+        _agent = _ledger = None
         with _owned_lock:
             _owned.clear()
 
@@ -218,7 +223,11 @@ def remote(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT):
         raise TypeError("function should be callable.")
     agent = _require()
     owner = _rank_of(to)
-    rref = RRef._existing(owner, (agent.rank, next(_rref_ids)))
+    rref = RRef._existing(owner, (agent.rank, next(_rref_ids)), None)
+    if owner == agent.rank:  # our own hold came with the object; one more while the value is made
+        _ledger.post("hold", rref._id, 1)
+    else:  # this worker's hold and the making's, registered before the call (Note [RRef lifetimes])
+        agent.note(owner, ("hold", rref._id, 2))
     rref._created = rpc_async(owner, _rref_create, (rref._id, func, tuple(args or ()), dict(kwargs or {})),
                               timeout=timeout)
     return rref
@@ -289,16 +298,40 @@ def _owned_future(rref_id):
 
 
 def _rref_create(rref_id, func, args, kwargs):
-    """On the owner: run func and keep its result as the value of rref_id."""
+    """On the owner: run func and keep its result as the value of rref_id (then the making's hold ends)."""
     future = _owned_future(rref_id)
     try:
-        value = func(*args, **kwargs)
-        if hasattr(func, "_wrapped_async_rpc_function"):
-            value = value.wait()
-    except Exception as e:
-        future.set_exception(e)
-        raise
-    future.set_result(value)
+        try:
+            value = func(*args, **kwargs)
+            if hasattr(func, "_wrapped_async_rpc_function"):
+                value = value.wait()
+        except Exception as e:
+            future.set_exception(e)
+            raise
+        future.set_result(value)
+    finally:
+        _ledger.post("hold", rref_id, -1)
+
+
+def _drop_owned(rref_id):
+    """On the owner: nobody holds rref_id any more (the ledger's call)."""
+    with _owned_lock:
+        _owned.pop(rref_id, None)
+
+
+def _on_note(note):
+    """A ledger note from another worker (the agent's reader thread, in arrival order)."""
+    if _ledger is not None:
+        _ledger.post(*note)
+
+
+def _rref_context_get_debug_info():
+    """torch's counts of this worker's RRef bookkeeping (strings, as torch's): owned values another worker
+    holds, those holds, values still being made, this worker's forks not yet confirmed by an owner."""
+    info = _ledger.debug_info()
+    with _owned_lock:
+        info["num_pending_futures"] = str(sum(1 for f in _owned.values() if not f.done()))
+    return info
 
 
 @functions.async_execution
@@ -326,18 +359,37 @@ class RRef:
         self._owner = agent.rank
         self._id = (agent.rank, next(_rref_ids))
         self._created = None
+        self._ledger = _ledger
         _owned_future(self._id).set_result(value)
+        _ledger.post("new", self._id, self._owner, None)
 
     @classmethod
-    def _existing(cls, owner, rref_id):
+    def _existing(cls, owner, rref_id, sender):
+        """The RRef object for an id: made by remote() (sender None) or unpickled from a fork by sender."""
         rref = object.__new__(cls)
         rref._owner = owner
         rref._id = rref_id
         rref._created = None
+        rref._ledger = _ledger
+        if _ledger is not None:
+            _ledger.post("new", rref_id, owner, sender)
         return rref
 
+    def __del__(self):
+        ledger = getattr(self, "_ledger", None)
+        if ledger is not None and ledger is _ledger:  # (not one of an RPC session that has ended)
+            ledger.post("gone", self._id, self._owner)
+
     def __reduce__(self):
-        return RRef._existing, (self._owner, self._id)
+        raise RuntimeError("Can not pickle rref in python pickler, rref can only be pickled when using RPC")
+
+    def _reduce_for_rpc(self):
+        """How the agent's pickler sends this RRef: a fork from this worker (_fork_sent once the message is
+        pickled whole, before it goes)."""
+        return RRef._existing, (self._owner, self._id, _ledger.rank)
+
+    def _fork_sent(self):
+        _ledger.post("forked", self._id)
 
     def is_owner(self):
         return self._owner == _require().rank

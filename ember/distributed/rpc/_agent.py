@@ -6,7 +6,8 @@ name, rank and address; once all have joined, rank 0 answers each with the table
 worker can reach every other. A request is one frame (8-byte length, then a pickle) sent on a connection
 the caller opened to the callee (one per pair, made on first use, with a thread reading the replies); the
 callee runs it on a pool of num_worker_threads threads and answers on the same connection, matching by
-message id. Functions travel by reference (module and name), as pickle sends them, so the callee must be
+message id. A note (the RRef ledgers', Note [RRef lifetimes] in _ledger.py) travels the same way but is
+handled by the reading thread at once, so notes from one worker are handled in the order it sent them. Functions travel by reference (module and name), as pickle sends them, so the callee must be
 able to import them. A reply carries the value, or the error: ValueError and TypeError keep their type and
 the rest arrive as RuntimeError (torch's rule), with the callee's traceback in the message.
 """
@@ -24,9 +25,17 @@ from .. import _sockets
 
 class _Pickler(pickle.Pickler):
     """pickle, with the tensors that require grad inside a distributed autograd context recorded as sent
-    (Note [Distributed autograd])."""
+    (Note [Distributed autograd]) and RRefs sent as forks (Note [RRef lifetimes] in _ledger.py)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rrefs = []  # the RRefs in the message: their forks count once it is pickled whole
 
     def reducer_override(self, obj):
+        fork = getattr(type(obj), "_reduce_for_rpc", None)
+        if fork is not None:
+            self.rrefs.append(obj)
+            return fork(obj)
         if _is_tensor(obj) and obj.requires_grad:
             dist_autograd = sys.modules.get("ember.distributed.autograd")
             reduced = None if dist_autograd is None else dist_autograd.reduce_sent_tensor(obj)
@@ -42,7 +51,10 @@ def _is_tensor(obj):
 
 def _send(sock, lock, message):
     buffer = io.BytesIO()
-    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(message)
+    pickler = _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dump(message)
+    for rref in pickler.rrefs:
+        rref._fork_sent()
     data = buffer.getvalue()
     with lock:
         sock.sendall(_sockets.HEADER.pack(len(data)) + data)
@@ -51,12 +63,13 @@ def _send(sock, lock, message):
 class Agent:
     """One worker's end of the RPC network (Note [RPC agent])."""
 
-    def __init__(self, name, rank, world_size, options, handle):
+    def __init__(self, name, rank, world_size, options, handle, on_note):
         self.name = name
         self.rank = rank
         self.world_size = world_size
         self.options = options
         self.handle = handle  # handle(payload, reply): runs a request, then calls reply(ok, value)
+        self.on_note = on_note  # on_note(payload): a note, handled on the reading thread in arrival order
         self.pool = concurrent.futures.ThreadPoolExecutor(options.num_worker_threads,
                                                           thread_name_prefix=f"rpc-{name}")
         self.ids = itertools.count()
@@ -130,9 +143,12 @@ class Agent:
             if message[0] == "join":
                 self._register(message[1], sock)
                 return
-            while True:  # ("call", message id, payload)
-                _, mid, payload = message
-                self.pool.submit(self.handle, payload, _replier(sock, lock, mid))
+            while True:  # ("call", message id, payload) or ("note", payload)
+                if message[0] == "note":
+                    self.on_note(message[1])
+                else:
+                    _, mid, payload = message
+                    self.pool.submit(self.handle, payload, _replier(sock, lock, mid))
                 message = _sockets.recv_object(sock)
         except (ConnectionError, OSError, EOFError):
             return
@@ -172,6 +188,13 @@ class Agent:
             self.pending[mid] = future
         sock, lock = self._connection(rank)
         _send(sock, lock, ("call", mid, payload))
+
+    def note(self, rank, payload):
+        """Send payload to `rank`'s on_note, after everything this worker sent there before; no reply."""
+        if self.closed:
+            return
+        sock, lock = self._connection(rank)
+        _send(sock, lock, ("note", payload))
 
     def outstanding(self):
         with self.lock:
