@@ -22,16 +22,17 @@ from ._collectives import (all_gather, all_gather_into_tensor, all_reduce, all_t
                            broadcast, gather, reduce, reduce_scatter, reduce_scatter_tensor, scatter)
 from ._p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
 from ._grad_bucket import GradBucket
+from .device_mesh import DeviceMesh, init_device_mesh
 from ._objects import (all_gather_object, broadcast_object_list, gather_object, recv_object_list,
                        scatter_object_list, send_object_list)
 
 __all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "FileStore", "HashStore",
-           "PrefixStore", "QueueEmptyError", "Store", "TCPStore", "GradBucket", "GroupMember", "ProcessGroup", "RedOpType", "ReduceOp",
+           "DeviceMesh", "PrefixStore", "QueueEmptyError", "Store", "TCPStore", "GradBucket", "GroupMember", "ProcessGroup", "RedOpType", "ReduceOp",
            "Work", "P2POp", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
            "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast", "broadcast_object_list",
            "default_pg_timeout", "destroy_process_group", "gather", "gather_object", "get_backend", "get_default_backend_for_device",
            "get_global_rank", "get_group_rank", "get_node_local_rank", "get_process_group_ranks", "get_rank",
-           "get_world_size", "group", "init_process_group", "irecv", "is_available", "is_backend_available",
+           "get_world_size", "group", "init_device_mesh", "init_process_group", "irecv", "is_available", "is_backend_available",
            "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
            "is_torchelastic_launched", "is_ucc_available", "is_xccl_available", "isend", "monitored_barrier",
            "new_group", "recv", "recv_object_list", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",

@@ -7,7 +7,7 @@ rest of backward (Note [DDP buckets and overlap] in _reducer.py). Runs on ember.
 Where ember differs: modules live on the CPU, so device_ids/output_device must be None as torch requires
 for CPU modules; static_graph=True is run as unused-parameter detection in every iteration (the same
 gradients as torch, and the buckets rebuilt from the third iteration's gradient order as torch does);
-mixed_precision, device_mesh and delayed all-reduce are not implemented and raise NotImplementedError
+mixed_precision and delayed all-reduce are not implemented and raise NotImplementedError
 when asked for. join() (uneven inputs) follows Note [Joining ranks] in distributed/algorithms/join.py.
 """
 import warnings
@@ -46,8 +46,13 @@ class DistributedDataParallel(Module, Joinable):
         if process_group is not None and device_mesh is not None:
             raise RuntimeError("Cannot specify both process_group and device_mesh arguments.")
         _not_implemented(delay_all_reduce_named_params=delay_all_reduce_named_params,
-                         mixed_precision=mixed_precision, device_mesh=device_mesh,
+                         mixed_precision=mixed_precision,
                          skip_all_reduce_unused_params=skip_all_reduce_unused_params or None)
+        self.device_mesh = device_mesh
+        if device_mesh is not None:
+            if device_mesh.ndim != 1:
+                raise RuntimeError(f"Only 1D device mesh is supported, but got {device_mesh}.")
+            process_group = device_mesh.get_group(mesh_dim=0)
         if process_group is None:
             dist.get_world_size()  # torch's ValueError when init_process_group has not run
             process_group = dist.group.WORLD
