@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("tensorboard")
+import tensorboard  # noqa: E402,F401  (ember[tensorboard], in the test extra: a missing one fails, not skips)
 from PIL import Image  # noqa: E402  (the tensorboard package requires Pillow)
 from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader  # noqa: E402
 from tensorboard.compat.proto import event_pb2  # noqa: E402
@@ -206,7 +206,9 @@ def test_video_gif(tmp_path):
 
 def test_figure(tmp_path):
     """add_figure (one figure, a list as a grid) against torch's: the same Agg rendering, the same pixels."""
-    plt = pytest.importorskip("matplotlib.pyplot")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
     def figures():
         made = []
