@@ -1,5 +1,5 @@
 """ember.optim: torch.optim's optimizers and learning-rate schedulers (https://pytorch.org/docs/stable/optim.html)."""
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils  # (torch.optim imports both eagerly)
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam
@@ -16,4 +16,4 @@ from .sgd import SGD
 from .sparse_adam import SparseAdam
 
 __all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer", "RAdam",
-           "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler"]
+           "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler", "swa_utils"]
