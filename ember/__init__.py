@@ -117,7 +117,7 @@ _publish(globals())  # ember.add.__module__ == "ember": functions pickle by thei
 
 # imported on first use: keeps `import ember` fast
 _LAZY_SUBMODULES = ("distributions", "testing", "func", "fft", "signal", "special", "distributed", "jit", "compiler",
-                    "fx", "_dynamo", "profiler", "masked", "ops", "futures", "hub")
+                    "fx", "_dynamo", "profiler", "masked", "ops", "futures", "hub", "mps", "xpu")
 
 
 def __getattr__(name):

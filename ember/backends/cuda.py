@@ -36,7 +36,8 @@ class cuBLASModule:
 
 
 matmul = cuBLASModule()
-_sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
+_sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True,
+        "overrideable": True}  # (overrideable: set by torch.nn.attention.sdpa_kernel only)
 
 
 def is_built():
