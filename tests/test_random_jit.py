@@ -86,6 +86,62 @@ def test_normals_match_torch_with_and_without_the_compiled_fill(compiled, monkey
     assert bool(big) is not compiled  # the NumPy fill ran on the big draws exactly when the switch was off
 
 
+def _gamma_shapes(rng, n, kind, single):
+    """alpha values for standard_gamma: below and above 1 (boosted or not), zeros, huge ones, near 1."""
+    alpha = {0: lambda: rng.uniform(0, 3, n), 1: lambda: rng.gamma(0.5, 2, n), 2: lambda: rng.uniform(0.9, 1.1, n),
+             3: lambda: rng.choice([0.0, 1e-3, 0.3, 1.0, 4.0, 50.0, 900.0, 1e6], n)}[kind]()
+    return alpha.astype(np.float32).astype(np.float64) if single else alpha
+
+
+@pytest.mark.parametrize("ahead", [3, 0])
+@pytest.mark.parametrize("single", [False, True])
+def test_compiled_gamma_matches_the_python_loop(ahead, single, monkeypatch):
+    """random_draws.standard_gamma compiled (gamma_jit) and as the Python loop: the same draws, generator state
+    and cached normal, with and without a cached normal before it; ahead 0 makes the uniforms drawn ahead run out
+    every few elements (the element is drawn again from the next block)."""
+    monkeypatch.setattr(random_draws, "_GAMMA_AHEAD", ahead)
+    rng = np.random.default_rng(7)
+
+    def draw(alpha, seed, cached, compiled):
+        monkeypatch.setattr(jit, "ENABLED", compiled)
+        g = ember.Generator().manual_seed(seed)
+        if cached:
+            ember.randn(3, dtype=ember.float64, generator=g)  # the scalar path leaves its second normal cached
+            assert g._normal_double is not None
+        out = random_draws.standard_gamma(g, alpha, single)
+        return out, g.get_state().numpy().tobytes(), g._normal_double
+
+    for trial in range(8):
+        alpha = _gamma_shapes(rng, int(rng.integers(64, 700)), trial % 4, single)
+        for cached in (False, True):
+            got, state, normal = draw(alpha, trial, cached, True)
+            want, want_state, want_normal = draw(alpha, trial, cached, False)
+            assert np.array_equal(got.view(np.int64), want.view(np.int64)), (trial, cached)
+            assert state == want_state and normal == want_normal, (trial, cached)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_gamma_draws_match_torch_with_and_without_the_compiled_loop(compiled, monkeypatch):
+    """Gamma, Beta and Dirichlet draws (float32 and float64 shapes, sizes across _GAMMA_JIT_MIN) and a normal after
+    them (the cached one): torch's bits and generator state."""
+    monkeypatch.setattr(jit, "ENABLED", compiled)
+    rng = np.random.default_rng(3)
+    lo = random_draws._GAMMA_JIT_MIN
+    shapes = [np.where(a > 0, a, 0.25) for a in  # torch's distributions refuse a zero concentration
+              (_gamma_shapes(rng, n, kind, False) for n, kind in ((lo - 1, 0), (lo, 1), (500, 2), (300, 3)))]
+
+    def program(t):
+        out = []
+        for alpha in shapes:
+            a64 = t.tensor(alpha)
+            a32 = t.tensor(alpha.astype(np.float32))
+            out += [t.distributions.Gamma(a64, 1.0).sample(), t.distributions.Gamma(a32, 2.0).sample(), t.randn(1),
+                    t.distributions.Beta(a32 + 0.5, a32 + 0.1).sample(),
+                    t.distributions.Dirichlet(a64[:len(alpha) // 3 * 3].reshape(-1, 3) + 0.2).sample(), t.randn(1)]
+        return out
+    same_stream(program, seeds=SEEDS[:2])
+
+
 def test_randn_of_a_million_matches_torch():
     same_stream(lambda t: t.randn(1_000_000), seeds=SEEDS[:1])
 
