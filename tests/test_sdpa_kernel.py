@@ -93,6 +93,60 @@ def test_attention_inside_the_block_is_unchanged():
     assert ember.nn.attention is eatt
 
 
+def _case(lib, name):
+    """(args, kwargs) of one attention call, the same arrays for either library."""
+    rng = np.random.default_rng(0)
+
+    def t(shape, dtype="float32"):
+        return lib.from_numpy(rng.standard_normal(shape).astype(np.float32)).to(getattr(lib, dtype))
+    four = (t((2, 3, 4, 8)),) * 3
+    return {
+        "4d": (four, {}), "3d": ((t((3, 4, 8)),) * 3, {}), "5d": ((t((2, 2, 3, 4, 8)),) * 3, {}),
+        "dropout": (four, {"dropout_p": 0.3}), "value head size": ((four[0], four[1], t((2, 3, 4, 6))), {}),
+        "key length": ((four[0], t((2, 3, 5, 8)), t((2, 3, 5, 8))), {}),
+        "gqa": ((t((2, 4, 4, 8)), t((2, 2, 4, 8)), t((2, 2, 4, 8))), {"enable_gqa": True}),
+        "heads differ": ((t((2, 4, 4, 8)), t((2, 2, 4, 8)), t((2, 2, 4, 8))), {}),
+        "batch broadcast": ((four[0], t((1, 3, 4, 8)), t((1, 3, 4, 8))), {}),
+        "mask 2d": (four, {"attn_mask": t((4, 4))}), "mask 3d": (four, {"attn_mask": t((3, 4, 4))}),
+        "mask 4d": (four, {"attn_mask": t((2, 3, 4, 4))}), "mask broadcast": (four, {"attn_mask": t((2, 1, 4, 4))}),
+        "mask bool": (four, {"attn_mask": lib.ones(4, 4, dtype=lib.bool)}), "mask 1d": (four, {"attn_mask": t((4,))}),
+        "mask 0d": (four, {"attn_mask": t(())}), "causal": (four, {"is_causal": True}),
+        "float64": ((t((2, 3, 4, 8), "float64"),) * 3, {}), "bfloat16": ((t((2, 3, 4, 8), "bfloat16"),) * 3, {}),
+        "head dim strided": ((t((2, 3, 8, 4)).transpose(-1, -2),) * 3, {}),
+        "empty sequence": ((t((2, 3, 0, 8)),) * 3, {}), "no keys": ((four[0], t((2, 3, 0, 8)), t((2, 3, 0, 8))), {}),
+        "head size 0": ((t((2, 3, 4, 0)),) * 2 + (t((2, 3, 4, 5)),), {}), "all head sizes 0": ((t((2, 3, 4, 0)),) * 3, {}),
+    }[name]
+
+
+CASES = ["4d", "3d", "5d", "dropout", "value head size", "key length", "gqa", "heads differ", "batch broadcast",
+         "mask 2d", "mask 3d", "mask 4d", "mask broadcast", "mask bool", "mask 1d", "mask 0d", "causal", "float64",
+         "bfloat16", "head dim strided", "empty sequence", "no keys", "head size 0", "all head sizes 0"]
+
+
+@pytest.mark.parametrize("backends", ["FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH", "MATH,FLASH_ATTENTION", "default"])
+def test_which_calls_run_with_the_backends_left_on(backends):
+    """torch's CPU build refuses a call when only backends it has no CPU kernel for are on (no viable backend),
+    or when only flash is on and its kernel does not take the inputs (no available kernel); ember refuses the
+    same calls with the same errors and computes the others as torch (dropout aside: only its shape)."""
+    for name in CASES:
+        results = []
+        for lib, att in ((ember, eatt), (torch, tatt)):
+            args, kwargs = _case(lib, name)
+            chosen = list(att.SDPBackend.__members__) if backends == "default" else backends.split(",")
+            with att.sdpa_kernel([getattr(att.SDPBackend, b) for b in chosen]):
+                try:
+                    results.append(lib.nn.functional.scaled_dot_product_attention(*args, **kwargs))
+                except Exception as e:  # noqa: BLE001 -- the type and message are compared
+                    results.append((type(e).__name__, str(e)[:80]))
+        ours, theirs = results
+        if isinstance(theirs, tuple):
+            assert ours == theirs, name
+        elif "dropout_p" in _case(torch, name)[1]:
+            assert tuple(ours.shape) == tuple(theirs.shape), name
+        else:
+            np.testing.assert_allclose(ours.float().numpy(), theirs.float().numpy(), rtol=2e-2, atol=1e-2, err_msg=name)
+
+
 def test_mps_and_xpu_answer_as_a_cpu_build():
     for name in ("mps", "xpu"):
         emod, tmod = getattr(ember, name), getattr(torch, name)

@@ -128,6 +128,7 @@ def _check_sdpa(query, key, value, attn_mask, dropout_p, is_causal):
         if is_causal:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
                                "is_causal=True")
+
     if dropout_p > 1:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     if query.dtype.category != D.FLOAT:
@@ -177,11 +178,47 @@ def _repeat_heads(t, heads, query):
     return t if n == heads else t.repeat_interleave(heads // n, dim=-3)
 
 
+def _check_backends(query, key, value, attn_mask, dropout_p, enable_gqa):
+    """Whether torch's CPU build would run this call with the backends sdpa_kernel / enable_*_sdp leave on: it
+    tries its flash kernel, then its math path, and raises when neither may run. ember computes the same math
+    whichever runs, so only the refusals are reproduced (tests hold them to torch's)."""
+    from ..backends.cuda import _sdp
+    if math.prod(query.shape[:-1]) == 0 or key.shape[-2] == 0 or value.numel() == 0:
+        return  # (no query rows, no keys or no values: torch returns before any kernel is chosen)
+    if _sdp["flash"] and _flash_takes(query, key, value, attn_mask, dropout_p, enable_gqa):
+        return
+    if _sdp["math"]:
+        return
+    if not _sdp["flash"]:
+        raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This is likely due to "
+                           "turning off both the math kernel and the fused kernels.")
+    raise RuntimeError("No available kernel.  Aborting execution.")
+
+
+def _flash_takes(q, k, v, mask, dropout_p, enable_gqa):
+    """torch's CPU flash-attention rules, in its order: no dropout, 4-D q, k, v of one batch size, heads equal
+    (or a multiple, with enable_gqa), no 3-D mask (reading the mask's size(-2): a mask of fewer than 2
+    dimensions is an IndexError there, with the default backends too), one head size, unit strides on it."""
+    if dropout_p > 0 or not (q.dim() == k.dim() == v.dim() == 4):
+        return False
+    (b, h, _, e), (bk, hk, _, ek), (bv, hv, _, ev) = q.shape, k.shape, v.shape
+    if not (b == bk == bv and (h == hk == hv or (enable_gqa and hk == hv and h % hk == 0))):
+        return False
+    if mask is not None:
+        if mask.dim() < 2:
+            raise IndexError("Dimension specified as -2 but tensor has no dimensions" if mask.dim() == 0 else
+                             "Dimension out of range (expected to be in range of [-1, 0], but got -2)")
+        if mask.dim() == 3:
+            return False
+    return e == ek == ev and all(t.stride(-1) == 1 or t.shape[-1] == 1 for t in (q, k, v))
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(query @ key^T * scale + mask) @ value, with dropout on the attention weights.
     See https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html"""
     _check_sdpa(query, key, value, attn_mask, dropout_p, is_causal)
+    _check_backends(query, key, value, attn_mask, dropout_p, enable_gqa)
     if enable_gqa and query.dim() >= 3 and key.dim() >= 3 and value.dim() >= 3:
         heads = query.shape[-3]
         if heads % key.shape[-3] != 0 or heads % value.shape[-3] != 0:
@@ -189,8 +226,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         key = _repeat_heads(key, heads, query)
         value = _repeat_heads(value, heads, query)
     _check_shapes(query, key, value)
-    if scale is None:
-        scale = 1.0 / math.sqrt(query.shape[-1])
+    if scale is None:  # (head size 0: the scores are all 0 whatever the scale, as torch's; 1/sqrt(0) is not taken)
+        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
     if attn_mask is not None:
         _check_mask_broadcast(query, key, attn_mask)
     out, _ = _SDPA.apply(query, key, value, attn_mask, scale=scale, causal=bool(is_causal),
