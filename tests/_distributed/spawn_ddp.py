@@ -49,7 +49,8 @@ def worker(rank, world_size):
     if rank == 0:
         state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
         np.savez(os.path.join(OUT, f"{LIB}.npz"), losses=np.array(losses), total=total.numpy(), **state)
-    dist.destroy_process_group()
+    dist.barrier()  # both ranks leave together: torch's gloo aborted rank 1 (SIGABRT) when it tore its group
+    dist.destroy_process_group()  # down while rank 0 was still saving (seen once, a loaded CI run, 2026-11-30)
 
 
 if __name__ == "__main__":
