@@ -75,6 +75,7 @@ def main():
     ddp(x).sum().backward()
     out["ddp_grad"] = model.weight.grad.tolist()
     out["ddp_2d"] = error(lambda: LIB.nn.parallel.DistributedDataParallel(LIB.nn.Linear(3, 1), device_mesh=mesh))
+    dist.barrier()  # leave together (torch's gloo can abort a rank tearing down while another still works)
     dist.destroy_process_group()
     with open(os.path.join(sys.argv[2], f"{LIB.__name__}-{rank}.json"), "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
