@@ -201,6 +201,18 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
+def _unstructured_mask(amount, t, default_mask, scores, largest):
+    """default_mask with `amount` entries of t zeroed: the topk (largest or smallest) of scores(), which is
+    made only when something is pruned (the random method draws nothing otherwise, as torch's)."""
+    tensor_size = t.nelement()
+    nparams_toprune = _compute_nparams_toprune(amount, tensor_size)
+    _validate_pruning_amount(nparams_toprune, tensor_size)
+    mask = default_mask.clone(memory_format=_ember().contiguous_format)
+    if nparams_toprune != 0:
+        _zero_at(mask, _topk_indices(scores().view(-1), nparams_toprune, largest=largest))
+    return mask
+
+
 class RandomUnstructured(BasePruningMethod):
     """Prunes `amount` entries chosen at random (the topk of rand_like(t), from the default generator)."""
     PRUNING_TYPE = "unstructured"
@@ -210,14 +222,7 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone(memory_format=_ember().contiguous_format)
-        if nparams_toprune != 0:
-            prob = _ember().rand_like(t)
-            _zero_at(mask, _topk_indices(prob.view(-1), nparams_toprune, largest=True))
-        return mask
+        return _unstructured_mask(self.amount, t, default_mask, lambda: _ember().rand_like(t), largest=True)
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -233,13 +238,7 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone(memory_format=_ember().contiguous_format)
-        if nparams_toprune != 0:
-            _zero_at(mask, _topk_indices(_ember().abs(t).view(-1), nparams_toprune, largest=False))
-        return mask
+        return _unstructured_mask(self.amount, t, default_mask, lambda: _ember().abs(t), largest=False)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
