@@ -50,7 +50,7 @@ class DeviceMesh:
         lines = np.transpose(grid, others + list(dims)).reshape(-1, math.prod(grid.shape[d] for d in dims))
         mine = _c10d.GroupMember.NON_GROUP_MEMBER
         for line in lines:
-            group = _c10d.new_group(line.tolist(), sort_ranks=False)
+            group = _c10d.new_group(line.tolist())  # ranks sorted, as torch: group rank = place among them
             if group is not _c10d.GroupMember.NON_GROUP_MEMBER:
                 mine = group
         return mine
@@ -85,6 +85,8 @@ class DeviceMesh:
         return None if self._coordinate is None else list(self._coordinate)
 
     def get_local_rank(self, mesh_dim=None):
+        """This rank's rank in the group of dimension mesh_dim (as torch: its place among the sorted ranks of its
+        line, which is its coordinate when the grid's lines are increasing)."""
         if mesh_dim is None:
             if self.ndim > 1:
                 raise RuntimeError(f"Found the DeviceMesh have {self.ndim} dimensions",

@@ -34,13 +34,20 @@ def summed(group):
     return t.item()
 
 
+def gathered(group):
+    parts = [LIB.zeros(1) for _ in range(dist.get_world_size(group))]
+    dist.all_gather(parts, LIB.tensor([float(dist.get_rank())]), group=group)
+    return [p.item() for p in parts]
+
+
 def describe(mesh):
     return {"repr": repr(mesh).replace("torch.", "").replace("ember.", ""), "mesh": mesh.mesh.tolist(),
             "shape": list(mesh.shape), "ndim": mesh.ndim, "names": mesh.mesh_dim_names, "size": mesh.size(),
             "sizes": [mesh.size(d) for d in range(mesh.ndim)], "rank": mesh.get_rank(),
             "coordinate": mesh.get_coordinate(), "device_type": mesh.device_type,
             "local_ranks": [mesh.get_local_rank(d) for d in range(mesh.ndim)],
-            "groups": groups(mesh.get_all_groups()), "sums": [summed(mesh.get_group(d)) for d in range(mesh.ndim)]}
+            "groups": groups(mesh.get_all_groups()), "sums": [summed(mesh.get_group(d)) for d in range(mesh.ndim)],
+            "gathered": [gathered(mesh.get_group(d)) for d in range(mesh.ndim)]}
 
 
 def main():
@@ -66,6 +73,7 @@ def main():
     out["from_group"] = describe(DeviceMesh.from_group(mesh.get_group("tp"), "cpu"))
     out["one_dim"] = describe(init_device_mesh("cpu", (4,)))
     out["explicit"] = describe(DeviceMesh("cpu", [[0, 2], [1, 3]], mesh_dim_names=("x", "y")))
+    out["permuted"] = describe(DeviceMesh("cpu", [[3, 1], [0, 2]], mesh_dim_names=("a", "b")))
     out["equal"] = [mesh["tp"] == mesh["tp"], hash(mesh) == hash(mesh)]
     # DDP over the mesh's data-parallel dimension: gradients averaged within dp only
     LIB.manual_seed(0)
