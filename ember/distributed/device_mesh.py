@@ -56,11 +56,13 @@ class DeviceMesh:
         return mine
 
     @classmethod
-    def _view(cls, root, dims, names, groups, strides):
-        """A mesh over root's dimensions `dims` through this rank (its other coordinates fixed)."""
+    def _view(cls, root, dims, names, groups, strides, flat=False):
+        """A mesh over root's dimensions `dims` through this rank (its other coordinates fixed); flat: those
+        dimensions merged into one."""
         view = object.__new__(cls)
         at = tuple(slice(None) if d in dims else root._coordinate[d] for d in range(root.ndim))
-        view._setup(root.device_type, root._grid[at], names, root, strides)
+        grid = root._grid[at]
+        view._setup(root.device_type, grid.reshape(-1) if flat else grid, names, root, strides)
         view._groups = groups
         return view
 
@@ -145,12 +147,7 @@ class DeviceMesh:
             return root._flattened[name]
         dims = [root.mesh_dim_names.index(n) for n in names] if self._root is not None else list(range(self.ndim))
         group = DeviceMesh._make_groups(root._grid, tuple(dims))
-        flat = DeviceMesh._view(root, dims, (name,), [group], (root._strides[dims[-1]],))
-        flat._grid = flat._grid.reshape(-1)
-        from .. import tensor
-        flat.mesh = tensor(flat._grid)
-        me = np.argwhere(flat._grid == _c10d.get_rank())
-        flat._coordinate = (int(me[0][0]),) if len(me) else None
+        flat = DeviceMesh._view(root, dims, (name,), [group], (root._strides[dims[-1]],), flat=True)
         root._flattened[name] = flat
         return flat
 
