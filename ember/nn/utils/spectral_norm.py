@@ -18,6 +18,14 @@ def _no_grad():
     return no_grad()
 
 
+def _random_unit_vectors(like, sizes, eps):
+    """One unit-norm vector per size, drawn from N(0, 1) in that order with `like`'s dtype and
+    device: the starting u and v of the power iteration (also used by parametrizations)."""
+    with _no_grad():
+        draws = [like.new_empty(n).normal_(0, 1) for n in sizes]
+        return [F.normalize(x, dim=0, eps=eps) for x in draws]
+
+
 def _find_hook(hooks, kind, name):
     """The key in the hook dict `hooks` of the `kind` hook that serves parameter `name`, or None.
     Load-state-dict pre-hooks may come wrapped (the `.hook` attribute); state-dict hooks carry the
@@ -95,13 +103,6 @@ class SpectralNorm:
         v = linalg.pinv(mat_t.matmul(mat)).matmul(mat_t).matmul(u.unsqueeze(1)).squeeze(1)
         return v.mul_(sigma / dot(u, mv(mat, v)))
 
-    def _random_start(self, weight):
-        """Unit-norm u and v drawn from N(0, 1), u first (the same draws as torch)."""
-        with _no_grad():
-            rows, cols = self.reshape_weight_to_matrix(weight).size()
-            start = [weight.new_empty(n).normal_(0, 1) for n in (rows, cols)]
-            return [F.normalize(x, dim=0, eps=self.eps) for x in start]
-
     @staticmethod
     def apply(module, name, n_power_iterations, dim, eps):
         if _find_hook(module._forward_pre_hooks, SpectralNorm, name) is not None:
@@ -110,7 +111,8 @@ class SpectralNorm:
         weight = module._parameters[name]
         if weight is None:
             raise ValueError(f"`SpectralNorm` cannot be applied as parameter `{name}` is None")
-        u, v = hook._random_start(weight)
+        with _no_grad():
+            u, v = _random_unit_vectors(weight, hook.reshape_weight_to_matrix(weight).size(), eps)
         delattr(module, name)
         module.register_parameter(name + "_orig", weight)
         setattr(module, name, weight.data)  # a plain attribute until the first forward

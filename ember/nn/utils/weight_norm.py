@@ -6,6 +6,9 @@ from ..parameter import Parameter
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm", "norm_except_dim"]
 
+_DEPRECATED = ("`torch.nn.utils.weight_norm` is deprecated in favor of "
+               "`torch.nn.utils.parametrizations.weight_norm`.")
+
 
 def norm_except_dim(v, pow=2, dim=0):
     """The p-norm of v over every dim but `dim`, shaped to broadcast against v (torch.norm_except_dim);
@@ -17,9 +20,17 @@ def norm_except_dim(v, pow=2, dim=0):
     return linalg.vector_norm(v, pow, others, keepdim=True)
 
 
-def _weight_norm(v, g, dim=0):
-    """v * (g / ||v||) with the norm taken over every dim but `dim` (torch._weight_norm)."""
+def _magnitude_times_direction(v, g, dim):
+    """g * v / ||v||, the norm over every dim but `dim` (torch._weight_norm); shared with the
+    parametrization form."""
     return v * (g / norm_except_dim(v, 2, dim))
+
+
+def _hook_key(module, name):
+    """The key of module's WeightNorm pre-hook for parameter `name`, or None."""
+    keys = [key for key, hook in module._forward_pre_hooks.items()
+            if isinstance(hook, WeightNorm) and hook.name == name]
+    return keys[0] if keys else None
 
 
 class WeightNorm:
@@ -30,32 +41,32 @@ class WeightNorm:
         self.dim = -1 if dim is None else dim
 
     def compute_weight(self, module):
-        g = getattr(module, self.name + "_g")
-        v = getattr(module, self.name + "_v")
-        return _weight_norm(v, g, self.dim)
+        magnitude = getattr(module, f"{self.name}_g")
+        direction = getattr(module, f"{self.name}_v")
+        return _magnitude_times_direction(direction, magnitude, self.dim)
 
     @staticmethod
     def apply(module, name, dim):
-        warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
-                      "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=3)
-        for hook in module._forward_pre_hooks.values():
-            if isinstance(hook, WeightNorm) and hook.name == name:
-                raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
-        fn = WeightNorm(name, dim)
+        warnings.warn(_DEPRECATED, FutureWarning, stacklevel=3)
+        if _hook_key(module, name) is not None:
+            raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
+        hook = WeightNorm(name, dim)
         weight = getattr(module, name)
         del module._parameters[name]
-        module.register_parameter(name + "_g", Parameter(norm_except_dim(weight, 2, fn.dim).data))
-        module.register_parameter(name + "_v", Parameter(weight.data))
-        setattr(module, name, fn.compute_weight(module))
-        module.register_forward_pre_hook(fn)
-        return fn
+        magnitude = norm_except_dim(weight, 2, hook.dim)
+        module.register_parameter(f"{name}_g", Parameter(magnitude.data))
+        module.register_parameter(f"{name}_v", Parameter(weight.data))
+        setattr(module, name, hook.compute_weight(module))
+        module.register_forward_pre_hook(hook)
+        return hook
 
     def remove(self, module):
-        weight = self.compute_weight(module)
+        """Turn <name> back into one plain parameter holding the current g * v / ||v||."""
+        folded = self.compute_weight(module)
         delattr(module, self.name)
-        del module._parameters[self.name + "_g"]
-        del module._parameters[self.name + "_v"]
-        setattr(module, self.name, Parameter(weight.data))
+        for suffix in ("_g", "_v"):
+            del module._parameters[self.name + suffix]
+        setattr(module, self.name, Parameter(folded.data))
 
     def __call__(self, module, inputs):
         setattr(module, self.name, self.compute_weight(module))
@@ -69,9 +80,9 @@ def weight_norm(module, name="weight", dim=0):
 
 def remove_weight_norm(module, name="weight"):
     """Fold the weight norm back into a plain parameter."""
-    for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, WeightNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[k]
-            return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    key = _hook_key(module, name)
+    if key is None:
+        raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    module._forward_pre_hooks[key].remove(module)
+    del module._forward_pre_hooks[key]
+    return module
