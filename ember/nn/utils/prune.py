@@ -7,9 +7,9 @@ PruningContainer, which prunes only what the earlier masks left. remove() makes 
 
 Amounts pruned by magnitude are chosen as torch's topk chooses them, ties included (Note [topk ties]).
 """
+import abc
+import collections.abc
 import numbers
-from abc import ABC, abstractmethod
-from collections.abc import Iterable
 
 import numpy as np
 
@@ -26,108 +26,124 @@ def _ember():
     return ember
 
 
-class BasePruningMethod(ABC):
+def _hook_keys(module, name):
+    """Keys of the module's forward pre-hooks that prune its tensor `name` (at most one, normally), lazily."""
+    return (key for key, hook in module._forward_pre_hooks.items()
+            if isinstance(hook, BasePruningMethod) and hook._tensor_name == name)
+
+
+class BasePruningMethod(abc.ABC):
     """Base class of pruning methods: compute_mask(t, default_mask) decides what is pruned.
-    `_tensor_name` (the pruned attribute's name) is set by apply(), as in torch there is no default."""
+    `_tensor_name` (the pruned attribute's name) is set by apply(); as in torch it has no default."""
     _tensor_name: str
 
     def __call__(self, module, inputs):
         """The forward pre-hook: recompute the pruned tensor from `_orig` and `_mask`."""
-        setattr(module, self._tensor_name, self.apply_mask(module))
+        pruned = self.apply_mask(module)
+        setattr(module, self._tensor_name, pruned)
 
-    @abstractmethod
+    @abc.abstractmethod
     def compute_mask(self, t, default_mask):
         """The mask for `t`, given the mask of earlier pruning (`default_mask`)."""
 
     def apply_mask(self, module):
-        if self._tensor_name is None:
+        """mask * orig for this method's tensor, in orig's dtype."""
+        name = self._tensor_name
+        if name is None:
             raise AssertionError(f"Module {module} has to be pruned")
-        mask = getattr(module, self._tensor_name + "_mask")
-        orig = getattr(module, self._tensor_name + "_orig")
-        return mask.to(dtype=orig.dtype) * orig
+        mask = getattr(module, f"{name}_mask")
+        weight = getattr(module, f"{name}_orig")
+        return mask.to(dtype=weight.dtype) * weight
 
     @classmethod
     def apply(cls, module, name, *args, importance_scores=None, **kwargs):
-        """Prune module.<name> with cls(*args, **kwargs), combined with earlier pruning of that tensor."""
-        method = cls._combined_with_earlier(module, name, *args, **kwargs)
-        orig = getattr(module, name)
-        if importance_scores is not None:
-            if importance_scores.shape != orig.shape:
-                raise AssertionError(f"importance_scores should have the same shape as parameter {name} of "
-                                     f"{module}, got {importance_scores.shape} vs {orig.shape}")
-        else:
-            importance_scores = orig
-        first_time = not isinstance(method, PruningContainer)
-        if first_time:
-            module.register_parameter(name + "_orig", orig)
-            del module._parameters[name]
-            default_mask = _ember().ones_like(orig)
-        else:
-            default_mask = getattr(module, name + "_mask").detach().clone(memory_format=_ember().contiguous_format)
-        try:
-            mask = method.compute_mask(importance_scores, default_mask=default_mask)
-            module.register_buffer(name + "_mask", mask)
-            setattr(module, name, method.apply_mask(module))
-            module.register_forward_pre_hook(method)
-        except Exception:
-            if first_time:  # put the parameter back as it was
-                orig = getattr(module, name + "_orig")
-                module.register_parameter(name, orig)
-                del module._parameters[name + "_orig"]
-            raise
-        return method
-
-    @classmethod
-    def _combined_with_earlier(cls, module, name, *args, **kwargs):
-        """A new cls(*args, **kwargs) for `name`; if the tensor was pruned before, its hook is taken off and
-        the new method joins it in a PruningContainer."""
-        old_method = None
-        found = 0
-        old_keys = []
-        for k, hook in module._forward_pre_hooks.items():
-            if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
-                old_method = hook
-                old_keys.append(k)
-                found += 1
-        if found > 1:
+        """Prune module.<name> with cls(*args, **kwargs) on top of any earlier pruning of it; returns the
+        hook now in charge of the tensor (the new method, or the PruningContainer it joined)."""
+        keys = list(_hook_keys(module, name))
+        if len(keys) > 1:
             raise AssertionError(f"Avoid adding multiple pruning hooks to the same tensor {name} of module "
                                  f"{module}. Use a PruningContainer.")
-        for k in old_keys:
-            del module._forward_pre_hooks[k]
-        method = cls(*args, **kwargs)
-        method._tensor_name = name
-        if old_method is None:
-            return method
-        if isinstance(old_method, PruningContainer):
-            old_method.add_pruning_method(method)
-            return old_method
-        container = PruningContainer(old_method)
-        container.add_pruning_method(method)
-        return container
+        earlier = [module._forward_pre_hooks.pop(key) for key in keys]  # unhooked before cls() runs, as torch
+        hook = cls(*args, **kwargs)
+        hook._tensor_name = name
+        if earlier:
+            newest = hook
+            hook = earlier[0] if isinstance(earlier[0], PruningContainer) else PruningContainer(earlier[0])
+            hook.add_pruning_method(newest)
+
+        weight = getattr(module, name)
+        if importance_scores is None:
+            importance_scores = weight
+        elif importance_scores.shape != weight.shape:
+            raise AssertionError(f"importance_scores should have the same shape as parameter {name} of "
+                                 f"{module}, got {importance_scores.shape} vs {weight.shape}")
+        fresh = not isinstance(hook, PruningContainer)
+        if fresh:  # the parameter itself moves to <name>_orig
+            module.register_parameter(f"{name}_orig", weight)
+            del module._parameters[name]
+            base_mask = _ember().ones_like(weight)
+        else:
+            base_mask = getattr(module, f"{name}_mask").detach().clone(memory_format=_ember().contiguous_format)
+        try:
+            module.register_buffer(f"{name}_mask", hook.compute_mask(importance_scores, default_mask=base_mask))
+            setattr(module, name, hook.apply_mask(module))
+            module.register_forward_pre_hook(hook)
+        except Exception:
+            if fresh:  # leave the module as it was
+                module.register_parameter(name, getattr(module, f"{name}_orig"))
+                del module._parameters[f"{name}_orig"]
+            raise
+        return hook
 
     def prune(self, t, default_mask=None, importance_scores=None):
         """t with this method's mask applied (nothing is registered on a module)."""
-        if importance_scores is not None:
-            if importance_scores.shape != t.shape:
-                raise AssertionError(f"importance_scores should have the same shape as tensor t, got "
-                                     f"{importance_scores.shape} vs {t.shape}")
-        else:
+        if importance_scores is None:
             importance_scores = t
-        default_mask = default_mask if default_mask is not None else _ember().ones_like(t)
-        return t * self.compute_mask(importance_scores, default_mask=default_mask)
+        elif importance_scores.shape != t.shape:
+            raise AssertionError(f"importance_scores should have the same shape as tensor t, got "
+                                 f"{importance_scores.shape} vs {t.shape}")
+        if default_mask is None:
+            default_mask = _ember().ones_like(t)
+        mask = self.compute_mask(importance_scores, default_mask=default_mask)
+        return t * mask
 
     def remove(self, module):
         """Make the pruning permanent: `name` becomes a parameter again holding mask * orig."""
-        if self._tensor_name is None:
+        name = self._tensor_name
+        if name is None:
             raise AssertionError(f"Module {module} has to be pruned before pruning can be removed")
-        weight = self.apply_mask(module)
-        if hasattr(module, self._tensor_name):
-            delattr(module, self._tensor_name)
-        orig = module._parameters[self._tensor_name + "_orig"]
-        orig.data = weight.data
-        del module._parameters[self._tensor_name + "_orig"]
-        del module._buffers[self._tensor_name + "_mask"]
-        setattr(module, self._tensor_name, orig)
+        pruned = self.apply_mask(module)
+        if hasattr(module, name):
+            delattr(module, name)
+        param = module._parameters.pop(f"{name}_orig")
+        param.data = pruned.data
+        del module._buffers[f"{name}_mask"]
+        setattr(module, name, param)
+
+
+def _still_prunable(method, t, default_mask):
+    """An index into t of what `method` may still prune: the entries default_mask keeps (unstructured),
+    every channel along method.dim with an entry kept (structured), or all of t (global)."""
+    kind = method.PRUNING_TYPE
+    if kind == "unstructured":
+        return default_mask == 1
+    if kind == "global":
+        return (slice(None),) * t.dim()
+    if kind != "structured":
+        raise ValueError(f"Unrecognized PRUNING_TYPE {kind}")
+    try:
+        dim = method.dim
+    except AttributeError:
+        raise AttributeError('Pruning methods of PRUNING_TYPE "structured" need to have the attribute `dim` '
+                             'defined.') from None
+    ndim = t.dim()
+    if dim < 0:
+        dim += ndim
+    if dim < 0:
+        raise IndexError(f"Index is out of bounds for tensor with dimensions {ndim}")
+    index = [slice(None)] * ndim
+    index[dim] = default_mask.sum(dim=[d for d in range(ndim) if d != dim]) != 0
+    return tuple(index)
 
 
 class PruningContainer(BasePruningMethod):
@@ -135,19 +151,20 @@ class PruningContainer(BasePruningMethod):
 
     def __init__(self, *args):
         self._pruning_methods = ()
-        if len(args) == 1:
-            self._tensor_name = args[0]._tensor_name
-            self.add_pruning_method(args[0])
-        else:
-            for method in args:
-                self.add_pruning_method(method)
+        if len(args) == 1:  # a lone method hands the container its tensor name
+            (lone,) = args
+            self._tensor_name = lone._tensor_name
+        for method in args:
+            self.add_pruning_method(method)
 
     def add_pruning_method(self, method):
-        if not isinstance(method, BasePruningMethod) and method is not None:
-            raise TypeError(f"{type(method)} is not a BasePruningMethod subclass")
-        if method is not None and self._tensor_name != method._tensor_name:
-            raise ValueError(f"Can only add pruning methods acting on the parameter named '{self._tensor_name}' "
-                             f"to PruningContainer {self}. Found '{method._tensor_name}'")
+        """Append `method` (None is accepted, as torch's); it must prune the container's tensor."""
+        if method is not None:
+            if not isinstance(method, BasePruningMethod):
+                raise TypeError(f"{type(method)} is not a BasePruningMethod subclass")
+            if self._tensor_name != method._tensor_name:
+                raise ValueError(f"Can only add pruning methods acting on the parameter named "
+                                 f"'{self._tensor_name}' to PruningContainer {self}. Found '{method._tensor_name}'")
         self._pruning_methods += (method,)
 
     def __len__(self):
@@ -160,33 +177,64 @@ class PruningContainer(BasePruningMethod):
         return self._pruning_methods[idx]
 
     def compute_mask(self, t, default_mask):
-        """The newest method computes its mask on the part of `t` still unpruned: the entries left by
-        default_mask (unstructured), the channels along its dim with any entry left (structured), or all
-        of `t` (global); the result is written back into default_mask, in t's dtype."""
-        method = self._pruning_methods[-1]
-        new_mask = default_mask.to(dtype=t.dtype)
-        kind = method.PRUNING_TYPE
-        if kind == "unstructured":
-            slc = default_mask == 1
-        elif kind == "structured":
-            if not hasattr(method, "dim"):
-                raise AttributeError('Pruning methods of PRUNING_TYPE "structured" need to have the attribute '
-                                     '`dim` defined.')
-            n_dims = t.dim()
-            dim = method.dim if method.dim >= 0 else n_dims + method.dim
-            if dim < 0:
-                raise IndexError(f"Index is out of bounds for tensor with dimensions {n_dims}")
-            keep_channel = default_mask.sum(dim=[d for d in range(n_dims) if d != dim]) != 0
-            slc = [slice(None)] * n_dims
-            slc[dim] = keep_channel
-            slc = tuple(slc)
-        elif kind == "global":
-            slc = tuple([slice(None)] * len(t.shape))
-        else:
-            raise ValueError(f"Unrecognized PRUNING_TYPE {kind}")
-        partial_mask = method.compute_mask(t[slc], default_mask=default_mask[slc])
-        new_mask[slc] = partial_mask.to(dtype=new_mask.dtype)
-        return new_mask
+        """default_mask (in t's dtype) with the newest method's mask, computed on the part of t still
+        prunable, written over that part."""
+        newest = self._pruning_methods[-1]
+        combined = default_mask.to(dtype=t.dtype)
+        part = _still_prunable(newest, t, default_mask)
+        combined[part] = newest.compute_mask(t[part], default_mask=default_mask[part]).to(dtype=combined.dtype)
+        return combined
+
+
+# ---- amounts and masks --------------------------------------------------------------------
+
+def _checked_amount(amount):
+    """An amount as the constructors accept it: a count (an int >= 0) or a fraction (a real in [0, 1])."""
+    if not isinstance(amount, numbers.Real):
+        raise TypeError(f"Invalid type for amount: {amount}. Must be int or float.")
+    integral = isinstance(amount, numbers.Integral)
+    # (a NaN fraction passes here and fails later, in round(), as in torch)
+    if amount < 0 if integral else (float(amount) < 0.0 or float(amount) > 1.0):
+        raise ValueError(f"amount={amount} should either be a float in the range [0, 1] or a non-negative integer")
+    return amount
+
+
+def _count(amount, size):
+    """How many of `size` entries (or channels) `amount` prunes: a count as given, a fraction rounded."""
+    count = amount if isinstance(amount, numbers.Integral) else round(amount * size)
+    if isinstance(count, numbers.Integral) and count > size:
+        raise ValueError(f"amount={count} should be smaller than the number of parameters to prune={size}")
+    return count
+
+
+def _entries_mask(t, amount, default_mask, scores, largest):
+    """default_mask with the `amount` entries of t whose scores() rank first zeroed; scores() is made only
+    when something is pruned (the random method then draws nothing, as torch's)."""
+    count = _count(amount, t.nelement())
+    mask = default_mask.clone(memory_format=_ember().contiguous_format)
+    if count != 0:
+        chosen = _topk_indices(scores().view(-1), count, largest)
+        mask.view(-1)[_ember().tensor(chosen, dtype=D.int64)] = 0
+    return mask
+
+
+def _channels_mask(t, dim, amount, default_mask, kept):
+    """default_mask with whole channels of t along dim zeroed. kept(size, count) gives the channels that stay
+    (a bool mask or indices), or None to prune nothing, and then default_mask itself is returned."""
+    if t.dim() <= 1:
+        raise ValueError(f"Structured pruning can only be applied to multidimensional tensors. Found tensor of "
+                         f"shape {t.shape} with {len(t.shape)} dims")
+    if dim >= t.dim():
+        raise IndexError(f"Invalid index {dim} for tensor of size {t.shape}")
+    size = t.shape[dim]
+    channels = kept(size, _count(amount, size))
+    if channels is None:
+        return default_mask
+    mask = _ember().zeros_like(t)
+    index = [slice(None)] * t.dim()
+    index[dim] = channels
+    mask[tuple(index)] = 1
+    return mask.mul_(default_mask.to(dtype=mask.dtype))
 
 
 class Identity(BasePruningMethod):
@@ -201,28 +249,15 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-def _unstructured_mask(amount, t, default_mask, scores, largest):
-    """default_mask with `amount` entries of t zeroed: the topk (largest or smallest) of scores(), which is
-    made only when something is pruned (the random method draws nothing otherwise, as torch's)."""
-    tensor_size = t.nelement()
-    nparams_toprune = _compute_nparams_toprune(amount, tensor_size)
-    _validate_pruning_amount(nparams_toprune, tensor_size)
-    mask = default_mask.clone(memory_format=_ember().contiguous_format)
-    if nparams_toprune != 0:
-        _zero_at(mask, _topk_indices(scores().view(-1), nparams_toprune, largest=largest))
-    return mask
-
-
 class RandomUnstructured(BasePruningMethod):
     """Prunes `amount` entries chosen at random (the topk of rand_like(t), from the default generator)."""
     PRUNING_TYPE = "unstructured"
 
     def __init__(self, amount):
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
+        self.amount = _checked_amount(amount)
 
     def compute_mask(self, t, default_mask):
-        return _unstructured_mask(self.amount, t, default_mask, lambda: _ember().rand_like(t), largest=True)
+        return _entries_mask(t, self.amount, default_mask, lambda: _ember().rand_like(t), largest=True)
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -234,11 +269,10 @@ class L1Unstructured(BasePruningMethod):
     PRUNING_TYPE = "unstructured"
 
     def __init__(self, amount):
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
+        self.amount = _checked_amount(amount)
 
     def compute_mask(self, t, default_mask):
-        return _unstructured_mask(self.amount, t, default_mask, lambda: _ember().abs(t), largest=False)
+        return _entries_mask(t, self.amount, default_mask, lambda: _ember().abs(t), largest=False)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
@@ -246,29 +280,22 @@ class L1Unstructured(BasePruningMethod):
 
 
 class RandomStructured(BasePruningMethod):
-    """Prunes `amount` whole channels along `dim`, chosen at random (rand(channels) from the default
-    generator, those at or below its kth value pruned)."""
+    """Prunes `amount` whole channels along `dim` at random: rand(channels) from the default generator, the
+    channels at or below its count-th smallest value go."""
     PRUNING_TYPE = "structured"
 
     def __init__(self, amount, dim=-1):
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
+        self.amount = _checked_amount(amount)
         self.dim = dim
 
     def compute_mask(self, t, default_mask):
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        tensor_size = t.shape[self.dim]
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        if nparams_toprune == 0:
-            return default_mask
-        torch = _ember()
-        prob = torch.rand(tensor_size)
-        threshold = torch.kthvalue(prob, k=nparams_toprune).values
-        mask = _channel_mask(t, self.dim, prob > threshold)
-        mask *= default_mask.to(dtype=mask.dtype)
-        return mask
+        def kept(size, count):
+            if count == 0:
+                return None  # nothing drawn
+            draw = _ember().rand(size)
+            return draw > _ember().kthvalue(draw, k=count).values
+
+        return _channels_mask(t, self.dim, self.amount, default_mask, kept)
 
     @classmethod
     def apply(cls, module, name, amount, dim=-1):
@@ -276,29 +303,23 @@ class RandomStructured(BasePruningMethod):
 
 
 class LnStructured(BasePruningMethod):
-    """Prunes the `amount` channels along `dim` of smallest L`n` norm."""
+    """Prunes the `amount` channels along `dim` of smallest L`n` norm (taken over all other dims)."""
     PRUNING_TYPE = "structured"
 
     def __init__(self, amount, n, dim=-1):
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
+        self.amount = _checked_amount(amount)
         self.n = n
         self.dim = dim
 
     def compute_mask(self, t, default_mask):
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        tensor_size = t.shape[self.dim]
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        nparams_tokeep = tensor_size - nparams_toprune
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        norm = _compute_norm(t, self.n, self.dim)
-        keep = _topk_indices(norm, nparams_tokeep, largest=True)
-        if nparams_toprune == 0:
-            return default_mask
-        mask = _channel_mask(t, self.dim, _ember().tensor(keep, dtype=D.int64))
-        mask *= default_mask.to(dtype=mask.dtype)
-        return mask
+        def kept(size, count):
+            dim = self.dim % t.dim()
+            norms = _ember().norm(t, p=self.n, dim=[d for d in range(t.dim()) if d != dim])  # raises for a bad n
+            if count == 0:
+                return None
+            return _ember().tensor(_topk_indices(norms, size - count, largest=True), dtype=D.int64)
+
+        return _channels_mask(t, self.dim, self.amount, default_mask, kept)
 
     @classmethod
     def apply(cls, module, name, amount, n, dim, importance_scores=None):
@@ -313,7 +334,7 @@ class CustomFromMask(BasePruningMethod):
         self.mask = mask
 
     def compute_mask(self, t, default_mask):
-        if default_mask.shape != self.mask.shape:
+        if self.mask.shape != default_mask.shape:
             raise AssertionError(f"default_mask shape {default_mask.shape} must match self.mask shape "
                                  f"{self.mask.shape}")
         return default_mask * self.mask.to(dtype=default_mask.dtype)
@@ -323,291 +344,200 @@ class CustomFromMask(BasePruningMethod):
         return super().apply(module, name, mask=mask)
 
 
+# ---- functional interface: each prunes module.<name> in place and returns the module ------------
+
 def identity(module, name):
     Identity.apply(module, name)
     return module
 
 
 def random_unstructured(module, name, amount):
-    RandomUnstructured.apply(module, name, amount)
+    RandomUnstructured.apply(module, name, amount=amount)
     return module
 
 
 def l1_unstructured(module, name, amount, importance_scores=None):
-    L1Unstructured.apply(module, name, amount=amount, importance_scores=importance_scores)
+    L1Unstructured.apply(module, name, amount, importance_scores=importance_scores)
     return module
 
 
 def random_structured(module, name, amount, dim):
-    RandomStructured.apply(module, name, amount, dim)
+    RandomStructured.apply(module, name, amount=amount, dim=dim)
     return module
 
 
 def ln_structured(module, name, amount, n, dim, importance_scores=None):
-    LnStructured.apply(module, name, amount, n, dim, importance_scores=importance_scores)
+    LnStructured.apply(module, name, amount=amount, n=n, dim=dim, importance_scores=importance_scores)
+    return module
+
+
+def custom_from_mask(module, name, mask):
+    CustomFromMask.apply(module, name, mask=mask)
     return module
 
 
 def global_unstructured(parameters, pruning_method, importance_scores=None, **kwargs):
     """Prune the (module, name) pairs of `parameters` together, as one flattened tensor, with an
     unstructured pruning_method(**kwargs); each tensor then gets its share as a CustomFromMask."""
-    if not isinstance(parameters, Iterable):
+    if not isinstance(parameters, collections.abc.Iterable):
         raise TypeError("global_unstructured(): parameters is not an Iterable")
-    importance_scores = importance_scores if importance_scores is not None else {}
+    if importance_scores is None:
+        importance_scores = {}
     if not isinstance(importance_scores, dict):
         raise TypeError("global_unstructured(): importance_scores must be of type dict")
-    torch = _ember()
-    from .convert_parameters import parameters_to_vector
-    # (as torch, `parameters` is iterated three times: a generator prunes nothing)
-    scores = parameters_to_vector([importance_scores.get((module, name), getattr(module, name))
-                                   for module, name in parameters])
-    default_mask = parameters_to_vector([getattr(module, name + "_mask", torch.ones_like(getattr(module, name)))
-                                         for module, name in parameters])
-    container = PruningContainer()
-    container._tensor_name = "temp"
-    method = pruning_method(**kwargs)
-    method._tensor_name = "temp"
-    if method.PRUNING_TYPE != "unstructured":
+    from .convert_parameters import parameters_to_vector as flat
+    ones_like = _ember().ones_like
+    # `parameters` is walked three times, as in torch (a generator prunes nothing); the defaults below are
+    # evaluated eagerly, as torch's are
+    scores = flat([importance_scores.get((m, name), getattr(m, name)) for m, name in parameters])
+    masks = flat([getattr(m, f"{name}_mask", ones_like(getattr(m, name))) for m, name in parameters])
+    joint = PruningContainer()
+    joint._tensor_name = "temp"
+    rule = pruning_method(**kwargs)
+    rule._tensor_name = "temp"
+    if rule.PRUNING_TYPE != "unstructured":
         raise TypeError(f'Only "unstructured" PRUNING_TYPE supported for the `pruning_method`. Found method '
-                        f"{pruning_method} of type {method.PRUNING_TYPE}")
-    container.add_pruning_method(method)
-    final_mask = container.compute_mask(scores, default_mask)
-    pointer = 0
-    for module, name in parameters:
-        param = getattr(module, name)
-        num_param = param.numel()
-        custom_from_mask(module, name, mask=final_mask[pointer:pointer + num_param].view_as(param))
-        pointer += num_param
-
-
-def custom_from_mask(module, name, mask):
-    CustomFromMask.apply(module, name, mask)
-    return module
+                        f"{pruning_method} of type {rule.PRUNING_TYPE}")
+    joint.add_pruning_method(rule)
+    mask = joint.compute_mask(scores, masks)
+    start = 0
+    for m, name in parameters:
+        weight = getattr(m, name)
+        stop = start + weight.numel()
+        custom_from_mask(m, name, mask=mask[start:stop].view_as(weight))
+        start = stop
 
 
 def remove(module, name):
-    for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[k]
-            return module
-    raise ValueError(f"Parameter '{name}' of module {module} has to be pruned before pruning can be removed")
+    """Make the pruning of module.<name> permanent and drop its hook."""
+    key = next(_hook_keys(module, name), None)
+    if key is None:
+        raise ValueError(f"Parameter '{name}' of module {module} has to be pruned before pruning can be removed")
+    module._forward_pre_hooks[key].remove(module)
+    del module._forward_pre_hooks[key]
+    return module
 
 
 def is_pruned(module):
     """Whether any submodule has a pruning hook."""
-    for _, submodule in module.named_modules():
-        for hook in submodule._forward_pre_hooks.values():
-            if isinstance(hook, BasePruningMethod):
-                return True
-    return False
-
-
-# ---- validation and helpers ---------------------------------------------------------------
-
-def _validate_pruning_amount_init(amount):
-    if not isinstance(amount, numbers.Real):
-        raise TypeError(f"Invalid type for amount: {amount}. Must be int or float.")
-    if (isinstance(amount, numbers.Integral) and amount < 0) or \
-            (not isinstance(amount, numbers.Integral) and (float(amount) > 1.0 or float(amount) < 0.0)):
-        raise ValueError(f"amount={amount} should either be a float in the range [0, 1] or a non-negative integer")
-
-
-def _validate_pruning_amount(amount, tensor_size):
-    if isinstance(amount, numbers.Integral) and amount > tensor_size:
-        raise ValueError(f"amount={amount} should be smaller than the number of parameters to prune={tensor_size}")
-
-
-def _validate_structured_pruning(t):
-    shape = t.shape
-    if len(shape) <= 1:
-        raise ValueError(f"Structured pruning can only be applied to multidimensional tensors. Found tensor of "
-                         f"shape {shape} with {len(shape)} dims")
-
-
-def _compute_nparams_toprune(amount, tensor_size):
-    if isinstance(amount, numbers.Integral):
-        return amount
-    return round(amount * tensor_size)
-
-
-def _validate_pruning_dim(t, dim):
-    if dim >= t.dim():
-        raise IndexError(f"Invalid index {dim} for tensor of size {t.shape}")
-
-
-def _compute_norm(t, n, dim):
-    """The L`n` norm of each channel along dim (over all other dims)."""
-    dims = list(range(t.dim()))
-    if dim < 0:
-        dim = dims[dim]
-    dims.remove(dim)
-    return _ember().norm(t, p=n, dim=dims)
-
-
-def _channel_mask(t, dim, channels):
-    """zeros_like(t) with ones in the channels along dim picked by `channels` (bool mask or indices)."""
-    mask = _ember().zeros_like(t)
-    slc = [slice(None)] * len(t.shape)
-    slc[dim] = channels
-    mask[tuple(slc)] = 1
-    return mask
-
-
-def _zero_at(mask, flat_indices):
-    mask.view(-1)[_ember().tensor(flat_indices, dtype=D.int64)] = 0
+    return any(isinstance(hook, BasePruningMethod)
+               for sub in module.modules() for hook in sub._forward_pre_hooks.values())
 
 
 # Note [topk ties]
-# Which of several equal values torch.topk returns is unspecified, but pruning masks depend on it (l1 on a
-# weight with repeated magnitudes, channels of equal norm), so the pruning methods pick them as torch's CPU
-# topk does: it pairs each value with its index and runs libstdc++'s std::partial_sort (when k * 64 <= n) or
-# std::nth_element on the values alone, NaN ranking best for largest and worst for smallest; the first k
-# pairs are the result. Their order is irrelevant to a mask, so only the set is computed here. When no tie
-# straddles the k-th value the set is fixed by the values and NumPy finds it; otherwise the two algorithms
-# are replayed in Python on ranks of the values (slow for millions of entries, and only then).
+# torch.topk does not promise which of several equal values it returns, yet a pruning mask depends on it
+# (l1 on weights with repeated magnitudes, channels of equal norm). So we return the entries torch's CPU
+# kernel returns. That kernel pairs every value with its index and hands the pairs to the C++ standard
+# library, comparing values only (NaN ranks first when largest, last when smallest): partial_sort when
+# k * 64 <= n, nth_element on position k - 1 otherwise, then reads off the first k pairs. Their order is
+# irrelevant to a mask, so only that set is reproduced. When no tie straddles the k-th value the set is
+# fixed by the values alone and NumPy finds it. Otherwise _TieReplay reruns the library's algorithms
+# (libstdc++'s, which the CPU wheels are built with) on integer keys, step for step where a step can move
+# equal keys: median-of-three choice, Hoare partition, Floyd's heap sift, and a final sort of <= 3 entries
+# that is stable, as its insertion sort is. It is plain Python, so slow only on millions of tied entries.
 
 def _topk_indices(values, k, largest):
-    """Indices (a NumPy int64 array, any order) of the k values torch.topk(values.view(-1), k) picks."""
+    """Indices (a NumPy int64 array, in no particular order) of the k values torch.topk(values.view(-1), k,
+    largest=largest) returns."""
     x = values.detach().reshape(-1).numpy()
-    n = x.size
     if k == 0:
         return np.empty(0, np.int64)
-    _, rank = np.unique(x, return_inverse=True)  # equal values share a rank; NaN ranks last
+    _, rank = np.unique(x, return_inverse=True)  # equal values (all NaNs too) share a rank; NaN's is the top
     rank = rank.reshape(-1).astype(np.int64)
-    key = rank.max() - rank if largest else rank  # smaller key = ranks first, as the comparator
+    key = rank.max() - rank if largest else rank  # a smaller key ranks first
     kth = np.partition(key, k - 1)[k - 1]
-    if np.count_nonzero(key <= kth) == k:
-        return np.flatnonzero(key <= kth)
-    keys = key.tolist()
-    order = list(range(n))
-    if k * 64 <= n:
-        _heap_select(keys, order, 0, k, n)
-    else:
-        _introselect(keys, order, 0, k - 1, n, 2 * (n.bit_length() - 1))
-    return np.array(order[:k], np.int64)
+    within = key <= kth
+    if np.count_nonzero(within) == k:
+        return np.flatnonzero(within)
+    return np.array(_TieReplay(key.tolist()).first(k), np.int64)
 
 
-# libstdc++'s selection algorithms (bits/stl_algo.h, stl_heap.h) on a key list `a` whose moves are mirrored
-# in the index list `ix`; the comparator is a[i] < a[j].
+class _TieReplay:
+    """The standard library's selection on `slots`, a permutation of entry indices compared by key[entry]
+    (smaller first; only strict comparisons, as the library's). first(k) returns the entries it leaves in
+    front."""
 
-def _swap(a, ix, i, j):
-    a[i], a[j] = a[j], a[i]
-    ix[i], ix[j] = ix[j], ix[i]
+    def __init__(self, key):
+        self.key = key
+        self.slots = list(range(len(key)))
 
+    def first(self, k):
+        n = len(self.slots)
+        if k * 64 <= n:  # torch uses partial_sort: a heap selection (its final heap sort keeps the set)
+            self._heap_keep(0, k, n)
+        else:  # nth_element: introselect, depth budget 2 * floor(log2 n)
+            self._quickselect(k - 1, 2 * (n.bit_length() - 1))
+        return self.slots[:k]
 
-def _introselect(a, ix, first, nth, last, depth_limit):
-    while last - first > 3:
-        if depth_limit == 0:
-            _heap_select(a, ix, first, nth + 1, last)
-            _swap(a, ix, first, nth)
-            return
-        depth_limit -= 1
-        cut = _partition_pivot(a, ix, first, last)
-        if cut <= nth:
-            first = cut
+    def _quickselect(self, nth, budget):
+        """Partition the range holding `nth` until it has <= 3 entries, then sort it; when the budget of
+        partitions runs out, a heap selection of the first nth + 1 finishes the job."""
+        lo, hi = 0, len(self.slots)
+        while hi - lo > 3:
+            if budget == 0:
+                self._heap_keep(lo, nth + 1, hi)
+                s = self.slots  # the library then puts the heap's top at nth (the set is unchanged)
+                s[lo], s[nth] = s[nth], s[lo]
+                return
+            budget -= 1
+            cut = self._partition(lo, hi)
+            lo, hi = (cut, hi) if cut <= nth else (lo, cut)
+        self.slots[lo:hi] = sorted(self.slots[lo:hi], key=self.key.__getitem__)  # stable, as insertion sort
+
+    def _partition(self, lo, hi):
+        """Move the median of slots lo + 1, middle and hi - 1 to lo, then split the rest around it Hoare's
+        way (scans stop on keys equal to the pivot); returns where the upper part begins."""
+        key, s = self.key, self.slots
+        a, b, c = lo + 1, lo + (hi - lo) // 2, hi - 1
+        low, high = (a, b) if key[s[a]] < key[s[b]] else (b, a)
+        if key[s[high]] < key[s[c]]:
+            median = high
+        elif key[s[low]] < key[s[c]]:
+            median = c
         else:
-            last = cut
-    _insertion_sort(a, ix, first, last)
+            median = low
+        s[lo], s[median] = s[median], s[lo]
+        pivot = key[s[lo]]
+        up, down = lo + 1, hi - 1
+        while True:
+            while key[s[up]] < pivot:
+                up += 1
+            while pivot < key[s[down]]:
+                down -= 1
+            if up >= down:
+                return up
+            s[up], s[down] = s[down], s[up]
+            up += 1
+            down -= 1
 
+    def _heap_keep(self, lo, mid, hi):
+        """Keep the best mid - lo entries of slots[lo:hi] in slots[lo:mid]: a heap with the worst kept entry on
+        top, which each later entry ranking strictly before it replaces."""
+        key, s = self.key, self.slots
+        size = mid - lo
+        for root in range((size - 2) // 2, -1, -1):  # heapify bottom-up
+            self._sift(lo, size, root, s[lo + root])
+        for i in range(mid, hi):
+            if key[s[i]] < key[s[lo]]:
+                entry, s[i] = s[i], s[lo]
+                self._sift(lo, size, 0, entry)
 
-def _partition_pivot(a, ix, first, last):
-    mid = first + (last - first) // 2
-    _move_median_to_first(a, ix, first, first + 1, mid, last - 1)
-    return _unguarded_partition(a, ix, first + 1, last, a[first])
-
-
-def _move_median_to_first(a, ix, result, i, j, k):
-    if a[i] < a[j]:
-        if a[j] < a[k]:
-            _swap(a, ix, result, j)
-        elif a[i] < a[k]:
-            _swap(a, ix, result, k)
-        else:
-            _swap(a, ix, result, i)
-    elif a[i] < a[k]:
-        _swap(a, ix, result, i)
-    elif a[j] < a[k]:
-        _swap(a, ix, result, k)
-    else:
-        _swap(a, ix, result, j)
-
-
-def _unguarded_partition(a, ix, first, last, pivot):
-    while True:
-        while a[first] < pivot:
-            first += 1
-        last -= 1
-        while pivot < a[last]:
-            last -= 1
-        if not first < last:
-            return first
-        _swap(a, ix, first, last)
-        first += 1
-
-
-def _insertion_sort(a, ix, first, last):
-    for i in range(first + 1, last):
-        value = a[i]
-        index = ix[i]
-        if value < a[first]:
-            a[first + 1:i + 1] = a[first:i]
-            ix[first + 1:i + 1] = ix[first:i]
-            a[first] = value
-            ix[first] = index
-        else:
-            hole = i
-            while value < a[hole - 1]:
-                a[hole] = a[hole - 1]
-                ix[hole] = ix[hole - 1]
-                hole -= 1
-            a[hole] = value
-            ix[hole] = index
-
-
-def _heap_select(a, ix, first, middle, last):
-    _make_heap(a, ix, first, middle)
-    for i in range(middle, last):
-        if a[i] < a[first]:  # better than the worst kept: it replaces it (__pop_heap)
-            value = a[i]
-            index = ix[i]
-            a[i] = a[first]
-            ix[i] = ix[first]
-            _adjust_heap(a, ix, first, 0, middle - first, value, index)
-
-
-def _make_heap(a, ix, first, last):
-    length = last - first
-    if length < 2:
-        return
-    parent = (length - 2) // 2
-    while True:
-        _adjust_heap(a, ix, first, parent, length, a[first + parent], ix[first + parent])
-        if parent == 0:
-            return
-        parent -= 1
-
-
-def _adjust_heap(a, ix, first, hole, length, value, index):
-    top = hole
-    child = hole
-    while child < (length - 1) // 2:
-        child = 2 * (child + 1)
-        if a[first + child] < a[first + child - 1]:
-            child -= 1
-        a[first + hole] = a[first + child]
-        ix[first + hole] = ix[first + child]
-        hole = child
-    if length % 2 == 0 and child == (length - 2) // 2:
-        child = 2 * (child + 1)
-        a[first + hole] = a[first + child - 1]
-        ix[first + hole] = ix[first + child - 1]
-        hole = child - 1
-    parent = (hole - 1) // 2  # __push_heap
-    while hole > top and a[first + parent] < value:
-        a[first + hole] = a[first + parent]
-        ix[first + hole] = ix[first + parent]
-        hole = parent
-        parent = (hole - 1) // 2
-    a[first + hole] = value
-    ix[first + hole] = index
+    def _sift(self, lo, size, hole, entry):
+        """Place `entry` in the heap slots[lo:lo + size] from `hole` down, the library's way: the hole first
+        sinks to a leaf, always to the larger child (the right one on a tie), then entry climbs back while
+        its parent ranks strictly before it, no higher than where the hole started."""
+        key, s = self.key, self.slots
+        top = hole
+        while True:
+            child = 2 * hole + 2  # the right child
+            if child > size:
+                break
+            if child == size or key[s[lo + child]] < key[s[lo + child - 1]]:
+                child -= 1  # the left one: the only child, or strictly larger
+            s[lo + hole] = s[lo + child]
+            hole = child
+        rank = key[entry]
+        while hole > top and key[s[lo + (hole - 1) // 2]] < rank:
+            s[lo + hole] = s[lo + (hole - 1) // 2]
+            hole = (hole - 1) // 2
+        s[lo + hole] = entry
