@@ -10,6 +10,27 @@ from .utils import _check_probs_or_logits, _ProbsOrLogits
 __all__ = ["Categorical"]
 
 
+def _at_least_1d(param, name):
+    """param itself; torch's ValueError when it has no category dimension."""
+    if param.dim() == 0:
+        raise ValueError(f"`{name}` parameter must be at least one-dimensional.")
+    return param
+
+
+def _vector_arg_constraints():
+    """arg_constraints of the distributions whose values are vectors over the K categories (a fresh dict)."""
+    return {"probs": constraints.simplex, "logits": constraints.real_vector}
+
+
+def _stack_over_batch(values, batch_shape, expand):
+    """enumerate_support's result: the n candidate values (n, *event) set on a leading dim, with a size-1
+    (or, when expand, a full) dim for each batch dim between."""
+    n, event = values.shape[0], tuple(values.shape[1:])
+    batch = tuple(batch_shape)
+    values = values.view((n,) + (1,) * len(batch) + event)
+    return values.expand((n,) + batch + event) if expand else values
+
+
 class Categorical(_ProbsOrLogits, Distribution):
     """probs are normalized over the last dim; logits are shifted to log-probabilities."""
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.independent(constraints.real, 1)}
@@ -19,87 +40,77 @@ class Categorical(_ProbsOrLogits, Distribution):
     def __init__(self, probs=None, logits=None, validate_args=None):
         _check_probs_or_logits(probs, logits)
         if probs is not None:
-            if probs.dim() < 1:
-                raise ValueError("`probs` parameter must be at least one-dimensional.")
-            self.probs = probs / probs.sum(-1, keepdim=True)
+            probs = _at_least_1d(probs, "probs")
+            self.probs = self._param = probs / probs.sum(-1, keepdim=True)
         else:
-            if logits.dim() < 1:
-                raise ValueError("`logits` parameter must be at least one-dimensional.")
-            self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
-        self._param = self.probs if probs is not None else self.logits
-        self._num_events = self._param.size()[-1]
-        batch_shape = self._param.size()[:-1] if self._param.dim() > 1 else ember.Size()
-        super().__init__(batch_shape, validate_args=validate_args)
+            logits = _at_least_1d(logits, "logits")
+            self.logits = self._param = logits - logits.logsumexp(dim=-1, keepdim=True)
+        self._num_events = self._param.shape[-1]
+        super().__init__(self._param.shape[:-1], validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Categorical, _instance)
-        batch_shape = ember.Size(batch_shape)
-        param_shape = batch_shape + ember.Size((self._num_events,))
-        self._expand_probs_or_logits(new, param_shape)
         new._num_events = self._num_events
+        batch_shape = ember.Size(batch_shape)
+        self._expand_probs_or_logits(new, batch_shape + (self._num_events,))
         return self._expanded(new, batch_shape)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
-        return constraints.integer_interval(0, self._num_events - 1)
+        largest = self._num_events - 1
+        return constraints.integer_interval(0, largest)
 
-    @property
-    def mean(self):
+    def _undefined(self):
+        """mean and variance: NaN, as a category index has neither."""
         return ember.full(self._extended_shape(), math.nan, dtype=self.probs.dtype)
+
+    mean = property(_undefined)
+    variance = property(_undefined)
 
     @property
     def mode(self):
-        return self.probs.argmax(dim=-1)
-
-    @property
-    def variance(self):
-        return ember.full(self._extended_shape(), math.nan, dtype=self.probs.dtype)
+        return self.probs.argmax(-1)
 
     def sample(self, sample_shape=ember.Size()):
-        if not isinstance(sample_shape, ember.Size):
-            sample_shape = ember.Size(sample_shape)
-        probs_2d = self.probs.reshape(-1, self._num_events)
+        sample_shape = ember.Size(sample_shape)
+        rows = self.probs.reshape(-1, self._num_events)  # one row per batch element
         with ember.no_grad():
-            samples_2d = ember.multinomial(probs_2d, sample_shape.numel(), True).T
-        return samples_2d.reshape(self._extended_shape(sample_shape))
+            picks = ember.multinomial(rows, sample_shape.numel(), True)
+        # picks is (batch, draws): move the draws to the front
+        return picks.T.reshape(self._extended_shape(sample_shape))
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        value = value.long().unsqueeze(-1)
-        value, log_pmf = ember.broadcast_tensors(value, self.logits)
-        value = value[..., :1]
-        return log_pmf.gather(-1, value).squeeze(-1)
+        index, log_pmf = ember.broadcast_tensors(value.long().unsqueeze(-1), self.logits)
+        return log_pmf.gather(-1, index[..., :1]).squeeze(-1)
 
     def entropy(self):
-        min_real = ember.finfo(self.logits.dtype).min
-        logits = ember.clamp(self.logits, min=min_real)
-        p_log_p = logits * self.probs
-        return -p_log_p.sum(-1)
+        # -inf logits (zero probabilities) are raised to the lowest finite value so that 0 * logit is 0, not nan
+        lowest = ember.finfo(self.logits.dtype).min
+        log_p = self.logits.clamp(min=lowest)
+        return -(self.probs * log_p).sum(-1)
 
     def enumerate_support(self, expand=True):
-        n = self._num_events
-        values = ember.arange(n, dtype=ember.long)
-        values = values.view((-1,) + (1,) * len(self._batch_shape))
-        if expand:
-            values = values.expand((-1,) + tuple(self._batch_shape))
-        return values
+        return _stack_over_batch(ember.arange(self._num_events, dtype=ember.long), self._batch_shape, expand)
+
+
+def _from_categorical(name):
+    """A read-only property that reads attribute `name` of the wrapped Categorical."""
+    return property(lambda self: getattr(self._categorical, name))
 
 
 class _CategoricalParams:
-    """Mixin of the distributions built on the Categorical in self._categorical: its parameters are theirs."""
+    """Mixin of the distributions built on a Categorical (self._categorical): its parameters are theirs."""
+    probs = _from_categorical("probs")
+    logits = _from_categorical("logits")
+    param_shape = _from_categorical("param_shape")
+
+    def _wrap_categorical(self, probs, logits):
+        """Store Categorical(probs, logits) as self._categorical; return the batch shape and the event
+        shape (K,) of a distribution whose values are vectors over the K categories."""
+        self._categorical = Categorical(probs, logits)
+        return self._categorical.batch_shape, self._categorical.param_shape[-1:]
 
     def _new(self, *args, **kwargs):
-        return self._categorical._new(*args, **kwargs)
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
+        return self._categorical._param.new(*args, **kwargs)

@@ -3,70 +3,60 @@
 import ember
 
 from . import constraints
-from .categorical import Categorical, _CategoricalParams
+from .categorical import _CategoricalParams, _from_categorical, _stack_over_batch, _vector_arg_constraints
 from .distribution import Distribution
 
 __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
-def _one_hot(indices, n, dtype):
-    return ember.eye(n, dtype=dtype)[indices]
+def _one_hot_like(indices, probs):
+    """Rows of the K x K identity picked by indices, in probs' dtype (K = probs' last dim)."""
+    identity = ember.eye(probs.shape[-1], dtype=probs.dtype)
+    return identity[indices]
 
 
 class OneHotCategorical(_CategoricalParams, Distribution):
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    """A Categorical whose values are written as one-hot vectors of length K."""
+    arg_constraints = _vector_arg_constraints()
     support = constraints.one_hot
     has_enumerate_support = True
+    _param = _from_categorical("_param")
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
-        batch_shape = self._categorical.batch_shape
-        event_shape = self._categorical.param_shape[-1:]
+        batch_shape, event_shape = self._wrap_categorical(probs, logits)
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(OneHotCategorical, batch_shape, _instance, "_categorical")
 
     @property
-    def _param(self):
-        return self._categorical._param
-
-    @property
     def mean(self):
-        return self._categorical.probs
+        return self.probs
 
     @property
     def mode(self):
-        probs = self._categorical.probs
-        return _one_hot(probs.argmax(dim=-1), probs.shape[-1], probs.dtype)
+        return _one_hot_like(self.probs.argmax(-1), self.probs)
 
     @property
     def variance(self):
-        return self._categorical.probs * (1 - self._categorical.probs)
+        p = self.probs
+        return p * (1 - p)
 
     def sample(self, sample_shape=ember.Size()):
-        sample_shape = ember.Size(sample_shape)
-        probs = self._categorical.probs
-        num_events = self._categorical._num_events
-        indices = self._categorical.sample(sample_shape)
-        return _one_hot(indices, num_events, probs.dtype)
+        return _one_hot_like(self._categorical.sample(sample_shape), self.probs)
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        indices = value.max(-1)[1]
-        return self._categorical.log_prob(indices)
+        hot = value.max(dim=-1).indices
+        return self._categorical.log_prob(hot)
 
     def entropy(self):
         return self._categorical.entropy()
 
     def enumerate_support(self, expand=True):
-        n = self.event_shape[0]
-        values = ember.eye(n, dtype=self._param.dtype)
-        values = values.view((n,) + (1,) * len(self.batch_shape) + (n,))
-        if expand:
-            values = values.expand((n,) + tuple(self.batch_shape) + (n,))
-        return values
+        rows = ember.eye(self.event_shape[0], dtype=self._param.dtype)
+        return _stack_over_batch(rows, self.batch_shape, expand)
 
 
 class OneHotCategoricalStraightThrough(OneHotCategorical):
@@ -74,6 +64,6 @@ class OneHotCategoricalStraightThrough(OneHotCategorical):
     has_rsample = True
 
     def rsample(self, sample_shape=ember.Size()):
-        samples = self.sample(sample_shape)
-        probs = self._categorical.probs
-        return samples + (probs - probs.detach())
+        hard = self.sample(sample_shape)
+        soft = self.probs
+        return hard + (soft - soft.detach())

@@ -11,6 +11,23 @@ from .utils import _ProbsOrLogits, _softplus, broadcast_all, clamp_probs
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
 
+def _logit(p):
+    """log(p / (1 - p)), written as log p - log1p(-p)."""
+    return p.log() - (-p).log1p()
+
+
+def _from_base(name):
+    """A read-only property that reads attribute `name` of base_dist."""
+    return property(lambda self: getattr(self.base_dist, name))
+
+
+class _RelaxedParams:
+    """Mixin of the relaxed distributions, transforms of a base that holds their parameters."""
+    temperature = _from_base("temperature")
+    probs = _from_base("probs")
+    logits = _from_base("logits")
+
+
 class LogitRelaxedBernoulli(_ProbsOrLogits, Distribution):
     """(logit(u) + logits) / temperature for uniform u: the logit of a relaxed Bernoulli draw."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -24,48 +41,38 @@ class LogitRelaxedBernoulli(_ProbsOrLogits, Distribution):
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(LogitRelaxedBernoulli, _instance)
-        batch_shape = ember.Size(batch_shape)
         new.temperature = self.temperature
+        batch_shape = ember.Size(batch_shape)
         self._expand_probs_or_logits(new, batch_shape)
         return self._expanded(new, batch_shape)
 
     def rsample(self, sample_shape=ember.Size()):
         shape = self._extended_shape(sample_shape)
-        probs = clamp_probs(self.probs.expand(shape))
-        uniforms = clamp_probs(ember.rand(shape, dtype=probs.dtype))
-        return (uniforms.log() - (-uniforms).log1p() + probs.log() - (-probs).log1p()) / self.temperature
+        p = clamp_probs(self.probs.expand(shape))
+        noise = _logit(clamp_probs(ember.rand(shape, dtype=p.dtype)))  # standard logistic
+        # summed left to right, not as noise + _logit(p): the rounding then matches torch's
+        return (noise + p.log() - (-p).log1p()) / self.temperature
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        diff = logits - value.mul(self.temperature)
-        return self.temperature.log() + diff - 2 * _softplus(diff)
+        t = self.temperature
+        z = logits - value * t
+        return t.log() + z - 2 * _softplus(z)
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class RelaxedBernoulli(_RelaxedParams, TransformedDistribution):
     """sigmoid of a LogitRelaxedBernoulli: values in (0, 1) that approach {0, 1} as the
     temperature goes to 0, differentiable in probs/logits."""
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    arg_constraints = dict(LogitRelaxedBernoulli.arg_constraints)
     support = constraints.unit_interval
     has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        base_dist = LogitRelaxedBernoulli(temperature, probs, logits)
-        super().__init__(base_dist, SigmoidTransform(), validate_args=validate_args)
+        # the base is built with the default validation, whatever validate_args says (as torch does)
+        logit_space = LogitRelaxedBernoulli(temperature, probs, logits)
+        super().__init__(logit_space, SigmoidTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(RelaxedBernoulli, _instance)
-        return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
+        return super().expand(batch_shape, self._get_checked_instance(RelaxedBernoulli, _instance))
