@@ -1,145 +1,175 @@
 """The cyclic schedules (CyclicLR, CosineAnnealingWarmRestarts, OneCycleLR) and ReduceLROnPlateau.
 
 Part of ember.optim.lr_scheduler (split off to keep files short); import them from there.
+Attribute names are torch's wherever they end up in a state_dict, so saved schedulers load in either library.
 """
 import math
-import types
 import warnings
 from functools import partial
 
-from .lr_scheduler import (EPOCH_DEPRECATION_WARNING, LRScheduler, _Flag, _group_values, _per_group,
-                           _set_group_value)
-from .optimizer import Optimizer
+from .lr_scheduler import (EPOCH_DEPRECATION_WARNING, LRScheduler, _callable_state, _cosine_point, _Flag,
+                           _group_values, _per_group, _require_optimizer, _set_group_value)
 
 
-def _setup_momentum(sched, optimizer, base_momentum, max_momentum, last_epoch):
-    """For cycle_momentum: per-group momentum bounds; momentum (or beta1) starts at its maximum."""
-    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+# ---- momentum cycled against the lr (CyclicLR, OneCycleLR) -------------------------------------------------
+
+def _check_cyclable_momentum(sched, optimizer):
+    """cycle_momentum needs SGD-style `momentum` or Adam-style `betas`; remember which of them is cycled."""
+    has_momentum = "momentum" in optimizer.defaults
+    has_betas = "betas" in optimizer.defaults
+    if not (has_momentum or has_betas):
         raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
-    sched.use_beta1 = "betas" in optimizer.defaults
-    base = _per_group("base_momentum", optimizer, base_momentum)
-    top = _per_group("max_momentum", optimizer, max_momentum)
-    if last_epoch == -1:
-        for m, b, group in zip(top, base, optimizer.param_groups):
-            _set_momentum(sched, group, m)
-            group["max_momentum"] = m
-            group["base_momentum"] = b
-    return base, top
+    sched.use_beta1 = has_betas
 
 
-def _set_momentum(sched, group, value):
-    if sched.use_beta1:
-        group["betas"] = (value, *group["betas"][1:])
-    else:
+def _write_momentum(sched, group, value):
+    """Set the group's momentum, or beta1 (keeping the other betas) for Adam-style optimizers."""
+    if not sched.use_beta1:
         group["momentum"] = value
+        return
+    betas = group["betas"]
+    group["betas"] = (value, *betas[1:])
+
+
+def _start_momentum_at_max(sched, optimizer, lows, highs):
+    """A fresh schedule starts at the top of the momentum range; the bounds are stored in each group."""
+    for group, low, high in zip(optimizer.param_groups, lows, highs):
+        _write_momentum(sched, group, high)
+        group["max_momentum"] = high
+        group["base_momentum"] = low
+
+
+# ---- CyclicLR ----------------------------------------------------------------------------------------------
+
+_CYCLIC_MODES = ("triangular", "triangular2", "exp_range")
+
+
+def _constant_height(x):
+    """triangular: every cycle reaches max_lr."""
+    return 1.0
+
+
+def _halving_height(x):
+    """triangular2: each cycle is half as high as the one before."""
+    return 1 / (2.0 ** (x - 1))
+
+
+def _decaying_height(gamma, x):
+    """exp_range: the height shrinks by gamma at every iteration."""
+    return gamma ** x
+
+
+def _builtin_scale(mode, gamma):
+    """The height scaling of a built-in mode, and what its argument counts ("cycle" or "iterations")."""
+    if mode == "triangular":
+        return _constant_height, "cycle"
+    if mode == "triangular2":
+        return _halving_height, "cycle"
+    return partial(_decaying_height, gamma), "iterations"
+
+
+def _triangle(x, rise_share):
+    """A triangle wave over one cycle, x in [0, 1): 0 at both ends, 1 after rise_share of the cycle."""
+    if x > rise_share:
+        return (x - 1) / (rise_share - 1)
+    return x / rise_share
 
 
 class CyclicLR(LRScheduler):
-    """Cycle lr between base_lr and max_lr (and momentum the opposite way); one step per batch."""
+    """https://pytorch.org/docs/stable/generated/torch.optim.lr_scheduler.CyclicLR.html
+
+    One step per batch: lr follows a triangle wave from base_lr up to max_lr and back (momentum the other way),
+    its height multiplied by the mode's scale function of the cycle or iteration number (or scale_fn's).
+    """
 
     def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None, mode="triangular",
                  gamma=1.0, scale_fn=None, scale_mode="cycle", cycle_momentum=True, base_momentum=0.8,
                  max_momentum=0.9, last_epoch=-1):
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        _require_optimizer(optimizer)
         self.optimizer = optimizer
-        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        low_lrs = _per_group("base_lr", optimizer, base_lr)
         if last_epoch == -1:
-            for lr, group in zip(base_lrs, optimizer.param_groups):
-                _set_group_value(group, "lr", lr)
+            for group, low in zip(optimizer.param_groups, low_lrs):
+                _set_group_value(group, "lr", low)
         self.max_lrs = _per_group("max_lr", optimizer, max_lr)
-        up = float(step_size_up)
-        down = float(step_size_down) if step_size_down is not None else up
-        self.total_size = up + down
-        self.step_ratio = up / self.total_size
-        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+        rise = float(step_size_up)
+        fall = rise if step_size_down is None else float(step_size_down)
+        self.total_size = rise + fall
+        self.step_ratio = rise / self.total_size
+        if scale_fn is None and mode not in _CYCLIC_MODES:
             raise ValueError("mode is invalid and scale_fn is None")
         self.mode = mode
         self.gamma = gamma
         self._scale_fn_custom = scale_fn
         self.scale_mode = scale_mode
-        self._init_scale_fn()
+        self._use_mode_scale()
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            self.base_momentums, self.max_momentums = _setup_momentum(self, optimizer, base_momentum,
-                                                                      max_momentum, last_epoch)
+            _check_cyclable_momentum(self, optimizer)
+            self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                _start_momentum_at_max(self, optimizer, self.base_momentums, self.max_momentums)
         super().__init__(optimizer, last_epoch)
-        self.base_lrs = base_lrs
+        self.base_lrs = low_lrs
 
-    def _init_scale_fn(self):
-        """The built-in modes fix the amplitude scaling and whether it is applied per cycle or per step."""
-        if self._scale_fn_custom is not None:
-            return
-        if self.mode == "triangular":
-            self._scale_fn_ref = _one
-            self.scale_mode = "cycle"
-        elif self.mode == "triangular2":
-            self._scale_fn_ref = _halving
-            self.scale_mode = "cycle"
-        elif self.mode == "exp_range":
-            self._scale_fn_ref = partial(_exp_range, self.gamma)
-            self.scale_mode = "iterations"
+    def _use_mode_scale(self):
+        """Without a user scale_fn the mode decides both the scaling and scale_mode."""
+        if self._scale_fn_custom is None:
+            self._mode_scale, self.scale_mode = _builtin_scale(self.mode, self.gamma)
 
     def scale_fn(self, x):
-        if self._scale_fn_custom is not None:
-            return self._scale_fn_custom(x)
-        return self._scale_fn_ref(x)
+        custom = self._scale_fn_custom
+        return self._mode_scale(x) if custom is None else custom(x)
 
     def get_lr(self):
         self._warn_outside_step()
-        cycle = math.floor(1 + self.last_epoch / self.total_size)
-        x = 1.0 + self.last_epoch / self.total_size - cycle  # position within the cycle, in [0, 1)
-        if x <= self.step_ratio:
-            scale_factor = x / self.step_ratio
-        else:
-            scale_factor = (x - 1) / (self.step_ratio - 1)
-        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
-        lrs = [base_lr + (max_lr - base_lr) * scale_factor * scale for base_lr, max_lr in zip(self.base_lrs,
-                                                                                              self.max_lrs)]
+        progress = self.last_epoch / self.total_size
+        cycle = math.floor(1 + progress)
+        wave = _triangle(1.0 + progress - cycle, self.step_ratio)
+        scale = self.scale_fn(self.last_epoch if self.scale_mode != "cycle" else cycle)
+        lrs = [low + (high - low) * wave * scale for low, high in zip(self.base_lrs, self.max_lrs)]
         if self.cycle_momentum:
-            for group, b, m in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
-                _set_momentum(self, group, m - (m - b) * scale_factor * scale)
+            bounds = zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums)
+            for group, low, high in bounds:
+                _write_momentum(self, group, high - (high - low) * wave * scale)
         return lrs
 
     def state_dict(self):
         state = super().state_dict()
-        state.pop("_scale_fn_ref", None)
-        fn = state.pop("_scale_fn_custom")
-        state["_scale_fn_custom"] = None
-        if fn is not None and not isinstance(fn, types.FunctionType):
-            state["_scale_fn_custom"] = fn.__dict__.copy()
+        state.pop("_mode_scale", None)  # rebuilt from mode and gamma on load
+        state["_scale_fn_custom"] = _callable_state(state.pop("_scale_fn_custom"))
         return state
 
     def load_state_dict(self, state_dict):
-        fn = state_dict.pop("_scale_fn_custom")
+        custom_state = state_dict.pop("_scale_fn_custom")
         super().load_state_dict(state_dict)
-        if fn is not None:
-            self._scale_fn_custom.__dict__.update(fn)
-        self._init_scale_fn()
+        if custom_state is not None:
+            self._scale_fn_custom.__dict__.update(custom_state)
+        self._use_mode_scale()
 
 
-def _one(x):
-    return 1.0
+# ---- CosineAnnealingWarmRestarts ---------------------------------------------------------------------------
 
-
-def _halving(x):
-    return 1 / (2.0 ** (x - 1))
-
-
-def _exp_range(gamma, x):
-    return gamma ** x
+def _check_restart_options(T_0, T_mult, eta_min):
+    """T_0 and T_mult are whole numbers of at least 1 (for ints, T_0 <= 0 is T_0 < 1); eta_min is a number."""
+    wanted = ((T_0, f"Expected positive integer T_0, but got {T_0}"),
+              (T_mult, f"Expected integer T_mult >= 1, but got {T_mult}"))
+    for value, message in wanted:
+        if value < 1 or not isinstance(value, int):
+            raise ValueError(message)
+    if not isinstance(eta_min, (float, int)):
+        raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}")
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
-    """Cosine annealing restarted every T_i epochs, with T_i growing by T_mult after each restart."""
+    """https://pytorch.org/docs/stable/generated/torch.optim.lr_scheduler.CosineAnnealingWarmRestarts.html
+
+    T_cur counts epochs into the current period of T_i epochs; each restart makes T_i T_mult times longer.
+    """
 
     def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
-        if T_0 <= 0 or not isinstance(T_0, int):
-            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
-        if T_mult < 1 or not isinstance(T_mult, int):
-            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
-        if not isinstance(eta_min, (float, int)):
-            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}")
+        _check_restart_options(T_0, T_mult, eta_min)
         self.T_0 = T_0
         self.T_i = T_0
         self.T_mult = T_mult
@@ -149,95 +179,145 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def get_lr(self):
         self._warn_outside_step()
-        return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
-                for base_lr in self.base_lrs]
+        return [_cosine_point(self.eta_min, base_lr, self.T_cur, self.T_i) for base_lr in self.base_lrs]
 
     def step(self, epoch=None):
-        """Without epoch: advance one (fractional epochs are allowed when given explicitly)."""
-        if epoch is None and self.last_epoch < 0:
+        """Without epoch: one epoch on; with it: go straight there (fractional epochs are allowed)."""
+        if epoch is not None:
+            self._go_to(epoch)
+        elif self.last_epoch < 0:  # the construction step
             epoch = 0
-        if epoch is None:
+            self._go_to(epoch)
+        else:
             epoch = self.last_epoch + 1
-            self.T_cur = self.T_cur + 1
-            if self.T_cur >= self.T_i:
-                self.T_cur = self.T_cur % self.T_i
-                self.T_i = self.T_i * self.T_mult
-        elif epoch < 0:
+            self._advance()
+        self.last_epoch = math.floor(epoch)
+        with _Flag(self, "_get_lr_called_within_step"):
+            lrs = self.get_lr()
+        self._store_lrs(lrs)
+
+    def _advance(self):
+        self.T_cur = self.T_cur + 1
+        if self.T_cur >= self.T_i:  # the period is over: restart with a longer one
+            self.T_cur %= self.T_i
+            self.T_i *= self.T_mult
+
+    def _go_to(self, epoch):
+        if epoch < 0:
             raise ValueError(f"Expected non-negative epoch, but got {epoch}")
-        elif epoch >= self.T_0:
-            if self.T_mult == 1:
-                self.T_cur = epoch % self.T_0
-            else:
-                # number of completed periods n: T_0 * (T_mult**n - 1) / (T_mult - 1) <= epoch
-                n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
-                self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
-                self.T_i = self.T_0 * self.T_mult ** n
+        if epoch >= self.T_0:
+            self._after_restarts(epoch)
         else:
             self.T_i = self.T_0
             self.T_cur = epoch
-        self.last_epoch = math.floor(epoch)
-        with _Flag(self, "_get_lr_called_within_step"):
-            for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
-                _set_group_value(group, "lr", lr)
-        self._last_lr = _group_values(self.optimizer, "lr")
+
+    def _after_restarts(self, epoch):
+        """Find the period holding epoch: n whole periods T_0, T_0*m, ... end at T_0 * (m**n - 1) / (m - 1)."""
+        first, m = self.T_0, self.T_mult
+        if m == 1:
+            self.T_cur = epoch % first
+            return
+        n = int(math.log(epoch / first * (m - 1) + 1, m))
+        self.T_cur = epoch - first * (m ** n - 1) / (m - 1)
+        self.T_i = first * m ** n
+
+
+# ---- OneCycleLR --------------------------------------------------------------------------------------------
+
+# Per phase, the group keys it anneals between: lr from, lr to, momentum from, momentum to.
+_PHASE_FIELDS = ("start_lr", "end_lr", "start_momentum", "end_momentum")
+_TWO_PHASES = (("initial_lr", "max_lr", "max_momentum", "base_momentum"),
+               ("max_lr", "min_lr", "base_momentum", "max_momentum"))
+_THREE_PHASES = (("initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                 ("max_lr", "initial_lr", "base_momentum", "max_momentum"),
+                 ("initial_lr", "min_lr", "max_momentum", "max_momentum"))
+
+
+def _one_cycle_length(total_steps, epochs, steps_per_epoch):
+    """The schedule's length: total_steps, or else epochs * steps_per_epoch."""
+    if total_steps is not None:
+        if total_steps <= 0 or not isinstance(total_steps, int):
+            raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+        return total_steps
+    if epochs is None or steps_per_epoch is None:
+        raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+    for name, count in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
+        if not isinstance(count, int) or count <= 0:
+            raise ValueError(f"Expected positive integer {name}, but got {count}")
+    return epochs * steps_per_epoch
+
+
+def _one_cycle_phases(pct_start, total, three_phase):
+    """The phases as torch stores them in the state_dict: the step each one ends at, and its keys."""
+    warmup_end = float(pct_start * total) - 1
+    if three_phase:
+        ends = (warmup_end, float(2 * pct_start * total) - 2, total - 1)
+        keys = _THREE_PHASES
+    else:
+        ends = (warmup_end, total - 1)
+        keys = _TWO_PHASES
+    return [{"end_step": end, **dict(zip(_PHASE_FIELDS, names))} for end, names in zip(ends, keys)]
+
+
+def _cos_anneal(start, end, pct):
+    """Half a cosine from start (pct 0) to end (pct 1)."""
+    return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+
+
+def _linear_anneal(start, end, pct):
+    return start + pct * (end - start)
+
+
+_ANNEALERS = {"cos": _cos_anneal, "linear": _linear_anneal}
 
 
 class OneCycleLR(LRScheduler):
-    """The 1cycle policy: warm up to max_lr, then anneal far below the initial lr (momentum the opposite way)."""
+    """https://pytorch.org/docs/stable/generated/torch.optim.lr_scheduler.OneCycleLR.html
+
+    Warm up from max_lr/div_factor to max_lr, then anneal far below the start (momentum moves the other way);
+    three_phase returns to the start before the final descent.
+    """
 
     def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None, pct_start=0.3,
                  anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85, max_momentum=0.95, div_factor=25.0,
                  final_div_factor=1e4, three_phase=False, last_epoch=-1):
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        _require_optimizer(optimizer)
         self.optimizer = optimizer
-        if total_steps is not None:
-            if total_steps <= 0 or not isinstance(total_steps, int):
-                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
-            self.total_steps = total_steps
-        elif epochs is not None and steps_per_epoch is not None:
-            if not isinstance(epochs, int) or epochs <= 0:
-                raise ValueError(f"Expected positive integer epochs, but got {epochs}")
-            if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
-                raise ValueError(f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}")
-            self.total_steps = epochs * steps_per_epoch
-        else:
-            raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
-        # each phase anneals from one group key to another, ending at end_step
-        warmup_end = float(pct_start * self.total_steps) - 1
-        last = self.total_steps - 1
-        if three_phase:
-            self._schedule_phases = [
-                _phase(warmup_end, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                _phase(float(2 * pct_start * self.total_steps) - 2, "max_lr", "initial_lr", "base_momentum",
-                       "max_momentum"),
-                _phase(last, "initial_lr", "min_lr", "max_momentum", "max_momentum"),
-            ]
-        else:
-            self._schedule_phases = [
-                _phase(warmup_end, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                _phase(last, "max_lr", "min_lr", "base_momentum", "max_momentum"),
-            ]
-        if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
+        self.total_steps = _one_cycle_length(total_steps, epochs, steps_per_epoch)
+        # built before pct_start is checked, as torch does (a bad pct_start may fail here first)
+        self._schedule_phases = _one_cycle_phases(pct_start, self.total_steps, three_phase)
+        if not isinstance(pct_start, float) or pct_start < 0 or pct_start > 1:
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
         self._anneal_func_type = anneal_strategy
-        max_lrs = _per_group("max_lr", optimizer, max_lr)
+        peak_lrs = _per_group("max_lr", optimizer, max_lr)
         if last_epoch == -1:
-            for m, group in zip(max_lrs, optimizer.param_groups):
-                group["initial_lr"] = m / div_factor
-                group["max_lr"] = m
-                group["min_lr"] = group["initial_lr"] / final_div_factor
+            for group, peak in zip(optimizer.param_groups, peak_lrs):
+                start = peak / div_factor
+                group["initial_lr"] = start
+                group["max_lr"] = peak
+                group["min_lr"] = start / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            _setup_momentum(self, optimizer, base_momentum, max_momentum, last_epoch)
+            _check_cyclable_momentum(self, optimizer)
+            highs = _per_group("max_momentum", optimizer, max_momentum)
+            lows = _per_group("base_momentum", optimizer, base_momentum)
+            if last_epoch == -1:
+                _start_momentum_at_max(self, optimizer, lows, highs)
         super().__init__(optimizer, last_epoch)
 
-    def _anneal_func(self, start, end, pct):
-        if self._anneal_func_type == "cos":
-            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
-        return (end - start) * pct + start
+    def _phase_at(self, step):
+        """The phase holding step (the last one for anything beyond) and the fraction of it done."""
+        phases = self._schedule_phases
+        begin = 0.0
+        for phase in phases[:-1]:
+            if step <= phase["end_step"]:
+                break
+            begin = phase["end_step"]
+        else:
+            phase = phases[-1]
+        return phase, (step - begin) / (phase["end_step"] - begin)
 
     def get_lr(self):
         self._warn_outside_step()
@@ -245,56 +325,53 @@ class OneCycleLR(LRScheduler):
         if step > self.total_steps:
             raise ValueError(f"Tried to step {step} times. The specified number of total steps is "
                              f"{self.total_steps}")
+        phase, pct = self._phase_at(step)
+        anneal = _ANNEALERS[self._anneal_func_type]
         lrs = []
         for group in self.optimizer.param_groups:
-            start_step = 0.0
-            for i, phase in enumerate(self._schedule_phases):
-                end_step = phase["end_step"]
-                if step <= end_step or i == len(self._schedule_phases) - 1:
-                    pct = (step - start_step) / (end_step - start_step)
-                    lrs.append(self._anneal_func(group[phase["start_lr"]], group[phase["end_lr"]], pct))
-                    if self.cycle_momentum:
-                        momentum = self._anneal_func(group[phase["start_momentum"]], group[phase["end_momentum"]],
-                                                     pct)
-                        _set_momentum(self, group, momentum)
-                    break
-                start_step = phase["end_step"]
+            lrs.append(anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct))
+            if self.cycle_momentum:
+                momentum = anneal(group[phase["start_momentum"]], group[phase["end_momentum"]], pct)
+                _write_momentum(self, group, momentum)
         return lrs
 
 
-def _phase(end_step, start_lr, end_lr, start_momentum, end_momentum):
-    return {"end_step": end_step, "start_lr": start_lr, "end_lr": end_lr, "start_momentum": start_momentum,
-            "end_momentum": end_momentum}
+# ---- ReduceLROnPlateau -------------------------------------------------------------------------------------
+
+def _plateau_floors(optimizer, min_lr):
+    """(default_min_lr, min_lrs): a scalar min_lr is kept to cover groups added later; a list is not."""
+    count = len(optimizer.param_groups)
+    if not isinstance(min_lr, (list, tuple)):
+        return min_lr, [min_lr] * count
+    if len(min_lr) != count:
+        raise ValueError(f"expected {count} min_lrs, got {len(min_lr)}")
+    return None, list(min_lr)
 
 
 class ReduceLROnPlateau(LRScheduler):
-    """Multiply lr by factor once the metric has not improved for more than `patience` steps."""
+    """https://pytorch.org/docs/stable/generated/torch.optim.lr_scheduler.ReduceLROnPlateau.html
+
+    Multiply every lr by factor (not below its min_lr) once the metric has gone more than `patience` steps
+    without beating its best by the threshold; then wait `cooldown` steps before counting again.
+    """
 
     def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4, threshold_mode="rel",
                  cooldown=0, min_lr=0, eps=1e-8):
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         self.factor = factor
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        _require_optimizer(optimizer)
         self.optimizer = optimizer
-        if isinstance(min_lr, (list, tuple)):
-            if len(min_lr) != len(optimizer.param_groups):
-                raise ValueError(f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}")
-            self.default_min_lr = None
-            self.min_lrs = list(min_lr)
-        else:
-            self.default_min_lr = min_lr
-            self.min_lrs = [min_lr] * len(optimizer.param_groups)
+        self.default_min_lr, self.min_lrs = _plateau_floors(optimizer, min_lr)
         self.patience = patience
         self.cooldown = cooldown
         self.eps = eps
         self.last_epoch = 0
         self._last_lr = _group_values(optimizer, "lr")
-        self._init_is_better(mode=mode, threshold=threshold, threshold_mode=threshold_mode)
-        self._reset()
+        self._set_comparison(mode, threshold, threshold_mode)
+        self._start_tracking()
 
-    def _reset(self):
+    def _start_tracking(self):
         self.best = self.mode_worse
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
@@ -304,59 +381,65 @@ class ReduceLROnPlateau(LRScheduler):
         return self.cooldown_counter > 0
 
     def step(self, metrics, epoch=None):
-        current = float(metrics)
-        if epoch is None:
-            epoch = self.last_epoch + 1
-        else:
+        current = float(metrics)  # a 0-d tensor is accepted too
+        if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        else:
+            epoch = self.last_epoch + 1
         self.last_epoch = epoch
-        if self._is_better(current, self.best):
+        self._record(current)
+        if self.num_bad_epochs > self.patience:
+            self._lower_lrs()
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+        self._last_lr = _group_values(self.optimizer, "lr")
+
+    def _record(self, current):
+        """Update best and the bad-epoch count; epochs spent in cooldown never count as bad."""
+        if self._improves_on(self.best, current):
             self.best = current
             self.num_bad_epochs = 0
         else:
             self.num_bad_epochs += 1
         if self.in_cooldown:
             self.cooldown_counter -= 1
-            self.num_bad_epochs = 0  # bad epochs during cooldown do not count
-        if self.num_bad_epochs > self.patience:
-            self._reduce_lr(epoch)
-            self.cooldown_counter = self.cooldown
             self.num_bad_epochs = 0
-        self._last_lr = _group_values(self.optimizer, "lr")
 
-    def _reduce_lr(self, epoch):
-        if len(self.optimizer.param_groups) != len(self.min_lrs):
+    def _lower_lrs(self):
+        groups = self.optimizer.param_groups
+        if len(self.min_lrs) != len(groups):
             if self.default_min_lr is None:
-                raise RuntimeError(f"The number of param groups in the `optimizer` ({len(self.optimizer.param_groups)}"
-                                   f") differs from when `ReduceLROnPlateau` was initialized ({len(self.min_lrs)}), "
-                                   "usually due to a new param group being added to the optimizer. Please modify "
-                                   "the `min_lrs` field to match the length of the `optimizer` param groups.")
-            self.min_lrs = [self.default_min_lr] * len(self.optimizer.param_groups)
-        for group, min_lr in zip(self.optimizer.param_groups, self.min_lrs):
-            old_lr = float(group["lr"])
-            new_lr = max(old_lr * self.factor, min_lr)
-            if old_lr - new_lr > self.eps:  # changes smaller than eps are ignored
-                _set_group_value(group, "lr", new_lr)
+                raise RuntimeError(f"The number of param groups in the `optimizer` ({len(groups)}) differs from "
+                                   f"when `ReduceLROnPlateau` was initialized ({len(self.min_lrs)}), usually due "
+                                   "to a new param group being added to the optimizer. Please modify the `min_lrs` "
+                                   "field to match the length of the `optimizer` param groups.")
+            self.min_lrs = [self.default_min_lr] * len(groups)
+        for group, floor in zip(groups, self.min_lrs):
+            old = float(group["lr"])
+            new = max(old * self.factor, floor)
+            if old - new > self.eps:  # a change within eps is not worth making
+                _set_group_value(group, "lr", new)
 
-    def _is_better(self, a, best):
-        if self.mode == "min":
-            if self.threshold_mode == "rel":
-                return a < best * (1.0 - self.threshold)
-            return a < best - self.threshold
+    def _improves_on(self, best, value):
+        """Whether value beats best by more than the threshold (a fraction of best when threshold_mode is rel)."""
+        minimizing = self.mode == "min"
         if self.threshold_mode == "rel":
-            return a > best * (self.threshold + 1.0)
-        return a > best + self.threshold
+            bar = best * (1.0 - self.threshold) if minimizing else best * (self.threshold + 1.0)
+        else:
+            bar = best - self.threshold if minimizing else best + self.threshold
+        return value < bar if minimizing else value > bar
 
-    def _init_is_better(self, mode, threshold, threshold_mode):
-        if mode not in ("min", "max"):
-            raise ValueError("mode " + mode + " is unknown!")
-        if threshold_mode not in ("rel", "abs"):
-            raise ValueError("threshold mode " + threshold_mode + " is unknown!")
+    def _set_comparison(self, mode, threshold, threshold_mode):
+        """Check and store how metrics are compared; mode_worse is the best value before any step."""
+        choices = (("mode", mode, {"min", "max"}), ("threshold mode", threshold_mode, {"rel", "abs"}))
+        for label, value, allowed in choices:
+            if value not in allowed:
+                raise ValueError(label + " " + value + " is unknown!")
         self.mode_worse = math.inf if mode == "min" else -math.inf
         self.mode = mode
         self.threshold = threshold
         self.threshold_mode = threshold_mode
 
     def load_state_dict(self, state_dict):
-        self.__dict__.update(state_dict)
-        self._init_is_better(mode=self.mode, threshold=self.threshold, threshold_mode=self.threshold_mode)
+        super().load_state_dict(state_dict)
+        self._set_comparison(self.mode, self.threshold, self.threshold_mode)

@@ -50,6 +50,24 @@ def _per_group(name, optimizer, value):
     return [v.clone() if isinstance(v, Tensor) else v for v in values]
 
 
+def _require_optimizer(optimizer):
+    """Schedulers drive an ember Optimizer's param_groups; anything else is a caller's mistake."""
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+
+
+def _cosine_point(low, high, done, period):
+    """Half a cosine wave: high when done is 0, low when done reaches period."""
+    return low + (high - low) * (1 + math.cos(math.pi * done / period)) / 2
+
+
+def _callable_state(fn):
+    """What a state_dict keeps of a user callable: nothing for a plain function, a callable object's __dict__."""
+    if fn is None or isinstance(fn, types.FunctionType):
+        return None
+    return fn.__dict__.copy()
+
+
 class _Flag:
     """Set a boolean attribute of a scheduler for the duration of a with-block."""
 
@@ -132,6 +150,10 @@ class LRScheduler:
                 self.last_epoch = epoch
                 closed_form = getattr(self, "_get_closed_form_lr", None)
                 values = closed_form() if closed_form is not None else self.get_lr()
+        self._store_lrs(values)
+
+    def _store_lrs(self, values):
+        """Write one lr per group into the optimizer and keep a copy for get_last_lr()."""
         for group, lr in zip(self.optimizer.param_groups, values):
             _set_group_value(group, "lr", lr)
         self._last_lr = _group_values(self.optimizer, "lr")
