@@ -4,7 +4,7 @@ See https://pytorch.org/docs/stable/generated/torch.nn.utils.parametrize.registe
 As in torch, registering swaps the module's class for a generated subclass
 `Parametrized<Class>` that holds the property, and removing the last one swaps it back.
 """
-import collections
+import collections.abc
 import copyreg
 from contextlib import contextmanager
 from copy import deepcopy
@@ -17,34 +17,74 @@ from ..parameter import Parameter
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized",
            "remove_parametrizations", "type_before_parametrizations", "transfer_parametrizations_and_params"]
 
-_cache_enabled = 0
-_cache = {}
+# State of `cached()`: how many of its contexts are open, and the tensors computed inside them,
+# keyed by (id(module), tensor name).
+_cached_depth = 0
+_cached_tensors = {}
+
+_UNSAFE_HINT = "unless the `unsafe` flag is enabled"
 
 
 @contextmanager
 def cached():
     """Inside this context each parametrized tensor is computed once and reused."""
-    global _cache, _cache_enabled
-    _cache_enabled += 1
+    global _cached_depth
+    _cached_depth += 1
     try:
         yield
     finally:
-        _cache_enabled -= 1
-        if not _cache_enabled:
-            _cache = {}
+        _cached_depth -= 1
+        if _cached_depth == 0:
+            _cached_tensors.clear()
 
 
-def _register_parameter_or_buffer(module, name, X):
-    if isinstance(X, Parameter):
-        module.register_parameter(name, X)
+def _register_tensor(module, name, tensor):
+    """A Parameter is registered as a parameter, any other tensor as a buffer."""
+    if isinstance(tensor, Parameter):
+        module.register_parameter(name, tensor)
     else:
-        module.register_buffer(name, X)
+        module.register_buffer(name, tensor)
 
 
-def _maybe_set(dest, src):
-    """dest takes src's storage, keeping dest's identity (torch's Tensor.set_)."""
+def _overwrite(dest, src):
+    """dest takes src's data but keeps its identity, and counts as modified (torch's set_)."""
     dest.data = src
     dest._version_counter.value += 1
+
+
+def _type_name(obj):
+    return type(obj).__name__
+
+
+def _check_output(result, dtype, shape, not_tensor, mismatch):
+    """Raise ValueError unless `result` is a Tensor of the given dtype and shape.
+    `not_tensor(type name)` and `mismatch(attribute, expected, got)` word torch's messages."""
+    if not isinstance(result, Tensor):
+        raise ValueError(not_tensor(_type_name(result)))
+    for attr, expected in (("dtype", dtype), ("shape", shape)):
+        got = getattr(result, attr)
+        if got != expected:
+            raise ValueError(mismatch(attr, expected, got))
+
+
+def _must_return_tensor(type_name):
+    return f"A parametrization must return a tensor. Got {type_name}."
+
+
+def _inverse_through(modules, value, skip_missing):
+    """Run `value` back through the chain's right_inverse methods, last module first. With
+    skip_missing, modules without one (or raising NotImplementedError) pass the value on."""
+    for module in reversed(modules):
+        if not hasattr(module, "right_inverse"):
+            if skip_missing:
+                continue
+            raise RuntimeError(f"parametrization {_type_name(module)} does not implement right_inverse.")
+        try:
+            value = module.right_inverse(value)
+        except NotImplementedError:
+            if not skip_missing:
+                raise
+    return value
 
 
 class ParametrizationList(ModuleList):
@@ -56,137 +96,167 @@ class ParametrizationList(ModuleList):
             raise ValueError("ParametrizationList requires one or more modules.")
         super().__init__(modules)
         self.unsafe = unsafe
-        original_shape = original.shape
-        original_dtype = original.dtype
+        # `original` may be overwritten below: remember what the chain has to reproduce
+        dtype, shape = original.dtype, original.shape
         with no_grad():
-            new = original
-            for module in reversed(self):
-                if hasattr(module, "right_inverse"):
-                    try:
-                        new = module.right_inverse(new)
-                    except NotImplementedError:
-                        pass
-        if not isinstance(new, Tensor) and not isinstance(new, collections.abc.Sequence):
+            stored = _inverse_through(self, original, skip_missing=True)
+        if not isinstance(stored, (Tensor, collections.abc.Sequence)):
             raise ValueError("'right_inverse' must return a Tensor or a Sequence of tensors (list, tuple...). "
-                             f"Got {type(new).__name__}")
-        self.is_tensor = isinstance(new, Tensor)
-        self.ntensors = 1 if self.is_tensor else len(new)
+                             f"Got {_type_name(stored)}")
+        self.is_tensor = isinstance(stored, Tensor)
+        self.ntensors = 1 if self.is_tensor else len(stored)
         if self.is_tensor:
-            if original.dtype != new.dtype:
-                raise ValueError("When `right_inverse` outputs one tensor, it may not change the dtype.\n"
-                                 f"original.dtype: {original.dtype}\nright_inverse(original).dtype: {new.dtype}")
-            with no_grad():
-                _maybe_set(original, new)
-            _register_parameter_or_buffer(self, "original", original)
+            self._store_single(original, stored)
         else:
-            for i, originali in enumerate(new):
-                if not isinstance(originali, Tensor):
-                    raise ValueError("'right_inverse' must return a Tensor or a Sequence of tensors (list, tuple...). "
-                                     f"Got element {i} of the sequence with type {type(originali).__name__}.")
-                if isinstance(original, Parameter):
-                    originali = Parameter(originali, original.requires_grad)
-                originali.requires_grad_(original.requires_grad)
-                _register_parameter_or_buffer(self, f"original{i}", originali)
+            self._store_several(original, stored)
         if not self.unsafe:
-            Z = self()
-            if not isinstance(Z, Tensor):
-                raise ValueError(f"A parametrization must return a tensor. Got {type(Z).__name__}.")
-            if Z.dtype != original_dtype:
-                raise ValueError("Registering a parametrization may not change the dtype of the tensor, unless "
-                                 f"`unsafe` flag is enabled.\nunparametrized dtype: {original_dtype}\n"
-                                 f"parametrized dtype: {Z.dtype}")
-            if Z.shape != original_shape:
-                raise ValueError("Registering a parametrization may not change the shape of the tensor, unless "
-                                 f"`unsafe` flag is enabled.\nunparametrized shape: {original_shape}\n"
-                                 f"parametrized shape: {Z.shape}")
+            _check_output(self(), dtype, shape, _must_return_tensor, lambda attr, expected, got: (
+                f"Registering a parametrization may not change the {attr} of the tensor, unless `unsafe` flag is "
+                f"enabled.\nunparametrized {attr}: {expected}\nparametrized {attr}: {got}"))
+
+    def _store_single(self, original, stored):
+        """Keep `original` itself (so references to it stay valid), holding right_inverse's value."""
+        for attr in ("dtype", "device"):
+            before, after = getattr(original, attr), getattr(stored, attr)
+            if before != after:
+                raise ValueError(f"When `right_inverse` outputs one tensor, it may not change the {attr}.\n"
+                                 f"original.{attr}: {before}\nright_inverse(original).{attr}: {after}")
+        with no_grad():
+            _overwrite(original, stored)
+        _register_tensor(self, "original", original)
+
+    def _store_several(self, original, stored):
+        """Register original0, original1, ...: parameters if `original` was one, with its requires_grad."""
+        for i, tensor in enumerate(stored):
+            if not isinstance(tensor, Tensor):
+                raise ValueError("'right_inverse' must return a Tensor or a Sequence of tensors (list, tuple...). "
+                                 f"Got element {i} of the sequence with type {_type_name(tensor)}.")
+            wants_grad = original.requires_grad
+            if isinstance(original, Parameter):
+                tensor = Parameter(tensor, wants_grad)
+            tensor.requires_grad_(wants_grad)
+            _register_tensor(self, f"original{i}", tensor)
+
+    def _originals(self):
+        if self.is_tensor:
+            return [self.original]
+        return [getattr(self, f"original{i}") for i in range(self.ntensors)]
 
     def right_inverse(self, value):
         """Set the originals so that the chain evaluates to `value` (assignment to module.<name>)."""
         with no_grad():
-            for module in reversed(self):
-                if not hasattr(module, "right_inverse"):
-                    raise RuntimeError(f"parametrization {type(module).__name__} does not implement right_inverse.")
-                value = module.right_inverse(value)
+            value = _inverse_through(self, value, skip_missing=False)
             if self.is_tensor:
-                if not isinstance(value, Tensor):
-                    raise ValueError(f"`right_inverse` should return a tensor. Got {type(value).__name__}")
-                if value.dtype != self.original.dtype:
-                    raise ValueError(f"The tensor returned by `right_inverse` has dtype {value.dtype} while "
-                                     f"`original` has dtype {self.original.dtype}")
-                _maybe_set(self.original, value)
-                return
-            if not isinstance(value, collections.abc.Sequence):
-                raise ValueError(f"'right_inverse' must return a sequence of tensors. Got {type(value).__name__}.")
-            if len(value) != self.ntensors:
-                raise ValueError(f"'right_inverse' must return a sequence of tensors of length {self.ntensors}. "
-                                 f"Got a sequence of length {len(value)}.")
-            for i, tensor in enumerate(value):
-                original_i = getattr(self, f"original{i}")
-                if not isinstance(tensor, Tensor):
-                    raise ValueError(f"'right_inverse' must return a sequence of tensors. Got element {i} of type "
-                                     f"{type(tensor).__name__}.")
-                if original_i.dtype != tensor.dtype:
-                    raise ValueError(f"Tensor {i} returned by `right_inverse` has dtype {tensor.dtype} while "
-                                     f"`original{i}` has dtype {original_i.dtype}")
-                _maybe_set(original_i, tensor)
+                self._set_single(value)
+            else:
+                self._set_several(value)
+
+    def _set_single(self, value):
+        if not isinstance(value, Tensor):
+            raise ValueError(f"`right_inverse` should return a tensor. Got {_type_name(value)}")
+        target = self.original
+        if value.dtype != target.dtype:
+            raise ValueError(f"The tensor returned by `right_inverse` has dtype {value.dtype} while "
+                             f"`original` has dtype {target.dtype}")
+        _overwrite(target, value)
+
+    def _set_several(self, values):
+        if not isinstance(values, collections.abc.Sequence):
+            raise ValueError(f"'right_inverse' must return a sequence of tensors. Got {_type_name(values)}.")
+        if len(values) != self.ntensors:
+            raise ValueError(f"'right_inverse' must return a sequence of tensors of length {self.ntensors}. "
+                             f"Got a sequence of length {len(values)}.")
+        for i, (target, value) in enumerate(zip(self._originals(), values)):
+            if not isinstance(value, Tensor):
+                raise ValueError("'right_inverse' must return a sequence of tensors or reference-type opaques. "
+                                 f"Got element {i} of type {_type_name(value)}.")
+            if value.dtype != target.dtype:
+                raise ValueError(f"Tensor {i} returned by `right_inverse` has dtype {value.dtype} while "
+                                 f"`original{i}` has dtype {target.dtype}")
+            _overwrite(target, value)
 
     def forward(self):
-        if self.is_tensor:
-            x = self[0](self.original)
-        else:
-            x = self[0](*(getattr(self, f"original{i}") for i in range(self.ntensors)))
-        for module in list(self)[1:]:
-            x = module(x)
-        return x
+        first, *rest = list(self)
+        out = first(*self._originals())
+        for module in rest:
+            out = module(out)
+        return out
 
 
-def _inject_new_class(module):
-    """Swap module's class for a `Parametrized<Class>` subclass that can carry properties."""
-    cls = module.__class__
+# ---- the generated Parametrized<Class> -------------------------------------------------------
 
-    def default_deepcopy(self, memo):
-        obj = memo.get(id(self), None)
-        if obj is not None:
-            return obj
-        replica = self.__new__(self.__class__)
-        memo[id(self)] = replica
-        replica.__dict__ = deepcopy(self.__dict__, memo)
-        for slot in copyreg._slotnames(self.__class__):
-            if hasattr(self, slot):
-                setattr(replica, slot, deepcopy(getattr(self, slot), memo))
-        return replica
-
-    def getstate(self):
-        raise RuntimeError("Serialization of parametrized modules is only supported through state_dict(). See:\n"
-                           "https://pytorch.org/tutorials/beginner/saving_loading_models.html"
-                           "#saving-loading-a-general-checkpoint-for-inference-and-or-resuming-training")
-
-    dct = {"__getstate__": getstate}
-    if not hasattr(cls, "__deepcopy__"):
-        dct["__deepcopy__"] = default_deepcopy
-    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), dct)
+def _deepcopy_sharing_class(self, memo):
+    """deepcopy for generated classes whose base defines none: a new instance of the same
+    generated class (so it keeps the properties) with deep copies of __dict__ and slots."""
+    if id(self) in memo:
+        return memo[id(self)]
+    twin = self.__new__(type(self))
+    memo[id(self)] = twin
+    twin.__dict__ = deepcopy(self.__dict__, memo)
+    for slot in copyreg._slotnames(type(self)):
+        if hasattr(self, slot):
+            setattr(twin, slot, deepcopy(getattr(self, slot), memo))
+    return twin
 
 
-def _inject_property(module, tensor_name):
-    """module.<tensor_name> reads the chain's output and assignment calls its right_inverse."""
+def _refuse_pickling(self):
+    raise RuntimeError("Serialization of parametrized modules is only supported through state_dict(). See:\n"
+                       "https://pytorch.org/tutorials/beginner/saving_loading_models.html"
+                       "#saving-loading-a-general-checkpoint-for-inference-and-or-resuming-training")
+
+
+def _give_own_class(module):
+    """Swap module's class for a fresh `Parametrized<Class>` subclass, a place for its properties."""
+    base = type(module)
+    namespace = {"__getstate__": _refuse_pickling}
+    if not hasattr(base, "__deepcopy__"):
+        namespace["__deepcopy__"] = _deepcopy_sharing_class
+    module.__class__ = type(f"Parametrized{base.__name__}", (base,), namespace)
+
+
+def _add_property(module, tensor_name):
+    """module.<tensor_name> reads the chain's output and assignment calls its right_inverse.
+    The cache key uses the module the property was made for, as torch's does."""
     if hasattr(module, tensor_name):
         raise AssertionError(f"Module already has an attribute named '{tensor_name}'")
+    key = (id(module), tensor_name)
 
-    def get_parametrized(self):
-        parametrization = self.parametrizations[tensor_name]
-        if not _cache_enabled:
-            return parametrization()
-        key = (id(module), tensor_name)
-        tensor = _cache.get(key)
-        if tensor is None:
-            tensor = parametrization()
-            _cache[key] = tensor
-        return tensor
+    def compute(self):
+        chain = self.parametrizations[tensor_name]
+        if not _cached_depth:
+            return chain()
+        if _cached_tensors.get(key) is None:
+            _cached_tensors[key] = chain()
+        return _cached_tensors[key]
 
-    def set_original(self, value):
+    def assign(self, value):
         self.parametrizations[tensor_name].right_inverse(value)
 
-    setattr(module.__class__, tensor_name, property(get_parametrized, set_original))
+    setattr(type(module), tensor_name, property(compute, assign))
+
+
+# ---- public functions ---------------------------------------------------------------------
+
+def _check_appended(module, tensor_name, parametrization):
+    """The checks made before chaining a parametrization onto an already parametrized tensor:
+    it must keep module.<tensor_name>'s dtype and shape, and so must its right_inverse, if any."""
+    current = getattr(module, tensor_name)
+    label = f"module.{tensor_name}"
+    output = parametrization(current)
+    _check_output(output, current.dtype, current.shape, _must_return_tensor, lambda attr, expected, got: (
+        f"Registering a parametrization may not change the {attr} of the tensor, {_UNSAFE_HINT}.\n"
+        f"{label}.{attr}: {expected}\nparametrization({label}).{attr}: {got}"))
+    if not hasattr(parametrization, "right_inverse"):
+        return
+    try:
+        inverse = parametrization.right_inverse(output)
+    except NotImplementedError:
+        return
+    _check_output(inverse, current.dtype, current.shape,
+                  lambda type_name: f"parametrization.right_inverse must return a tensor. Got: {type_name}",
+                  lambda attr, expected, got: (
+                      f"The tensor returned by parametrization.right_inverse must have the same {attr} as {label}, "
+                      f"{_UNSAFE_HINT}.\n{label}.{attr}: {expected}\nreturned {attr}: {got}"))
 
 
 def register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
@@ -194,59 +264,48 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
     parametrization.train(module.training)
     if is_parametrized(module, tensor_name):
         if not unsafe:
-            Y = getattr(module, tensor_name)
-            X = parametrization(Y)
-            if not isinstance(X, Tensor):
-                raise ValueError(f"A parametrization must return a tensor. Got {type(X).__name__}.")
-            if X.dtype != Y.dtype:
-                raise ValueError("Registering a parametrization may not change the dtype of the tensor, unless the "
-                                 f"`unsafe` flag is enabled.\nmodule.{tensor_name}.dtype: {Y.dtype}\n"
-                                 f"parametrization(module.{tensor_name}).dtype: {X.dtype}")
-            if X.shape != Y.shape:
-                raise ValueError("Registering a parametrization may not change the shape of the tensor, unless the "
-                                 f"`unsafe` flag is enabled.\nmodule.{tensor_name}.shape: {Y.shape}\n"
-                                 f"parametrization(module.{tensor_name}).shape: {X.shape}")
-            if hasattr(parametrization, "right_inverse"):
-                try:
-                    Z = parametrization.right_inverse(X)
-                except NotImplementedError:
-                    pass
-                else:
-                    if not isinstance(Z, Tensor):
-                        raise ValueError(f"parametrization.right_inverse must return a tensor. Got: "
-                                         f"{type(Z).__name__}")
-                    if Z.dtype != Y.dtype:
-                        raise ValueError("The tensor returned by parametrization.right_inverse must have the same "
-                                         f"dtype as module.{tensor_name}, unless the `unsafe` flag is enabled.\n"
-                                         f"module.{tensor_name}.dtype: {Y.dtype}\nreturned dtype: {Z.dtype}")
-                    if Z.shape != Y.shape:
-                        raise ValueError("The tensor returned by parametrization.right_inverse must have the same "
-                                         f"shape as module.{tensor_name}, unless the `unsafe` flag is enabled.\n"
-                                         f"module.{tensor_name}.shape: {Y.shape}\nreturned shape: {Z.shape}")
-        module.parametrizations[tensor_name].append(parametrization)
-        module.parametrizations[tensor_name].unsafe |= unsafe
-    elif tensor_name in module._buffers or tensor_name in module._parameters:
-        original = getattr(module, tensor_name)
-        parametrizations = ParametrizationList([parametrization], original, unsafe=unsafe)
-        delattr(module, tensor_name)
-        if not is_parametrized(module):
-            _inject_new_class(module)
-            module.parametrizations = ModuleDict()
-        _inject_property(module, tensor_name)
-        module.parametrizations[tensor_name] = parametrizations
-    else:
+            _check_appended(module, tensor_name, parametrization)
+        chain = module.parametrizations[tensor_name]
+        chain.append(parametrization)
+        chain.unsafe |= unsafe
+        return module
+    if tensor_name not in module._buffers and tensor_name not in module._parameters:
         raise ValueError(f"Module '{module}' does not have a parameter, a buffer, or a parametrized element with "
                          f"name '{tensor_name}'")
+    chain = ParametrizationList([parametrization], getattr(module, tensor_name), unsafe=unsafe)
+    delattr(module, tensor_name)
+    if not is_parametrized(module):
+        _give_own_class(module)
+        module.parametrizations = ModuleDict()
+    _add_property(module, tensor_name)
+    module.parametrizations[tensor_name] = chain
     return module
 
 
 def is_parametrized(module, tensor_name=None):
-    parametrizations = getattr(module, "parametrizations", None)
-    if parametrizations is None or not isinstance(parametrizations, ModuleDict):
+    chains = getattr(module, "parametrizations", None)
+    if not isinstance(chains, ModuleDict):
         return False
     if tensor_name is None:
-        return len(parametrizations) > 0
-    return tensor_name in parametrizations
+        return len(chains) > 0
+    return tensor_name in chains
+
+
+def _unparametrized_value(module, tensor_name, leave_parametrized):
+    """The tensor that replaces the property: `original` (holding the current value when
+    leave_parametrized), or for a multi-tensor chain its current value as a new tensor."""
+    chain = module.parametrizations[tensor_name]
+    if not chain.is_tensor:
+        if not leave_parametrized:
+            raise ValueError("Cannot leave unparametrized (`leave_parametrized=False`) a tensor that is "
+                             "parametrized in terms of a sequence of tensors.")
+        value = getattr(module, tensor_name)
+        return Parameter(value) if value.requires_grad else value
+    original = chain.original
+    if leave_parametrized:
+        with no_grad():
+            _overwrite(original, getattr(module, tensor_name))
+    return original
 
 
 def remove_parametrizations(module, tensor_name, leave_parametrized=True):
@@ -254,52 +313,44 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
     leave_parametrized, else the unparametrized original."""
     if not is_parametrized(module, tensor_name):
         raise ValueError(f"Module {module} does not have a parametrization on {tensor_name}")
-    parametrizations = module.parametrizations[tensor_name]
-    if parametrizations.is_tensor:
-        original = parametrizations.original
-        if leave_parametrized:
-            with no_grad():
-                t = getattr(module, tensor_name)
-                _maybe_set(original, t)
-    else:
-        if not leave_parametrized:
-            raise ValueError("Cannot leave unparametrized (`leave_parametrized=False`) a tensor that is "
-                             "parametrized in terms of a sequence of tensors.")
-        t = getattr(module, tensor_name)
-        original = Parameter(t) if t.requires_grad else t
-    delattr(module.__class__, tensor_name)
+    value = _unparametrized_value(module, tensor_name, leave_parametrized)
+    delattr(type(module), tensor_name)
     del module.parametrizations[tensor_name]
-    _register_parameter_or_buffer(module, tensor_name, original)
+    _register_tensor(module, tensor_name, value)
     if not is_parametrized(module):
-        delattr(module, "parametrizations")
-        module.__class__ = module.__class__.__bases__[0]
+        del module.parametrizations
+        module.__class__ = type(module).__bases__[0]  # drop the generated Parametrized<Class>
     return module
 
 
 def type_before_parametrizations(module):
     """The module's class as it was before parametrizations were registered."""
     if is_parametrized(module):
-        return module.__class__.__bases__[0]
+        return type(module).__bases__[0]
     return type(module)
+
+
+def _share_originals(source, target):
+    """Make the chain `target` use the very tensors `source` holds (original, or original0, 1, ...)."""
+    if hasattr(source, "original"):
+        target.original = source.original
+        return
+    i = 0
+    while hasattr(source, f"original{i}"):
+        setattr(target, f"original{i}", getattr(source, f"original{i}"))
+        i += 1
 
 
 def transfer_parametrizations_and_params(from_module, to_module, tensor_name=None):
     """Register from_module's parametrizations (all, or that of tensor_name) on to_module, sharing originals."""
     if not is_parametrized(from_module):
         return to_module
-    names = from_module.parametrizations if tensor_name is None else [tensor_name]
+    names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
     for name in names:
         if not hasattr(to_module, name):
             setattr(to_module, name, Parameter(getattr(from_module, name)))
-        for param_func in from_module.parametrizations[name]:
-            register_parametrization(to_module, name, param_func)
         source = from_module.parametrizations[name]
-        target = to_module.parametrizations[name]
-        if hasattr(source, "original"):
-            target.original = source.original
-        else:
-            num = 0
-            while hasattr(source, f"original{num}"):
-                setattr(target, f"original{num}", getattr(source, f"original{num}"))
-                num += 1
+        for parametrization in source:
+            register_parametrization(to_module, name, parametrization)
+        _share_originals(source, to_module.parametrizations[name])
     return to_module
