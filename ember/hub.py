@@ -1,7 +1,7 @@
 """torch.hub: downloading checkpoints (download_url_to_file, load_state_dict_from_url) into torch's cache
-directory ($TORCH_HOME/hub), and loading models from a local directory's hubconf.py (load(..., source="local"),
-list and help of a local directory). Repositories on GitHub (source="github") are not fetched: that raises
-NotImplementedError naming the local alternative."""
+directory ($TORCH_HOME/hub), and loading models from a local directory's hubconf.py (load(..., source="local")).
+Repositories on GitHub are not fetched: load(..., source="github"), list and help (which torch defines for GitHub
+only) raise NotImplementedError naming the local alternative."""
 import contextlib
 import errno
 import hashlib
