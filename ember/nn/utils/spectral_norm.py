@@ -5,7 +5,7 @@ The module keeps torch's layout: parameter <name>_orig, buffers <name>_u and <na
 attribute <name> refreshed by a forward pre-hook, and a state-dict format version in the metadata.
 """
 from .. import functional as F
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
 
 __all__ = ["SpectralNorm", "SpectralNormLoadStateDictPreHook", "SpectralNormStateDictHook", "spectral_norm",
            "remove_spectral_norm"]
@@ -111,6 +111,9 @@ class SpectralNorm:
         weight = module._parameters[name]
         if weight is None:
             raise ValueError(f"`SpectralNorm` cannot be applied as parameter `{name}` is None")
+        if isinstance(weight, UninitializedParameter):
+            raise ValueError("The module passed to `SpectralNorm` can't have uninitialized parameters. "
+                             "Make sure to run the dummy forward before applying spectral normalization")
         with _no_grad():
             u, v = _random_unit_vectors(weight, hook.reshape_weight_to_matrix(weight).size(), eps)
         delattr(module, name)

@@ -2,7 +2,7 @@
 w = g * v / ||v||, with parameters `<name>_g` and `<name>_v` (Salimans & Kingma, 2016)."""
 import warnings
 
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm", "norm_except_dim"]
 
@@ -17,6 +17,8 @@ def norm_except_dim(v, pow=2, dim=0):
     if dim == -1:
         return linalg.vector_norm(v, pow)
     others = tuple(d for d in range(v.dim()) if d != dim)
+    if not others:  # a vector: every element is its own slice (an empty dim list would reduce all)
+        return linalg.vector_norm(v.unsqueeze(-1), pow, -1)
     return linalg.vector_norm(v, pow, others, keepdim=True)
 
 
@@ -52,6 +54,9 @@ class WeightNorm:
             raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
         hook = WeightNorm(name, dim)
         weight = getattr(module, name)
+        if isinstance(weight, UninitializedParameter):
+            raise ValueError("The module passed to `WeightNorm` can't have uninitialized parameters. "
+                             "Make sure to run the dummy forward before applying weight normalization")
         del module._parameters[name]
         magnitude = norm_except_dim(weight, 2, hook.dim)
         module.register_parameter(f"{name}_g", Parameter(magnitude.data))
