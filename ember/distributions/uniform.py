@@ -1,4 +1,6 @@
 """Uniform(low, high) on the half-open interval [low, high) (torch.distributions.Uniform)."""
+import math
+
 import ember
 
 from . import constraints
@@ -9,27 +11,8 @@ __all__ = ["Uniform"]
 
 
 class Uniform(Distribution):
+    """Everything follows from the two ends and the width high - low."""
     has_rsample = True
-
-    @property
-    def arg_constraints(self):
-        return {"low": constraints.less_than(self.high), "high": constraints.greater_than(self.low)}
-
-    @property
-    def mean(self):
-        return (self.high + self.low) / 2
-
-    @property
-    def mode(self):
-        return float("nan") * self.high
-
-    @property
-    def stddev(self):
-        return (self.high - self.low) / 12 ** 0.5
-
-    @property
-    def variance(self):
-        return (self.high - self.low).pow(2) / 12
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
@@ -38,30 +21,52 @@ class Uniform(Distribution):
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Uniform, batch_shape, _instance, "low", "high")
 
+    def _width(self):
+        return self.high - self.low
+
+    @property
+    def arg_constraints(self):
+        # each end is checked against the other: low < high
+        return {"low": constraints.less_than(self.high), "high": constraints.greater_than(self.low)}
+
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
         return constraints.interval(self.low, self.high)
 
+    @property
+    def mean(self):
+        return (self.low + self.high) / 2
+
+    @property
+    def mode(self):
+        return math.nan * self.high  # every point is a mode: none is reported
+
+    @property
+    def stddev(self):
+        return self._width() / 12 ** 0.5
+
+    @property
+    def variance(self):
+        return self._width().pow(2) / 12
+
     def rsample(self, sample_shape=ember.Size()):
-        shape = self._extended_shape(sample_shape)
-        rand = ember.rand(shape, dtype=self.low.dtype)
-        return self.low + rand * (self.high - self.low)
+        u = ember.rand(self._extended_shape(sample_shape), dtype=self.low.dtype)
+        return self.low + u * self._width()
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        lb = self.low.le(value).type_as(self.low)
-        ub = self.high.gt(value).type_as(self.low)
-        return ember.log(lb.mul(ub)) - ember.log(self.high - self.low)
+        inside = self.low.le(value) & self.high.gt(value)
+        return ember.log(inside.type_as(self.low)) - ember.log(self._width())
 
     def cdf(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        result = (value - self.low) / (self.high - self.low)
-        return result.clamp(min=0, max=1)
+        fraction = (value - self.low) / self._width()
+        return fraction.clamp(0, 1)
 
     def icdf(self, value):
-        return value * (self.high - self.low) + self.low
+        return value * self._width() + self.low
 
     def entropy(self):
-        return ember.log(self.high - self.low)
+        return self._width().log()
