@@ -138,7 +138,7 @@ class Tensor:
             if axis is None:
                 return _new_size(self._data.shape)
             dim = axis  # torch's parser takes NumPy's axis= for dim=
-        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+        return self._data.shape[_wrap_dim_of_sizes(dim, self._data.ndim)]
 
     @property
     def dtype(self):
@@ -191,7 +191,7 @@ class Tensor:
         strides = _element_strides(self._data)
         if dim is None:
             return strides
-        return strides[_wrap_dim(dim, self._data.ndim)]
+        return strides[_wrap_dim_of_sizes(dim, self._data.ndim)]
 
     def storage_offset(self):
         from ._backend.numpy_cpu import storage_offset
@@ -703,6 +703,13 @@ def _is_contiguous(arr):
                 return False
             expected *= n
     return True
+
+
+def _wrap_dim_of_sizes(dim, ndim):
+    """_wrap_dim for size(dim) and stride(dim): a 0-d tensor has no entry to read at any dim (torch's message)."""
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    return _wrap_dim(dim, ndim)
 
 
 def _wrap_dim(dim, ndim):

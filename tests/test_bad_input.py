@@ -628,3 +628,14 @@ def test_tensor_protocol_raises_like_torch(name):
 @pytest.mark.parametrize("name", sorted(PROTOCOL_VALID))
 def test_tensor_protocol_valid_like_torch(name):
     assert PROTOCOL_VALID[name](ember) == PROTOCOL_VALID[name](torch)
+
+
+# size(dim) / stride(dim) of a 0-d tensor: torch's IndexError at every dim (ember used to leak Python's
+# "tuple index out of range" for 0 and -1)
+@pytest.mark.parametrize("method", ["size", "stride"])
+@pytest.mark.parametrize("dim", [0, -1, 1, -2])
+def test_size_and_stride_of_a_0d_tensor(method, dim):
+    got = [_outcome(lambda t: getattr(t.tensor(1.5), method)(dim), lib) for lib in (torch, ember)]
+    assert got[0][0] == "IndexError" and got[1] == got[0]
+    assert _outcome(lambda t: getattr(t.ones(2, 3), method)(dim), ember) == _outcome(
+        lambda t: getattr(t.ones(2, 3), method)(dim), torch)
