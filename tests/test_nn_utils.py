@@ -183,6 +183,26 @@ def test_weight_norm_hook_form_warns_and_rejects_twice():
             enn.utils.weight_norm(m)
 
 
+
+def test_weight_norm_of_a_1d_parameter_and_of_a_lazy_module():
+    """g has the parameter's own shape for a 1-D parameter at dim=0 (both forms), and a lazy module's
+    uninitialized weight gets torch's ValueError."""
+    for form in ("hook", "parametrization"):
+        shapes = []
+        for lib in LIBS:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                if form == "hook":
+                    m = lib.nn.utils.weight_norm(lib.nn.Linear(4, 3), name="bias", dim=0)
+                else:
+                    m = lib.nn.utils.parametrizations.weight_norm(lib.nn.Linear(4, 3), name="bias", dim=0)
+            shapes.append({k: tuple(v.shape) for k, v in m.state_dict().items()})
+        assert shapes[0] == shapes[1], form
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        raises_like(lambda lib: lib.nn.utils.weight_norm(lib.nn.LazyLinear(3)))
+        raises_like(lambda lib: lib.nn.utils.spectral_norm(lib.nn.LazyLinear(3)))
+
 @pytest.mark.parametrize("dim", [0, 1, None])
 def test_weight_norm_parametrization_matches_torch(dim):
     tm = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(4, 3), dim=dim)
