@@ -1,5 +1,10 @@
 """biject_to(constraint) and transform_to(constraint): transforms from unconstrained reals onto a
-constraint's set, for optimizing constrained parameters (torch.distributions.constraint_registry)."""
+constraint's set, for optimizing constrained parameters (torch.distributions.constraint_registry).
+
+biject_to hands out bijections (so log-densities can be corrected by the log-Jacobian);
+transform_to may hand out cheaper maps that are only onto the set (softmax for the simplex).
+Both are filled from the tables at the bottom of this file.
+"""
 import numbers
 
 from . import constraints, transforms
@@ -8,28 +13,31 @@ __all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
 
 
 class ConstraintRegistry:
-    """Maps constraint classes (or singletons) to factories factory(constraint) -> Transform."""
+    """Constraint type -> factory(constraint) -> Transform, looked up by the exact type of the
+    constraint asked for."""
 
     def __init__(self):
-        self._registry = {}
+        self._factories = {}
         super().__init__()
 
     def register(self, constraint, factory=None):
+        """Register factory for a Constraint subclass, or for the class of a Constraint instance.
+        Without factory, return a decorator that registers the function it decorates."""
         if factory is None:
-            return lambda factory: self.register(constraint, factory)
-        if isinstance(constraint, constraints.Constraint):
-            constraint = type(constraint)
-        if not isinstance(constraint, type) or not issubclass(constraint, constraints.Constraint):
+            def decorator(factory):
+                return self.register(constraint, factory)
+            return decorator
+        kind = type(constraint) if isinstance(constraint, constraints.Constraint) else constraint
+        if not (isinstance(kind, type) and issubclass(kind, constraints.Constraint)):
             raise TypeError(f"Expected constraint to be either a Constraint subclass or instance, but got "
                             f"{constraint}")
-        self._registry[constraint] = factory
+        self._factories[kind] = factory
         return factory
 
     def __call__(self, constraint):
-        try:
-            factory = self._registry[type(constraint)]
-        except KeyError:
-            raise NotImplementedError(f"Cannot transform {type(constraint).__name__} constraints") from None
+        factory = self._factories.get(type(constraint))
+        if factory is None:
+            raise NotImplementedError(f"Cannot transform {type(constraint).__name__} constraints")
         return factory(constraint)
 
 
@@ -37,72 +45,84 @@ biject_to = ConstraintRegistry()
 transform_to = ConstraintRegistry()
 
 
-@biject_to.register(constraints.real)
-@transform_to.register(constraints.real)
-def _transform_to_real(constraint):
+# ---- factories ---------------------------------------------------------------------------------
+
+
+def _is_number(value, target):
+    return isinstance(value, numbers.Number) and value == target
+
+
+def _exp_then_affine(loc, scale):
+    """exp into (0, inf), then loc + scale * y: onto (loc, inf) or, with scale -1, (-inf, loc)."""
+    return transforms.ComposeTransform([transforms.ExpTransform(), transforms.AffineTransform(loc, scale)])
+
+
+def _unbounded(constraint):
     return transforms.identity_transform
 
 
-@biject_to.register(constraints.independent)
-def _biject_to_independent(constraint):
-    base = biject_to(constraint.base_constraint)
-    return transforms.IndependentTransform(base, constraint.reinterpreted_batch_ndims)
+def _above(constraint):
+    return _exp_then_affine(constraint.lower_bound, 1)
 
 
-@transform_to.register(constraints.independent)
-def _transform_to_independent(constraint):
-    base = transform_to(constraint.base_constraint)
-    return transforms.IndependentTransform(base, constraint.reinterpreted_batch_ndims)
+def _below(constraint):
+    return _exp_then_affine(constraint.upper_bound, -1)
 
 
-@biject_to.register(constraints.positive)
-@biject_to.register(constraints.nonnegative)
-@transform_to.register(constraints.positive)
-@transform_to.register(constraints.nonnegative)
-def _transform_to_positive(constraint):
-    return transforms.ExpTransform()
-
-
-@biject_to.register(constraints.greater_than)
-@biject_to.register(constraints.greater_than_eq)
-@transform_to.register(constraints.greater_than)
-@transform_to.register(constraints.greater_than_eq)
-def _transform_to_greater_than(constraint):
-    return transforms.ComposeTransform([transforms.ExpTransform(),
-                                        transforms.AffineTransform(constraint.lower_bound, 1)])
-
-
-@biject_to.register(constraints.less_than)
-@transform_to.register(constraints.less_than)
-def _transform_to_less_than(constraint):
-    return transforms.ComposeTransform([transforms.ExpTransform(),
-                                        transforms.AffineTransform(constraint.upper_bound, -1)])
-
-
-@biject_to.register(constraints.interval)
-@biject_to.register(constraints.half_open_interval)
-@transform_to.register(constraints.interval)
-@transform_to.register(constraints.half_open_interval)
-def _transform_to_interval(constraint):
-    lower_is_0 = isinstance(constraint.lower_bound, numbers.Number) and constraint.lower_bound == 0
-    upper_is_1 = isinstance(constraint.upper_bound, numbers.Number) and constraint.upper_bound == 1
-    if lower_is_0 and upper_is_1:
+def _between(constraint):
+    """sigmoid into (0, 1), rescaled onto (lower, upper) unless those are the literal numbers 0, 1."""
+    lower, upper = constraint.lower_bound, constraint.upper_bound
+    if _is_number(lower, 0) and _is_number(upper, 1):
         return transforms.SigmoidTransform()
-    loc = constraint.lower_bound
-    scale = constraint.upper_bound - constraint.lower_bound
-    return transforms.ComposeTransform([transforms.SigmoidTransform(), transforms.AffineTransform(loc, scale)])
+    rescale = transforms.AffineTransform(lower, upper - lower)
+    return transforms.ComposeTransform([transforms.SigmoidTransform(), rescale])
 
 
-@biject_to.register(constraints.simplex)
-def _biject_to_simplex(constraint):
+def _blockwise(registry):
+    """Factory for independent(c, n): the registry's transform for c, with n batch dims read as
+    event dims."""
+    def factory(constraint):
+        inner = registry(constraint.base_constraint)
+        return transforms.IndependentTransform(inner, constraint.reinterpreted_batch_ndims)
+    return factory
+
+
+def _simplex_by_stick_breaking(constraint):
     return transforms.StickBreakingTransform()
 
 
-@transform_to.register(constraints.simplex)
-def _transform_to_simplex(constraint):
+def _simplex_by_softmax(constraint):
     return transforms.SoftmaxTransform()
 
 
-@transform_to.register(constraints.lower_cholesky)
-def _transform_to_lower_cholesky(constraint):
+def _lower_cholesky(constraint):
     return transforms.LowerCholeskyTransform()
+
+
+# ---- tables: constraint (class or instance) -> factory ------------------------------------------
+# positive and nonnegative are greater_than(0) / greater_than_eq(0), so they take the _above row.
+
+_BOTH = [
+    (constraints.real, _unbounded),
+    (constraints.greater_than, _above),
+    (constraints.greater_than_eq, _above),
+    (constraints.less_than, _below),
+    (constraints.interval, _between),
+    (constraints.half_open_interval, _between),
+]
+
+
+def _fill(registry, rows):
+    for constraint, factory in rows:
+        registry.register(constraint, factory)
+
+
+_fill(biject_to, _BOTH + [
+    (constraints.independent, _blockwise(biject_to)),
+    (constraints.simplex, _simplex_by_stick_breaking),
+])
+_fill(transform_to, _BOTH + [
+    (constraints.independent, _blockwise(transform_to)),
+    (constraints.simplex, _simplex_by_softmax),
+    (constraints.lower_cholesky, _lower_cholesky),
+])
