@@ -11,22 +11,11 @@ __all__ = ["Gamma"]
 
 
 class Gamma(ExponentialFamily):
+    """Density rate^a x^(a-1) e^(-rate x) / Gamma(a) on x >= 0, with a = concentration."""
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
     _mean_carrier_measure = 0
-
-    @property
-    def mean(self):
-        return self.concentration / self.rate
-
-    @property
-    def mode(self):
-        return ((self.concentration - 1) / self.rate).clamp(min=0)
-
-    @property
-    def variance(self):
-        return self.concentration / self.rate.pow(2)
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
@@ -35,31 +24,46 @@ class Gamma(ExponentialFamily):
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Gamma, batch_shape, _instance, "concentration", "rate")
 
+    @property
+    def mean(self):
+        return self.concentration / self.rate
+
+    @property
+    def mode(self):
+        peak = (self.concentration - 1) / self.rate
+        return peak.clamp(min=0)  # below concentration 1 the density is highest at 0
+
+    @property
+    def variance(self):
+        return self.concentration / self.rate.pow(2)
+
     def rsample(self, sample_shape=ember.Size()):
         shape = self._extended_shape(sample_shape)
-        value = standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
-        value.detach().clamp_(min=ember.finfo(value.dtype).tiny)  # never 0 after the division
-        return value
+        draws = standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
+        # draws that underflowed to 0 are raised to the smallest normal number, in place and outside the graph
+        draws.detach().clamp_(min=ember.finfo(draws.dtype).tiny)
+        return draws
 
     def log_prob(self, value):
         value = ember.as_tensor(value, dtype=self.rate.dtype)
         if self._validate_args:
             self._validate_sample(value)
-        return (ember.xlogy(self.concentration, self.rate) + ember.xlogy(self.concentration - 1, value)
-                - self.rate * value - ember.lgamma(self.concentration))
-
-    def entropy(self):
-        return (self.concentration - ember.log(self.rate) + ember.lgamma(self.concentration)
-                + (1.0 - self.concentration) * ember.digamma(self.concentration))
-
-    @property
-    def _natural_params(self):
-        return (self.concentration - 1, -self.rate)
-
-    def _log_normalizer(self, x, y):
-        return ember.lgamma(x + 1) + (x + 1) * ember.log(-y.reciprocal())
+        a, rate = self.concentration, self.rate
+        return ember.xlogy(a, rate) + ember.xlogy(a - 1, value) - rate * value - ember.lgamma(a)
 
     def cdf(self, value):
         if self._validate_args:
             self._validate_sample(value)
         return gammainc(self.concentration, self.rate * value)
+
+    def entropy(self):
+        a = self.concentration
+        return a - ember.log(self.rate) + ember.lgamma(a) + (1.0 - a) * ember.digamma(a)
+
+    @property
+    def _natural_params(self):
+        return self.concentration - 1, -self.rate
+
+    def _log_normalizer(self, eta1, eta2):
+        shape = eta1 + 1
+        return ember.lgamma(shape) + shape * ember.log(-eta2.reciprocal())
