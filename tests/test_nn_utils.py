@@ -202,6 +202,8 @@ def test_weight_norm_of_a_1d_parameter_and_of_a_lazy_module():
         warnings.simplefilter("ignore", FutureWarning)
         raises_like(lambda lib: lib.nn.utils.weight_norm(lib.nn.LazyLinear(3)))
         raises_like(lambda lib: lib.nn.utils.spectral_norm(lib.nn.LazyLinear(3)))
+    raises_like(lambda lib: lib.nn.utils.parametrizations.spectral_norm(lib.nn.LazyLinear(3)))
+    assert [lib.nn.parameter.UninitializedParameter().ndim for lib in LIBS] == [1, 1]
 
 @pytest.mark.parametrize("dim", [0, 1, None])
 def test_weight_norm_parametrization_matches_torch(dim):

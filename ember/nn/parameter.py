@@ -115,6 +115,11 @@ class UninitializedTensorMixin:
         return placeholder.size(dim)
 
     @property
+    def ndim(self):
+        """The empty placeholder's (1), as torch answers before materialize()."""
+        return _STORAGE.__get__(self).ndim
+
+    @property
     def data(self):
         return Tensor._make(_STORAGE.__get__(self), self._dtype)
 
