@@ -19,6 +19,19 @@ from .module import Module
 __all__ = ["MultiheadAttention"]
 
 
+# the input projection is one packed (3E, E) weight, or three when key/value widths differ from E
+_PROJECTION_WEIGHTS = ("in_proj_weight", "q_proj_weight", "k_proj_weight", "v_proj_weight")
+
+
+def _to_sequence_first(query, key, value):
+    """Swap dims 0 and 1 of (N, L, E) inputs, transposing a tensor shared as key and value (and query)
+    only once: F.multi_head_attention_forward tests `key is value` / `query is key` to pack its GEMMs."""
+    if key is not value:
+        return tuple(x.transpose(1, 0) for x in (query, key, value))
+    shared = key.transpose(1, 0)
+    return (shared if query is key else query.transpose(1, 0)), shared, shared
+
+
 class MultiheadAttention(Module):
     """Attention over `num_heads` heads of size embed_dim // num_heads, with input and output projections."""
     __constants__ = ["batch_first"]
@@ -31,92 +44,79 @@ class MultiheadAttention(Module):
         super().__init__()
         factory = dict(device=device, dtype=dtype)
         self.embed_dim = embed_dim
-        self.kdim = kdim if kdim is not None else embed_dim
-        self.vdim = vdim if vdim is not None else embed_dim
-        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.kdim = embed_dim if kdim is None else kdim
+        self.vdim = embed_dim if vdim is None else vdim
+        self._qkv_same_embed_dim = (self.kdim, self.vdim) == (embed_dim, embed_dim)
         self.num_heads = num_heads
         self.dropout = dropout
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
-        if self.head_dim * num_heads != self.embed_dim:
+        if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        if not self._qkv_same_embed_dim:
-            self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), **factory))
-            self.k_proj_weight = Parameter(empty((embed_dim, self.kdim), **factory))
-            self.v_proj_weight = Parameter(empty((embed_dim, self.vdim), **factory))
-            self.register_parameter("in_proj_weight", None)
-        else:
-            self.in_proj_weight = Parameter(empty((3 * embed_dim, embed_dim), **factory))
-            self.register_parameter("q_proj_weight", None)
-            self.register_parameter("k_proj_weight", None)
-            self.register_parameter("v_proj_weight", None)
-        if bias:
-            self.in_proj_bias = Parameter(empty(3 * embed_dim, **factory))
-        else:
-            self.register_parameter("in_proj_bias", None)
+        self._register_input_projection(bias, factory)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **factory)
-        if add_bias_kv:
-            self.bias_k = Parameter(empty((1, 1, embed_dim), **factory))
-            self.bias_v = Parameter(empty((1, 1, embed_dim), **factory))
-        else:
-            self.bias_k = self.bias_v = None
+        # without add_bias_kv these are plain None attributes, not registered parameters (as in torch)
+        for name in ("bias_k", "bias_v"):
+            setattr(self, name, Parameter(empty((1, 1, embed_dim), **factory)) if add_bias_kv else None)
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
-    def _reset_parameters(self):
-        """Projections ~ xavier_uniform_, biases 0, bias_k/bias_v ~ xavier_normal_ (torch's scheme)."""
+    def _register_input_projection(self, bias, factory):
+        """The weights in use first, then the unused ones as None, so every name exists (torch's order)."""
+        e = self.embed_dim
         if self._qkv_same_embed_dim:
-            init.xavier_uniform_(self.in_proj_weight)
+            shapes = {"in_proj_weight": (3 * e, e)}
         else:
-            init.xavier_uniform_(self.q_proj_weight)
-            init.xavier_uniform_(self.k_proj_weight)
-            init.xavier_uniform_(self.v_proj_weight)
+            shapes = {"q_proj_weight": (e, e), "k_proj_weight": (e, self.kdim), "v_proj_weight": (e, self.vdim)}
+        for name, shape in shapes.items():
+            self.register_parameter(name, Parameter(empty(shape, **factory)))
+        for name in _PROJECTION_WEIGHTS:
+            if name not in shapes:
+                self.register_parameter(name, None)
+        self.register_parameter("in_proj_bias", Parameter(empty(3 * e, **factory)) if bias else None)
+
+    def _reset_parameters(self):
+        """Projections ~ xavier_uniform_, biases 0, bias_k/bias_v ~ xavier_normal_ (torch's scheme and draw order)."""
+        packed = self._qkv_same_embed_dim
+        for name in _PROJECTION_WEIGHTS[:1] if packed else _PROJECTION_WEIGHTS[1:]:
+            init.xavier_uniform_(getattr(self, name))
         if self.in_proj_bias is not None:
-            init.constant_(self.in_proj_bias, 0.0)
-            init.constant_(self.out_proj.bias, 0.0)
-        if self.bias_k is not None:
-            init.xavier_normal_(self.bias_k)
-        if self.bias_v is not None:
-            init.xavier_normal_(self.bias_v)
+            for b in (self.in_proj_bias, self.out_proj.bias):
+                init.constant_(b, 0.0)
+        for extra in (self.bias_k, self.bias_v):
+            if extra is not None:
+                init.xavier_normal_(extra)
 
     def __setstate__(self, state):
-        if "_qkv_same_embed_dim" not in state:
-            state["_qkv_same_embed_dim"] = True
+        # pickles from before kdim/vdim existed lack the flag; they always had one packed weight
+        state.setdefault("_qkv_same_embed_dim", True)
         super().__setstate__(state)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
         """(attn_output, attn_weights or None); inputs (L, N, E) or (N, L, E) with batch_first, or unbatched."""
-        is_batched = query.dim() == 3
-        fast = self._takes_fast_path(query, key, value, attn_mask, key_padding_mask)
+        # decided on the masks as given: a float mask rules out torch's fast path before canonicalization
+        native = self._native_path_applies(query, key, value, attn_mask, key_padding_mask)
         key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask),
                                            "attn_mask", query.dtype)
         attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
-        if self.batch_first and is_batched:
-            # transpose to (L, N, E), keeping query/key/value identity (self-attention packs one GEMM)
-            if key is value:
-                if query is key:
-                    query = key = value = query.transpose(1, 0)
-                else:
-                    query, key = (x.transpose(1, 0) for x in (query, key))
-                    value = key
-            else:
-                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
-        if fast:
+        swap_batch = self.batch_first and query.dim() == 3
+        if swap_batch:
+            query, key, value = _to_sequence_first(query, key, value)
+        if native:
             # torch's fast path ignores the is_causal hint and normalizes with a plain softmax: a query
-            # whose keys are all masked gives NaN (the explicit-weights computation does the same)
-            out, weights = self._attend(query, key, value, key_padding_mask, True, attn_mask, average_attn_weights,
-                                        False)
-            if not need_weights:
-                weights = None
+            # whose keys are all masked gives NaN, as the explicit-weights computation does
+            out, weights = self._project_and_attend(query, key, value, key_padding_mask, True, attn_mask,
+                                                    average_attn_weights, False)
+            weights = weights if need_weights else None
         else:
-            out, weights = self._attend(query, key, value, key_padding_mask, need_weights, attn_mask,
-                                        average_attn_weights, is_causal)
-        if self.batch_first and is_batched:
-            return out.transpose(1, 0), weights
-        return out, weights
+            out, weights = self._project_and_attend(query, key, value, key_padding_mask, need_weights, attn_mask,
+                                                    average_attn_weights, is_causal)
+        return (out.transpose(1, 0) if swap_batch else out), weights
 
-    def _attend(self, query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights, is_causal):
+    def _project_and_attend(self, query, key, value, key_padding_mask, need_weights, attn_mask,
+                            average_attn_weights, is_causal):
+        """F.multi_head_attention_forward with this module's weights, on sequence-first inputs."""
         return multi_head_attention_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.bias_k,
             self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
@@ -125,46 +125,38 @@ class MultiheadAttention(Module):
             q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
             average_attn_weights=average_attn_weights, is_causal=is_causal)
 
-    def _takes_fast_path(self, query, key, value, attn_mask, key_padding_mask):
-        """Whether torch would run _native_multi_head_attention here (its conditions, in its order)."""
-        for mask in (attn_mask, key_padding_mask):
-            if mask is not None and mask.is_floating_point():
-                return False
+    def _native_path_applies(self, query, key, value, attn_mask, key_padding_mask):
+        """Whether torch would run _native_multi_head_attention for this call (which changes NaN rows)."""
+        if any(m is not None and m.is_floating_point() for m in (attn_mask, key_padding_mask)):
+            return False
         if not backends.mha.get_fastpath_enabled() or query.dim() != 3:
             return False
-        if query is not key or key is not value:
+        if not (query is key and key is value):
             return False
-        if self.in_proj_weight is None or self.in_proj_bias is None:
+        w, b = self.in_proj_weight, self.in_proj_bias
+        if w is None or b is None or query.dtype != w.dtype or query.dtype != b.dtype:
             return False
-        if query.dtype != self.in_proj_weight.dtype or query.dtype != self.in_proj_bias.dtype:
+        if self.training or not self.batch_first or self.num_heads % 2:
             return False
-        if self.training or self.num_heads % 2 or not self.batch_first:
+        if self.bias_k is not None or self.bias_v is not None:
             return False
-        if self.bias_k is not None or self.bias_v is not None or self.add_zero_attn or not self._qkv_same_embed_dim:
+        if self.add_zero_attn or not self._qkv_same_embed_dim:
             return False
-        if is_grad_enabled():
-            for t in (query, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight, self.out_proj.bias):
-                if t is not None and t.requires_grad:
-                    return False
-        return True
+        if not is_grad_enabled():
+            return True
+        tracked = (query, w, b, self.out_proj.weight, self.out_proj.bias)
+        return not any(t is not None and t.requires_grad for t in tracked)
 
     def merge_masks(self, attn_mask, key_padding_mask, query):
         """(merged mask, mask type) as torch's fast path combines them: 1 = key padding only, 2 = attn_mask
         (plus key padding), None = no mask."""
-        mask_type = None
-        merged_mask = None
+        if attn_mask is None:
+            return (None, None) if key_padding_mask is None else (key_padding_mask, 1)
+        batch, length, _ = query.shape
+        if attn_mask.dim() == 3:
+            merged = attn_mask.view(batch, -1, length, length)
+        else:
+            merged = attn_mask.view(1, 1, length, length).expand(batch, self.num_heads, -1, -1)
         if key_padding_mask is not None:
-            mask_type = 1
-            merged_mask = key_padding_mask
-        if attn_mask is not None:
-            batch_size, seq_len, _ = query.shape
-            mask_type = 2
-            if attn_mask.dim() == 3:
-                expanded = attn_mask.view(batch_size, -1, seq_len, seq_len)
-            else:
-                expanded = attn_mask.view(1, 1, seq_len, seq_len).expand(batch_size, self.num_heads, -1, -1)
-            merged_mask = expanded
-            if key_padding_mask is not None:
-                padding = key_padding_mask.view(batch_size, 1, 1, seq_len).expand(-1, self.num_heads, -1, -1)
-                merged_mask = expanded + padding
-        return merged_mask, mask_type
+            merged = merged + key_padding_mask.view(batch, 1, 1, length).expand(-1, self.num_heads, -1, -1)
+        return merged, 2
