@@ -9,57 +9,59 @@ from .utils import _sum_rightmost
 __all__ = ["Independent"]
 
 
+def _from_base(name):
+    """A read-only property answering with the base distribution's attribute of that name."""
+    return property(lambda self: getattr(self.base_dist, name), doc=f"The base distribution's {name}.")
+
+
 class Independent(Distribution):
-    """log_prob and entropy sum over the reinterpreted dims; everything else is the base's."""
+    """Only the shapes change: moments and samples are the base's, while log_prob and entropy
+    add up over the reinterpreted dims."""
     arg_constraints = {}
 
     def __init__(self, base_distribution, reinterpreted_batch_ndims, validate_args=None):
-        if reinterpreted_batch_ndims > len(base_distribution.batch_shape):
+        batch_ndims = len(base_distribution.batch_shape)
+        if reinterpreted_batch_ndims > batch_ndims:
             raise ValueError(f"Expected reinterpreted_batch_ndims <= len(base_distribution.batch_shape), actual "
-                             f"{reinterpreted_batch_ndims} vs {len(base_distribution.batch_shape)}")
-        shape = base_distribution.batch_shape + base_distribution.event_shape
-        event_dim = reinterpreted_batch_ndims + len(base_distribution.event_shape)
-        cut = len(shape) - event_dim
+                             f"{reinterpreted_batch_ndims} vs {batch_ndims}")
         self.base_dist = base_distribution
         self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
-        super().__init__(shape[:cut], shape[cut:], validate_args=validate_args)
+        dims = base_distribution.batch_shape + base_distribution.event_shape
+        split = batch_ndims - reinterpreted_batch_ndims
+        super().__init__(dims[:split], dims[split:], validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Independent, _instance)
         batch_shape = ember.Size(batch_shape)
-        n = self.reinterpreted_batch_ndims
-        new.base_dist = self.base_dist.expand(batch_shape + self.event_shape[:n])
-        new.reinterpreted_batch_ndims = n
+        ndims = self.reinterpreted_batch_ndims
+        moved_dims = self.event_shape[:ndims]  # the base's batch dims that this reads as event dims
+        new.base_dist = self.base_dist.expand(batch_shape + moved_dims)
+        new.reinterpreted_batch_ndims = ndims
         return self._expanded(new, batch_shape)
 
+    has_rsample = _from_base("has_rsample")
+    mean = _from_base("mean")
+    mode = _from_base("mode")
+    variance = _from_base("variance")
+
+    def _sum_over_moved_dims(self, values):
+        return _sum_rightmost(values, self.reinterpreted_batch_ndims)
+
     @property
-    def has_rsample(self):
-        return self.base_dist.has_rsample
+    def _events_span_batch_dims(self):
+        """Whether an event joins several of the base's events (whose product support is not enumerated)."""
+        return self.reinterpreted_batch_ndims > 0
 
     @property
     def has_enumerate_support(self):
-        if self.reinterpreted_batch_ndims > 0:
-            return False
-        return self.base_dist.has_enumerate_support
+        return not self._events_span_batch_dims and self.base_dist.has_enumerate_support
 
     @constraints.dependent_property
     def support(self):
-        result = self.base_dist.support
-        if self.reinterpreted_batch_ndims:
-            result = constraints.independent(result, self.reinterpreted_batch_ndims)
-        return result
-
-    @property
-    def mean(self):
-        return self.base_dist.mean
-
-    @property
-    def mode(self):
-        return self.base_dist.mode
-
-    @property
-    def variance(self):
-        return self.base_dist.variance
+        per_entry = self.base_dist.support
+        if not self.reinterpreted_batch_ndims:
+            return per_entry
+        return constraints.independent(per_entry, self.reinterpreted_batch_ndims)
 
     def sample(self, sample_shape=ember.Size()):
         return self.base_dist.sample(sample_shape)
@@ -68,15 +70,15 @@ class Independent(Distribution):
         return self.base_dist.rsample(sample_shape)
 
     def log_prob(self, value):
-        return _sum_rightmost(self.base_dist.log_prob(value), self.reinterpreted_batch_ndims)
+        return self._sum_over_moved_dims(self.base_dist.log_prob(value))
 
     def entropy(self):
-        return _sum_rightmost(self.base_dist.entropy(), self.reinterpreted_batch_ndims)
+        return self._sum_over_moved_dims(self.base_dist.entropy())
 
     def enumerate_support(self, expand=True):
-        if self.reinterpreted_batch_ndims > 0:
+        if self._events_span_batch_dims:
             raise NotImplementedError("Enumeration over cartesian product is not implemented")
         return self.base_dist.enumerate_support(expand=expand)
 
     def __repr__(self):
-        return f"{self.__class__.__name__}({self.base_dist}, {self.reinterpreted_batch_ndims})"
+        return f"{type(self).__name__}({self.base_dist}, {self.reinterpreted_batch_ndims})"
