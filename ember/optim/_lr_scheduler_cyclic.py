@@ -138,7 +138,8 @@ class CyclicLR(LRScheduler):
     def state_dict(self):
         state = super().state_dict()
         state.pop("_mode_scale", None)  # rebuilt from mode and gamma on load
-        state["_scale_fn_custom"] = _callable_state(state.pop("_scale_fn_custom"))
+        custom = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None if custom is None else _callable_state(custom)
         return state
 
     def load_state_dict(self, state_dict):

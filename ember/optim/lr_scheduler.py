@@ -39,15 +39,22 @@ def _set_group_value(group, key, value):
 
 
 def _per_group(name, optimizer, value):
-    """One value per param group: a list of the right length, or a scalar repeated."""
-    if isinstance(value, (list, tuple)):
-        if len(value) != len(optimizer.param_groups):
-            raise ValueError(f"{name} must have the same length as optimizer.param_groups. {name} has {len(value)} "
-                             f"values, param_groups has {len(optimizer.param_groups)}.")
-        values = list(value)
-    else:
-        values = [value] * len(optimizer.param_groups)
+    """One value per param group (tensors cloned): a list of the right length, or a scalar repeated."""
+    count = len(optimizer.param_groups)
+    values = value if isinstance(value, (list, tuple)) else [value] * count
+    if len(values) != count:
+        raise ValueError(f"{name} must have the same length as optimizer.param_groups. {name} has {len(value)} "
+                         f"values, param_groups has {count}.")
     return [v.clone() if isinstance(v, Tensor) else v for v in values]
+
+
+def _load_all_but(sched, state_dict, key):
+    """Load every entry of state_dict except key into sched, and return key's entry. The dict is handed back
+    whole, with key moved to its end, as torch leaves it."""
+    held = state_dict.pop(key)
+    sched.__dict__.update(state_dict)
+    state_dict[key] = held
+    return held
 
 
 def _require_optimizer(optimizer):
@@ -63,7 +70,7 @@ def _cosine_point(low, high, done, period):
 
 def _callable_state(fn):
     """What a state_dict keeps of a user callable: nothing for a plain function, a callable object's __dict__."""
-    if fn is None or isinstance(fn, types.FunctionType):
+    if isinstance(fn, types.FunctionType):
         return None
     return fn.__dict__.copy()
 
@@ -82,29 +89,39 @@ class _Flag:
         setattr(self.sched, self.name, False)
 
 
+def _record_initial_lrs(optimizer):
+    """A fresh schedule starts from each group's current lr, unless an earlier scheduler recorded one."""
+    for group in optimizer.param_groups:
+        if "initial_lr" not in group:
+            lr = group["lr"]
+            group["initial_lr"] = lr.clone() if isinstance(lr, Tensor) else lr
+
+
+def _check_resumable(optimizer):
+    """Resuming (last_epoch >= 0) needs the initial_lr a fresh schedule would have recorded."""
+    missing = [i for i, group in enumerate(optimizer.param_groups) if "initial_lr" not in group]
+    if missing:
+        raise KeyError(f"param 'initial_lr' is not specified in param_groups[{missing[0]}] when resuming "
+                       "scheduler with last_epoch >= 0.")
+
+
 class LRScheduler:
     """Base class: https://pytorch.org/docs/stable/generated/torch.optim.lr_scheduler.LRScheduler.html"""
     _get_lr_called_within_step = False
     _is_initial = False
 
     def __init__(self, optimizer, last_epoch=-1):
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        _require_optimizer(optimizer)
         self.optimizer = optimizer
         if last_epoch == -1:
-            for group in optimizer.param_groups:
-                lr = group["lr"]
-                group.setdefault("initial_lr", lr.clone() if isinstance(lr, Tensor) else lr)
+            _record_initial_lrs(optimizer)
         else:
-            for i, group in enumerate(optimizer.param_groups):
-                if "initial_lr" not in group:
-                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming "
-                                   "scheduler with last_epoch >= 0.")
+            _check_resumable(optimizer)
         self.base_lrs = _group_values(optimizer, "initial_lr")
         self.last_epoch = last_epoch
-        self._initial_step()
+        self._construction_step()
 
-    def _initial_step(self):
+    def _construction_step(self):
         """The step every scheduler takes at construction (last_epoch -1 -> 0)."""
         self._step_count = 0
         with _Flag(self, "_is_initial"):
@@ -168,24 +185,23 @@ class _LambdaState:
 
     def state_dict(self):
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
-                               for fn in self.lr_lambdas]
+        state["lr_lambdas"] = [_callable_state(fn) for fn in self.lr_lambdas]
         return state
 
     def load_state_dict(self, state_dict):
-        lr_lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        state_dict["lr_lambdas"] = lr_lambdas
-        for fn, saved in zip(self.lr_lambdas, lr_lambdas):
+        saved_lambdas = _load_all_but(self, state_dict, "lr_lambdas")
+        for fn, saved in zip(self.lr_lambdas, saved_lambdas):
             if saved is not None:
                 fn.__dict__.update(saved)
 
 
 def _lambdas(optimizer, lr_lambda):
+    """One lr_lambda per param group: the list given, or the single one repeated."""
+    count = len(optimizer.param_groups)
     if not isinstance(lr_lambda, (list, tuple)):
-        return [lr_lambda] * len(optimizer.param_groups)
-    if len(lr_lambda) != len(optimizer.param_groups):
-        raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
+        return [lr_lambda] * count
+    if len(lr_lambda) != count:
+        raise ValueError(f"Expected {count} lr_lambdas, but got {len(lr_lambda)}")
     return list(lr_lambda)
 
 
@@ -248,22 +264,27 @@ class MultiStepLR(LRScheduler):
 
     def get_lr(self):
         self._warn_outside_step()
-        if self.last_epoch not in self.milestones:
-            return _group_values(self.optimizer, "lr")
-        times = self.milestones[self.last_epoch]
-        return [g["lr"] * self.gamma ** times for g in self.optimizer.param_groups]
+        if self.last_epoch in self.milestones:
+            decay = self.gamma ** self.milestones[self.last_epoch]
+            return [g["lr"] * decay for g in self.optimizer.param_groups]
+        return _group_values(self.optimizer, "lr")
 
     def _get_closed_form_lr(self):
-        milestones = sorted(self.milestones.elements())
-        return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs]
+        passed = bisect_right(sorted(self.milestones.elements()), self.last_epoch)  # counting repeats
+        return [base_lr * self.gamma ** passed for base_lr in self.base_lrs]
+
+
+def _check_factor(value, message, zero_allowed=True):
+    """A multiplicative factor lies in [0, 1] (in (0, 1] when zero is not allowed)."""
+    if value > 1.0 or (value < 0 if zero_allowed else value <= 0):
+        raise ValueError(message)
 
 
 class ConstantLR(LRScheduler):
     """lr * factor for the first total_iters epochs, then lr."""
 
     def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
-        if factor > 1.0 or factor < 0:
-            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        _check_factor(factor, "Constant multiplicative factor expected to be between 0 and 1.")
         self.factor = factor
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
@@ -272,9 +293,9 @@ class ConstantLR(LRScheduler):
         self._warn_outside_step()
         if self.last_epoch == 0:
             return [g["lr"] * self.factor for g in self.optimizer.param_groups]
-        if self.last_epoch != self.total_iters:
-            return _group_values(self.optimizer, "lr")
-        return [g["lr"] * (1.0 / self.factor) for g in self.optimizer.param_groups]
+        if self.last_epoch == self.total_iters:  # the factor's time is over: undo it
+            return [g["lr"] * (1.0 / self.factor) for g in self.optimizer.param_groups]
+        return _group_values(self.optimizer, "lr")
 
     def _get_closed_form_lr(self):
         return [base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
@@ -285,10 +306,9 @@ class LinearLR(LRScheduler):
     """Scale lr linearly from start_factor to end_factor over total_iters epochs."""
 
     def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1):
-        if start_factor > 1.0 or start_factor <= 0:
-            raise ValueError("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
-        if end_factor > 1.0 or end_factor < 0:
-            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        _check_factor(start_factor, "Starting multiplicative factor expected to be greater than 0 and less or equal "
+                                    "to 1.", zero_allowed=False)
+        _check_factor(end_factor, "Ending multiplicative factor expected to be between 0 and 1.")
         self.start_factor = start_factor
         self.end_factor = end_factor
         self.total_iters = total_iters
@@ -365,8 +385,7 @@ class CosineAnnealingLR(LRScheduler):
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
         if self._step_count == 1 and e > 0:  # resuming: start from the closed form
-            return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(e * math.pi / self.T_max)) / 2
-                    for base_lr in self.base_lrs]
+            return self._get_closed_form_lr()
         if (e - 1 - self.T_max) % (2 * self.T_max) == 0:  # the trough: the recursion would divide by 0
             return [g["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
                     for base_lr, g in zip(self.base_lrs, self.optimizer.param_groups)]
@@ -374,8 +393,7 @@ class CosineAnnealingLR(LRScheduler):
         return [ratio * (g["lr"] - self.eta_min) + self.eta_min for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
-        return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-                for base_lr in self.base_lrs]
+        return [_cosine_point(self.eta_min, base_lr, self.last_epoch, self.T_max) for base_lr in self.base_lrs]
 
 
 def _check_children(owner, optimizer, schedulers):
@@ -401,9 +419,7 @@ class _Composite:
         return state
 
     def load_state_dict(self, state_dict):
-        children = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = children
+        children = _load_all_but(self, state_dict, "_schedulers")
         for s, saved in zip(self._schedulers, children):
             s.load_state_dict(saved)
 
@@ -428,7 +444,7 @@ class SequentialLR(_Composite, LRScheduler):
             _set_group_value(group, "lr", group["initial_lr"])
         self._undo_initial_steps(self)
         first = self._schedulers[bisect_right(self._milestones, 0)]
-        first._initial_step()
+        first._construction_step()
         self._last_lr = first.get_last_lr()
 
     def _undo_initial_steps(self, sched):
@@ -446,13 +462,13 @@ class SequentialLR(_Composite, LRScheduler):
 
     def step(self):
         self.last_epoch += 1
-        idx = bisect_right(self._milestones, self.last_epoch)
-        scheduler = self._schedulers[idx]
-        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
-            scheduler._update_lr(0)  # a scheduler taking over starts at its epoch 0
+        stage = bisect_right(self._milestones, self.last_epoch)
+        current = self._schedulers[stage]
+        if stage == 0 or self._milestones[stage - 1] != self.last_epoch:
+            current.step()
         else:
-            scheduler.step()
-        self._last_lr = scheduler.get_last_lr()
+            current._update_lr(0)  # a scheduler taking over starts at its epoch 0
+        self._last_lr = current.get_last_lr()
 
 
 class ChainedScheduler(_Composite, LRScheduler):
@@ -462,7 +478,8 @@ class ChainedScheduler(_Composite, LRScheduler):
         if len(schedulers) < 1:
             raise ValueError(f"{type(self).__name__} expects at least one scheduler to be chained, but got no "
                              "scheduler.")
-        optimizer = optimizer or schedulers[0].optimizer
+        if not optimizer:  # torch falls back on a falsy optimizer too, not only None
+            optimizer = schedulers[0].optimizer
         _check_children(type(self).__name__, optimizer, schedulers)
         self._schedulers = schedulers
         self.optimizer = optimizer
