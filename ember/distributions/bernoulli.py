@@ -2,6 +2,7 @@
 import ember
 
 from . import constraints
+from .categorical import _stack_over_batch
 from .exp_family import ExponentialFamily
 from .utils import _ProbsOrLogits, _softplus, broadcast_all
 
@@ -14,6 +15,7 @@ def bce_with_logits(logits, target):
 
 
 class Bernoulli(_ProbsOrLogits, ExponentialFamily):
+    """1 with probability p; log_prob and entropy are binary cross entropies computed from the logits."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
@@ -24,10 +26,9 @@ class Bernoulli(_ProbsOrLogits, ExponentialFamily):
         super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Bernoulli, _instance)
-        batch_shape = ember.Size(batch_shape)
-        self._expand_probs_or_logits(new, batch_shape)
-        return self._expanded(new, batch_shape)
+        new = self._expand_params(Bernoulli, batch_shape, _instance)
+        self._expand_probs_or_logits(new, new.batch_shape)
+        return new
 
     @property
     def mean(self):
@@ -41,32 +42,28 @@ class Bernoulli(_ProbsOrLogits, ExponentialFamily):
 
     @property
     def variance(self):
-        return self.probs * (1 - self.probs)
+        p = self.probs
+        return p * (1 - p)
 
     def sample(self, sample_shape=ember.Size()):
-        shape = self._extended_shape(sample_shape)
         with ember.no_grad():
-            return ember.bernoulli(self.probs.expand(shape))
+            p = self.probs.expand(self._extended_shape(sample_shape))
+            return ember.bernoulli(p)
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        logits, value = broadcast_all(self.logits, value)
-        return -bce_with_logits(logits, value)
+        return -bce_with_logits(*broadcast_all(self.logits, value))
 
     def entropy(self):
         return bce_with_logits(self.logits, self.probs)
 
     def enumerate_support(self, expand=True):
-        values = ember.arange(2, dtype=self._param.dtype)
-        values = values.view((-1,) + (1,) * len(self._batch_shape))
-        if expand:
-            values = values.expand((-1,) + tuple(self._batch_shape))
-        return values
+        return _stack_over_batch(ember.arange(2, dtype=self._param.dtype), self._batch_shape, expand)
 
     @property
     def _natural_params(self):
         return (ember.logit(self.probs),)
 
-    def _log_normalizer(self, x):
-        return ember.log1p(ember.exp(x))
+    def _log_normalizer(self, eta):
+        return ember.log1p(ember.exp(eta))
