@@ -191,15 +191,14 @@ class _InverseTransform(Transform):
 
     __hash__ = object.__hash__
 
-    def __repr__(self):
-        return f"{type(self).__name__}({self._inv!r})"
-
     def __call__(self, x):
         return self._inv._run_inverse(x)
 
     def log_abs_det_jacobian(self, x, y):
-        forward_term = self._inv.log_abs_det_jacobian(y, x)
-        return -forward_term
+        return -self._inv.log_abs_det_jacobian(y, x)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self._inv!r})"
 
     def forward_shape(self, shape):
         return self._inv.inverse_shape(shape)
@@ -208,16 +207,16 @@ class _InverseTransform(Transform):
         return self._inv.forward_shape(shape)
 
 
-def _chain_end(steps, entry, exit):
-    """The constraint at the far end of `steps`, walked in order, each step taking its `entry`
-    side ("domain" or "codomain") to its `exit` side: the last step's exit constraint, made
-    independent over any event dims that earlier steps carry through as whole blocks."""
-    ndims = getattr(steps[0], entry).event_dim
+def _chain_end(steps, entry_side, exit_side):
+    """The constraint at the far end of `steps`, walked in order, each step taking its entry_side
+    ("domain" or "codomain") to its exit_side: the last step's exit constraint, made independent
+    over any event dims that earlier steps carry through as whole blocks."""
+    ndims = getattr(steps[0], entry_side).event_dim
     for step in steps:
-        ndims_in = getattr(step, entry).event_dim
-        ndims_out = getattr(step, exit).event_dim
+        ndims_in = getattr(step, entry_side).event_dim
+        ndims_out = getattr(step, exit_side).event_dim
         ndims = max(ndims + ndims_out - ndims_in, ndims_out)
-    end = getattr(steps[-1], exit)
+    end = getattr(steps[-1], exit_side)
     if ndims > end.event_dim:
         end = constraints.independent(end, ndims - end.event_dim)
     return end
@@ -340,6 +339,10 @@ class IndependentTransform(Transform):
     def sign(self):
         return self.base_transform.sign
 
+    def log_abs_det_jacobian(self, x, y):
+        per_element = self.base_transform.log_abs_det_jacobian(x, y)
+        return _sum_rightmost(per_element, self.reinterpreted_batch_ndims)
+
     def _call(self, x):
         _need_dims(x.dim(), self.domain.event_dim)
         return self.base_transform(x)
@@ -349,15 +352,10 @@ class IndependentTransform(Transform):
 
     def _inverse(self, y):
         _need_dims(y.dim(), self.codomain.event_dim)
-        inverse = self.base_transform.inv
-        return inverse(y)
+        return self.base_transform.inv(y)
 
     def inverse_shape(self, shape):
         return self.base_transform.inverse_shape(shape)
-
-    def log_abs_det_jacobian(self, x, y):
-        per_element = self.base_transform.log_abs_det_jacobian(x, y)
-        return _sum_rightmost(per_element, self.reinterpreted_batch_ndims)
 
     def __repr__(self):
         return f"{type(self).__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
