@@ -206,10 +206,13 @@ def test_explicit_epoch_uses_closed_form(name, epoch_steps):
 
 def test_resume_with_last_epoch():
     """last_epoch >= 0 needs initial_lr in the groups; CosineAnnealingLR then starts from its closed form."""
+    messages = []
     for lib in (torch, ember):
         opt = make_optimizer(lib)
-        with pytest.raises(KeyError):
+        with pytest.raises(KeyError) as info:
             lib.optim.lr_scheduler.StepLR(opt, 3, last_epoch=5)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
     results = []
     for lib in (torch, ember):
         opt = make_optimizer(lib)

@@ -102,7 +102,9 @@ def _check_resumable(optimizer):
     missing = [i for i, group in enumerate(optimizer.param_groups) if "initial_lr" not in group]
     if missing:
         raise KeyError(f"param 'initial_lr' is not specified in param_groups[{missing[0]}] when resuming "
-                       "scheduler with last_epoch >= 0.")
+                       "scheduler with last_epoch >= 0.\nThis typically happens when:\n1. You're trying to resume "
+                       "training from a checkpoint but haven't properly loaded the optimizer state\n2. You're using "
+                       "last_epoch >= 0 for a fresh training run (not recommended)")
 
 
 class LRScheduler:
