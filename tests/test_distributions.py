@@ -833,6 +833,26 @@ def test_mixture_repr_and_mvn_lazy_parameters():
         assert repr(de) == repr(dt)
 
 
+
+def test_mixture_support_is_torchs_constraint():
+    """MixtureSameFamily.support: a dependent property on the class, MixtureSameFamilyConstraint on an instance
+    (a value must lie in every component's support; the event dims of Independent components are reduced)."""
+    out = []
+    for lib in (torch, ember):
+        D = lib.distributions
+        mix = D.Categorical(lib.ones(2))
+        uni = D.MixtureSameFamily(mix, D.Uniform(lib.tensor([0.0, 1.0]), lib.tensor([2.0, 3.0])), validate_args=True)
+        ind = D.MixtureSameFamily(mix, D.Independent(D.Normal(lib.zeros(2, 3), 1.0), 1))
+        rec = [repr(D.MixtureSameFamily.support), repr(uni.support), repr(ind.support),
+               uni.support.check(lib.tensor([0.5, 1.5, 2.5])).tolist(), tuple(ind.support.check(lib.zeros(4, 3)).shape),
+               uni.support.event_dim, ind.support.event_dim, uni.support.is_discrete,
+               raised(lambda: uni.log_prob(lib.tensor([2.5]))),
+               raised(lambda: ind.support.check(lib.zeros(()))),
+               raised(lambda: D.constraints.MixtureSameFamilyConstraint(3))]
+        out.append(rec)
+    assert out[0] == out[1]
+    assert "MixtureSameFamilyConstraint" in ED.constraints.__all__
+
 # ---- training loops --------------------------------------------------------------------------------------
 
 def test_reinforce_policy_gradient_learns_a_contextual_bandit():

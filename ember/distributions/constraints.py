@@ -8,7 +8,7 @@ import operator
 
 import ember
 
-__all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
+__all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
            "greater_than_eq", "independent", "integer_interval", "interval", "half_open_interval", "is_dependent",
            "less_than", "lower_cholesky", "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer",
            "one_hot", "positive", "positive_semidefinite", "positive_definite", "positive_integer", "real",
@@ -138,6 +138,35 @@ class _IndependentConstraint(Constraint):
 
 
 independent = _IndependentConstraint
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """MixtureSameFamily's support: the components' support, checked on the value with the component
+    axis put back left of the event dims. A value passes where every component's support holds it."""
+
+    def __init__(self, base_constraint):
+        if not isinstance(base_constraint, Constraint):
+            raise AssertionError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        ndims = self.event_dim
+        per_component = self.base_constraint.check(value.unsqueeze(-1 - ndims))
+        if value.dim() < ndims:
+            raise ValueError(f"Expected value.dim() >= {ndims} but got {value.dim()}")
+        return _all_rightmost(per_component, per_component.dim() - (value.dim() - ndims))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.base_constraint!r})"
 
 
 # ---- scalars, by value ----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ B and event shape E. Values of shape S + B + E get a singleton dim before E (`_a
 to be scored by all k components at once."""
 import ember
 
+from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution
 
@@ -63,9 +64,9 @@ class MixtureSameFamily(Distribution):
             setattr(new, name, getattr(self, name))
         return self._expanded(new, batch_shape)
 
-    @property
+    @constraints.dependent_property
     def support(self):
-        return self._component_distribution.support
+        return constraints.MixtureSameFamilyConstraint(self._component_distribution.support)
 
     @property
     def mixture_distribution(self):
