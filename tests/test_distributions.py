@@ -853,6 +853,24 @@ def test_mixture_support_is_torchs_constraint():
     assert out[0] == out[1]
     assert "MixtureSameFamilyConstraint" in ED.constraints.__all__
 
+
+def test_constraint_argument_errors_match_torch():
+    """Bad arguments to independent/cat/stack and dims out of range in their checks: torch's AssertionErrors."""
+    cases = [lambda C, lib: C.independent(3, 1), lambda C, lib: C.independent(C.real, -1),
+             lambda C, lib: C.independent(C.real, 1.5), lambda C, lib: C.cat([C.real, C.positive], 0, [1]),
+             lambda C, lib: C.stack([C.real, 3]), lambda C, lib: C.cat([C.real, "x"]),
+             lambda C, lib: C.stack([C.real, C.real], 1).check(lib.zeros(2)),
+             lambda C, lib: C.cat([C.real], 2).check(lib.zeros(2)),
+             lambda C, lib: C.stack([C.real, C.positive], -1).check(lib.tensor([1.0, -1.0])).tolist()]
+    for case in cases:
+        got = []
+        for lib in (torch, ember):
+            try:
+                got.append(case(lib.distributions.constraints, lib))
+            except Exception as e:  # noqa: BLE001 - the error is the observation
+                got.append((type(e).__name__, str(e)))
+        assert got[0] == got[1]
+
 # ---- training loops --------------------------------------------------------------------------------------
 
 def test_reinforce_policy_gradient_learns_a_contextual_bandit():

@@ -28,6 +28,14 @@ def _all_rightmost(mask, ndims):
     return mask.reshape(kept + (-1,)).all(-1)
 
 
+def _require_constraints(items, message):
+    """items as a list, each a Constraint, else torch's AssertionError with message."""
+    items = list(items)
+    if not all(isinstance(c, Constraint) for c in items):
+        raise AssertionError(message)
+    return items
+
+
 class Constraint:
     """A region of valid values. `is_discrete` marks countable sets; `event_dim` is the number
     of rightmost dims that together form one checked event."""
@@ -109,11 +117,13 @@ class _IndependentConstraint(Constraint):
     an event is valid when every entry in it is."""
 
     def __init__(self, base_constraint, reinterpreted_batch_ndims):
-        if not isinstance(base_constraint, Constraint):
-            raise TypeError(f"base_constraint must be a Constraint, not {type(base_constraint).__name__}")
+        _require_constraints([base_constraint], f"base_constraint must be a Constraint, got "
+                                                f"{type(base_constraint).__name__}")
         ndims = reinterpreted_batch_ndims
-        if not isinstance(ndims, int) or ndims < 0:
-            raise ValueError(f"reinterpreted_batch_ndims must be a non-negative int, got {ndims}")
+        if not isinstance(ndims, int):
+            raise AssertionError(f"reinterpreted_batch_ndims must be an int, got {type(ndims).__name__}")
+        if ndims < 0:
+            raise AssertionError(f"reinterpreted_batch_ndims must be >= 0, got {ndims}")
         self.base_constraint = base_constraint
         self.reinterpreted_batch_ndims = ndims
         super().__init__()
@@ -145,8 +155,8 @@ class MixtureSameFamilyConstraint(Constraint):
     axis put back left of the event dims. A value passes where every component's support holds it."""
 
     def __init__(self, base_constraint):
-        if not isinstance(base_constraint, Constraint):
-            raise AssertionError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
+        _require_constraints([base_constraint], f"base_constraint must be a Constraint, got "
+                                                f"{type(base_constraint).__name__}")
         self.base_constraint = base_constraint
         super().__init__()
 
@@ -436,18 +446,24 @@ class _Pieces(Constraint):
     def _widest_event_dim(self):
         return max(part.event_dim for part in self.cseq)
 
+    def _pieces_of(self, value):
+        """value's dim `self.dim`, checked to exist (torch's AssertionError)."""
+        if not -value.dim() <= self.dim < value.dim():
+            raise AssertionError(f"dim {self.dim} out of range for value with {value.dim()} dimensions")
+        return value.size(self.dim)
+
 
 class _Cat(_Pieces):
     """A sequence of constraints, each over its slice (of `lengths`) along dim `dim`."""
 
     def __init__(self, cseq, dim=0, lengths=None):
-        self.cseq = list(cseq)
+        self.cseq = _require_constraints(cseq, "All elements of cseq must be Constraint instances")
         if lengths is None:
             self.lengths = [1 for _ in self.cseq]
         else:
             self.lengths = list(lengths)
         if len(self.cseq) != len(self.lengths):
-            raise ValueError("cat: one length per constraint is needed")
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
         self.dim = dim
         super().__init__()
 
@@ -456,6 +472,7 @@ class _Cat(_Pieces):
         return self._widest_event_dim()
 
     def check(self, value):
+        self._pieces_of(value)
         starts = itertools.accumulate(self.lengths, initial=0)
         masks = [part.check(value.narrow(self.dim, start, size))
                  for part, start, size in zip(self.cseq, starts, self.lengths)]
@@ -466,7 +483,7 @@ class _Stack(_Pieces):
     """A sequence of constraints, one per index of dim `dim`."""
 
     def __init__(self, cseq, dim=0):
-        self.cseq = list(cseq)
+        self.cseq = _require_constraints(cseq, "All elements of cseq must be Constraint instances")
         self.dim = dim
         super().__init__()
 
@@ -477,7 +494,7 @@ class _Stack(_Pieces):
         return widest + 1 if self.dim + widest < 0 else widest
 
     def check(self, value):
-        count = value.size(self.dim)
+        count = self._pieces_of(value)
         masks = [part.check(value.select(self.dim, i)) for i, part in zip(range(count), self.cseq)]
         return ember.stack(masks, self.dim)
 
