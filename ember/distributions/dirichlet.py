@@ -16,36 +16,38 @@ __all__ = ["Dirichlet"]
 
 
 class Dirichlet(ExponentialFamily):
+    """Points of the simplex with density proportional to prod_i x_i^(c_i - 1), c = concentration."""
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True
 
     def __init__(self, concentration, validate_args=None):
-        if concentration.dim() < 1:
+        if concentration.dim() == 0:
             raise ValueError("`concentration` parameter must be at least one-dimensional.")
         self.concentration = concentration
-        batch_shape, event_shape = concentration.shape[:-1], concentration.shape[-1:]
-        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+        k = concentration.shape[-1]
+        super().__init__(concentration.shape[:-1], (k,), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Dirichlet, _instance)
         batch_shape = ember.Size(batch_shape)
-        new.concentration = self.concentration.expand(batch_shape + self.event_shape)
+        new.concentration = self.concentration.expand(tuple(batch_shape) + tuple(self._event_shape))
         return self._expanded(new, batch_shape)
 
     def rsample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
-        return sample_dirichlet(self.concentration.expand(shape))
+        c = self.concentration.expand(self._extended_shape(sample_shape))
+        return sample_dirichlet(c)
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return (ember.xlogy(self.concentration - 1.0, value).sum(-1) + ember.lgamma(self.concentration.sum(-1))
-                - ember.lgamma(self.concentration).sum(-1))
+        c = self.concentration
+        return ember.xlogy(c - 1.0, value).sum(-1) + ember.lgamma(c.sum(-1)) - ember.lgamma(c).sum(-1)
 
     @property
     def mean(self):
-        return self.concentration / self.concentration.sum(-1, True)
+        c = self.concentration
+        return c / c.sum(-1, True)
 
     @property
     def mode(self):
@@ -59,18 +61,20 @@ class Dirichlet(ExponentialFamily):
 
     @property
     def variance(self):
-        con0 = self.concentration.sum(-1, True)
-        return self.concentration * (con0 - self.concentration) / (con0.pow(2) * (con0 + 1))
+        c = self.concentration
+        total = c.sum(-1, True)
+        return c * (total - c) / (total.pow(2) * (total + 1))
 
     def entropy(self):
-        k = self.concentration.size(-1)
-        a0 = self.concentration.sum(-1)
-        return (ember.lgamma(self.concentration).sum(-1) - ember.lgamma(a0) - (k - a0) * ember.digamma(a0)
-                - ((self.concentration - 1.0) * ember.digamma(self.concentration)).sum(-1))
+        c = self.concentration
+        k = c.shape[-1]
+        total = c.sum(-1)
+        return (ember.lgamma(c).sum(-1) - ember.lgamma(total) - (k - total) * ember.digamma(total)
+                - ((c - 1.0) * ember.digamma(c)).sum(-1))
 
     @property
     def _natural_params(self):
         return (self.concentration,)
 
-    def _log_normalizer(self, x):
-        return x.lgamma().sum(-1) - ember.lgamma(x.sum(-1))
+    def _log_normalizer(self, eta):
+        return eta.lgamma().sum(-1) - ember.lgamma(eta.sum(-1))

@@ -11,33 +11,55 @@ from .utils import _standard_normal, lazy_property
 
 __all__ = ["MultivariateNormal"]
 
-
-def _batch_mv(bmat, bvec):
-    """Matrix times vector over broadcast batch dims."""
-    return ember.matmul(bmat, bvec.unsqueeze(-1)).squeeze(-1)
+_LOG_2PI = math.log(2 * math.pi)
+_MATRICES = ("covariance_matrix", "scale_tril", "precision_matrix")
 
 
-def _batch_mahalanobis(bL, bx):
+def _matvec(matrix, vector):
+    """matrix @ vector over broadcast batch dims."""
+    column = vector.unsqueeze(-1)
+    return ember.matmul(matrix, column).squeeze(-1)
+
+
+def _squared_mahalanobis(L, x):
     """|L^-1 x|^2 for x (..., n) and L (..., n, n) with broadcastable batch dims; an unbatched L
     solves all right-hand sides at once (one triangular solve, no copies of L)."""
-    n = bx.shape[-1]
-    if bL.dim() == 2:
-        rhs = bx.reshape(-1, n).T
-        sol = ember.linalg.solve_triangular(bL, rhs, upper=False)
-        return sol.pow(2).sum(0).reshape(bx.shape[:-1])
-    batch = ember.broadcast_shapes(bL.shape[:-2], bx.shape[:-1])
-    L = bL.expand(tuple(batch) + (n, n))
-    x = bx.expand(tuple(batch) + (n,))
-    sol = ember.linalg.solve_triangular(L, x.unsqueeze(-1), upper=False).squeeze(-1)
-    return sol.pow(2).sum(-1)
+    n = x.shape[-1]
+    if L.dim() == 2:
+        columns = x.reshape(-1, n).T
+        solved = ember.linalg.solve_triangular(L, columns, upper=False)
+        return solved.pow(2).sum(0).reshape(x.shape[:-1])
+    batch = tuple(ember.broadcast_shapes(L.shape[:-2], x.shape[:-1]))
+    rhs = x.expand(batch + (n,)).unsqueeze(-1)
+    solved = ember.linalg.solve_triangular(L.expand(batch + (n, n)), rhs, upper=False).squeeze(-1)
+    return solved.pow(2).sum(-1)
 
 
-def _precision_to_scale_tril(P):
-    """Cholesky factor of P^-1."""
-    return ember.linalg.cholesky(ember.cholesky_inverse(ember.linalg.cholesky(P)))
+_batch_mahalanobis = _squared_mahalanobis  # the name kl.py imports
+
+
+def _half_log_det(L):
+    """log sqrt(det(L L^T)) = sum of log diag(L), for a Cholesky factor L."""
+    return L.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+
+
+def _cholesky_of_inverse(precision):
+    """The lower Cholesky factor of precision^-1."""
+    inverse = ember.cholesky_inverse(ember.linalg.cholesky(precision))
+    return ember.linalg.cholesky(inverse)
+
+
+# the unbroadcast Cholesky factor of the covariance, from whichever matrix was given
+_TO_SCALE_TRIL = {"scale_tril": lambda m: m, "covariance_matrix": lambda m: ember.linalg.cholesky(m),
+                  "precision_matrix": _cholesky_of_inverse}
+
+
+def _matrix_shape(batch_shape, event_shape):
+    return tuple(batch_shape) + tuple(event_shape) * 2
 
 
 class MultivariateNormal(Distribution):
+    """The given matrix and loc are kept broadcast to the batch; the other two matrices are lazy."""
     arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
                        "precision_matrix": constraints.positive_definite, "scale_tril": constraints.lower_cholesky}
     support = constraints.real_vector
@@ -46,57 +68,46 @@ class MultivariateNormal(Distribution):
     def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
         if loc.dim() < 1:
             raise ValueError("loc must be at least one-dimensional.")
-        if (covariance_matrix is not None) + (scale_tril is not None) + (precision_matrix is not None) != 1:
+        given = {"scale_tril": scale_tril, "covariance_matrix": covariance_matrix,
+                 "precision_matrix": precision_matrix}
+        given = {name: m for name, m in given.items() if m is not None}
+        if len(given) != 1:
             raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
-        for name, matrix in (("scale_tril matrix", scale_tril), ("covariance_matrix", covariance_matrix),
-                             ("precision_matrix", precision_matrix)):
-            if matrix is not None and matrix.dim() < 2:
-                raise ValueError(f"{name} must be at least two-dimensional, with optional leading batch dimensions")
-        matrix = next(m for m in (scale_tril, covariance_matrix, precision_matrix) if m is not None)
-        batch_shape = ember.broadcast_shapes(matrix.shape[:-2], loc.shape[:-1])
-        if scale_tril is not None:
-            self.scale_tril = scale_tril.expand(tuple(batch_shape) + (-1, -1))
-        elif covariance_matrix is not None:
-            self.covariance_matrix = covariance_matrix.expand(tuple(batch_shape) + (-1, -1))
-        else:
-            self.precision_matrix = precision_matrix.expand(tuple(batch_shape) + (-1, -1))
-        self.loc = loc.expand(tuple(batch_shape) + (-1,))
-        event_shape = self.loc.shape[-1:]
-        super().__init__(batch_shape, event_shape, validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = ember.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        ((name, matrix),) = given.items()
+        if matrix.dim() < 2:
+            label = "scale_tril matrix" if name == "scale_tril" else name
+            raise ValueError(f"{label} must be at least two-dimensional, with optional leading batch dimensions")
+        batch_shape = tuple(ember.broadcast_shapes(matrix.shape[:-2], loc.shape[:-1]))
+        setattr(self, name, matrix.expand(batch_shape + (-1, -1)))
+        self.loc = loc.expand(batch_shape + (-1,))
+        super().__init__(batch_shape, self.loc.shape[-1:], validate_args=validate_args)
+        self._unbroadcasted_scale_tril = _TO_SCALE_TRIL[name](matrix)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(MultivariateNormal, _instance)
         batch_shape = ember.Size(batch_shape)
-        loc_shape = batch_shape + self.event_shape
-        cov_shape = batch_shape + self.event_shape + self.event_shape
-        new.loc = self.loc.expand(loc_shape)
+        new.loc = self.loc.expand(tuple(batch_shape) + tuple(self._event_shape))
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
-        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
+        for name in _MATRICES:
             if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(cov_shape))
+                setattr(new, name, self.__dict__[name].expand(_matrix_shape(batch_shape, self._event_shape)))
         return self._expanded(new, batch_shape)
 
-    def _matrix_shape(self):
-        return tuple(self._batch_shape) + tuple(self._event_shape) + tuple(self._event_shape)
+    def _batch_matrix_shape(self):
+        return _matrix_shape(self._batch_shape, self._event_shape)
 
     @lazy_property
     def scale_tril(self):
-        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
+        return self._unbroadcasted_scale_tril.expand(self._batch_matrix_shape())
 
     @lazy_property
     def covariance_matrix(self):
         L = self._unbroadcasted_scale_tril
-        return ember.matmul(L, L.mT).expand(self._matrix_shape())
+        return ember.matmul(L, L.mT).expand(self._batch_matrix_shape())
 
     @lazy_property
     def precision_matrix(self):
-        return ember.cholesky_inverse(self._unbroadcasted_scale_tril).expand(self._matrix_shape())
+        return ember.cholesky_inverse(self._unbroadcasted_scale_tril).expand(self._batch_matrix_shape())
 
     @property
     def mean(self):
@@ -111,21 +122,20 @@ class MultivariateNormal(Distribution):
         return self._unbroadcasted_scale_tril.pow(2).sum(-1).expand(self._batch_shape + self._event_shape)
 
     def rsample(self, sample_shape=ember.Size()):
-        shape = self._extended_shape(sample_shape)
-        eps = _standard_normal(shape, dtype=self.loc.dtype)
-        return self.loc + _batch_mv(self._unbroadcasted_scale_tril, eps)
+        noise = _standard_normal(self._extended_shape(sample_shape), dtype=self.loc.dtype)
+        return self.loc + _matvec(self._unbroadcasted_scale_tril, noise)
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        diff = value - self.loc
-        M = _batch_mahalanobis(self._unbroadcasted_scale_tril, diff)
-        half_log_det = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-        return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + M) - half_log_det
+        L = self._unbroadcasted_scale_tril
+        distance = _squared_mahalanobis(L, value - self.loc)
+        half_log_det = _half_log_det(L)
+        n = self._event_shape[0]
+        return -0.5 * (n * _LOG_2PI + distance) - half_log_det
 
     def entropy(self):
-        half_log_det = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-        H = 0.5 * self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + half_log_det
-        if len(self._batch_shape) == 0:
-            return H
-        return H.expand(self._batch_shape)
+        n = self._event_shape[0]
+        h = 0.5 * n * (1.0 + _LOG_2PI) + _half_log_det(self._unbroadcasted_scale_tril)
+        # an unbatched entropy is returned as is, not as an expanded view
+        return h.expand(self._batch_shape) if self._batch_shape else h
