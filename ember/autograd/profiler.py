@@ -3,7 +3,10 @@ Chrome trace), record_function, and emit_nvtx / emit_itt as no-ops (ember has no
 import contextlib
 
 from .. import profiler as _profiler
-from ..profiler import EventList, FunctionEvent, FunctionEventAvg, record_function  # noqa: F401
+from ..profiler import EventList, FunctionEvent, FunctionEventAvg, record_function
+
+# torch's __all__, less what ember lacks (nvprof parsing, kineto step tracking), plus the averaged event.
+__all__ = ["profile", "record_function", "emit_itt", "emit_nvtx", "EventList", "FunctionEvent", "FunctionEventAvg"]
 
 
 class profile:
@@ -16,52 +19,50 @@ class profile:
                  experimental_config=None, acc_events=False, custom_trace_id_callback=None,
                  post_processing_timeout_s=None, activity_filters=None):
         self.enabled = enabled and use_cpu
-        self._prof = _profiler.profile(record_shapes=record_shapes, with_stack=with_stack,
-                                       profile_memory=profile_memory, with_flops=with_flops)
+        self._recorder = _profiler.profile(record_shapes=record_shapes, with_stack=with_stack,
+                                           profile_memory=profile_memory, with_flops=with_flops)
+        # None until the block exits; the tests and users read it directly.
         self.function_events = None
 
     def __enter__(self):
         if self.enabled:
-            self._prof.start()
+            self._recorder.start()
         return self
 
     def __exit__(self, *exc):
-        if self.enabled:
-            self._prof.stop()
-            self.function_events = self._prof.events()
-        else:
+        if not self.enabled:
             self.function_events = EventList()
+            return False
+        self._recorder.stop()
+        self.function_events = self._recorder.events()
         return False
 
-    def _check_finish(self):
-        if self.function_events is None:
+    def _events(self):
+        """The recorded EventList; asking before the block has exited is an error, as in torch."""
+        recorded = self.function_events
+        if recorded is None:
             raise RuntimeError("Profiler didn't finish running")
+        return recorded
 
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False):
-        self._check_finish()
-        return self.function_events.key_averages(group_by_input_shape, group_by_stack_n)
+        return self._events().key_averages(group_by_input_shape, group_by_stack_n)
 
     def table(self, sort_by=None, row_limit=100, max_src_column_width=75, max_name_column_width=55,
               max_shapes_column_width=80, header=None, top_level_events_only=False):
-        self._check_finish()
-        return self.function_events.table(sort_by=sort_by, row_limit=row_limit, header=header,
-                                          max_src_column_width=max_src_column_width,
-                                          max_name_column_width=max_name_column_width,
-                                          max_shapes_column_width=max_shapes_column_width,
-                                          top_level_events_only=top_level_events_only)
+        widths = dict(max_src_column_width=max_src_column_width, max_name_column_width=max_name_column_width,
+                      max_shapes_column_width=max_shapes_column_width)
+        return self._events().table(sort_by=sort_by, row_limit=row_limit, header=header,
+                                    top_level_events_only=top_level_events_only, **widths)
 
     def export_chrome_trace(self, path):
-        self._check_finish()
-        return self.function_events.export_chrome_trace(path)
+        return self._events().export_chrome_trace(path)
 
     def total_average(self):
-        self._check_finish()
-        return self.function_events.total_average()
+        return self._events().total_average()
 
     @property
     def self_cpu_time_total(self):
-        self._check_finish()
-        return self.function_events.self_cpu_time_total
+        return self._events().self_cpu_time_total
 
     def __str__(self):
         return self.table()
