@@ -871,6 +871,20 @@ def test_constraint_argument_errors_match_torch():
                 got.append((type(e).__name__, str(e)))
         assert got[0] == got[1]
 
+
+def test_sigmoid_and_stick_breaking_clamp_as_torch():
+    """SigmoidTransform and StickBreakingTransform keep sigmoid's output in [tiny, 1 - eps] (float64 shown: the
+    inverse of sigmoid(-40) is -40 again, and far-out inputs give tiny rather than eps)."""
+    got = []
+    for lib in (torch, ember):
+        T = lib.distributions.transforms
+        x = lib.tensor([-800.0, -100.0, -40.0, 0.0, 40.0, 100.0], dtype=lib.float64)
+        sig = T.SigmoidTransform()
+        stick = T.StickBreakingTransform()(lib.tensor([[-800.0, 50.0, 3.0]], dtype=lib.float64))
+        got.append((sig(x).tolist(), sig.inv(sig(x)).tolist(), stick.tolist(),
+                    T.SigmoidTransform()(lib.tensor([-100.0])).tolist()))
+    assert got[0] == got[1]
+
 # ---- training loops --------------------------------------------------------------------------------------
 
 def test_reinforce_policy_gradient_learns_a_contextual_bandit():

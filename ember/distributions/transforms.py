@@ -12,7 +12,7 @@ import weakref
 import ember
 
 from . import constraints
-from .utils import _softplus, _sum_rightmost, broadcast_all, clamp_probs
+from .utils import _softplus, _sum_rightmost, broadcast_all
 
 __all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
            "LowerCholeskyTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftplusTransform",
@@ -478,17 +478,23 @@ class PowerTransform(Transform):
     inverse_shape = forward_shape
 
 
+def _inside_unit(p):
+    """p clamped to [tiny, 1 - eps] of its dtype: a sigmoid's output kept off 0 and 1 (torch's bounds),
+    so that logs and the inverse stay finite."""
+    limits = ember.finfo(p.dtype)
+    return p.clamp(min=limits.tiny, max=1.0 - limits.eps)
+
+
 @_equal_by_class
 class SigmoidTransform(_Increasing):
     """y = 1 / (1 + exp(-x)), kept strictly inside (0, 1) so that the inverse stays finite."""
     domain, codomain = constraints.real, constraints.unit_interval
 
     def _call(self, x):
-        return clamp_probs(ember.sigmoid(x))
+        return _inside_unit(ember.sigmoid(x))
 
     def _inverse(self, y):
-        limits = ember.finfo(y.dtype)
-        p = y.clamp(min=limits.tiny, max=1.0 - limits.eps)
+        p = _inside_unit(y)
         return p.log() - (-p).log1p()
 
     def log_abs_det_jacobian(self, x, y):
@@ -642,7 +648,7 @@ class StickBreakingTransform(Transform):
     bijective = True
 
     def _call(self, x):
-        fractions = ember.sigmoid(x - _log_stick_counts(x))
+        fractions = _inside_unit(ember.sigmoid(x - _log_stick_counts(x)))
         left = (1 - fractions).cumprod(-1)
         ones = x.new_ones(x.shape[:-1] + (1,))
         return ember.cat([fractions, ones], -1) * ember.cat([ones, left], -1)
