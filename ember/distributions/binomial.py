@@ -1,6 +1,4 @@
 """Binomial(total_count, probs | logits) (torch.distributions.Binomial)."""
-import numpy as np
-
 import ember
 
 from . import constraints
@@ -58,14 +56,7 @@ class Binomial(_ProbsOrLogits, Distribution):
     def sample(self, sample_shape=ember.Size()):
         shape = self._extended_shape(sample_shape)
         with ember.no_grad():
-            n = self.total_count.expand(shape).detach().numpy().astype(np.float64)
-            p = self.probs.expand(shape).detach().numpy().astype(np.float64)
-            from .._ops.random_draws import binomial
-            single = self.probs.dtype == ember.float32
-            from .._ops.random import _gen
-            draws = binomial(_gen(None), n.ravel().astype(np.float64), p.ravel(), single)
-            draws = draws.reshape(n.shape)
-            return ember.tensor(np.asarray(draws), dtype=self.probs.dtype)
+            return ember.binomial(self.total_count.expand(shape), self.probs.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:
