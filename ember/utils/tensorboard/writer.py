@@ -48,23 +48,23 @@ class FileWriter:
         return self.event_writer.get_logdir()
 
     def add_event(self, event, step=None, walltime=None):
-        event.wall_time = time.time() if walltime is None else walltime
+        event.wall_time = walltime if walltime is not None else time.time()
         if step is not None:
             event.step = int(step)
         self.event_writer.add_event(event)
 
     def add_summary(self, summary, global_step=None, walltime=None):
-        self.add_event(event_pb2.Event(summary=summary), global_step, walltime)
+        self.add_event(Event(summary=summary), global_step, walltime)
 
     def add_graph(self, graph_profile, walltime=None):
         """A (GraphDef, RunMetadata) pair: the graph and its step stats, as torch writes them."""
-        graph, stepstats = graph_profile
-        self.add_event(event_pb2.Event(graph_def=graph.SerializeToString()), None, walltime)
-        tagged = event_pb2.TaggedRunMetadata(tag="step1", run_metadata=stepstats.SerializeToString())
-        self.add_event(event_pb2.Event(tagged_run_metadata=tagged), None, walltime)
+        graph, run_metadata = graph_profile
+        self.add_onnx_graph(graph, walltime)
+        tagged = event_pb2.TaggedRunMetadata(tag="step1", run_metadata=run_metadata.SerializeToString())
+        self.add_event(Event(tagged_run_metadata=tagged), None, walltime)
 
     def add_onnx_graph(self, graph, walltime=None):
-        self.add_event(event_pb2.Event(graph_def=graph.SerializeToString()), None, walltime)
+        self.add_event(Event(graph_def=graph.SerializeToString()), None, walltime)
 
     def flush(self):
         self.event_writer.flush()
@@ -99,7 +99,41 @@ def _onnx_graph(path):
         params = ", ".join(" = ".join(str(f[1]) for f in a.ListFields()) for a in node.attribute)
         nodes.append(NodeDef(name=node.output[0].encode("utf_8"), op=node.op_type, input=node.input,
                              attr={"parameters": AttrValue(s=params.encode("utf_8"))}))
-    return GraphDef(node=nodes, versions=VersionDef(producer=22))
+    return GraphDef(versions=VersionDef(producer=22), node=nodes)
+
+
+def _default_log_dir(comment):
+    """runs/<Mon>DD_HH-MM-SS_<host><comment>, the directory a SummaryWriter without log_dir writes to."""
+    import socket
+    from datetime import datetime
+    started = datetime.now().strftime("%b%d_%H-%M-%S")
+    return os.path.join("runs", f"{started}_{socket.gethostname()}{comment}")
+
+
+def _write_restart_marker(writer, step):
+    """A file-version event and a SessionLog START at `step`: TensorBoard then discards the events a previous
+    (crashed) run logged from that step on."""
+    writer.add_event(Event(step=step, file_version="brain.Event:2"))
+    writer.add_event(Event(step=step, session_log=SessionLog(status=SessionLog.START)))
+
+
+def _escape_for_path(tag):
+    """A tag made safe as one directory name: %, / and \\ written as %25, %2f and %5c (% first)."""
+    for char, code in (("%", "%25"), ("/", "%2f"), ("\\", "%5c")):
+        tag = tag.replace(char, code)
+    return tag
+
+
+def _make_embedding_dir(path):
+    """Creates the projector directory of one embedding; an existing one is reused with a warning (printed,
+    as torch does), an existing file is an error."""
+    gfile = tf.io.gfile
+    if not gfile.exists(path):
+        gfile.makedirs(path)
+    elif gfile.isdir(path):
+        print("warning: Embedding dir exists, did you set global_step for add_embedding()?")
+    else:
+        raise NotADirectoryError(f"Path: `{path}` exists, but is a file. Cannot proceed.")
 
 
 class SummaryWriter:
@@ -112,32 +146,36 @@ class SummaryWriter:
 
     def __init__(self, log_dir=None, comment="", purge_step=None, max_queue=10, flush_secs=120,
                  filename_suffix=""):
-        if not log_dir:
-            import socket
-            from datetime import datetime
-            stamp = datetime.now().strftime("%b%d_%H-%M-%S")
-            log_dir = os.path.join("runs", stamp + "_" + socket.gethostname() + comment)
-        self.log_dir = log_dir
+        self.log_dir = log_dir if log_dir else _default_log_dir(comment)
         self.purge_step = purge_step
-        self.max_queue = max_queue
-        self.flush_secs = flush_secs
+        self.max_queue, self.flush_secs = max_queue, flush_secs
         self.filename_suffix = filename_suffix
-        self.file_writer = self.all_writers = None
+        # file_writer: the main event file; all_writers: it and add_scalars' per-tag runs, by directory.
+        # Both are None once closed, and the next add_* reopens them.
+        self.file_writer = None
+        self.all_writers = None
+        self._embeddings_config = None
         self._get_file_writer()
         self.default_bins = _DEFAULT_BINS
 
+    def _new_file_writer(self, directory):
+        return FileWriter(directory, self.max_queue, self.flush_secs, self.filename_suffix)
+
     def _get_file_writer(self):
-        """The main FileWriter, made again after close(); a purge_step is written (once) as a restart marker,
-        so TensorBoard drops the events of a crashed run from that step on."""
-        if self.all_writers is None or self.file_writer is None:
-            self.file_writer = FileWriter(self.log_dir, self.max_queue, self.flush_secs, self.filename_suffix)
-            self.all_writers = {self.file_writer.get_logdir(): self.file_writer}
-            if self.purge_step is not None:
-                step = self.purge_step
-                self.file_writer.add_event(Event(step=step, file_version="brain.Event:2"))
-                self.file_writer.add_event(Event(step=step, session_log=SessionLog(status=SessionLog.START)))
-                self.purge_step = None
-        return self.file_writer
+        """The main FileWriter, made again after close(); a purge_step is written (once) as a restart marker.
+        (torch's private name, kept: code written for torch calls it.)"""
+        if self.file_writer is not None and self.all_writers is not None:
+            return self.file_writer
+        main = self._new_file_writer(self.log_dir)
+        self.file_writer, self.all_writers = main, {main.get_logdir(): main}
+        if self.purge_step is not None:
+            _write_restart_marker(main, self.purge_step)
+            self.purge_step = None
+        return main
+
+    def _log(self, summary, global_step=None, walltime=None):
+        """Appends one summary to the main event file."""
+        self._get_file_writer().add_summary(summary, global_step, walltime)
 
     def get_logdir(self):
         return self.log_dir
@@ -145,88 +183,79 @@ class SummaryWriter:
     def add_hparams(self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None,
                     global_step=None):
         """The hparams summaries and the metrics as scalars, in the sub-run `run_name` (default: the time)."""
-        if type(hparam_dict) is not dict or type(metric_dict) is not dict:
+        if not (type(hparam_dict) is dict and type(metric_dict) is dict):
             raise TypeError("hparam_dict and metric_dict should be dictionary.")
-        exp, ssi, sei = hparams(hparam_dict, metric_dict, hparam_domain_discrete)
-        if not run_name:
-            run_name = str(time.time())
-        logdir = os.path.join(self._get_file_writer().get_logdir(), run_name)
-        with SummaryWriter(log_dir=logdir) as w_hp:
-            for summary in (exp, ssi, sei):
-                w_hp.file_writer.add_summary(summary, global_step)
-            for k, v in metric_dict.items():
-                w_hp.add_scalar(k, v, global_step)
+        session_summaries = hparams(hparam_dict, metric_dict, hparam_domain_discrete)
+        run_dir = os.path.join(self._get_file_writer().get_logdir(), run_name or str(time.time()))
+        with SummaryWriter(log_dir=run_dir) as run:
+            for summary in session_summaries:
+                run.file_writer.add_summary(summary, global_step)
+            for metric, value in metric_dict.items():
+                run.add_scalar(metric, value, global_step)
 
     def add_scalar(self, tag, scalar_value, global_step=None, walltime=None, new_style=False,
                    double_precision=False):
-        summary = scalar(tag, scalar_value, new_style=new_style, double_precision=double_precision)
-        self._get_file_writer().add_summary(summary, global_step, walltime)
+        self._log(scalar(tag, scalar_value, new_style=new_style, double_precision=double_precision),
+                  global_step, walltime)
 
     def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None):
         """Each value under `main_tag` in its own run, the directory <log_dir>/<main_tag>_<tag> ('/' in
-        main_tag made '_'), so TensorBoard draws them on one chart."""
-        walltime = time.time() if walltime is None else walltime
-        root = self._get_file_writer().get_logdir()
-        for tag, scalar_value in tag_scalar_dict.items():
-            sub = root + "/" + main_tag.replace("/", "_") + "_" + tag
-            fw = self.all_writers.get(sub)
-            if fw is None:
-                fw = FileWriter(sub, self.max_queue, self.flush_secs, self.filename_suffix)
-                self.all_writers[sub] = fw
-            fw.add_summary(scalar(main_tag, scalar_value), global_step, walltime)
+        main_tag made '_'), so TensorBoard draws them on one chart; all share one wall time."""
+        stamp = walltime if walltime is not None else time.time()
+        prefix = f"{self._get_file_writer().get_logdir()}/{main_tag.replace('/', '_')}_"
+        for tag, value in tag_scalar_dict.items():
+            run_dir = prefix + tag
+            if run_dir not in self.all_writers:
+                self.all_writers[run_dir] = self._new_file_writer(run_dir)
+            self.all_writers[run_dir].add_summary(scalar(main_tag, value), global_step, stamp)
 
     def add_tensor(self, tag, tensor, global_step=None, walltime=None):
-        self._get_file_writer().add_summary(tensor_proto(tag, tensor), global_step, walltime)
+        self._log(tensor_proto(tag, tensor), global_step, walltime)
 
     def add_histogram(self, tag, values, global_step=None, bins="tensorflow", walltime=None, max_bins=None):
         """bins: "tensorflow" (TensorFlow's default buckets), anything np.histogram takes ("auto", "fd", an int,
         edges)."""
-        if isinstance(bins, str) and bins == "tensorflow":
-            bins = self.default_bins
-        summary = histogram(tag, values, bins, max_bins=max_bins)
-        self._get_file_writer().add_summary(summary, global_step, walltime)
+        tensorflow_default = isinstance(bins, str) and bins == "tensorflow"
+        edges = self.default_bins if tensorflow_default else bins
+        self._log(histogram(tag, values, edges, max_bins=max_bins), global_step, walltime)
 
     def add_histogram_raw(self, tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts,
                           global_step=None, walltime=None):
-        if len(bucket_limits) != len(bucket_counts):
+        if len(bucket_counts) != len(bucket_limits):
             raise ValueError("len(bucket_limits) != len(bucket_counts), see the document.")
-        summary = histogram_raw(tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts)
-        self._get_file_writer().add_summary(summary, global_step, walltime)
+        self._log(histogram_raw(tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts),
+                  global_step, walltime)
 
     def add_image(self, tag, img_tensor, global_step=None, walltime=None, dataformats="CHW"):
-        summary = image(tag, img_tensor, dataformats=dataformats)
-        self._get_file_writer().add_summary(summary, global_step, walltime)
+        self._log(image(tag, img_tensor, dataformats=dataformats), global_step, walltime)
 
     def add_images(self, tag, img_tensor, global_step=None, walltime=None, dataformats="NCHW"):
-        summary = image(tag, img_tensor, dataformats=dataformats)
-        self._get_file_writer().add_summary(summary, global_step, walltime)
+        self._log(image(tag, img_tensor, dataformats=dataformats), global_step, walltime)
 
     def add_image_with_boxes(self, tag, img_tensor, box_tensor, global_step=None, walltime=None, rescale=1,
                              dataformats="CHW", labels=None):
-        if labels is not None:
-            if isinstance(labels, str):
-                labels = [labels]
-            if len(labels) != box_tensor.shape[0]:
-                labels = None  # (torch drops labels that do not match the boxes one to one)
-        summary = image_boxes(tag, img_tensor, box_tensor, rescale=rescale, dataformats=dataformats,
-                              labels=labels)
-        self._get_file_writer().add_summary(summary, global_step, walltime)
+        """Labels that do not match the boxes one to one are dropped, as torch drops them."""
+        if isinstance(labels, str):
+            labels = [labels]
+        if labels is not None and box_tensor.shape[0] != len(labels):
+            labels = None
+        self._log(image_boxes(tag, img_tensor, box_tensor, rescale=rescale, dataformats=dataformats,
+                              labels=labels), global_step, walltime)
 
     def add_figure(self, tag, figure, global_step=None, close=True, walltime=None):
         """A matplotlib figure (or a list of them, as a grid) rendered to an image; needs matplotlib."""
-        formats = "NCHW" if isinstance(figure, list) else "CHW"
-        self.add_image(tag, figure_to_image(figure, close), global_step, walltime, dataformats=formats)
+        layout = "NCHW" if isinstance(figure, list) else "CHW"
+        self.add_image(tag, figure_to_image(figure, close), global_step, walltime, dataformats=layout)
 
     def add_video(self, tag, vid_tensor, global_step=None, fps=4, walltime=None):
         """A [N, T, C, H, W] video as an animated GIF (encoded by Pillow; torch uses moviepy)."""
-        self._get_file_writer().add_summary(video(tag, vid_tensor, fps), global_step, walltime)
+        self._log(video(tag, vid_tensor, fps), global_step, walltime)
 
     def add_audio(self, tag, snd_tensor, global_step=None, sample_rate=44100, walltime=None):
-        summary = audio(tag, snd_tensor, sample_rate=sample_rate)
-        self._get_file_writer().add_summary(summary, global_step, walltime)
+        self._log(audio(tag, snd_tensor, sample_rate=sample_rate), global_step, walltime)
 
     def add_text(self, tag, text_string, global_step=None, walltime=None):
-        self._get_file_writer().add_summary(text(tag, text_string), global_step, walltime)
+        self._log(text(tag, text_string), global_step, walltime)
 
     def add_onnx_graph(self, prototxt):
         """The graph of the ONNX model file `prototxt` (needs the onnx package)."""
@@ -237,92 +266,78 @@ class SummaryWriter:
                                   "TorchScript graph of a traced model, and ember has no TorchScript IR to "
                                   "draw. Everything else SummaryWriter logs is supported.")
 
-    @staticmethod
-    def _encode(rawstr):
-        """A tag made safe as one directory name: %, / and \\ written as %25, %2f and %5c."""
-        out = rawstr.replace("%", "%25")
-        out = out.replace("/", "%2f")
-        return out.replace("\\", "%5c")
-
     def add_embedding(self, mat, metadata=None, label_img=None, global_step=None, tag="default",
                       metadata_header=None):
         """The projector's files for the points `mat` (N x D) under <log_dir>/<step:05d>/<tag>, and the
         projector config listing every embedding this writer added."""
-        mat = make_np(mat)
-        if global_step is None:
-            global_step = 0
-        subdir = f"{str(global_step).zfill(5)}/{self._encode(tag)}"
-        save_path = os.path.join(self._get_file_writer().get_logdir(), subdir)
-        fs = tf.io.gfile
-        if not fs.exists(save_path):
-            fs.makedirs(save_path)
-        elif fs.isdir(save_path):
-            print("warning: Embedding dir exists, did you set global_step for add_embedding()?")
-        else:
-            raise NotADirectoryError(f"Path: `{save_path}` exists, but is a file. Cannot proceed.")
+        points = make_np(mat)
+        step = 0 if global_step is None else global_step
+        subdir = f"{str(step).zfill(5)}/{_escape_for_path(tag)}"
+        target = os.path.join(self._get_file_writer().get_logdir(), subdir)
+        _make_embedding_dir(target)
+        # Checked and written in this order, so a bad argument leaves the same files behind as torch's.
         if metadata is not None:
-            if mat.shape[0] != len(metadata):
+            if len(metadata) != points.shape[0]:
                 raise AssertionError("#labels should equal with #data points")
-            make_tsv(metadata, save_path, metadata_header=metadata_header)
+            make_tsv(metadata, target, metadata_header=metadata_header)
         if label_img is not None:
-            if mat.shape[0] != label_img.shape[0]:
+            if label_img.shape[0] != points.shape[0]:
                 raise AssertionError("#images should equal with #data points")
-            make_sprite(label_img, save_path)
-        if mat.ndim != 2:
+            make_sprite(label_img, target)
+        if points.ndim != 2:
             raise AssertionError("mat should be 2D, where mat.size(0) is the number of data points")
-        make_mat(mat, save_path)
-        if not hasattr(self, "_projector_config"):
-            self._projector_config = ProjectorConfig()
-        self._projector_config.embeddings.extend([get_embedding_info(metadata, label_img, subdir, global_step,
-                                                                     tag)])
+        make_mat(points, target)
+        self._record_embedding(get_embedding_info(metadata, label_img, subdir, step, tag))
+
+    def _record_embedding(self, info):
+        """Adds one embedding to this writer's projector config and rewrites projector_config.pbtxt."""
         from google.protobuf import text_format
-        write_pbtxt(self._get_file_writer().get_logdir(), text_format.MessageToString(self._projector_config))
+        if self._embeddings_config is None:
+            self._embeddings_config = ProjectorConfig()
+        self._embeddings_config.embeddings.extend([info])
+        write_pbtxt(self._get_file_writer().get_logdir(), text_format.MessageToString(self._embeddings_config))
 
     def add_pr_curve(self, tag, labels, predictions, global_step=None, num_thresholds=127, weights=None,
                      walltime=None):
-        labels, predictions = make_np(labels), make_np(predictions)
-        summary = pr_curve(tag, labels, predictions, num_thresholds, weights)
-        self._get_file_writer().add_summary(summary, global_step, walltime)
+        curve = pr_curve(tag, make_np(labels), make_np(predictions), num_thresholds, weights)
+        self._log(curve, global_step, walltime)
 
     def add_pr_curve_raw(self, tag, true_positive_counts, false_positive_counts, true_negative_counts,
                          false_negative_counts, precision, recall, global_step=None, num_thresholds=127,
                          weights=None, walltime=None):
-        summary = pr_curve_raw(tag, true_positive_counts, false_positive_counts, true_negative_counts,
-                               false_negative_counts, precision, recall, num_thresholds, weights)
-        self._get_file_writer().add_summary(summary, global_step, walltime)
+        counts = (true_positive_counts, false_positive_counts, true_negative_counts, false_negative_counts)
+        self._log(pr_curve_raw(tag, *counts, precision, recall, num_thresholds, weights), global_step, walltime)
 
     def add_custom_scalars_multilinechart(self, tags, category="default", title="untitled"):
-        layout = {category: {title: ["Multiline", tags]}}
-        self._get_file_writer().add_summary(custom_scalars(layout))
+        self._log(custom_scalars({category: {title: ["Multiline", tags]}}))
 
     def add_custom_scalars_marginchart(self, tags, category="default", title="untitled"):
         if len(tags) != 3:
             raise AssertionError(f"Expected 3 tags, got {len(tags)}.")
-        layout = {category: {title: ["Margin", tags]}}
-        self._get_file_writer().add_summary(custom_scalars(layout))
+        self._log(custom_scalars({category: {title: ["Margin", tags]}}))
 
     def add_custom_scalars(self, layout):
         """layout: {category: {chart title: ["Multiline", [tags]] or ["Margin", [value, lower, upper]]}}."""
-        self._get_file_writer().add_summary(custom_scalars(layout))
+        self._log(custom_scalars(layout))
 
     def add_mesh(self, tag, vertices, colors=None, faces=None, config_dict=None, global_step=None,
                  walltime=None):
-        summary = mesh(tag, vertices, colors, faces, config_dict)
-        self._get_file_writer().add_summary(summary, global_step, walltime)
+        self._log(mesh(tag, vertices, colors, faces, config_dict), global_step, walltime)
+
+    def _writers(self):
+        """Every open FileWriter (none once closed)."""
+        return list(self.all_writers.values()) if self.all_writers is not None else []
 
     def flush(self):
-        if self.all_writers is None:
-            return
-        for writer in self.all_writers.values():
+        for writer in self._writers():
             writer.flush()
 
     def close(self):
-        if self.all_writers is None:
-            return  # (closed already)
-        for writer in self.all_writers.values():
+        for writer in self._writers():
             writer.flush()
             writer.close()
-        self.file_writer = self.all_writers = None
+        self.file_writer = None
+        self.all_writers = None
 
     def __enter__(self):
         return self
