@@ -9,8 +9,13 @@ from .utils import broadcast_all
 
 __all__ = ["Cauchy"]
 
+_LOG_PI = math.log(math.pi)
+_LOG_4PI = math.log(4 * math.pi)
+
 
 class Cauchy(Distribution):
+    """Density 1 / (pi scale (1 + z^2)) with z = (x - loc) / scale; no mean or variance exist,
+    so those report NaN and inf."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
@@ -22,35 +27,44 @@ class Cauchy(Distribution):
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Cauchy, batch_shape, _instance, "loc", "scale")
 
+    def _constant(self, fill):
+        """A batch-shaped tensor of one value, in loc's dtype."""
+        return ember.full(self._extended_shape(), fill, dtype=self.loc.dtype)
+
     @property
     def mean(self):
-        return ember.full(self._extended_shape(), math.nan, dtype=self.loc.dtype)
+        return self._constant(math.nan)
+
+    @property
+    def variance(self):
+        return self._constant(math.inf)
 
     @property
     def mode(self):
         return self.loc
 
-    @property
-    def variance(self):
-        return ember.full(self._extended_shape(), math.inf, dtype=self.loc.dtype)
-
     def rsample(self, sample_shape=ember.Size()):
-        shape = self._extended_shape(sample_shape)
-        eps = ember.empty(shape, dtype=self.loc.dtype).cauchy_()
-        return self.loc + eps * self.scale
+        """Standard Cauchy draws (Tensor.cauchy_, torch's stream), scaled and shifted."""
+        standard = ember.empty(self._extended_shape(sample_shape), dtype=self.loc.dtype).cauchy_()
+        return self.loc + standard * self.scale
+
+    def _z(self, value):
+        """value, standardized: checked against the support first when validation is on."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return (value - self.loc) / self.scale
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return -math.log(math.pi) - self.scale.log() - (((value - self.loc) / self.scale) ** 2).log1p()
+        z = self._z(value)
+        return -_LOG_PI - ember.log(self.scale) - ember.log1p(z ** 2)
 
     def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return ember.atan((value - self.loc) / self.scale) / math.pi + 0.5
+        angle = ember.atan(self._z(value))
+        return angle / math.pi + 0.5
 
     def icdf(self, value):
-        return ember.tan(math.pi * (value - 0.5)) * self.scale + self.loc
+        angle = math.pi * (value - 0.5)
+        return ember.tan(angle) * self.scale + self.loc
 
     def entropy(self):
-        return math.log(4 * math.pi) + self.scale.log()
+        return _LOG_4PI + ember.log(self.scale)

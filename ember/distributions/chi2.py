@@ -6,14 +6,16 @@ __all__ = ["Chi2"]
 
 
 class Chi2(Gamma):
+    """A Gamma whose rate is fixed at 1/2: df is stored only as the concentration, df / 2."""
     arg_constraints = {"df": constraints.positive}
 
     def __init__(self, df, validate_args=None):
-        super().__init__(0.5 * df, 0.5, validate_args=validate_args)
+        half_df = 0.5 * df
+        super().__init__(half_df, 0.5, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Chi2, _instance)
-        return super().expand(batch_shape, new)
+        # the blank comes from Chi2, so a subclass with its own __init__ still has to write expand()
+        return super().expand(batch_shape, self._get_checked_instance(Chi2, _instance))
 
     @property
     def df(self):

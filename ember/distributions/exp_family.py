@@ -15,20 +15,25 @@ class ExponentialFamily(Distribution):
     def _natural_params(self):
         raise NotImplementedError
 
-    def _log_normalizer(self, *natural_params):
+    def _log_normalizer(self, *etas):
         raise NotImplementedError
 
     @property
     def _mean_carrier_measure(self):
         raise NotImplementedError
 
+    def _sum_per_batch_item(self, x):
+        """x summed over everything right of the batch dims (a natural parameter's own dims)."""
+        return x.reshape(tuple(self._batch_shape) + (-1,)).sum(-1)
+
     def entropy(self):
-        """H = F(t) - <t, grad F(t)> - E[log h(x)], with grad F from autograd."""
-        result = -self._mean_carrier_measure
-        nparams = [p.detach().requires_grad_() for p in self._natural_params]
-        lg_normal = self._log_normalizer(*nparams)
-        gradients = ember.autograd.grad(lg_normal.sum(), nparams, create_graph=True)
-        result = result + lg_normal
-        for p, g in zip(nparams, gradients):
-            result = result - (p * g).reshape(tuple(self._batch_shape) + (-1,)).sum(-1)
-        return result
+        """H = F(t) - <t, grad F(t)> - E[log h(x)], with grad F from autograd on detached copies
+        of t (create_graph keeps H differentiable in the parameters)."""
+        carrier = self._mean_carrier_measure
+        etas = [eta.detach().requires_grad_() for eta in self._natural_params]
+        normalizer = self._log_normalizer(*etas)
+        slopes = ember.autograd.grad(normalizer.sum(), etas, create_graph=True)
+        entropy = -carrier + normalizer
+        for eta, slope in zip(etas, slopes):
+            entropy = entropy - self._sum_per_batch_item(eta * slope)
+        return entropy

@@ -8,18 +8,19 @@ __all__ = ["LogNormal"]
 
 
 class LogNormal(TransformedDistribution):
-    """X = exp(Y) with Y ~ Normal(loc, scale)."""
+    """X = exp(Y) with Y ~ Normal(loc, scale); the moments follow from E[X^k] = exp(k loc + k^2 scale^2 / 2)."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.positive
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
-        base_dist = Normal(loc, scale, validate_args=validate_args)
-        super().__init__(base_dist, ExpTransform(), validate_args=validate_args)
+        gaussian = Normal(loc, scale, validate_args=validate_args)
+        super().__init__(gaussian, ExpTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(LogNormal, _instance)
-        return super().expand(batch_shape, _instance=new)
+        # the blank comes from LogNormal, so a subclass with its own __init__ still has to write expand()
+        blank = self._get_checked_instance(LogNormal, _instance)
+        return super().expand(batch_shape, blank)
 
     @property
     def loc(self):
@@ -29,18 +30,26 @@ class LogNormal(TransformedDistribution):
     def scale(self):
         return self.base_dist.scale
 
+    def _log_var(self):
+        """scale^2, the variance of log X."""
+        return self.scale.pow(2)
+
     @property
     def mean(self):
-        return (self.loc + self.scale.pow(2) / 2).exp()
+        exponent = self.loc + self._log_var() / 2
+        return exponent.exp()
 
     @property
     def mode(self):
-        return (self.loc - self.scale.square()).exp()
+        exponent = self.loc - self.scale.square()
+        return exponent.exp()
 
     @property
     def variance(self):
-        scale_sq = self.scale.pow(2)
-        return scale_sq.expm1() * (2 * self.loc + scale_sq).exp()
+        log_var = self._log_var()
+        second_moment = (self.loc * 2 + log_var).exp()
+        return log_var.expm1() * second_moment
 
     def entropy(self):
-        return self.base_dist.entropy() + self.loc
+        # exp shifts the differential entropy by E[log|d exp(y)/dy|] = E[Y] = loc
+        return self.loc + self.base_dist.entropy()
