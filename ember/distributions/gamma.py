@@ -38,8 +38,8 @@ class Gamma(ExponentialFamily):
         return self.concentration / self.rate.pow(2)
 
     def rsample(self, sample_shape=ember.Size()):
-        shape = self._extended_shape(sample_shape)
-        draws = standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
+        unit_rate = standard_gamma(self.concentration.expand(self._extended_shape(sample_shape)))
+        draws = unit_rate / self.rate.expand(unit_rate.shape)
         # draws that underflowed to 0 are raised to the smallest normal number, in place and outside the graph
         draws.detach().clamp_(min=ember.finfo(draws.dtype).tiny)
         return draws

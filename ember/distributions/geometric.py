@@ -58,9 +58,9 @@ class Geometric(Distribution):
     def sample(self, sample_shape=ember.Size()):
         """floor(log u / log(1 - p)) for u uniform on (0, 1]."""
         p = self.probs
-        shape = self._extended_shape(sample_shape)
         with ember.no_grad():
-            u = ember.empty(shape, dtype=p.dtype).uniform_(ember.finfo(p.dtype).tiny, 1)
+            u = ember.empty(self._extended_shape(sample_shape), dtype=p.dtype)
+            u.uniform_(ember.finfo(p.dtype).tiny, 1)
             failures = u.log() / (-p).log1p()
             return failures.floor()
 

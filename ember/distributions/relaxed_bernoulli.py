@@ -16,6 +16,12 @@ def _logit(p):
     return p.log() - (-p).log1p()
 
 
+def _standard_logistic(shape, dtype):
+    """Logistic(0, 1) noise logit(u), from one uniform u per element kept away from 0 and 1."""
+    u = clamp_probs(ember.rand(shape, dtype=dtype))
+    return _logit(u)
+
+
 def _from_base(name):
     """A read-only property that reads attribute `name` of base_dist."""
     return property(lambda self: getattr(self.base_dist, name))
@@ -47,9 +53,8 @@ class LogitRelaxedBernoulli(_ProbsOrLogits, Distribution):
         return self._expanded(new, batch_shape)
 
     def rsample(self, sample_shape=ember.Size()):
-        shape = self._extended_shape(sample_shape)
-        p = clamp_probs(self.probs.expand(shape))
-        noise = _logit(clamp_probs(ember.rand(shape, dtype=p.dtype)))  # standard logistic
+        p = clamp_probs(self.probs.expand(self._extended_shape(sample_shape)))
+        noise = _standard_logistic(p.shape, p.dtype)
         # summed left to right, not as noise + _logit(p): the rounding then matches torch's
         return (noise + p.log() - (-p).log1p()) / self.temperature
 
