@@ -4,9 +4,13 @@ state_dict; hooks. See https://pytorch.org/docs/stable/generated/torch.nn.Module
 Note [Module attribute routing]: parameters, buffers and children live in the dicts
 _parameters, _buffers and _modules, not in __dict__, so __getattr__ (only called when
 normal lookup fails) finds them and __setattr__ files an assigned value by its type.
+
+Helpers that need a module are plain functions here rather than methods, so that Module's
+namespace (what hasattr, dir and attribute assignment see) holds only torch's names.
 """
 import warnings
 from collections import OrderedDict
+from operator import methodcaller
 
 from ... import _dtype as D
 from ..._tensor import Tensor
@@ -19,35 +23,165 @@ from ._module_hooks import (_HooksMixin, _global_backward_hooks, _global_backwar
                             register_module_forward_pre_hook, register_module_full_backward_hook,
                             register_module_full_backward_pre_hook, register_module_module_registration_hook,
                             register_module_parameter_registration_hook)
-from ._module_state import _EXTRA_STATE_KEY_SUFFIX, _IncompatibleKeys, _StateDictMixin  # noqa: F401
+from . import _module_state
+from ._module_state import _StateDictMixin
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
            "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
            "register_module_buffer_registration_hook", "register_module_module_registration_hook",
            "register_module_parameter_registration_hook"]
 
+# importable from here, as from torch.nn.modules.module
+_IncompatibleKeys = _module_state._IncompatibleKeys
+_EXTRA_STATE_KEY_SUFFIX = _module_state._EXTRA_STATE_KEY_SUFFIX
+
+# hook dicts that modules pickled by older versions may lack; __setstate__ adds them empty
+_HOOK_DICTS_ADDED_LATER = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs",
+                           "_forward_hooks_always_called", "_state_dict_hooks", "_state_dict_pre_hooks",
+                           "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_backward_pre_hooks")
+
 
 def _addindent(s, num_spaces):
-    """Indent every line of s but the first by num_spaces."""
-    lines = s.split("\n")
-    if len(lines) == 1:
+    """Indent every line of s but the first by num_spaces (nested reprs)."""
+    head, newline, tail = s.partition("\n")
+    if not newline:
         return s
-    first = lines.pop(0)
-    return first + "\n" + "\n".join(num_spaces * " " + line for line in lines)
+    pad = " " * num_spaces
+    return head + "\n" + "\n".join(pad + line for line in tail.split("\n"))
 
 
 def _typename(obj):
     """torch.typename: 'torch.FloatTensor' for tensors, the qualified class name otherwise."""
     if isinstance(obj, Tensor):
         return obj.type()
-    module = type(obj).__module__
-    name = type(obj).__qualname__
-    return name if module in ("builtins", None) else f"{module}.{name}"
+    cls = type(obj)
+    if cls.__module__ in ("builtins", None):
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _forward_unimplemented(self, *input):
     """Module.forward until a subclass defines it."""
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+
+def _fresh_state():
+    """The attributes a new Module starts with, in the order torch creates them."""
+    return {
+        "training": True,
+        "_parameters": {}, "_buffers": {}, "_non_persistent_buffers_set": set(),
+        "_backward_pre_hooks": OrderedDict(), "_backward_hooks": OrderedDict(), "_is_full_backward_hook": None,
+        "_forward_hooks": OrderedDict(), "_forward_hooks_with_kwargs": OrderedDict(),
+        "_forward_hooks_always_called": OrderedDict(),
+        "_forward_pre_hooks": OrderedDict(), "_forward_pre_hooks_with_kwargs": OrderedDict(),
+        "_state_dict_hooks": OrderedDict(), "_state_dict_pre_hooks": OrderedDict(),
+        "_load_state_dict_pre_hooks": OrderedDict(), "_load_state_dict_post_hooks": OrderedDict(),
+        "_modules": {},
+    }
+
+
+# ---- name checks and registration hooks shared by the register_* methods -----------------
+
+def _require_string_name(kind, name):
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+
+
+def _require_plain_name(kind, name, dotted_detail=""):
+    """Names are single path components: no dots, not empty."""
+    if "." in name:
+        raise KeyError(f'{kind} name can\'t contain "."{dotted_detail}')
+    if not name:
+        raise KeyError(f'{kind} name can\'t be empty string ""')
+
+
+def _require_free_name(module, name, store):
+    """A name may be reused within its own kind, but must not hide another attribute."""
+    if name not in store and hasattr(module, name):
+        raise KeyError(f"attribute '{name}' already exists")
+
+
+def _through_registration_hooks(hooks, module, name, value):
+    """Pass value through the global registration hooks; each may return a replacement."""
+    for hook in hooks.values():
+        replacement = hook(module, name, value)
+        if replacement is not None:
+            value = replacement
+    return value
+
+
+def _forget(name, *stores):
+    """Drop name from every dict or set given (before it is filed under another kind)."""
+    for store in stores:
+        if name not in store:
+            continue
+        if isinstance(store, dict):
+            del store[name]
+        else:
+            store.discard(name)
+
+
+# ---- __setattr__, one function per kind of member ----------------------------------------
+
+def _set_parameter(module, name, value, params):
+    if isinstance(value, Parameter):
+        if params is None:
+            raise AttributeError("cannot assign parameters before Module.__init__() call")
+        _forget(name, module.__dict__, module._buffers, module._modules, module._non_persistent_buffers_set)
+    elif value is not None:
+        raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                        "(torch.nn.Parameter or None expected)")
+    module.register_parameter(name, value)
+
+
+def _set_child(module, name, value, children):
+    if isinstance(value, Module):
+        if children is None:
+            raise AttributeError("cannot assign module before Module.__init__() call")
+        _forget(name, module.__dict__, module._parameters, module._buffers, module._non_persistent_buffers_set)
+    elif value is not None:
+        raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
+                        "(torch.nn.Module or None expected)")
+    children[name] = _through_registration_hooks(_global_module_registration_hooks, module, name, value)
+
+
+def _set_buffer(module, name, value):
+    if value is not None and not isinstance(value, Tensor):
+        raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                        "(torch.nn.Buffer, torch.Tensor or None expected)")
+    # a Buffer says whether it persists; a plain tensor keeps the slot's current setting
+    keep = value.persistent if isinstance(value, Buffer) else name not in module._non_persistent_buffers_set
+    module.register_buffer(name, value, keep)
+
+
+# ---- lookups -------------------------------------------------------------------------------
+
+def _join(prefix, name):
+    """Dotted path of name under prefix ('' prefix: name itself)."""
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _owner_of(root, target):
+    """(module holding the last component of the dotted target, that component)."""
+    path, _, leaf = target.rpartition(".")
+    owner = root.get_submodule(path)
+    if not hasattr(owner, leaf):
+        raise AttributeError(f"{owner._get_name()} has no attribute `{leaf}`")
+    return owner, leaf
+
+
+def _move_data(tensor, fn):
+    """Give tensor the data of fn(tensor), keeping the tensor object itself."""
+    with no_grad():
+        converted = fn(tensor)
+    tensor.data = converted
+
+
+def _if_floating(method):
+    """fn(t): t.method() for floating point tensors, t itself otherwise."""
+    def cast(t):
+        return getattr(t, method)() if t.is_floating_point() else t
+    return cast
 
 
 class Module(_HooksMixin, _StateDictMixin):
@@ -59,30 +193,15 @@ class Module(_HooksMixin, _StateDictMixin):
     call_super_init = False
 
     def __init__(self, *args, **kwargs):
-        if self.call_super_init is False and kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument "
-                            f"'{next(iter(kwargs))}'")
-        if self.call_super_init is False and args:
-            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but "
-                            f"{len(args) + 1} were given")
-        setattr_ = object.__setattr__  # skip our own __setattr__ while the dicts do not exist yet
-        setattr_(self, "training", True)
-        setattr_(self, "_parameters", {})
-        setattr_(self, "_buffers", {})
-        setattr_(self, "_non_persistent_buffers_set", set())
-        setattr_(self, "_backward_pre_hooks", OrderedDict())
-        setattr_(self, "_backward_hooks", OrderedDict())
-        setattr_(self, "_is_full_backward_hook", None)
-        setattr_(self, "_forward_hooks", OrderedDict())
-        setattr_(self, "_forward_hooks_with_kwargs", OrderedDict())
-        setattr_(self, "_forward_hooks_always_called", OrderedDict())
-        setattr_(self, "_forward_pre_hooks", OrderedDict())
-        setattr_(self, "_forward_pre_hooks_with_kwargs", OrderedDict())
-        setattr_(self, "_state_dict_hooks", OrderedDict())
-        setattr_(self, "_state_dict_pre_hooks", OrderedDict())
-        setattr_(self, "_load_state_dict_pre_hooks", OrderedDict())
-        setattr_(self, "_load_state_dict_post_hooks", OrderedDict())
-        setattr_(self, "_modules", {})
+        if self.call_super_init is False:
+            if kwargs:
+                raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument "
+                                f"'{next(iter(kwargs))}'")
+            if args:
+                raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but "
+                                f"{len(args) + 1} were given")
+        for attr, value in _fresh_state().items():
+            object.__setattr__(self, attr, value)  # our __setattr__ needs these dicts to exist
         if self.call_super_init:
             super().__init__(*args, **kwargs)
 
@@ -93,22 +212,13 @@ class Module(_HooksMixin, _StateDictMixin):
         """Add a buffer: module state that is not a parameter (saved in state_dict if persistent)."""
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
-        if not isinstance(name, str):
-            raise TypeError(f"buffer name should be a string. Got {_typename(name)}")
-        if "." in name:
-            raise KeyError('buffer name can\'t contain "."')
-        if name == "":
-            raise KeyError('buffer name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self._buffers:
-            raise KeyError(f"attribute '{name}' already exists")
+        _require_string_name("buffer", name)
+        _require_plain_name("buffer", name)
+        _require_free_name(self, name, self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
-        for hook in _global_buffer_registration_hooks.values():
-            out = hook(self, name, tensor)
-            if out is not None:
-                tensor = out
-        self._buffers[name] = tensor
+        self._buffers[name] = _through_registration_hooks(_global_buffer_registration_hooks, self, name, tensor)
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -118,116 +228,54 @@ class Module(_HooksMixin, _StateDictMixin):
         """Add a parameter (a Parameter or None) reachable as an attribute."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
-        if not isinstance(name, str):
-            raise TypeError(f"parameter name should be a string. Got {_typename(name)}")
-        if "." in name:
-            raise KeyError('parameter name can\'t contain "."')
-        if name == "":
-            raise KeyError('parameter name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self._parameters:
-            raise KeyError(f"attribute '{name}' already exists")
-        if param is None:
-            self._parameters[name] = None
-            return
-        if not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
-                            "(torch.nn.Parameter or None required)")
-        if param.grad_fn is not None:
-            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
-                             f"created explicitly. To express '{name}' as a function of another Tensor, compute "
-                             "the value in the forward() method.")
-        for hook in _global_parameter_registration_hooks.values():
-            out = hook(self, name, param)
-            if out is not None:
-                param = out
+        _require_string_name("parameter", name)
+        _require_plain_name("parameter", name)
+        _require_free_name(self, name, self._parameters)
+        if param is not None:
+            if not isinstance(param, Parameter):
+                raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+                                "(torch.nn.Parameter or None required)")
+            if param.grad_fn is not None:
+                raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must "
+                                 f"be created explicitly. To express '{name}' as a function of another Tensor, "
+                                 "compute the value in the forward() method.")
+            param = _through_registration_hooks(_global_parameter_registration_hooks, self, name, param)
         self._parameters[name] = param
 
     def add_module(self, name, module):
         """Add a child module (or None) reachable as an attribute."""
-        if not isinstance(module, Module) and module is not None:
+        if module is not None and not isinstance(module, Module):
             raise TypeError(f"{_typename(module)} is not a Module subclass")
-        if not isinstance(name, str):
-            raise TypeError(f"module name should be a string. Got {_typename(name)}")
-        if hasattr(self, name) and name not in self._modules:
-            raise KeyError(f"attribute '{name}' already exists")
-        if "." in name:
-            raise KeyError(f'module name can\'t contain ".", got: {name}')
-        if name == "":
-            raise KeyError('module name can\'t be empty string ""')
-        for hook in _global_module_registration_hooks.values():
-            out = hook(self, name, module)
-            if out is not None:
-                module = out
-        self._modules[name] = module
+        _require_string_name("module", name)
+        _require_free_name(self, name, self._modules)
+        _require_plain_name("module", name, f", got: {name}")
+        self._modules[name] = _through_registration_hooks(_global_module_registration_hooks, self, name, module)
 
     def register_module(self, name, module):
+        """Alias of add_module."""
         self.add_module(name, module)
 
     # ---- attribute routing (Note [Module attribute routing]) --------------------------
     def __getattr__(self, name):
-        d = self.__dict__
-        if "_parameters" in d:
-            params = d["_parameters"]
-            if name in params:
-                return params[name]
-        if "_buffers" in d:
-            buffers = d["_buffers"]
-            if name in buffers:
-                return buffers[name]
-        if "_modules" in d:
-            modules = d["_modules"]
-            if name in modules:
-                return modules[name]
+        state = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            members = state.get(store)
+            if members is not None and name in members:
+                return members[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
-        d = self.__dict__
-        params = d.get("_parameters")
-        if isinstance(value, Parameter):
-            if params is None:
-                raise AttributeError("cannot assign parameters before Module.__init__() call")
-            _remove_from(name, d, self._buffers, self._modules, self._non_persistent_buffers_set)
-            self.register_parameter(name, value)
-            return
-        if params is not None and name in params:
-            if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
-                                "(torch.nn.Parameter or None expected)")
-            self.register_parameter(name, value)
-            return
-        modules = d.get("_modules")
-        if isinstance(value, Module):
-            if modules is None:
-                raise AttributeError("cannot assign module before Module.__init__() call")
-            _remove_from(name, d, self._parameters, self._buffers, self._non_persistent_buffers_set)
-            for hook in _global_module_registration_hooks.values():
-                out = hook(self, name, value)
-                if out is not None:
-                    value = out
-            modules[name] = value
-            return
-        if modules is not None and name in modules:
-            if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
-                                "(torch.nn.Module or None expected)")
-            for hook in _global_module_registration_hooks.values():
-                out = hook(self, name, value)
-                if out is not None:
-                    value = out
-            modules[name] = value
-            return
-        buffers = d.get("_buffers")
-        if isinstance(value, Buffer) or (buffers is not None and name in buffers):
-            if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                                "(torch.nn.Buffer, torch.Tensor or None expected)")
-            if isinstance(value, Buffer):
-                persistent = value.persistent
-            else:
-                persistent = name not in self._non_persistent_buffers_set
-            self.register_buffer(name, value, persistent)
-            return
-        object.__setattr__(self, name, value)
+        state = self.__dict__
+        params, children, buffers = state.get("_parameters"), state.get("_modules"), state.get("_buffers")
+        # an existing slot keeps its kind: assigning None to it empties the slot
+        if isinstance(value, Parameter) or (params is not None and name in params):
+            _set_parameter(self, name, value, params)
+        elif isinstance(value, Module) or (children is not None and name in children):
+            _set_child(self, name, value, children)
+        elif isinstance(value, Buffer) or (buffers is not None and name in buffers):
+            _set_buffer(self, name, value)
+        else:
+            object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
         if name in self._parameters:
@@ -241,86 +289,83 @@ class Module(_HooksMixin, _StateDictMixin):
             object.__delattr__(self, name)
 
     def __dir__(self):
-        keys = dir(self.__class__) + list(self.__dict__) + list(self._parameters) + list(self._modules) + \
-            list(self._buffers)
-        return sorted(k for k in keys if not k[0].isdigit())
+        names = [*dir(type(self)), *self.__dict__, *self._parameters, *self._modules, *self._buffers]
+        return sorted(n for n in names if not n[0].isdigit())  # "0" of Sequential is no identifier
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        for name in ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs",
-                     "_forward_hooks_always_called", "_state_dict_hooks", "_state_dict_pre_hooks",
-                     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_backward_pre_hooks"):
-            if name not in self.__dict__:
-                self.__dict__[name] = OrderedDict()
+        for attr in _HOOK_DICTS_ADDED_LATER:
+            self.__dict__.setdefault(attr, OrderedDict())
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
         self.__dict__.setdefault("_is_full_backward_hook", None)
 
     # ---- lookup by dotted path --------------------------------------------------------
     def _get_name(self):
-        return self.__class__.__name__
+        return type(self).__name__
 
     def get_submodule(self, target):
+        """The module at dotted path target ('' is self)."""
         if target == "":
             return self
-        mod = self
-        for item in target.split("."):
-            if not hasattr(mod, item):
-                raise AttributeError(mod._get_name() + " has no attribute `" + item + "`")
-            mod = getattr(mod, item)
-            if not isinstance(mod, Module):
-                raise AttributeError("`" + item + "` is not an nn.Module")
-        return mod
+        node = self
+        for part in target.split("."):
+            if not hasattr(node, part):
+                raise AttributeError(f"{node._get_name()} has no attribute `{part}`")
+            node = getattr(node, part)
+            if not isinstance(node, Module):
+                raise AttributeError(f"`{part}` is not an nn.Module")
+        return node
 
     def set_submodule(self, target, module, strict=False):
+        """Put module at dotted path target; with strict, the slot must already exist."""
         if target == "":
             raise ValueError("Cannot set the submodule without a target name!")
-        atoms = target.split(".")
+        path, _, leaf = target.rpartition(".")
         if not isinstance(module, Module):
             raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
-        parent = self if len(atoms) == 1 else self.get_submodule(".".join(atoms[:-1]))
-        if strict and not hasattr(parent, atoms[-1]):
-            raise AttributeError(parent._get_name() + " has no attribute `" + atoms[-1] + "`")
-        if hasattr(parent, atoms[-1]) and not isinstance(getattr(parent, atoms[-1]), Module):
-            raise AttributeError("`" + atoms[-1] + "` is not an nn.Module")
-        setattr(parent, atoms[-1], module)
+        owner = self.get_submodule(path)
+        present = hasattr(owner, leaf)
+        if strict and not present:
+            raise AttributeError(f"{owner._get_name()} has no attribute `{leaf}`")
+        if present and not isinstance(getattr(owner, leaf), Module):
+            raise AttributeError(f"`{leaf}` is not an nn.Module")
+        setattr(owner, leaf, module)
 
     def get_parameter(self, target):
-        module_path, _, name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if not hasattr(mod, name):
-            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
-        param = getattr(mod, name)
-        if not isinstance(param, Parameter):
-            raise AttributeError("`" + name + "` is not an nn.Parameter")
-        return param
+        """The parameter at dotted path target, e.g. 'layers.0.weight'."""
+        owner, leaf = _owner_of(self, target)
+        found = getattr(owner, leaf)
+        if not isinstance(found, Parameter):
+            raise AttributeError(f"`{leaf}` is not an nn.Parameter")
+        return found
 
     def get_buffer(self, target):
-        module_path, _, name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if not hasattr(mod, name):
-            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
-        if name not in mod._buffers:
-            raise AttributeError("`" + name + "` is not a buffer")
-        return getattr(mod, name)
+        """The buffer at dotted path target."""
+        owner, leaf = _owner_of(self, target)
+        if leaf not in owner._buffers:
+            raise AttributeError(f"`{leaf}` is not a buffer")
+        return getattr(owner, leaf)
 
     # ---- traversal ------------------------------------------------------------------
     def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
-        """(dotted name, member) over self (and descendants); a shared member appears once."""
-        memo = set()
-        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse \
-            else [(prefix, self)]
-        for module_prefix, module in modules:
-            for k, v in get_members_fn(module):
-                if v is None or v in memo:
+        """(dotted name, member) for what get_members_fn(module) lists in self and, with recurse,
+        in every descendant. None members are skipped; with remove_duplicate so are repeats."""
+        if recurse:
+            owners = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+        else:
+            owners = [(prefix, self)]
+        seen = set()
+        for owner_path, owner in owners:
+            for name, member in get_members_fn(owner):
+                if member is None or member in seen:
                     continue
                 if remove_duplicate:
-                    memo.add(v)
-                yield module_prefix + ("." if module_prefix else "") + k, v
+                    seen.add(member)
+                yield _join(owner_path, name), member
 
     def parameters(self, recurse=True):
         """The parameters of self (and of every submodule if recurse), each once."""
-        for _, param in self.named_parameters(recurse=recurse):
-            yield param
+        yield from (param for _, param in self.named_parameters(recurse=recurse))
 
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
         """(dotted name, parameter) pairs, e.g. ("layers.0.weight", p)."""
@@ -328,8 +373,7 @@ class Module(_HooksMixin, _StateDictMixin):
 
     def buffers(self, recurse=True):
         """The buffers of self (and of every submodule if recurse), each once."""
-        for _, buf in self.named_buffers(recurse=recurse):
-            yield buf
+        yield from (buf for _, buf in self.named_buffers(recurse=recurse))
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
         """(dotted name, buffer) pairs."""
@@ -337,36 +381,36 @@ class Module(_HooksMixin, _StateDictMixin):
 
     def children(self):
         """The direct submodules, each once."""
-        for _, module in self.named_children():
-            yield module
+        yield from (child for _, child in self.named_children())
 
     def named_children(self):
         """(name, module) for the direct submodules, each once."""
-        memo = set()
-        for name, module in self._modules.items():
-            if module is not None and module not in memo:
-                memo.add(module)
-                yield name, module
+        seen = set()
+        for name, child in self._modules.items():
+            if child is None or child in seen:
+                continue
+            seen.add(child)
+            yield name, child
 
     def modules(self, remove_duplicate=True):
         """self and every submodule, pre-order."""
-        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
-            yield module
+        yield from (m for _, m in self.named_modules(remove_duplicate=remove_duplicate))
 
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
-        """Pre-order walk of the module tree with dotted names (iterative, no recursion limit)."""
-        if memo is None:
-            memo = set()
-        stack = [(prefix, self)]
-        while stack:
-            name, module = stack.pop()
-            if module in memo:
+        """Pre-order walk of the module tree with dotted names (iterative, no recursion limit).
+        memo: modules to skip; with remove_duplicate every visited module joins it."""
+        seen = set() if memo is None else memo
+        pending = [(prefix, self)]
+        while pending:
+            path, node = pending.pop()
+            if node in seen:
                 continue
             if remove_duplicate:
-                memo.add(module)
-            yield name, module
-            children = [(name + ("." if name else "") + k, m) for k, m in module._modules.items() if m is not None]
-            stack.extend(reversed(children))
+                seen.add(node)
+            yield path, node
+            # pushed last-first, so the first child is visited next
+            pending += [(_join(path, name), child) for name, child in reversed(node._modules.items())
+                        if child is not None]
 
     # ---- modes and gradients --------------------------------------------------------
     def train(self, mode=True):
@@ -374,8 +418,8 @@ class Module(_HooksMixin, _StateDictMixin):
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
-        for module in self.children():
-            module.train(mode)
+        for child in self.children():
+            child.train(mode)
         return self
 
     def eval(self):
@@ -384,27 +428,30 @@ class Module(_HooksMixin, _StateDictMixin):
 
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad on every parameter (e.g. to freeze a model)."""
-        for p in self.parameters():
-            p.requires_grad_(requires_grad)
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all parameters: to None (default) or to zeros in place."""
-        for p in self.parameters():
-            if p.grad is not None:
-                if set_to_none:
-                    p.grad = None
-                else:
-                    if p.grad.grad_fn is not None:
-                        p.grad.detach_()
-                    else:
-                        p.grad.requires_grad_(False)
-                    p.grad.zero_()
+        for param in self.parameters():
+            grad = param.grad
+            if grad is None:
+                continue
+            if set_to_none:
+                param.grad = None
+                continue
+            # zeroing in place must not record into a graph the gradient may belong to
+            if grad.grad_fn is None:
+                grad.requires_grad_(False)
+            else:
+                grad.detach_()
+            grad.zero_()
 
     def apply(self, fn):
         """fn(module) for every submodule (children first), then self."""
-        for module in self.children():
-            module.apply(fn)
+        for child in self.children():
+            child.apply(fn)
         fn(self)
         return self
 
@@ -413,22 +460,17 @@ class Module(_HooksMixin, _StateDictMixin):
         """Replace every parameter's and buffer's data by fn(tensor); Parameter objects (and
         their .grad) keep their identity, so optimizers built earlier still see them."""
         if recurse:
-            for module in self.children():
-                module._apply(fn)
-        for key, param in self._parameters.items():
+            for child in self.children():
+                child._apply(fn)
+        for param in self._parameters.values():
             if param is None:
                 continue
-            with no_grad():
-                param_applied = fn(param)
-            param.data = param_applied
-            grad = param._grad
-            if grad is not None:
-                with no_grad():
-                    grad_applied = fn(grad)
-                grad.data = grad_applied
-        for key, buf in self._buffers.items():
+            _move_data(param, fn)
+            if param._grad is not None:
+                _move_data(param._grad, fn)
+        for name, buf in self._buffers.items():
             if buf is not None:
-                self._buffers[key] = fn(buf)
+                self._buffers[name] = fn(buf)
         return self
 
     def to(self, *args, **kwargs):
@@ -436,45 +478,45 @@ class Module(_HooksMixin, _StateDictMixin):
         complex parameters and buffers."""
         from ..._ops.creation import parse_to_args
         device, dtype, _ = parse_to_args(args, dict(kwargs))
-        if dtype is not None:
-            if dtype.category < D.FLOAT:
-                raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
-                                f"dtype={dtype}")
-            if dtype.category == D.COMPLEX:
-                warnings.warn("Complex modules are a new feature under active development whose design may "
-                              "change, and some modules might not work as expected when using complex tensors "
-                              "as parameters or buffers.", stacklevel=2)
+        if dtype is not None and dtype.category < D.FLOAT:
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                            f"dtype={dtype}")
+        if dtype is not None and dtype.category == D.COMPLEX:
+            warnings.warn("Complex modules are a new feature under active development whose design may "
+                          "change, and some modules might not work as expected when using complex tensors "
+                          "as parameters or buffers.", stacklevel=2)
+        layout = kwargs.get("memory_format")
 
-        fmt = kwargs.get("memory_format")
-
-        def convert(t):
-            if fmt is not None and t.dim() in (4, 5):  # torch converts only 4-d/5-d tensors
-                return t.to(device, dtype if t._dtype.category >= D.FLOAT else None, memory_format=fmt)
-            return t.to(device, dtype if t._dtype.category >= D.FLOAT else None)
-        return self._apply(convert)
+        def move(t):
+            target = dtype if t._dtype.category >= D.FLOAT else None  # integer tensors keep their dtype
+            if layout is not None and t.dim() in (4, 5):  # a memory format applies to 4-d/5-d only
+                return t.to(device, target, memory_format=layout)
+            return t.to(device, target)
+        return self._apply(move)
 
     def cpu(self):
-        return self._apply(lambda t: t.cpu())
+        return self._apply(methodcaller("cpu"))
 
     def cuda(self, device=None):
-        return self._apply(lambda t: t.cuda(device))
+        return self._apply(methodcaller("cuda", device))
 
     def type(self, dst_type):
-        return self._apply(lambda t: t.type(dst_type))
+        return self._apply(methodcaller("type", dst_type))
 
     def float(self):
-        return self._apply(lambda t: t.float() if t.is_floating_point() else t)
+        return self._apply(_if_floating("float"))
 
     def double(self):
-        return self._apply(lambda t: t.double() if t.is_floating_point() else t)
+        return self._apply(_if_floating("double"))
 
     def half(self):
-        return self._apply(lambda t: t.half() if t.is_floating_point() else t)
+        return self._apply(_if_floating("half"))
 
     def bfloat16(self):
-        return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
+        return self._apply(_if_floating("bfloat16"))
 
     def to_empty(self, *, device=None, recurse=True):
+        """Uninitialised storage of the same shapes on device (e.g. after building on 'meta')."""
         from ..._ops.creation import empty_like
         return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
@@ -490,9 +532,10 @@ class Module(_HooksMixin, _StateDictMixin):
     # ---- calling --------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         # lean path: runs once per layer per step, so no hook machinery unless a hook exists
-        if (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
-                or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks
-                or _global_backward_pre_hooks):
+        hooked = (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
+                  or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks
+                  or _global_backward_pre_hooks)
+        if hooked:
             return self._call_impl(*args, **kwargs)
         return self.forward(*args, **kwargs)
 
@@ -502,27 +545,15 @@ class Module(_HooksMixin, _StateDictMixin):
         return ""
 
     def __repr__(self):
-        extra_lines = []
+        """Name(extra) on one line when there is a single extra line and no children; otherwise
+        one indented line per extra line and per child."""
         extra = self.extra_repr()
-        if extra:
-            extra_lines = extra.split("\n")
-        child_lines = []
-        for key, module in self._modules.items():
-            child_lines.append("(" + key + "): " + _addindent(repr(module), 2))
-        lines = extra_lines + child_lines
-        main = self._get_name() + "("
-        if lines:
-            if len(extra_lines) == 1 and not child_lines:
-                main += extra_lines[0]
-            else:
-                main += "\n  " + "\n  ".join(lines) + "\n"
-        return main + ")"
-
-
-def _remove_from(name, *dicts_or_sets):
-    for d in dicts_or_sets:
-        if name in d:
-            if isinstance(d, dict):
-                del d[name]
-            else:
-                d.discard(name)
+        own = extra.split("\n") if extra else []
+        nested = [f"({name}): {_addindent(repr(child), 2)}" for name, child in self._modules.items()]
+        if len(own) == 1 and not nested:
+            body = own[0]
+        elif own or nested:
+            body = "\n  " + "\n  ".join(own + nested) + "\n"
+        else:
+            body = ""
+        return f"{self._get_name()}({body})"
