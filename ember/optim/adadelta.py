@@ -5,6 +5,16 @@ from .optimizer import (Optimizer, _check_capturable, _check_lr, _check_nonnegat
 __all__ = ["Adadelta"]
 
 
+def _mix_in_square(avg, x, rho):
+    """avg <- rho * avg + (1 - rho) * x * x, in place."""
+    avg.mul_(rho).addcmul_(x, x, value=1 - rho)
+
+
+def _root(avg, eps):
+    """sqrt(avg + eps) as a new tensor: the RMS that the update divides or multiplies by."""
+    return avg.add(eps).sqrt_()
+
+
 class Adadelta(Optimizer):
     """Steps scaled by RMS(previous updates) / RMS(gradients), both running averages with rate rho."""
 
@@ -25,24 +35,26 @@ class Adadelta(Optimizer):
         for group in self.param_groups:
             _check_capturable(group)
             lr = _value(group["lr"])
-            rho = group["rho"]
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
             for p, grad in _params_with_grad(group, "Adadelta does not support sparse gradients"):
-                state = self.state[p]
-                if len(state) == 0:
-                    _init_state(state, p, "square_avg", "acc_delta")
-                step_t = state["step"]
-                step_t += 1
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
-                param, grad, square_avg, acc_delta = _real(p, grad, state["square_avg"], state["acc_delta"])
-                square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
-                std = square_avg.add(eps).sqrt_()
-                delta = acc_delta.add(eps).sqrt_()
-                if group["differentiable"]:  # Note [Differentiable steps]
-                    delta = delta.clone()
-                delta.div_(std).mul_(grad)
-                acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
-                param.add_(delta, alpha=-lr)
+                self._update(p, grad, group, lr)
         return loss
+
+    def _update(self, p, grad, group, lr):
+        """One Adadelta step of p; state holds the running mean squares of gradients and of updates."""
+        state = self.state[p]
+        if not state:
+            _init_state(state, p, "square_avg", "acc_delta")
+        state["step"] += 1
+        rho = group["rho"]
+        decay = group["weight_decay"]
+        if decay != 0:
+            grad = grad.add(p, alpha=decay)
+        param, grad, grads_sq, updates_sq = _real(p, grad, state["square_avg"], state["acc_delta"])
+        _mix_in_square(grads_sq, grad, rho)
+        grad_rms = _root(grads_sq, group["eps"])
+        update = _root(updates_sq, group["eps"])
+        if group["differentiable"]:  # Note [Differentiable steps]: the in-place div_ below would overwrite sqrt's output
+            update = update.clone()
+        update.div_(grad_rms).mul_(grad)
+        _mix_in_square(updates_sq, update, rho)
+        param.add_(update, alpha=-lr)

@@ -15,5 +15,6 @@ class AdamW(Adam):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group["decoupled_weight_decay"] = True
+        # unpickled groups decouple whatever they recorded: that is what makes this AdamW
+        for options in self.param_groups:
+            options.update(decoupled_weight_decay=True)

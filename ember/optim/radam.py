@@ -6,6 +6,20 @@ from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_lr, _
 
 __all__ = ["RAdam"]
 
+_TRACTABLE_SMA = 5.0  # the adaptive term is trusted only once the SMA length exceeds this
+
+
+def _sma_length(step, beta2, rho_inf, bias_correction2):
+    """rho_t, the length of the simple moving average that the EMA of squares approximates at this step."""
+    return rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+
+
+def _rectification(rho_t, rho_inf):
+    """r_t = sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)(rho_inf - 2) rho_t)): the variance correction."""
+    numerator = (rho_t - 4) * (rho_t - 2) * rho_inf
+    denominator = (rho_inf - 4) * (rho_inf - 2) * rho_t
+    return math.sqrt(numerator / denominator)
+
 
 class RAdam(Optimizer):
     """Rectified Adam: plain momentum SGD until the variance estimate is tractable (rho_t > 5)."""
@@ -27,35 +41,33 @@ class RAdam(Optimizer):
         for group in self.param_groups:
             _check_capturable(group)
             lr = _value(group["lr"])
-            beta1, beta2 = group["betas"]
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            rho_inf = 2 / (1 - beta2) - 1
             for p, grad in _params_with_grad(group, "RAdam does not support sparse gradients"):
-                state = self.state[p]
-                if len(state) == 0:
-                    _init_state(state, p, "exp_avg", "exp_avg_sq")
-                param, grad, exp_avg, exp_avg_sq = _real(p, grad, state["exp_avg"], state["exp_avg_sq"])
-                step_t = state["step"]
-                step_t += 1
-                step = step_t.item()
-                if weight_decay != 0:
-                    if group["decoupled_weight_decay"]:
-                        param.mul_(1 - lr * weight_decay)
-                    else:
-                        grad = grad.add(param, alpha=weight_decay)
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2 = 1 - beta2 ** step
-                update = exp_avg / bias_correction1
-                update.mul_(lr)
-                # length of the approximated SMA; the adaptive term is used only once it exceeds 5
-                rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-                if rho_t > 5.0:
-                    adaptive = exp_avg_sq.sqrt()
-                    adaptive.add_(eps).reciprocal_().mul_(bias_correction2 ** 0.5)
-                    rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
-                    update.mul_(adaptive).mul_(rect)
-                param.sub_(update)
+                self._update(p, grad, group, lr)
         return loss
+
+    def _update(self, p, grad, group, lr):
+        state = self.state[p]
+        if not state:
+            _init_state(state, p, "exp_avg", "exp_avg_sq")
+        param, grad, first, second = _real(p, grad, state["exp_avg"], state["exp_avg_sq"])
+        state["step"] += 1
+        step = state["step"].item()
+        beta1, beta2 = group["betas"]
+        decay = group["weight_decay"]
+        if decay != 0 and group["decoupled_weight_decay"]:
+            param.mul_(1 - lr * decay)
+        elif decay != 0:
+            grad = grad.add(param, alpha=decay)
+        first.lerp_(grad, 1 - beta1)
+        second.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        update = first / bias_correction1
+        update.mul_(lr)
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = _sma_length(step, beta2, rho_inf, bias_correction2)
+        if rho_t > _TRACTABLE_SMA:
+            inverse_rms = second.sqrt()
+            inverse_rms.add_(group["eps"]).reciprocal_().mul_(bias_correction2 ** 0.5)
+            update.mul_(inverse_rms).mul_(_rectification(rho_t, rho_inf))
+        param.sub_(update)

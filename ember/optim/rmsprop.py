@@ -26,36 +26,50 @@ class RMSprop(Optimizer):
         for group in self.param_groups:
             _check_capturable(group)
             lr = _value(group["lr"])
-            alpha = group["alpha"]
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            momentum = group["momentum"]
-            centered = group["centered"]
             for p, grad in _params_with_grad(group, "RMSprop does not support sparse gradients"):
-                state = self.state[p]
-                if len(state) == 0:
-                    _init_state(state, p, "square_avg")
-                    if momentum > 0:
-                        state["momentum_buffer"] = zeros_like(p)
-                    if centered:
-                        state["grad_avg"] = zeros_like(p)
-                step_t = state["step"]
-                step_t += 1
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
-                param, grad, square_avg = _real(p, grad, state["square_avg"])
-                square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
-                if centered:
-                    (grad_avg,) = _real(state["grad_avg"])
-                    grad_avg.lerp_(grad, 1 - alpha)
-                    avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
-                else:
-                    avg = square_avg.sqrt()
-                avg = avg.add(eps) if group["differentiable"] else avg.add_(eps)  # Note [Differentiable steps]
-                if momentum > 0:
-                    (buf,) = _real(state["momentum_buffer"])
-                    buf.mul_(momentum).addcdiv_(grad, avg)
-                    param.add_(buf, alpha=-lr)
-                else:
-                    param.addcdiv_(grad, avg, value=-lr)
+                self._update(p, grad, group, lr)
         return loss
+
+    def _state_of(self, p, group):
+        """p's state, created on its first step: the step counter and square_avg, then the buffers that
+        momentum and centering need (torch's key order)."""
+        state = self.state[p]
+        if not state:
+            _init_state(state, p, "square_avg")
+            if group["momentum"] > 0:
+                state["momentum_buffer"] = zeros_like(p)
+            if group["centered"]:
+                state["grad_avg"] = zeros_like(p)
+        return state
+
+    @staticmethod
+    def _rms(state, grad, group):
+        """The eps-guarded root of the running second moment after folding in grad (its variance when
+        centered); a new tensor, never a view of the state."""
+        keep = group["alpha"]
+        square_avg, = _real(state["square_avg"])
+        square_avg.mul_(keep).addcmul_(grad, grad, value=1 - keep)
+        if group["centered"]:
+            mean, = _real(state["grad_avg"])
+            mean.lerp_(grad, 1 - keep)
+            rms = square_avg.addcmul(mean, mean, value=-1).sqrt_()
+        else:
+            rms = square_avg.sqrt()
+        if group["differentiable"]:  # Note [Differentiable steps]: sqrt's output is saved, so no add_ on it
+            return rms.add(group["eps"])
+        return rms.add_(group["eps"])
+
+    def _update(self, p, grad, group, lr):
+        state = self._state_of(p, group)
+        state["step"] += 1
+        decay = group["weight_decay"]
+        if decay != 0:
+            grad = grad.add(p, alpha=decay)
+        param, grad = _real(p, grad)
+        rms = self._rms(state, grad, group)
+        if group["momentum"] > 0:
+            velocity, = _real(state["momentum_buffer"])
+            velocity.mul_(group["momentum"]).addcdiv_(grad, rms)
+            param.add_(velocity, alpha=-lr)
+        else:
+            param.addcdiv_(grad, rms, value=-lr)

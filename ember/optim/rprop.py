@@ -6,6 +6,15 @@ from .optimizer import (Optimizer, _check_capturable, _check_lr, _closure_loss, 
 __all__ = ["Rprop"]
 
 
+def _step_size_factors(agreement, shrink, grow):
+    """Per-coordinate multipliers from sign(grad * prev), in place: grow where the sign held, shrink
+    where it flipped, 1 where either was 0. Each mask is taken after the previous fill, as torch does."""
+    agreement.masked_fill_(agreement.gt(0), grow)
+    agreement.masked_fill_(agreement.lt(0), shrink)
+    agreement.masked_fill_(agreement.eq(0), 1)
+    return agreement
+
+
 class Rprop(Optimizer):
     """Resilient backprop: per-coordinate step sizes grow by etaplus while the gradient keeps its sign, shrink by
     etaminus when it flips (and that coordinate skips one update); only the gradient's sign is used."""
@@ -25,26 +34,32 @@ class Rprop(Optimizer):
         loss = _closure_loss(closure)
         for group in self.param_groups:
             _check_capturable(group)
-            etaminus, etaplus = group["etas"]
-            step_size_min, step_size_max = group["step_sizes"]
             for p, grad in _params_with_grad(group, "Rprop does not support sparse gradients"):
-                state = self.state[p]
-                if len(state) == 0:
-                    lr = _value(group["lr"])
-                    _init_state(state, p, "prev")
-                    state["step_size"] = full_like(grad, complex(lr, lr) if p.is_complex() else lr)
-                step_t = state["step"]
-                step_t += 1
-                param, grad, prev, step_size = _real(p, grad, state["prev"], state["step_size"])
-                # Note [Differentiable steps]: a clone of prev, which the copy_ below overwrites
-                factor = grad.mul(prev.clone() if group["differentiable"] else prev).sign()
-                factor.masked_fill_(factor.gt(0), etaplus)
-                factor.masked_fill_(factor.lt(0), etaminus)
-                factor.masked_fill_(factor.eq(0), 1)
-                step_size.mul_(factor).clamp_(step_size_min, step_size_max)
-                # where the sign flipped, forget the gradient: no update now, and no flip detected next time
-                grad = grad.clone()
-                grad.masked_fill_(factor.eq(etaminus), 0)
-                param.addcmul_(grad.sign(), step_size, value=-1)
-                prev.copy_(grad)
+                self._update(p, grad, group)
         return loss
+
+    def _state_of(self, p, grad, group):
+        """p's state; on the first step every coordinate's step size starts at lr (lr + lr*i when complex)."""
+        state = self.state[p]
+        if not state:
+            lr = _value(group["lr"])
+            _init_state(state, p, "prev")
+            state["step_size"] = full_like(grad, complex(lr, lr) if p.is_complex() else lr)
+        return state
+
+    def _update(self, p, grad, group):
+        state = self._state_of(p, grad, group)
+        state["step"] += 1
+        shrink, grow = group["etas"]
+        smallest, largest = group["step_sizes"]
+        param, grad, prev, sizes = _real(p, grad, state["prev"], state["step_size"])
+        # Note [Differentiable steps]: a clone of prev, which the copy_ below overwrites
+        seen = prev.clone() if group["differentiable"] else prev
+        factors = _step_size_factors(grad.mul(seen).sign(), shrink, grow)
+        sizes.mul_(factors).clamp_(smallest, largest)
+        # where the sign flipped, forget the gradient: no update now, and no flip detected next time
+        grad = grad.clone()
+        grad.masked_fill_(factors.eq(shrink), 0)
+        direction = grad.sign()
+        param.addcmul_(direction, sizes, value=-1)
+        prev.copy_(grad)
