@@ -885,6 +885,16 @@ def test_sigmoid_and_stick_breaking_clamp_as_torch():
                     T.SigmoidTransform()(lib.tensor([-100.0])).tolist()))
     assert got[0] == got[1]
 
+
+def test_broadcast_all_refuses_like_torch():
+    got = []
+    for lib in (torch, ember):
+        try:
+            lib.distributions.utils.broadcast_all("a", 1.0)
+        except Exception as e:  # noqa: BLE001 - the error is the observation
+            got.append((type(e).__name__, str(e)))
+    assert len(got) == 2 and got[0] == got[1]
+
 # ---- training loops --------------------------------------------------------------------------------------
 
 def test_reinforce_policy_gradient_learns_a_contextual_bandit():

@@ -16,7 +16,7 @@ def broadcast_all(*values):
     dtype (the default dtype when there is none)."""
     for v in values:
         if not isinstance(v, (ember.Tensor, Number)):
-            raise ValueError("Input arguments must all be instances of numbers.Number, torch.Tensor or objects "
+            raise ValueError("Input arguments must all be instances of Number, torch.Tensor or objects "
                              "implementing __torch_function__.")
     tensors = [v for v in values if isinstance(v, ember.Tensor)]
     if not tensors:
