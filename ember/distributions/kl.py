@@ -23,7 +23,7 @@ from .geometric import Geometric
 from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
-from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
+from .multivariate_normal import MultivariateNormal, _squared_mahalanobis
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
@@ -243,7 +243,7 @@ def _between_mvns(p, q):
     full_shape = tuple(ember.broadcast_shapes(tril_q.shape[:-2], tril_p.shape[:-2])) + (dim, dim)
     whitened = ember.linalg.solve_triangular(tril_q.expand(full_shape), tril_p.expand(full_shape), upper=False)
     trace_term = _squared_frobenius(whitened)
-    mahalanobis = _batch_mahalanobis(tril_q, q.loc - p.loc)
+    mahalanobis = _squared_mahalanobis(tril_q, q.loc - p.loc)
     return log_det_gap + 0.5 * (trace_term + mahalanobis - dim)
 
 

@@ -35,9 +35,6 @@ def _squared_mahalanobis(L, x):
     return solved.pow(2).sum(-1)
 
 
-_batch_mahalanobis = _squared_mahalanobis  # the name kl.py imports
-
-
 def _half_log_det(L):
     """log sqrt(det(L L^T)) = sum of log diag(L), for a Cholesky factor L."""
     return L.diagonal(dim1=-2, dim2=-1).log().sum(-1)
