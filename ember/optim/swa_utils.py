@@ -18,13 +18,34 @@ __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn", "get_s
            "get_ema_avg_fn", "get_swa_avg_fn"]
 
 
+# ---- averaging rules -------------------------------------------------------------------------
+
 def _check_decay(decay):
-    if decay < 0.0 or decay > 1.0:
+    """decay must lie in [0, 1] (NaN passes, as in torch)."""
+    if decay < 0.0 or 1.0 < decay:
         raise ValueError(f"Invalid decay value {decay} provided. Please provide a value in [0,1] range.")
 
 
 def _inexact(t):
     return t.is_floating_point() or t.is_complex()
+
+
+def _ema(average, current, decay):
+    """decay * average + (1 - decay) * current, as a new tensor."""
+    return average * decay + current * (1 - decay)
+
+
+def _running_mean(average, current, count):
+    """The mean of count values (average) extended by one more (current), as a new tensor."""
+    gap = current - average
+    return average + gap / (count + 1)
+
+
+def _lerp_weight(count):
+    """1 / (count + 1) as a Python float: torch's _foreach_lerp_ takes the scalar, so a tensor count is
+    divided as a tensor first, then read out."""
+    weight = 1 / (count + 1)
+    return weight.item() if isinstance(weight, Tensor) else weight
 
 
 def get_ema_multi_avg_fn(decay=0.999):
@@ -33,12 +54,13 @@ def get_ema_multi_avg_fn(decay=0.999):
 
     @no_grad()
     def ema_update(ema_param_list, current_param_list, _):
-        if _inexact(ema_param_list[0]):
-            for p_ema, p_model in zip(ema_param_list, current_param_list, strict=True):
-                p_ema.lerp_(p_model, 1 - decay)
-        else:
-            for p_ema, p_model in zip(ema_param_list, current_param_list, strict=True):
-                p_ema.copy_(p_ema * decay + p_model * (1 - decay))
+        pairs = zip(ema_param_list, current_param_list, strict=True)
+        if not _inexact(ema_param_list[0]):
+            for average, current in pairs:
+                average.copy_(_ema(average, current, decay))
+            return
+        for average, current in pairs:
+            average.lerp_(current, 1 - decay)
 
     return ema_update
 
@@ -48,18 +70,19 @@ def get_swa_multi_avg_fn():
 
     @no_grad()
     def swa_update(averaged_param_list, current_param_list, num_averaged):
+        pairs = zip(averaged_param_list, current_param_list, strict=True)
         if _inexact(averaged_param_list[0]):
-            weight = 1 / (num_averaged + 1)
-            if isinstance(weight, Tensor):
-                weight = weight.item()  # torch's _foreach_lerp_ takes the scalar
-            for p_avg, p_model in zip(averaged_param_list, current_param_list, strict=True):
-                p_avg.lerp_(p_model, weight)
-        elif isinstance(num_averaged, Tensor):
-            for p_avg, p_model in zip(averaged_param_list, current_param_list, strict=True):
-                p_avg.addcdiv_(p_model - p_avg, num_averaged + 1)
-        else:
-            for p_avg, p_model in zip(averaged_param_list, current_param_list, strict=True):
-                p_avg.add_(p_model - p_avg, alpha=1.0 / (num_averaged + 1))
+            weight = _lerp_weight(num_averaged)
+            for average, current in pairs:
+                average.lerp_(current, weight)
+            return
+        # integer tensors: a tensor count divides through addcdiv_ (which torch refuses for integers),
+        # a Python count scales through add_'s alpha
+        for average, current in pairs:
+            if isinstance(num_averaged, Tensor):
+                average.addcdiv_(current - average, num_averaged + 1)
+            else:
+                average.add_(current - average, alpha=1.0 / (num_averaged + 1))
 
     return swa_update
 
@@ -70,7 +93,7 @@ def get_ema_avg_fn(decay=0.999):
 
     @no_grad()
     def ema_update(ema_param, current_param, num_averaged):
-        return decay * ema_param + (1 - decay) * current_param
+        return _ema(ema_param, current_param, decay)
 
     return ema_update
 
@@ -80,10 +103,12 @@ def get_swa_avg_fn():
 
     @no_grad()
     def swa_update(averaged_param, current_param, num_averaged):
-        return averaged_param + (current_param - averaged_param) / (num_averaged + 1)
+        return _running_mean(averaged_param, current_param, num_averaged)
 
     return swa_update
 
+
+# ---- the averaged model ----------------------------------------------------------------------
 
 class AveragedModel(Module):
     """https://pytorch.org/docs/stable/generated/torch.optim.swa_utils.AveragedModel.html
@@ -95,9 +120,8 @@ class AveragedModel(Module):
         super().__init__()
         if avg_fn is not None and multi_avg_fn is not None:
             raise AssertionError("Only one of avg_fn and multi_avg_fn should be provided")
-        self.module = deepcopy(model)
-        if device is not None:
-            self.module = self.module.to(device)
+        replica = deepcopy(model)
+        self.module = replica if device is None else replica.to(device)
         from .. import tensor
         self.register_buffer("n_averaged", tensor(0, dtype=D.int64, device=device))
         self.avg_fn = avg_fn
@@ -105,53 +129,68 @@ class AveragedModel(Module):
         self.use_buffers = use_buffers
 
     def forward(self, *args, **kwargs):
+        """The averaged copy's output for the same arguments."""
         return self.module(*args, **kwargs)
 
     def _pairs(self, model):
         """(averaged, model) tensor pairs, detached: parameters, or parameters then buffers with
         use_buffers (zipped to the shorter, as torch)."""
         if self.use_buffers:
-            mine = itertools.chain(self.module.parameters(), self.module.buffers())
+            ours = itertools.chain(self.module.parameters(), self.module.buffers())
             theirs = itertools.chain(model.parameters(), model.buffers())
         else:
-            mine = self.parameters()
-            theirs = model.parameters()
-        return [(p_avg.detach(), p_model.detach().to(p_avg.device)) for p_avg, p_model in zip(mine, theirs)]
+            ours, theirs = self.parameters(), model.parameters()
+        return [(a.detach(), m.detach().to(a.device)) for a, m in zip(ours, theirs)]
 
     def update_parameters(self, model):
         pairs = self._pairs(model)
-        first = bool(self.n_averaged == 0)
-        if first:
-            for p_avg, p_model in pairs:
-                p_avg.copy_(p_model)
+        if bool(self.n_averaged == 0):
+            for average, current in pairs:
+                average.copy_(current)
+        elif self.avg_fn is not None and self.multi_avg_fn is None:
+            self._average_each(pairs)
         else:
-            if self.multi_avg_fn is not None or self.avg_fn is None:
-                self._average_groups(pairs)
-            else:
-                for p_avg, p_model in pairs:
-                    p_avg.copy_(self.avg_fn(p_avg, p_model, self.n_averaged.to(p_avg.device)))
-        if not self.use_buffers:  # buffers (BatchNorm statistics ...) follow the model's
-            for b_avg, b_model in zip(self.module.buffers(), model.buffers(), strict=True):
-                b_avg.detach().copy_(b_model.detach().to(b_avg.device))
+            self._average_by_dtype(pairs)
+        if not self.use_buffers:
+            self._copy_buffers(model)
         self.n_averaged += 1
 
-    def _average_groups(self, pairs):
+    def _average_each(self, pairs):
+        """avg_fn, one pair at a time."""
+        for average, current in pairs:
+            average.copy_(self.avg_fn(average, current, self.n_averaged.to(average.device)))
+
+    def _average_by_dtype(self, pairs):
         """multi_avg_fn once per dtype, in order of first appearance, as torch's grouping by device and dtype.
         Without one, the SWA mean tensor by tensor (get_swa_avg_fn): torch takes that path on the cpu, which
         has no _foreach kernels of its own; its multi-tensor form serves cuda."""
-        groups = {}
-        for p_avg, p_model in pairs:
-            avg_list, model_list = groups.setdefault(p_avg.dtype, ([], []))
-            avg_list.append(p_avg)
-            model_list.append(p_model)
-        for avg_list, model_list in groups.values():
-            n_averaged = self.n_averaged.to(avg_list[0].device)
-            if self.multi_avg_fn:
-                self.multi_avg_fn(avg_list, model_list, n_averaged)
+        by_dtype = {}
+        for average, current in pairs:
+            by_dtype.setdefault(average.dtype, []).append((average, current))
+        for group in by_dtype.values():
+            count = self.n_averaged.to(group[0][0].device)
+            if not self.multi_avg_fn:
+                mean = get_swa_avg_fn()
+                for average, current in group:
+                    average.copy_(mean(average, current, count))
                 continue
-            avg_fn = get_swa_avg_fn()
-            for p_avg, p_model in zip(avg_list, model_list, strict=True):
-                p_avg.copy_(avg_fn(p_avg, p_model, n_averaged))
+            averages = [average for average, _ in group]
+            currents = [current for _, current in group]
+            self.multi_avg_fn(averages, currents, count)
+
+    def _copy_buffers(self, model):
+        """Buffers that are not averaged (BatchNorm statistics ...) follow the model's."""
+        for ours, theirs in zip(self.module.buffers(), model.buffers(), strict=True):
+            ours.detach().copy_(theirs.detach().to(ours.device))
+
+
+# ---- BatchNorm statistics ----------------------------------------------------------------------
+
+def _model_input(batch, device):
+    """What update_bn feeds the model: a list or tuple batch's first element, on device when one is given."""
+    if isinstance(batch, (list, tuple)):
+        batch = batch[0]
+    return batch if device is None else batch.to(device)
 
 
 @no_grad()
@@ -160,26 +199,45 @@ def update_bn(loader, model, device=None):
 
     Resets every BatchNorm's running statistics and recomputes them as a cumulative average (momentum None)
     over one pass of `loader` in train mode; a batch that is a list or tuple feeds its first element."""
-    momenta = {}
-    for module in model.modules():
-        if isinstance(module, _BatchNorm):
-            module.reset_running_stats()
-            momenta[module] = module.momentum
-    if not momenta:
+    saved_momenta = {}
+    for layer in model.modules():
+        if isinstance(layer, _BatchNorm):
+            layer.reset_running_stats()
+            saved_momenta[layer] = layer.momentum
+    if not saved_momenta:
         return
     was_training = model.training
     model.train()
-    for module in momenta:
-        module.momentum = None
-    for input in loader:
-        if isinstance(input, (list, tuple)):
-            input = input[0]
-        if device is not None:
-            input = input.to(device)
-        model(input)
-    for module, momentum in momenta.items():
-        module.momentum = momentum
+    for layer in saved_momenta:
+        layer.momentum = None
+    for batch in loader:
+        model(_model_input(batch, device))
+    for layer, momentum in saved_momenta.items():
+        layer.momentum = momentum
     model.train(was_training)
+
+
+# ---- the SWA learning-rate schedule ------------------------------------------------------------
+
+def _linear_ramp(t):
+    return t
+
+
+def _cosine_ramp(t):
+    """0 at t = 0 to 1 at t = 1 along half a cosine period."""
+    return 0.5 * (1 - math.cos(math.pi * t))
+
+
+def _fraction_done(step, span):
+    """step / span, clipped to [0, 1]."""
+    return max(0, min(1, step / span))
+
+
+def _lr_before_annealing(lr, swa_lr, alpha):
+    """The lr the schedule started from, recovered from the current lr = alpha * swa_lr + (1 - alpha) * start."""
+    if alpha == 1:
+        return swa_lr
+    return (lr - alpha * swa_lr) / (1 - alpha)
 
 
 class SWALR(LRScheduler):
@@ -188,35 +246,21 @@ class SWALR(LRScheduler):
     Anneals each group's lr to its swa_lr over anneal_epochs steps ("cos" or "linear"), then holds it."""
 
     def __init__(self, optimizer, swa_lr, anneal_epochs=10, anneal_strategy="cos", last_epoch=-1):
-        swa_lrs = _per_group("swa_lr", optimizer, swa_lr)
-        for value, group in zip(swa_lrs, optimizer.param_groups, strict=True):
-            group["swa_lr"] = value
+        targets = _per_group("swa_lr", optimizer, swa_lr)
+        for target, group in zip(targets, optimizer.param_groups, strict=True):
+            group["swa_lr"] = target
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
-        self._set_anneal_func(anneal_strategy)
-        if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
+        self._adopt_strategy(anneal_strategy)
+        if not (isinstance(anneal_epochs, int) and anneal_epochs >= 0):
             raise ValueError(f"anneal_epochs must be equal or greater than 0, got {anneal_epochs}")
         self.anneal_epochs = anneal_epochs
         super().__init__(optimizer, last_epoch)
 
-    @staticmethod
-    def _linear_anneal(t):
-        return t
-
-    @staticmethod
-    def _cosine_anneal(t):
-        return (1 - math.cos(math.pi * t)) / 2
-
-    @staticmethod
-    def _get_initial_lr(lr, swa_lr, alpha):
-        """The lr the schedule started from, recovered from the current lr and the last step's alpha."""
-        if alpha == 1:
-            return swa_lr
-        return (lr - alpha * swa_lr) / (1 - alpha)
-
-    def _set_anneal_func(self, anneal_strategy):
-        self._anneal_strategy = anneal_strategy
-        self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else self._linear_anneal
+    def _adopt_strategy(self, strategy):
+        """Record the strategy's name (it goes into state_dict) and its ramp function as anneal_func."""
+        self._anneal_strategy = strategy
+        self.anneal_func = _cosine_ramp if strategy == "cos" else _linear_ramp
 
     def get_lr(self):
         # chainable: the start lr is recovered from the group's current lr, so other schedulers may act first
@@ -225,15 +269,15 @@ class SWALR(LRScheduler):
         if self.anneal_epochs == 0:
             step = max(1, step)
         span = max(1, self.anneal_epochs)
-        prev_alpha = self.anneal_func(max(0, min(1, (step - 1) / span)))
         groups = self.optimizer.param_groups
-        start_lrs = [self._get_initial_lr(g["lr"], g["swa_lr"], prev_alpha) for g in groups]
-        alpha = self.anneal_func(max(0, min(1, step / span)))
-        return [g["swa_lr"] * alpha + lr * (1 - alpha) for g, lr in zip(groups, start_lrs, strict=True)]
+        last_alpha = self.anneal_func(_fraction_done(step - 1, span))
+        starts = [_lr_before_annealing(g["lr"], g["swa_lr"], last_alpha) for g in groups]
+        alpha = self.anneal_func(_fraction_done(step, span))
+        return [g["swa_lr"] * alpha + start * (1 - alpha) for g, start in zip(groups, starts, strict=True)]
 
     def state_dict(self):
-        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "anneal_func")}
+        return {k: v for k, v in vars(self).items() if k not in ("optimizer", "anneal_func")}
 
     def load_state_dict(self, state_dict):
-        self.__dict__.update(state_dict)
-        self._set_anneal_func(self._anneal_strategy)
+        vars(self).update(state_dict)
+        self._adopt_strategy(self._anneal_strategy)
