@@ -53,7 +53,8 @@ class Adadelta(Optimizer):
         _mix_in_square(grads_sq, grad, rho)
         grad_rms = _root(grads_sq, group["eps"])
         update = _root(updates_sq, group["eps"])
-        if group["differentiable"]:  # Note [Differentiable steps]: the in-place div_ below would overwrite sqrt's output
+        # Note [Differentiable steps]: sqrt_ saved its output, which the in-place div_ below would overwrite
+        if group["differentiable"]:
             update = update.clone()
         update.div_(grad_rms).mul_(grad)
         _mix_in_square(updates_sq, update, rho)
