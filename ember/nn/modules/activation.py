@@ -1,27 +1,101 @@
 """Activation modules: options held by the module, the math in ember.nn.functional
 (declared in ember/_ops/activation.py). See https://pytorch.org/docs/stable/nn.html#non-linear-activations-weighted-sum-nonlinearity
 
-MultiheadAttention lives elsewhere (another family's task)."""
+Almost every class here is a declaration: which F function its forward calls (`_functional`), which of
+its attributes follow the input in that call (`_passes` positionally, `_keywords` by name, as torch
+writes the call), and which its repr shows (`_shown`, and whether `inplace` is mentioned, the rule in
+_options.with_inplace). MultiheadAttention lives elsewhere
+(another family's task)."""
 import warnings
 
 from ..._ops.creation import empty
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from .module import Module
-from .attention import MultiheadAttention  # noqa: F401  (torch keeps it in this module)
+from ._options import FunctionalModule
+from .attention import MultiheadAttention  # torch lists it among the activations
 
 __all__ = ["Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "SiLU", "Mish",
            "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU", "LogSigmoid", "Softplus",
-           "Softshrink", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax"]
+           "Softshrink", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax",
+           "MultiheadAttention"]
 
 
-def _inplace_str(inplace, lead=", "):
-    return f"{lead}inplace=True" if inplace else ""
+# ---- no options -------------------------------------------------------------------------------------------
+
+class Sigmoid(FunctionalModule):
+    _functional = "sigmoid"
 
 
-class Threshold(Module):
+class Tanh(FunctionalModule):
+    _functional = "tanh"
+
+
+class LogSigmoid(FunctionalModule):
+    _functional = "logsigmoid"
+
+
+class Softsign(FunctionalModule):
+    _functional = "softsign"
+
+
+class Tanhshrink(FunctionalModule):
+    _functional = "tanhshrink"
+
+
+# ---- only `inplace` ---------------------------------------------------------------------------------------
+
+class _InplaceActivation(FunctionalModule):
+    """The activations whose one option is `inplace`; the repr says inplace=True when it is set."""
+    __constants__ = ["inplace"]
+    _passes = ("inplace",)
+    _shows_inplace = True
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+
+class ReLU(_InplaceActivation):
+    _functional = "relu"
+    _passes = ()
+    _keywords = ("inplace",)  # torch passes it by name to these three
+
+
+class SiLU(_InplaceActivation):
+    _functional = "silu"
+    _passes = ()
+    _keywords = ("inplace",)
+
+
+class Mish(_InplaceActivation):
+    _functional = "mish"
+    _passes = ()
+    _keywords = ("inplace",)
+
+
+class SELU(_InplaceActivation):
+    _functional = "selu"
+
+
+class Hardsigmoid(_InplaceActivation):
+    _functional = "hardsigmoid"
+    _shows_inplace = False  # torch's Hardsigmoid and Hardswish have no extra_repr
+
+
+class Hardswish(_InplaceActivation):
+    _functional = "hardswish"
+    _shows_inplace = False
+
+
+# ---- options, then `inplace` ------------------------------------------------------------------------------
+
+class Threshold(FunctionalModule):
     __constants__ = ["threshold", "value", "inplace"]
+    _functional = "threshold"
+    _passes = ("threshold", "value", "inplace")
+    _shown = ("threshold", "value")
+    _shows_inplace = True
 
     def __init__(self, threshold, value, inplace=False):
         super().__init__()
@@ -29,32 +103,13 @@ class Threshold(Module):
         self.value = value
         self.inplace = inplace
 
-    def forward(self, input):
-        return F.threshold(input, self.threshold, self.value, self.inplace)
 
-    def extra_repr(self):
-        return f"threshold={self.threshold}, value={self.value}{_inplace_str(self.inplace)}"
-
-
-class _InplaceOnly(Module):
-    """Activations whose only option is `inplace`."""
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def extra_repr(self):
-        return _inplace_str(self.inplace, "")
-
-
-class ReLU(_InplaceOnly):
-    def forward(self, input):
-        return F.relu(input, inplace=self.inplace)
-
-
-class RReLU(Module):
+class RReLU(FunctionalModule):
     __constants__ = ["lower", "upper", "inplace"]
+    _functional = "rrelu"
+    _passes = ("lower", "upper", "training", "inplace")
+    _shown = ("lower", "upper")
+    _shows_inplace = True
 
     def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
         super().__init__()
@@ -62,205 +117,142 @@ class RReLU(Module):
         self.upper = upper
         self.inplace = inplace
 
-    def forward(self, input):
-        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
 
-    def extra_repr(self):
-        return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"
+def _renamed_keyword(old, new, value, fallback):
+    """Hardtanh's deprecated min_value/max_value: `value` wins (with a FutureWarning) when given."""
+    if value is None:
+        return fallback
+    warnings.warn(f"keyword argument `{old}` is deprecated and renamed to `{new}`", FutureWarning, stacklevel=3)
+    return value
 
 
-class Hardtanh(Module):
+class Hardtanh(FunctionalModule):
     __constants__ = ["min_val", "max_val", "inplace"]
+    _functional = "hardtanh"
+    _passes = ("min_val", "max_val", "inplace")
+    _shown = ("min_val", "max_val")
+    _shows_inplace = True
 
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
         super().__init__()
-        if min_value is not None:
-            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`", FutureWarning,
-                          stacklevel=2)
-            min_val = min_value
-        if max_value is not None:
-            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`", FutureWarning,
-                          stacklevel=2)
-            max_val = max_value
-        self.min_val = min_val
-        self.max_val = max_val
+        self.min_val = _renamed_keyword("min_value", "min_val", min_value, min_val)
+        self.max_val = _renamed_keyword("max_value", "max_val", max_value, max_val)
         self.inplace = inplace
-        if self.max_val <= self.min_val:
+        if self.max_val <= self.min_val:  # (so a NaN bound passes, as in torch)
             raise AssertionError(f"max_val ({self.max_val}) must be greater than min_val ({self.min_val})")
-
-    def forward(self, input):
-        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
-
-    def extra_repr(self):
-        return f"min_val={self.min_val}, max_val={self.max_val}{_inplace_str(self.inplace)}"
 
 
 class ReLU6(Hardtanh):
+    """Hardtanh(0, 6); its repr shows only the inplace rule."""
+    _shown = ()
+
     def __init__(self, inplace=False):
         super().__init__(0.0, 6.0, inplace)
 
-    def extra_repr(self):
-        return _inplace_str(self.inplace, "")
 
-
-class Sigmoid(Module):
-    def forward(self, input):
-        return F.sigmoid(input)
-
-
-class Hardsigmoid(_InplaceOnly):
-    def forward(self, input):
-        return F.hardsigmoid(input, self.inplace)
-
-    def extra_repr(self):
-        return ""
-
-
-class Tanh(Module):
-    def forward(self, input):
-        return F.tanh(input)
-
-
-class SiLU(_InplaceOnly):
-    def forward(self, input):
-        return F.silu(input, inplace=self.inplace)
-
-
-class Mish(_InplaceOnly):
-    def forward(self, input):
-        return F.mish(input, inplace=self.inplace)
-
-
-class Hardswish(_InplaceOnly):
-    def forward(self, input):
-        return F.hardswish(input, self.inplace)
-
-    def extra_repr(self):
-        return ""
-
-
-class _AlphaInplace(Module):
-    """ELU and CELU: a scale alpha for the negative part, and `inplace`."""
+class _ScaledNegative(FunctionalModule):
+    """ELU and CELU: `alpha` scales the negative part."""
     __constants__ = ["alpha", "inplace"]
+    _passes = ("alpha", "inplace")
+    _shown = ("alpha",)
+    _shows_inplace = True
 
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         self.alpha = alpha
         self.inplace = inplace
 
-    def extra_repr(self):
-        return f"alpha={self.alpha}{_inplace_str(self.inplace)}"
+
+class ELU(_ScaledNegative):
+    _functional = "elu"
 
 
-class ELU(_AlphaInplace):
-    def forward(self, input):
-        return F.elu(input, self.alpha, self.inplace)
+class CELU(_ScaledNegative):
+    _functional = "celu"
 
 
-class CELU(_AlphaInplace):
-    def forward(self, input):
-        return F.celu(input, self.alpha, self.inplace)
-
-
-class SELU(_InplaceOnly):
-    def forward(self, input):
-        return F.selu(input, self.inplace)
-
-
-class GLU(Module):
-    __constants__ = ["dim"]
-
-    def __init__(self, dim=-1):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):
-        return F.glu(input, self.dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
-
-
-class GELU(Module):
-    __constants__ = ["approximate"]
-
-    def __init__(self, approximate="none"):
-        super().__init__()
-        self.approximate = approximate
-
-    def forward(self, input):
-        return F.gelu(input, approximate=self.approximate)
-
-    def extra_repr(self):
-        return f"approximate={self.approximate!r}"
-
-
-class _Shrink(Module):
-    """Hardshrink and Softshrink: the threshold lambd."""
-    __constants__ = ["lambd"]
-
-    def __init__(self, lambd=0.5):
-        super().__init__()
-        self.lambd = lambd
-
-    def extra_repr(self):
-        return f"{self.lambd}"
-
-
-class Hardshrink(_Shrink):
-    def forward(self, input):
-        return F.hardshrink(input, self.lambd)
-
-
-class LeakyReLU(Module):
+class LeakyReLU(FunctionalModule):
     __constants__ = ["inplace", "negative_slope"]
+    _functional = "leaky_relu"
+    _passes = ("negative_slope", "inplace")
+    _shown = ("negative_slope",)
+    _shows_inplace = True
 
     def __init__(self, negative_slope=1e-2, inplace=False):
         super().__init__()
         self.negative_slope = negative_slope
         self.inplace = inplace
 
-    def forward(self, input):
-        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+# ---- other options ----------------------------------------------------------------------------------------
+
+class GLU(FunctionalModule):
+    __constants__ = ["dim"]
+    _functional = "glu"
+    _passes = _shown = ("dim",)
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+
+class GELU(FunctionalModule):
+    __constants__ = ["approximate"]
+    _functional = "gelu"
+    _keywords = ("approximate",)
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
 
     def extra_repr(self):
-        return f"negative_slope={self.negative_slope}{_inplace_str(self.inplace)}"
+        return f"approximate={self.approximate!r}"
 
 
-class LogSigmoid(Module):
-    def forward(self, input):
-        return F.logsigmoid(input)
-
-
-class Softplus(Module):
+class Softplus(FunctionalModule):
     __constants__ = ["beta", "threshold"]
+    _functional = "softplus"
+    _passes = _shown = ("beta", "threshold")
 
     def __init__(self, beta=1.0, threshold=20.0):
         super().__init__()
         self.beta = beta
         self.threshold = threshold
 
-    def forward(self, input):
-        return F.softplus(input, self.beta, self.threshold)
+
+class _Shrink(FunctionalModule):
+    """Hardshrink and Softshrink: zero inside [-lambd, lambd]. The repr is the bare lambd."""
+    __constants__ = ["lambd"]
+    _passes = ("lambd",)
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+
+class Hardshrink(_Shrink):
+    _functional = "hardshrink"
 
     def extra_repr(self):
-        return f"beta={self.beta}, threshold={self.threshold}"
+        return format(self.lambd)  # torch formats lambd here and str()s it in Softshrink: a 0-d tensor differs
 
 
 class Softshrink(_Shrink):
-    def forward(self, input):
-        return F.softshrink(input, self.lambd)
+    _functional = "softshrink"
 
     def extra_repr(self):
-        return str(self.lambd)  # as torch: str(), so a 0-d tensor lambd shows as tensor(...), unlike Hardshrink
+        return str(self.lambd)
 
 
-class PReLU(Module):
+class PReLU(FunctionalModule):
     """max(0, x) + weight * min(0, x) with a learnable weight (one, or one per channel)."""
     __constants__ = ["num_parameters"]
+    _functional = "prelu"
+    _passes = ("weight",)
+    _shown = ("num_parameters",)
 
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
-        self.num_parameters = num_parameters
+        self.num_parameters = num_parameters  # set before Module.__init__, as torch does
         super().__init__()
         self.init = init
         self.weight = Parameter(empty(num_parameters, device=device, dtype=dtype))
@@ -270,26 +262,14 @@ class PReLU(Module):
         """weight to the constant `init`."""
         init.constant_(self.weight, self.init)
 
-    def forward(self, input):
-        return F.prelu(input, self.weight)
 
-    def extra_repr(self):
-        return f"num_parameters={self.num_parameters}"
+# ---- softmax family ---------------------------------------------------------------------------------------
 
-
-class Softsign(Module):
-    def forward(self, input):
-        return F.softsign(input)
-
-
-class Tanhshrink(Module):
-    def forward(self, input):
-        return F.tanhshrink(input)
-
-
-class _DimModule(Module):
-    """Softmax-like modules: an optional dim (None picks torch's legacy implicit dim, with a warning)."""
+class _AlongDim(FunctionalModule):
+    """Softmax, Softmin, LogSoftmax: normalize along `dim` (None picks torch's legacy implicit dim, with a
+    warning pointed at the caller of the module)."""
     __constants__ = ["dim"]
+    _shown = ("dim",)
 
     def __init__(self, dim=None):
         super().__init__()
@@ -297,29 +277,26 @@ class _DimModule(Module):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        if not hasattr(self, "dim"):
+        if not hasattr(self, "dim"):  # pickled before `dim` existed
             self.dim = None
 
-    def extra_repr(self):
-        return f"dim={self.dim}"
-
-
-class Softmin(_DimModule):
     def forward(self, input):
-        return F.softmin(input, self.dim, _stacklevel=5)
+        return getattr(F, self._functional)(input, self.dim, _stacklevel=5)
 
 
-class Softmax(_DimModule):
-    def forward(self, input):
-        return F.softmax(input, self.dim, _stacklevel=5)
+class Softmin(_AlongDim):
+    _functional = "softmin"
 
 
-class LogSoftmax(_DimModule):
-    def forward(self, input):
-        return F.log_softmax(input, self.dim, _stacklevel=5)
+class Softmax(_AlongDim):
+    _functional = "softmax"
 
 
-class Softmax2d(Module):
+class LogSoftmax(_AlongDim):
+    _functional = "log_softmax"
+
+
+class Softmax2d(FunctionalModule):
     """Softmax over the channel dim of (N, C, H, W) or (C, H, W) inputs."""
 
     def forward(self, input):
