@@ -1,7 +1,7 @@
-"""Identity, Linear, Bilinear. See https://pytorch.org/docs/stable/nn.html#linear-layers
+"""Identity, Linear, Bilinear, LazyLinear. See https://pytorch.org/docs/stable/nn.html#linear-layers
 
 Construction allocates the parameters; reset_parameters() draws their initial values
-(torch's split, so re-initialising is one call)."""
+(torch's split, so re-initialising is one call). The draws, and their order, are torch's."""
 import math
 
 from ..._ops.creation import empty
@@ -13,6 +13,27 @@ from .lazy import LazyModuleMixin
 from .module import Module
 
 __all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
+
+# kaiming_uniform_ with a = sqrt(5) gives weights in U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+_KAIMING_A = math.sqrt(5)
+
+
+def _add_weight_and_bias(module, weight_shape, bias, factory):
+    """Registers an uninitialized-valued `weight` of weight_shape and, if `bias`, a (weight_shape[0],) bias
+    (else bias is registered as None). Values come later, from reset_parameters()."""
+    module.weight = Parameter(empty(weight_shape, **factory))
+    if not bias:
+        module.register_parameter("bias", None)
+        return
+    module.bias = Parameter(empty(weight_shape[0], **factory))
+
+
+def _inverse_sqrt_fan_in(weight):
+    """1 / sqrt(fan_in) of a weight, or 0 when it has no inputs."""
+    fan_in = init._calculate_fan_in_and_fan_out(weight)[0]
+    if fan_in <= 0:
+        return 0
+    return 1 / math.sqrt(fan_in)
 
 
 class Identity(Module):
@@ -33,26 +54,23 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in_features), device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _add_weight_and_bias(self, (out_features, in_features), bias, dict(device=device, dtype=dtype))
         self.reset_parameters()
 
     def reset_parameters(self):
-        """weight ~ kaiming_uniform_(a=sqrt(5)), i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)); bias the same bound."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        """weight ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) through kaiming_uniform_; the bias the same range."""
+        init.kaiming_uniform_(self.weight, a=_KAIMING_A)
+        if self.bias is None:
+            return
+        bound = _inverse_sqrt_fan_in(self.weight)
+        init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self):
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+        has_bias = self.bias is not None
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={has_bias}"
 
 
 class NonDynamicallyQuantizableLinear(Linear):
@@ -68,26 +86,25 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in1_features, in2_features), device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        shape = (out_features, in1_features, in2_features)
+        _add_weight_and_bias(self, shape, bias, dict(device=device, dtype=dtype))
         self.reset_parameters()
 
     def reset_parameters(self):
-        """weight and bias ~ U(-1/sqrt(in1_features), 1/sqrt(in1_features))."""
+        """weight, then bias ~ U(-1/sqrt(in1_features), 1/sqrt(in1_features))."""
+        if self.in1_features <= 0:
+            raise ValueError(f"in1_features must be > 0, but got (in1_features={self.in1_features})")
         bound = 1 / math.sqrt(self.weight.size(1))
-        init.uniform_(self.weight, -bound, bound)
-        if self.bias is not None:
-            init.uniform_(self.bias, -bound, bound)
+        for param in (self.weight, self.bias):
+            if param is not None:
+                init.uniform_(param, -bound, bound)
 
     def forward(self, input1, input2):
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self):
-        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
-                f"out_features={self.out_features}, bias={self.bias is not None}")
+        sizes = f"in1_features={self.in1_features}, in2_features={self.in2_features}"
+        return f"{sizes}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
 class LazyLinear(LazyModuleMixin, Linear):
@@ -96,21 +113,26 @@ class LazyLinear(LazyModuleMixin, Linear):
     cls_to_become = Linear
 
     def __init__(self, out_features, bias=True, device=None, dtype=None):
-        super().__init__(0, 0, False)
+        super().__init__(0, 0, False)  # a bias-less 0x0 Linear; both parameters are replaced below
         self.weight = UninitializedParameter(device=device, dtype=dtype)
         self.out_features = out_features
         if bias:
             self.bias = UninitializedParameter(device=device, dtype=dtype)
 
     def reset_parameters(self):
-        if not self.has_uninitialized_params() and self.in_features != 0:
-            super().reset_parameters()
+        """Linear's draws, once the parameters have shapes (a no-op while they are lazy)."""
+        if self.in_features == 0 or self.has_uninitialized_params():
+            return
+        super().reset_parameters()
 
     def initialize_parameters(self, input):
-        if self.has_uninitialized_params():
-            with no_grad():
-                self.in_features = input.shape[-1]
-                self.weight.materialize((self.out_features, self.in_features))
-                if self.bias is not None:
-                    self.bias.materialize((self.out_features,))
-                self.reset_parameters()
+        """in_features = input.shape[-1]: give weight (and bias) their shapes, then draw their values."""
+        if not self.has_uninitialized_params():
+            return
+        with no_grad():
+            self.in_features = input.shape[-1]
+            weight_shape = (self.out_features, self.in_features)
+            self.weight.materialize(weight_shape)
+            if self.bias is not None:
+                self.bias.materialize(weight_shape[:1])
+            self.reset_parameters()
