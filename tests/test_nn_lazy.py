@@ -189,3 +189,52 @@ def test_custom_lazy_module_without_cls_to_become_keeps_its_class():
         y = m(lib.ones(2, 3))
         seen.append((type(m).__name__, m.has_uninitialized_params(), y.tolist()))
     assert seen[1] == seen[0] and seen[0][0] == "LazyScale"
+
+
+def _lazy_with_extra_state(lib):
+    """A lazy module (no cls_to_become) with extra state and a non-persistent buffer."""
+    class LazyTagged(lib.nn.modules.lazy.LazyModuleMixin, lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = lib.nn.parameter.UninitializedParameter()
+            self.register_buffer("scratch", lib.zeros(1), persistent=False)
+            self.loaded = []
+
+        def get_extra_state(self):
+            return {"tag": 5}
+
+        def set_extra_state(self, state):
+            self.loaded.append(state)
+
+        def initialize_parameters(self, x):
+            self.weight.materialize((x.shape[-1],))
+
+        def forward(self, x):
+            return x
+    return LazyTagged()
+
+
+def _load_outcome(m, sd, strict):
+    try:
+        result = m.load_state_dict(sd, strict=strict)
+        return ("ok", sorted(result.missing_keys), sorted(result.unexpected_keys), m.loaded)
+    except RuntimeError as e:
+        return ("RuntimeError", str(e))
+
+
+def test_lazy_state_dict_leaves_out_extra_state_as_torch_does():
+    """LazyModuleMixin._save_to_state_dict saves parameters and persistent buffers only, before and after
+    materializing: torch's override never calls get_extra_state, so a strict round trip reports the extra
+    state missing, and a hand-added `_extra_state` entry still reaches set_extra_state on load."""
+    seen = []
+    for lib in (torch, ember):
+        m = _lazy_with_extra_state(lib)
+        out = [list(m.state_dict()), _load_outcome(m, m.state_dict(), True)]
+        m(lib.ones(2, 3))
+        sd = m.state_dict()
+        out += [list(sd), _load_outcome(m, sd, False)]
+        sd["_extra_state"] = {"tag": 7}
+        out.append(_load_outcome(_lazy_with_extra_state(lib), sd, True))
+        seen.append(out)
+    assert seen[1] == seen[0]
+    assert "_extra_state" not in seen[0][2]
