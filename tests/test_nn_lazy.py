@@ -238,3 +238,9 @@ def test_lazy_state_dict_leaves_out_extra_state_as_torch_does():
         seen.append(out)
     assert seen[1] == seen[0]
     assert "_extra_state" not in seen[0][2]
+
+
+def test_uninitialized_classes_in_the_nn_namespace():
+    for name in ("UninitializedParameter", "UninitializedBuffer"):
+        assert getattr(ember.nn, name) is getattr(ember.nn.parameter, name)
+        assert getattr(torch.nn, name) is getattr(torch.nn.parameter, name)
