@@ -1,4 +1,5 @@
-"""Conv1d/2d/3d and ConvTranspose1d/2d/3d. See https://pytorch.org/docs/stable/nn.html#convolution-layers
+"""Conv1d/2d/3d and ConvTranspose1d/2d/3d, and their lazy forms.
+See https://pytorch.org/docs/stable/nn.html#convolution-layers
 
 Construction allocates the parameters; reset_parameters() draws their initial values
 (kaiming_uniform_ with a=sqrt(5), bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as torch).
@@ -26,122 +27,116 @@ def _ntuple(n):
 
 
 _single = _ntuple(1)
-_pair = _ntuple(2)
-_triple = _ntuple(3)
 
 
-def _reverse_repeat_tuple(t, n):
-    """(a, b) -> (b, b, a, a) for n=2: module padding in F.pad's last-dim-first order."""
-    return tuple(x for x in reversed(t) for _ in range(n))
+def _check_conv_arguments(in_channels, out_channels, stride, padding, groups, padding_mode):
+    """torch's constructor checks, in its order: groups, channel divisibility, padding string, padding mode."""
+    if groups <= 0:
+        raise ValueError("groups must be a positive integer")
+    for side, channels in (("in", in_channels), ("out", out_channels)):
+        if channels % groups:
+            raise ValueError(f"{side}_channels must be divisible by groups")
+    if isinstance(padding, str):
+        if padding not in ("same", "valid"):
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'same', 'valid'}}")
+        if padding == "same" and any(s != 1 for s in stride):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+    if padding_mode not in _PADDING_MODES:
+        raise ValueError("padding_mode must be one of {'zeros', 'reflect', 'replicate', 'circular'}, but got "
+                         f"padding_mode='{padding_mode}'")
+
+
+def _pad_amounts(kernel_size, dilation, padding):
+    """The module's padding as F.pad wants it: (lo, hi) per spatial dim, last dim first. A tuple for numeric
+    padding; a list for 'valid' (zeros) and 'same' (d*(k-1) in all, the odd element on the high side)."""
+    if not isinstance(padding, str):
+        return tuple(p for p in reversed(padding) for _ in range(2))
+    if padding == "valid":
+        return [0] * (2 * len(kernel_size))
+    amounts = []
+    for d, k in reversed(list(zip(dilation, kernel_size))):
+        total = d * (k - 1)
+        amounts += [total // 2, total - total // 2]
+    return [0] * (2 * len(kernel_size) - len(amounts)) + amounts  # torch leaves dims with no dilation at 0
 
 
 class _ConvNd(Module):
-    """Shared state of the convolution layers (torch's _ConvNd)."""
+    """Shared state of the convolution layers (torch's _ConvNd): settings, the weight of shape
+    (out, in/groups, *kernel) or, transposed, (in, out/groups, *kernel), and an optional bias."""
     __constants__ = ["stride", "padding", "dilation", "groups", "padding_mode", "output_padding", "in_channels",
                      "out_channels", "kernel_size"]
 
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, transposed,
                  output_padding, groups, bias, padding_mode, device=None, dtype=None):
         super().__init__()
-        if groups <= 0:
-            raise ValueError("groups must be a positive integer")
-        if in_channels % groups != 0:
-            raise ValueError("in_channels must be divisible by groups")
-        if out_channels % groups != 0:
-            raise ValueError("out_channels must be divisible by groups")
-        if isinstance(padding, str):
-            if padding not in ("same", "valid"):
-                raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'same', 'valid'}}")
-            if padding == "same" and any(s != 1 for s in stride):
-                raise ValueError("padding='same' is not supported for strided convolutions")
-        if padding_mode not in _PADDING_MODES:
-            raise ValueError("padding_mode must be one of {'zeros', 'reflect', 'replicate', 'circular'}, but got "
-                             f"padding_mode='{padding_mode}'")
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.kernel_size = kernel_size
-        self.stride = stride
-        self.padding = padding
-        self.dilation = dilation
-        self.transposed = transposed
-        self.output_padding = output_padding
-        self.groups = groups
-        self.padding_mode = padding_mode
-        self._reversed_padding_repeated_twice = self._padding_for_pad(kernel_size, dilation, padding)
-        if transposed:
-            shape = (in_channels, out_channels // groups) + tuple(kernel_size)
-        else:
-            shape = (out_channels, in_channels // groups) + tuple(kernel_size)
-        self.weight = Parameter(empty(shape, device=device, dtype=dtype))
+        _check_conv_arguments(in_channels, out_channels, stride, padding, groups, padding_mode)
+        self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, kernel_size
+        self.stride, self.padding, self.dilation = stride, padding, dilation
+        self.transposed, self.output_padding = transposed, output_padding
+        self.groups, self.padding_mode = groups, padding_mode
+        self._reversed_padding_repeated_twice = _pad_amounts(kernel_size, dilation, padding)
+        self.weight = Parameter(empty(self._weight_shape(), device=device, dtype=dtype))
         if bias:
             self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
 
-    @staticmethod
-    def _padding_for_pad(kernel_size, dilation, padding):
-        """The module's padding as F.pad's list (last dim first, lo then hi); 'same' splits the
-        total d*(k-1) with the extra element on the right."""
-        if not isinstance(padding, str):
-            return _reverse_repeat_tuple(padding, 2)
-        pads = [0, 0] * len(kernel_size)
-        if padding == "same":
-            for d, k, i in zip(dilation, kernel_size, range(len(kernel_size) - 1, -1, -1)):
-                total = d * (k - 1)
-                pads[2 * i] = total // 2
-                pads[2 * i + 1] = total - total // 2
-        return pads
+    def _weight_shape(self):
+        leading, grouped = self.out_channels, self.in_channels
+        if self.transposed:
+            leading, grouped = grouped, leading
+        return (leading, grouped // self.groups, *self.kernel_size)
 
     def reset_parameters(self):
-        """weight ~ kaiming_uniform_(a=sqrt(5)); bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+        """weight ~ kaiming_uniform_(a=sqrt(5)); bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (U(0, 0), still drawn,
+        when the weight is empty)."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        if self.bias is None:
+            return
+        fan_in = init._calculate_fan_in_and_fan_out(self.weight)[0]
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(self.bias, -bound, bound)
 
     def extra_repr(self):
-        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if not isinstance(self.padding, str) and self.padding != (0,) * len(self.padding) or \
-                isinstance(self.padding, str):
-            s += f", padding={self.padding}"
-        if self.dilation != (1,) * len(self.dilation):
-            s += f", dilation={self.dilation}"
-        if self.output_padding != (0,) * len(self.output_padding):
-            s += f", output_padding={self.output_padding}"
+        shown = [f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"]
+        for name, default in (("padding", 0), ("dilation", 1), ("output_padding", 0)):
+            value = getattr(self, name)
+            if value != (default,) * len(value):  # a padding string always differs
+                shown.append(f"{name}={value}")
         if self.groups != 1:
-            s += f", groups={self.groups}"
+            shown.append(f"groups={self.groups}")
         if self.bias is None:
-            s += ", bias=False"
+            shown.append("bias=False")
         if self.padding_mode != "zeros":
-            s += f", padding_mode={self.padding_mode}"
-        return s
+            shown.append(f"padding_mode={self.padding_mode}")
+        return ", ".join(shown)
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        if not hasattr(self, "padding_mode"):
-            self.padding_mode = "zeros"
+        self.__dict__.setdefault("padding_mode", "zeros")  # pickles from before padding modes existed
 
 
 class _Conv(_ConvNd):
+    """Conv1d/2d/3d: sizes given as ints or _nd-tuples; non-zero padding modes pad the input with F.pad first."""
     _nd = 2
     _fn = None
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None):
-        t = _ntuple(self._nd)
-        padding = padding if isinstance(padding, str) else t(padding)
-        super().__init__(in_channels, out_channels, t(kernel_size), t(stride), padding, t(dilation), False,
-                         t(0), groups, bias, padding_mode, device=device, dtype=dtype)
+        nd = self._nd
+        if not isinstance(padding, str):
+            padding = as_ntuple(padding, nd)
+        super().__init__(in_channels, out_channels, as_ntuple(kernel_size, nd), as_ntuple(stride, nd), padding,
+                         as_ntuple(dilation, nd), False, as_ntuple(0, nd), groups, bias, padding_mode,
+                         device=device, dtype=dtype)
 
     def _conv_forward(self, input, weight, bias):
-        fn = getattr(F, self._fn)
-        if self.padding_mode != "zeros":
-            padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-            return fn(padded, weight, bias, self.stride, (0,) * self._nd, self.dilation, self.groups)
-        return fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+        conv = getattr(F, self._fn)
+        if self.padding_mode == "zeros":
+            return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+        padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+        return conv(padded, weight, bias, self.stride, (0,) * self._nd, self.dilation, self.groups)
 
     def forward(self, input):
         return self._conv_forward(input, self.weight, self.bias)
@@ -166,44 +161,47 @@ class Conv3d(_Conv):
 
 
 class _ConvTransposeNd(_ConvNd):
+    """ConvTranspose1d/2d/3d: zeros padding only; forward may ask for an output_size, which picks the
+    output_padding."""
     _nd = 2
     _fn = None
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        self._require_zeros_padding(padding_mode)
+        nd = self._nd
+        super().__init__(in_channels, out_channels, as_ntuple(kernel_size, nd), as_ntuple(stride, nd),
+                         as_ntuple(padding, nd), as_ntuple(dilation, nd), True, as_ntuple(output_padding, nd),
+                         groups, bias, padding_mode, device=device, dtype=dtype)
+
+    def _require_zeros_padding(self, padding_mode):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
-        t = _ntuple(self._nd)
-        super().__init__(in_channels, out_channels, t(kernel_size), t(stride), t(padding), t(dilation), True,
-                         t(output_padding), groups, bias, padding_mode, device=device, dtype=dtype)
 
     def _output_padding(self, input, output_size, stride, padding, kernel_size, num_spatial_dims, dilation=None):
-        """The output_padding that makes the output spatial size equal output_size."""
+        """The output_padding that makes the output's spatial size output_size (the layer's own when None).
+        output_size may also carry the batch and channel sizes in front."""
         if output_size is None:
             return _single(self.output_padding)
-        non_spatial = 2 if input.dim() == num_spatial_dims + 2 else 1
-        output_size = list(output_size)
-        if len(output_size) == non_spatial + num_spatial_dims:
-            output_size = output_size[non_spatial:]
+        leading = 2 if input.dim() == num_spatial_dims + 2 else 1
+        if len(output_size) == leading + num_spatial_dims:
+            output_size = output_size[leading:]
         if len(output_size) != num_spatial_dims:
             raise ValueError(f"ConvTranspose{num_spatial_dims}D: for {input.dim()}D input, output_size must have "
-                             f"{num_spatial_dims} or {non_spatial + num_spatial_dims} elements (got "
+                             f"{num_spatial_dims} or {leading + num_spatial_dims} elements (got "
                              f"{len(output_size)})")
-        lows, highs = [], []
+        smallest = []
         for d in range(num_spatial_dims):
-            dil = 1 if dilation is None else dilation[d]
-            low = ((input.size(d + non_spatial) - 1) * stride[d] - 2 * padding[d] + dil * (kernel_size[d] - 1) + 1)
-            lows.append(low)
-            highs.append(low + stride[d] - 1)
-        for size, low, high in zip(output_size, lows, highs):
-            if not (low <= size <= high):
-                raise ValueError(f"requested an output size of {output_size}, but valid sizes range from {lows} to "
-                                 f"{highs} (for an input of {input.size()[2:]})")
-        return [size - low for size, low in zip(output_size, lows)]
+            spread = (1 if dilation is None else dilation[d]) * (kernel_size[d] - 1)
+            smallest.append((input.size(leading + d) - 1) * stride[d] - 2 * padding[d] + spread + 1)
+        largest = [low + s - 1 for low, s in zip(smallest, stride)]
+        if any(not low <= size <= high for size, low, high in zip(output_size, smallest, largest)):
+            raise ValueError(f"requested an output size of {output_size}, but valid sizes range from {smallest} to "
+                             f"{largest} (for an input of {input.size()[2:]})")
+        return [size - low for size, low in zip(output_size, smallest)]
 
     def forward(self, input, output_size=None):
-        if self.padding_mode != "zeros":
-            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        self._require_zeros_padding(self.padding_mode)
         output_padding = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size,
                                               self._nd, self.dilation)
         return getattr(F, self._fn)(input, self.weight, self.bias, self.stride, self.padding, output_padding,
@@ -240,28 +238,25 @@ class _LazyConvXdMixin(LazyModuleMixin):
             self.bias = UninitializedParameter(device=device, dtype=dtype)
 
     def reset_parameters(self):
-        if not self.has_uninitialized_params() and self.in_channels != 0:
+        if self.in_channels and not self.has_uninitialized_params():
             super().reset_parameters()
 
-    def _get_in_channels(self, input):
+    def _channels_of(self, input):
+        """in_channels read from a batched (dim 1) or unbatched (dim 0) input of the right rank."""
         unbatched = self._nd + 1
         if input.dim() not in (unbatched, unbatched + 1):
             raise RuntimeError(f"Expected {unbatched}D (unbatched) or {unbatched + 1}D (batched) input to "
-                               f"{self.__class__.__name__}, but got input of size: {input.shape}")
-        return input.shape[1] if input.dim() == unbatched + 1 else input.shape[0]
+                               f"{type(self).__name__}, but got input of size: {input.shape}")
+        return input.shape[input.dim() - unbatched]
 
     def initialize_parameters(self, input, *args, **kwargs):
         if not self.has_uninitialized_params():
             return
-        self.in_channels = self._get_in_channels(input)
-        if self.in_channels % self.groups != 0:
+        self.in_channels = self._channels_of(input)
+        if self.in_channels % self.groups:
             raise ValueError("in_channels must be divisible by groups")
         with no_grad():
-            if self.transposed:
-                shape = (self.in_channels, self.out_channels // self.groups) + tuple(self.kernel_size)
-            else:
-                shape = (self.out_channels, self.in_channels // self.groups) + tuple(self.kernel_size)
-            self.weight.materialize(shape)
+            self.weight.materialize(self._weight_shape())
             if self.bias is not None:
                 self.bias.materialize((self.out_channels,))
             self.reset_parameters()
@@ -294,10 +289,10 @@ def _lazy_conv_transpose(cls, doc):
     return LazyConvTranspose
 
 
-_LAZY_DOC = "{} whose in_channels is inferred from the first input (then it becomes a {}). See torch.nn.Lazy{}."
-LazyConv1d = _lazy_conv(Conv1d, _LAZY_DOC.format("Conv1d", "Conv1d", "Conv1d"))
-LazyConv2d = _lazy_conv(Conv2d, _LAZY_DOC.format("Conv2d", "Conv2d", "Conv2d"))
-LazyConv3d = _lazy_conv(Conv3d, _LAZY_DOC.format("Conv3d", "Conv3d", "Conv3d"))
-LazyConvTranspose1d = _lazy_conv_transpose(ConvTranspose1d, _LAZY_DOC.format(*["ConvTranspose1d"] * 3))
-LazyConvTranspose2d = _lazy_conv_transpose(ConvTranspose2d, _LAZY_DOC.format(*["ConvTranspose2d"] * 3))
-LazyConvTranspose3d = _lazy_conv_transpose(ConvTranspose3d, _LAZY_DOC.format(*["ConvTranspose3d"] * 3))
+_LAZY_DOC = "{0} whose in_channels is inferred from the first input (then it becomes a {0}). See torch.nn.Lazy{0}."
+LazyConv1d = _lazy_conv(Conv1d, _LAZY_DOC.format("Conv1d"))
+LazyConv2d = _lazy_conv(Conv2d, _LAZY_DOC.format("Conv2d"))
+LazyConv3d = _lazy_conv(Conv3d, _LAZY_DOC.format("Conv3d"))
+LazyConvTranspose1d = _lazy_conv_transpose(ConvTranspose1d, _LAZY_DOC.format("ConvTranspose1d"))
+LazyConvTranspose2d = _lazy_conv_transpose(ConvTranspose2d, _LAZY_DOC.format("ConvTranspose2d"))
+LazyConvTranspose3d = _lazy_conv_transpose(ConvTranspose3d, _LAZY_DOC.format("ConvTranspose3d"))
