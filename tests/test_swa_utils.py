@@ -157,3 +157,30 @@ def test_update_bn():
     e, t = models
     for name in ("running_mean", "running_var", "num_batches_tracked"):
         _same(getattr(e[1], name), getattr(t[1], name))
+
+
+def test_multi_avg_fns_refuse_lists_of_different_lengths_and_a_negative_count_skips_averaging():
+    """torch's foreach check before any write (float lists; integer EMA pairs until zip runs out), and
+    AveragedModel averages only when n_averaged > 0."""
+    got = []
+    for lib in (torch, ember):
+        U = lib.optim.swa_utils
+        rec = []
+        for fn in (U.get_ema_multi_avg_fn(), U.get_swa_multi_avg_fn()):
+            for dt in (lib.float32, lib.int64):
+                a = [lib.zeros(2, dtype=dt), lib.zeros(2, dtype=dt)]
+                try:
+                    fn(a, [lib.full((2,), 3, dtype=dt)], lib.tensor(1))
+                    rec.append(("ok", a[0].tolist()))
+                except Exception as e:  # noqa: BLE001 - the error is the observation
+                    rec.append((type(e).__name__, str(e), a[0].tolist()))
+        lib.manual_seed(0)
+        net = lib.nn.Linear(2, 2)
+        avg = U.AveragedModel(net)
+        avg.n_averaged.fill_(-1)
+        with lib.no_grad():
+            net.weight.add_(1.0)
+        avg.update_parameters(net)
+        rec.append((avg.n_averaged.item(), avg.module.weight.tolist()))
+        got.append(rec)
+    assert got[0] == got[1]

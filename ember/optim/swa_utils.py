@@ -48,18 +48,24 @@ def _lerp_weight(count):
     return weight.item() if isinstance(weight, Tensor) else weight
 
 
+def _same_length(first, second):
+    """Torch's foreach check, made before any tensor of the lists is written."""
+    if len(first) != len(second):
+        raise RuntimeError(f"Tensor lists must have the same number of tensors, got {len(first)} and {len(second)}")
+
+
 def get_ema_multi_avg_fn(decay=0.999):
     """In-place EMA over lists of tensors: ema <- decay * ema + (1 - decay) * current (as a lerp)."""
     _check_decay(decay)
 
     @no_grad()
     def ema_update(ema_param_list, current_param_list, _):
-        pairs = zip(ema_param_list, current_param_list, strict=True)
-        if not _inexact(ema_param_list[0]):
-            for average, current in pairs:
+        if not _inexact(ema_param_list[0]):  # pair by pair, as torch: a length mismatch ends the zip
+            for average, current in zip(ema_param_list, current_param_list, strict=True):
                 average.copy_(_ema(average, current, decay))
             return
-        for average, current in pairs:
+        _same_length(ema_param_list, current_param_list)
+        for average, current in zip(ema_param_list, current_param_list):
             average.lerp_(current, 1 - decay)
 
     return ema_update
@@ -70,14 +76,16 @@ def get_swa_multi_avg_fn():
 
     @no_grad()
     def swa_update(averaged_param_list, current_param_list, num_averaged):
-        pairs = zip(averaged_param_list, current_param_list, strict=True)
+        pairs = zip(averaged_param_list, current_param_list)
         if _inexact(averaged_param_list[0]):
+            _same_length(averaged_param_list, current_param_list)
             weight = _lerp_weight(num_averaged)
             for average, current in pairs:
                 average.lerp_(current, weight)
             return
         # integer tensors: a tensor count divides through addcdiv_ (which torch refuses for integers),
-        # a Python count scales through add_'s alpha
+        # a Python count scales through add_'s alpha; torch's first list op here is current - averaged
+        _same_length(current_param_list, averaged_param_list)
         for average, current in pairs:
             if isinstance(num_averaged, Tensor):
                 average.addcdiv_(current - average, num_averaged + 1)
@@ -147,6 +155,8 @@ class AveragedModel(Module):
         if bool(self.n_averaged == 0):
             for average, current in pairs:
                 average.copy_(current)
+        elif bool(self.n_averaged < 0):  # torch averages only from a positive count (a user may set it)
+            pass
         elif self.avg_fn is not None and self.multi_avg_fn is None:
             self._average_each(pairs)
         else:
