@@ -1,4 +1,5 @@
-"""BatchNorm1d/2d/3d, their lazy forms and SyncBatchNorm. See https://pytorch.org/docs/stable/nn.html#normalization-layers
+"""BatchNorm1d/2d/3d, their lazy forms and SyncBatchNorm.
+See https://pytorch.org/docs/stable/nn.html#normalization-layers
 
 _NormBase (shared with InstanceNorm) owns the affine parameters and the running buffers:
 running_mean, running_var and num_batches_tracked (int64; state_dict version 2 added it,
