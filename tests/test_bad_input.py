@@ -639,3 +639,15 @@ def test_size_and_stride_of_a_0d_tensor(method, dim):
     assert got[0][0] == "IndexError" and got[1] == got[0]
     assert _outcome(lambda t: getattr(t.ones(2, 3), method)(dim), ember) == _outcome(
         lambda t: getattr(t.ones(2, 3), method)(dim), torch)
+
+
+# batch_norm's parameter checks in torch's order: evaluation mode's missing statistics, then the sizes of
+# running_mean, running_var, weight and bias (ember checked weight and bias first)
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("sizes", [(4, 4, 4, 4), (3, 4, 4, 4), (3, 3, 4, 4), (3, 3, 3, 4), (None, None, 4, 4),
+                                   (None, 4, 4, 4)])
+def test_batch_norm_parameter_checks_in_torchs_order(sizes, training):
+    def call(t):
+        made = [None if n is None else t.ones(n) for n in sizes]
+        t.nn.functional.batch_norm(t.zeros(2, 3), *made, training=training)
+    assert _outcome(call, ember) == _outcome(call, torch)

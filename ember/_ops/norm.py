@@ -191,14 +191,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     _float_only(input, "batch_norm")
     c = input.size(1) if input.dim() > 1 else 0  # torch counts no channels in a 1-d input
-    _check_channels("weight", weight, c)
-    _check_channels("bias", bias, c)
     if not training and running_mean is None:
         raise RuntimeError("running_mean must be defined in evaluation mode")
     if not training and running_var is None:
         raise RuntimeError("running_var must be defined in evaluation mode")
-    _check_channels("running_mean", running_mean, c)
-    _check_channels("running_var", running_var, c)
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+        _check_channels(name, t, c)  # torch's order
     _check_param_dtype(input, (weight, bias, running_mean, running_var))
     if input._data.size == 0:  # as torch: no statistics; the output keeps a gradient path to the parameters
         out = input.clone()
