@@ -4,8 +4,8 @@
 Almost every class here is a declaration: which F function its forward calls (`_functional`), which of
 its attributes follow the input in that call (`_passes` positionally, `_keywords` by name, as torch
 writes the call), and which its repr shows (`_shown`, and whether `inplace` is mentioned, the rule in
-_options.with_inplace). MultiheadAttention lives elsewhere
-(another family's task)."""
+_options.with_inplace). MultiheadAttention, which torch lists among the activations, is defined in
+attention.py and re-exported here."""
 import warnings
 
 from ..._ops.creation import empty
