@@ -242,29 +242,86 @@ install(scaled_dot_product_attention, "scaled_dot_product_attention", method=Fal
 
 
 # ---- multi-head attention (torch.nn.functional.multi_head_attention_forward) -------------------
+#
+# multi_head_attention_forward runs in six steps, and its checks raise in this order (tests compare the first
+# error with torch's): (1) ranks, with unbatched inputs given a batch dim of 1; (2) both masks made additive
+# float masks; (3) the embedding size, then the q/k/v projections; (4) attn_mask's shape, the bias_k/bias_v key,
+# the split into heads (or static_k/static_v), the zero key; (5) key_padding_mask folded into attn_mask, and
+# attention: explicit when the weights are returned, else scaled_dot_product_attention; (6) heads merged and the
+# output projection. Between the steps, q is (N * heads, L, head_dim) and k, v are (N * heads, S, head_dim).
 
 def _none_or_dtype(input):
-    if input is None:
-        return None
-    if isinstance(input, Tensor):
-        return input.dtype
-    raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
+    """A mask's dtype, None for no mask: the type _canonical_mask compares the other mask with."""
+    if input is not None and not isinstance(input, Tensor):
+        raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
+    return None if input is None else input.dtype
 
 
 def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
-    """A bool mask becomes a float mask of target_type (-inf where True); float masks pass through."""
+    """mask as an additive float mask: bool becomes 0 / -inf in target_type, float passes through unchanged.
+    Warns (torch deprecates it) when the other mask is of another type."""
     if mask is None:
         return None
-    is_float = mask.is_floating_point()
-    if mask.dtype is not D.bool and not is_float:
+    if mask.dtype is not D.bool and not mask.is_floating_point():
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     if check_other and other_type is not None and mask.dtype is not other_type:
         warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for both "
                       "instead.", stacklevel=2)
-    if not is_float:
-        from .creation import zeros_like
-        mask = zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
-    return mask
+    if mask.is_floating_point():
+        return mask
+    from .creation import zeros_like
+    return zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """True for batched (3-D) inputs, False for unbatched (2-D); torch's AssertionErrors for other ranks."""
+    rank = query.dim()
+    if rank not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {rank}-D query "
+                             "tensor")
+    kind = "batched (3-D)" if rank == 3 else "unbatched (2-D)"
+    if key.dim() != rank or value.dim() != rank:
+        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be {rank}-D but found "
+                             f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.dim() != rank - 1:
+        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or {rank - 1}-D but "
+                             f"found {key_padding_mask.dim()}-D tensor instead")
+    if attn_mask is None:
+        return rank == 3
+    if attn_mask.dim() not in (2, 3):
+        raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                             f"{attn_mask.dim()}-D tensor instead")
+    if rank == 2 and attn_mask.dim() == 3:
+        # unbatched: a 3-D mask holds one (L, S) mask per head
+        per_head = (num_heads, query.shape[0], key.shape[0])
+        if tuple(attn_mask.shape) != per_head:
+            raise AssertionError(f"Expected `attn_mask` shape to be {per_head} but got {attn_mask.shape}")
+    return rank == 3
+
+
+def _float_masks(key_padding_mask, attn_mask, is_causal, need_weights, dtype):
+    """(key_padding_mask, attn_mask, is_causal) with both masks additive floats of dtype. A causal attn_mask
+    is only a hint: when nothing is merged into it and no weights are returned, it is dropped and sdpa's
+    is_causal does the masking; once key_padding_mask is merged in, the mask itself carries causality."""
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask), "attn_mask",
+                                       dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        return None, None, is_causal
+    attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", dtype, check_other=False)
+    return key_padding_mask, attn_mask, is_causal and key_padding_mask is None
+
+
+def _head_size(embed_dim, embed_dim_to_check, num_heads):
+    """embed_dim // num_heads, after checking the query's size and that the heads divide it."""
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    size = embed_dim // num_heads
+    if size * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    return size
 
 
 def _linear(x, w, b):
@@ -272,65 +329,89 @@ def _linear(x, w, b):
     return linear(x, w, b)
 
 
+def _thirds(t):
+    """t's three equal parts along dim 0 (the q, k, v rows of a packed weight or bias); three Nones for None."""
+    return (None, None, None) if t is None else t.chunk(3)
+
+
+def _unstack_features(proj, n, e):
+    """The n projections side by side in proj's last dim (n * e features), as n contiguous (..., e) tensors."""
+    stacked = proj.unflatten(-1, (n, e)).movedim(-2, 0).contiguous()
+    return tuple(stacked[i] for i in range(n))
+
+
 def _in_projection_packed(q, k, v, w, b=None):
-    """q, k, v projected by the packed in_proj weight (3E, E): one GEMM for self-attention."""
+    """q, k, v through the packed (3E, E) in_proj weight. One tensor given twice is projected once: one matmul
+    for self-attention (q is k is v), two when key is value (encoder-decoder attention)."""
     e = q.size(-1)
+    if q is k and k is v:
+        return _unstack_features(_linear(q, w, b), 3, e)
     if k is v:
-        if q is k:
-            proj = _linear(q, w, b).unflatten(-1, (3, e)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
-            return proj[0], proj[1], proj[2]
-        w_q, w_kv = w.split([e, e * 2])
-        b_q, b_kv = (None, None) if b is None else b.split([e, e * 2])
-        kv = _linear(k, w_kv, b_kv).unflatten(-1, (2, e)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
-        return _linear(q, w_q, b_q), kv[0], kv[1]
-    w_q, w_k, w_v = w.chunk(3)
-    b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
+        w_q, w_kv = w.split([e, 2 * e])
+        b_q, b_kv = (None, None) if b is None else b.split([e, 2 * e])
+        q_proj = _linear(q, w_q, b_q)
+        return (q_proj,) + _unstack_features(_linear(k, w_kv, b_kv), 2, e)
+    w_q, w_k, w_v = _thirds(w)
+    b_q, b_k, b_v = _thirds(b)
     return _linear(q, w_q, b_q), _linear(k, w_k, b_k), _linear(v, w_v, b_v)
 
 
 def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
-    """q, k, v projected by separate weights (kdim/vdim differ from embed_dim)."""
-    eq, ek, ev = q.size(-1), k.size(-1), v.size(-1)
-    for what, w, shape in (("query", w_q, (eq, eq)), ("key", w_k, (eq, ek)), ("value", w_v, (eq, ev))):
-        if tuple(w.shape) != shape:
-            raise AssertionError(f"expecting {what} weights shape of {shape}, but got {w.shape}")
-    for what, b in (("query", b_q), ("key", b_k), ("value", b_v)):
-        if b is not None and tuple(b.shape) != (eq,):
-            raise AssertionError(f"expecting {what} bias shape of {(eq,)}, but got {b.shape}")
-    return _linear(q, w_q, b_q), _linear(k, w_k, b_k), _linear(v, w_v, b_v)
+    """q, k, v through separate weights (key and value sizes may differ from embed_dim: kdim, vdim)."""
+    e = q.size(-1)
+    rows = (("query", q, w_q, b_q), ("key", k, w_k, b_k), ("value", v, w_v, b_v))
+    for name, x, w, _ in rows:
+        if tuple(w.shape) != (e, x.size(-1)):
+            raise AssertionError(f"expecting {name} weights shape of {(e, x.size(-1))}, but got {w.shape}")
+    for name, _, _, b in rows:
+        if b is not None and tuple(b.shape) != (e,):
+            raise AssertionError(f"expecting {name} bias shape of {(e,)}, but got {b.shape}")
+    return tuple(_linear(x, w, b) for _, x, w, b in rows)
 
 
-def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
-    """True for batched (3-D) inputs, False for unbatched (2-D); torch's AssertionErrors otherwise."""
-    if query.dim() == 3:
-        if key.dim() != 3 or value.dim() != 3:
-            raise AssertionError(f"For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
-                                 f"{key.dim()}-D and {value.dim()}-D tensors respectively")
-        if key_padding_mask is not None and key_padding_mask.dim() != 2:
-            raise AssertionError(f"For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
-                                 f"found {key_padding_mask.dim()}-D tensor instead")
-        if attn_mask is not None and attn_mask.dim() not in (2, 3):
-            raise AssertionError(f"For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
-                                 f"found {attn_mask.dim()}-D tensor instead")
-        return True
-    if query.dim() == 2:
-        if key.dim() != 2 or value.dim() != 2:
-            raise AssertionError(f"For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
-                                 f"{key.dim()}-D and {value.dim()}-D tensors respectively")
-        if key_padding_mask is not None and key_padding_mask.dim() != 1:
-            raise AssertionError(f"For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D but "
-                                 f"found {key_padding_mask.dim()}-D tensor instead")
-        if attn_mask is not None:
-            if attn_mask.dim() not in (2, 3):
-                raise AssertionError(f"For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
-                                     f"but found {attn_mask.dim()}-D tensor instead")
-            if attn_mask.dim() == 3:
-                expected = (num_heads, query.shape[0], key.shape[0])
-                if tuple(attn_mask.shape) != expected:
-                    raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got {attn_mask.shape}")
+def _project_inputs(query, key, value, separate, in_proj_weight, in_proj_bias, q_proj_weight, k_proj_weight,
+                    v_proj_weight):
+    """(q, k, v) projected: by q/k/v_proj_weight when use_separate_proj_weight, else by in_proj_weight."""
+    if not separate:
+        if tuple(key.shape) != tuple(value.shape):
+            raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        return _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+        raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match value's "
+                             f"{value.shape[:2]}")
+    weights = {"q": q_proj_weight, "k": k_proj_weight, "v": v_proj_weight}
+    for name, w in weights.items():
+        if w is None:
+            raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight is None")
+    return _in_projection(query, key, value, *weights.values(), *_thirds(in_proj_bias))
+
+
+def _mask_3d(attn_mask, tgt_len, src_len, batch_heads):
+    """attn_mask as (1, L, S) or (N * heads, L, S), after checking its shape (2-D or 3-D by _mha_shape_check)."""
+    if attn_mask is None:
+        return None
+    flat = attn_mask.dim() == 2
+    expected = (tgt_len, src_len) if flat else (batch_heads, tgt_len, src_len)
+    if tuple(attn_mask.shape) != expected:
+        raise RuntimeError(f"The shape of the {attn_mask.dim()}D attn_mask is {attn_mask.shape}, but should be "
+                           f"{expected}.")
+    return attn_mask.unsqueeze(0) if flat else attn_mask
+
+
+def _bias_adds_key(bias_k, bias_v, static_k, static_v):
+    """Whether bias_k/bias_v append a key: both or neither must be given, and never with static_k/static_v."""
+    if bias_k is None and bias_v is None:
         return False
-    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D query "
-                         "tensor")
+    if bias_k is None:
+        raise AssertionError("bias_v is set but bias_k is None")
+    if bias_v is None:
+        raise AssertionError("bias_k is set but bias_v is None")
+    for what, static in (("key", static_k), ("value", static_v)):
+        if static is not None:
+            raise AssertionError(f"bias cannot be added to static {what}.")
+    return True
 
 
 def _pad_last(mask):
@@ -338,6 +419,80 @@ def _pad_last(mask):
     from .creation import zeros
     from .joining import cat
     return cat([mask, zeros(tuple(mask.shape[:-1]) + (1,), dtype=mask.dtype)], -1)
+
+
+def _append_key(k, v, key_row, value_row, dim, masks):
+    """k and v with one more key along dim (key_row(k), value_row(v) build it), and every mask in masks with a
+    zero column for it: the added key is attended everywhere."""
+    from .joining import cat
+    k = cat([k, key_row(k)], dim)
+    v = cat([v, value_row(v)], dim)
+    return k, v, tuple(None if m is None else _pad_last(m) for m in masks)
+
+
+def _zero_key(t):
+    """An all-zero key for each of the N * heads rows of t: the one add_zero_attn appends."""
+    from .creation import zeros
+    return zeros((t.shape[0], 1, t.shape[2]), dtype=t.dtype)
+
+
+def _split_heads(t, bsz, num_heads, head_dim):
+    """(S, N, E) -> (N * heads, S, head_dim)."""
+    return t.view(t.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+
+
+def _merge_heads(t, tgt_len, bsz, embed_dim):
+    """(N * heads, L, head_dim) -> (L * N, E): the rows the output projection takes."""
+    return t.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+
+
+def _key_heads(t, static, name, bsz, num_heads, head_dim):
+    """k or v split into heads, or in its place the caller's static_k / static_v, checked for that shape."""
+    if static is None:
+        return _split_heads(t, bsz, num_heads, head_dim)
+    if static.size(0) != bsz * num_heads:
+        raise AssertionError(f"expecting static_{name}.size(0) of {bsz * num_heads}, but got {static.size(0)}")
+    if static.size(2) != head_dim:
+        raise AssertionError(f"expecting static_{name}.size(2) of {head_dim}, but got {static.size(2)}")
+    return static
+
+
+def _merge_padding(attn_mask, key_padding_mask, bsz, num_heads, src_len):
+    """attn_mask with the (N, S) key_padding_mask added for every head of its batch row; (N * heads, 1, S)."""
+    if key_padding_mask is None:
+        return attn_mask
+    rows, cols = key_padding_mask.shape[0], key_padding_mask.shape[1]
+    if rows != bsz:
+        raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {rows}")
+    if cols != src_len:
+        raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got {cols}")
+    per_head = key_padding_mask.view(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
+    per_head = per_head.reshape(bsz * num_heads, 1, src_len)
+    return per_head if attn_mask is None else attn_mask + per_head
+
+
+def _attend_with_weights(q, k, v, attn_mask, dropout_p):
+    """(weights @ v, weights), weights = dropout(softmax(q k^T / sqrt(head_dim) + mask)). A plain softmax, as
+    torch's: a query whose every key is masked gets NaN here (sdpa's safe softmax gives zeros)."""
+    from .activation import softmax
+    from .dropout import dropout
+    q = q * math.sqrt(1.0 / float(q.shape[-1]))
+    k_t = k.transpose(-2, -1)
+    scores = q.bmm(k_t) if attn_mask is None else attn_mask.baddbmm(q, k_t)
+    weights = softmax(scores, dim=-1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, p=dropout_p)
+    return weights.bmm(v), weights
+
+
+def _attend_fused(q, k, v, attn_mask, dropout_p, is_causal, bsz, num_heads):
+    """scaled_dot_product_attention on the heads laid out as (N, heads, ., head_dim); (N * heads, L, head_dim)."""
+    if attn_mask is not None:
+        # a mask shared by all heads and batch rows stays broadcast
+        shared = attn_mask.size(0) == 1
+        attn_mask = attn_mask.unsqueeze(0) if shared else attn_mask.view(bsz, num_heads, -1, k.size(1))
+    q, k, v = (t.unflatten(0, (bsz, num_heads)) for t in (q, k, v))
+    return scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal).flatten(0, 1)
 
 
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
@@ -348,144 +503,41 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                  is_causal=False):
     """Multi-head attention on (L, N, E) query and (S, N, E_k/E_v) key/value (or unbatched (L, E)).
     See https://pytorch.org/docs/stable/generated/torch.nn.functional.multi_head_attention_forward.html"""
-    from .creation import zeros
-    from .joining import cat
-    from .activation import softmax
-    from .dropout import dropout
-    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
-    if not is_batched:
-        query = query.unsqueeze(1)
-        key = key.unsqueeze(1)
-        value = value.unsqueeze(1)
+    batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
-    src_len = key.shape[0]
-    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask), "attn_mask",
-                                       query.dtype)
-    if is_causal and attn_mask is None:
-        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
-                           "method `generate_square_subsequent_mask` to create this mask.")
-    if is_causal and key_padding_mask is None and not need_weights:
-        attn_mask = None  # the causal hint alone goes to scaled_dot_product_attention
-    else:
-        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
-        if key_padding_mask is not None:
-            is_causal = False  # the merged mask below carries the causal part
-    if embed_dim != embed_dim_to_check:
-        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
-    head_dim = embed_dim // num_heads
-    if head_dim * num_heads != embed_dim:
-        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
-    if use_separate_proj_weight:
-        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
-            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match value's "
-                                 f"{value.shape[:2]}")
-        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
-            if w is None:
-                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight is None")
-        b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
-        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight, v_proj_weight, b_q, b_k, b_v)
-    else:
-        if tuple(key.shape) != tuple(value.shape):
-            raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
-        if in_proj_weight is None:
-            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
-        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
-    if attn_mask is not None:
-        if attn_mask.dim() == 2:
-            if tuple(attn_mask.shape) != (tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be "
-                                   f"{(tgt_len, src_len)}.")
-            attn_mask = attn_mask.unsqueeze(0)
-        elif attn_mask.dim() == 3:
-            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be "
-                                   f"{(bsz * num_heads, tgt_len, src_len)}.")
-        else:
-            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
-    if bias_k is not None and bias_v is not None:
-        if static_k is not None:
-            raise AssertionError("bias cannot be added to static key.")
-        if static_v is not None:
-            raise AssertionError("bias cannot be added to static value.")
-        k = cat([k, bias_k.repeat(1, bsz, 1)])
-        v = cat([v, bias_v.repeat(1, bsz, 1)])
-        if attn_mask is not None:
-            attn_mask = _pad_last(attn_mask)
-        if key_padding_mask is not None:
-            key_padding_mask = _pad_last(key_padding_mask)
-    elif bias_k is not None:
-        raise AssertionError("bias_k is set but bias_v is None")
-    elif bias_v is not None:
-        raise AssertionError("bias_v is set but bias_k is None")
-    q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = _heads(k, static_k, bsz, num_heads, head_dim, "k")
-    v = _heads(v, static_v, bsz, num_heads, head_dim, "v")
+    key_padding_mask, attn_mask, is_causal = _float_masks(key_padding_mask, attn_mask, is_causal, need_weights,
+                                                          query.dtype)
+    head_dim = _head_size(embed_dim, embed_dim_to_check, num_heads)
+    q, k, v = _project_inputs(query, key, value, use_separate_proj_weight, in_proj_weight, in_proj_bias,
+                              q_proj_weight, k_proj_weight, v_proj_weight)
+
+    masks = (_mask_3d(attn_mask, tgt_len, key.shape[0], bsz * num_heads), key_padding_mask)
+    if _bias_adds_key(bias_k, bias_v, static_k, static_v):
+        k, v, masks = _append_key(k, v, lambda _: bias_k.repeat(1, bsz, 1), lambda _: bias_v.repeat(1, bsz, 1), 0,
+                                  masks)
+    q = _split_heads(q, bsz, num_heads, head_dim)
+    k = _key_heads(k, static_k, "k", bsz, num_heads, head_dim)
+    v = _key_heads(v, static_v, "v", bsz, num_heads, head_dim)
     if add_zero_attn:
-        zero_shape = (bsz * num_heads, 1, head_dim)
-        k = cat([k, zeros(zero_shape, dtype=k.dtype)], 1)
-        v = cat([v, zeros(zero_shape, dtype=v.dtype)], 1)
-        if attn_mask is not None:
-            attn_mask = _pad_last(attn_mask)
-        if key_padding_mask is not None:
-            key_padding_mask = _pad_last(key_padding_mask)
-    src_len = k.size(1)
-    if key_padding_mask is not None:
-        if key_padding_mask.shape[0] != bsz:
-            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
-        if key_padding_mask.shape[1] != src_len:
-            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
-                                 f"{key_padding_mask.shape[1]}")
-        key_padding_mask = key_padding_mask.view(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1) \
-            .reshape(bsz * num_heads, 1, src_len)
-        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
-    if not training:
-        dropout_p = 0.0
+        k, v, masks = _append_key(k, v, _zero_key, _zero_key, 1, masks)
+    attn_mask = _merge_padding(*masks, bsz, num_heads, k.size(1))
+
+    dropout_p = dropout_p if training else 0.0
+    weights = None
     if need_weights:
-        # explicit weights (a plain softmax: a fully masked row is NaN here, as torch)
-        q_scaled = q * math.sqrt(1.0 / float(q.shape[-1]))
-        if is_causal and attn_mask is None:
-            raise AssertionError("FIXME: is_causal not implemented for need_weights")
-        if attn_mask is not None:
-            weights = attn_mask.baddbmm(q_scaled, k.transpose(-2, -1))
-        else:
-            weights = q_scaled.bmm(k.transpose(-2, -1))
-        weights = softmax(weights, dim=-1)
-        if dropout_p > 0.0:
-            weights = dropout(weights, p=dropout_p)
-        out = weights.bmm(v)
-        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
-        weights = weights.view(bsz, num_heads, tgt_len, src_len)
+        out, weights = _attend_with_weights(q, k, v, attn_mask, dropout_p)
+        weights = weights.unflatten(0, (bsz, num_heads))
         if average_attn_weights:
             weights = weights.mean(dim=1)
-        if not is_batched:
-            out = out.squeeze(1)
-            weights = weights.squeeze(0)
-        return out, weights
-    if attn_mask is not None:
-        if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
-            attn_mask = attn_mask.unsqueeze(0)
-        else:
-            attn_mask = attn_mask.view(bsz, num_heads, -1, src_len)
-    q = q.view(bsz, num_heads, tgt_len, head_dim)
-    k = k.view(bsz, num_heads, src_len, head_dim)
-    v = v.view(bsz, num_heads, src_len, head_dim)
-    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
-    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
-    if not is_batched:
+    else:
+        out = _attend_fused(q, k, v, attn_mask, dropout_p, is_causal, bsz, num_heads)
+    out = _linear(_merge_heads(out, tgt_len, bsz, embed_dim), out_proj_weight, out_proj_bias)
+    out = out.view(tgt_len, bsz, -1)
+    if not batched:
         out = out.squeeze(1)
-    return out, None
-
-
-def _heads(t, static, bsz, num_heads, head_dim, name):
-    """(S, N, E) -> (N * heads, S, head_dim), or the caller's precomputed static_k / static_v."""
-    if static is None:
-        return t.view(t.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    if static.size(0) != bsz * num_heads:
-        raise AssertionError(f"expecting static_{name}.size(0) of {bsz * num_heads}, but got {static.size(0)}")
-    if static.size(2) != head_dim:
-        raise AssertionError(f"expecting static_{name}.size(2) of {head_dim}, but got {static.size(2)}")
-    return static
+        weights = None if weights is None else weights.squeeze(0)
+    return out, weights
