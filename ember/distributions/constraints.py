@@ -112,7 +112,21 @@ dependent_property = _DependentProperty
 
 # ---- reinterpreting batch dims as event dims ------------------------------------------------------
 
-class _IndependentConstraint(Constraint):
+class _OnBase(Constraint):
+    """A constraint defined through another one, `base_constraint` (discrete when it is)."""
+
+    def __init__(self, base_constraint):
+        _require_constraints([base_constraint], f"base_constraint must be a Constraint, got "
+                                                f"{type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+
+class _IndependentConstraint(_OnBase):
     """base, with its `reinterpreted_batch_ndims` rightmost batch dims read as event dims:
     an event is valid when every entry in it is."""
 
@@ -124,13 +138,8 @@ class _IndependentConstraint(Constraint):
             raise AssertionError(f"reinterpreted_batch_ndims must be an int, got {type(ndims).__name__}")
         if ndims < 0:
             raise AssertionError(f"reinterpreted_batch_ndims must be >= 0, got {ndims}")
-        self.base_constraint = base_constraint
+        super().__init__(base_constraint)
         self.reinterpreted_batch_ndims = ndims
-        super().__init__()
-
-    @property
-    def is_discrete(self):
-        return self.base_constraint.is_discrete
 
     @property
     def event_dim(self):
@@ -150,19 +159,9 @@ class _IndependentConstraint(Constraint):
 independent = _IndependentConstraint
 
 
-class MixtureSameFamilyConstraint(Constraint):
+class MixtureSameFamilyConstraint(_OnBase):
     """MixtureSameFamily's support: the components' support, checked on the value with the component
     axis put back left of the event dims. A value passes where every component's support holds it."""
-
-    def __init__(self, base_constraint):
-        _require_constraints([base_constraint], f"base_constraint must be a Constraint, got "
-                                                f"{type(base_constraint).__name__}")
-        self.base_constraint = base_constraint
-        super().__init__()
-
-    @property
-    def is_discrete(self):
-        return self.base_constraint.is_discrete
 
     @property
     def event_dim(self):
