@@ -182,6 +182,7 @@ OVERRIDES.update({  # the names of KINDS_BY_NAME.update above that mean another 
     "nll_loss": {"weight": OPTIONAL_TENSOR}, "cross_entropy": {"weight": OPTIONAL_TENSOR},
     "binary_cross_entropy": {"weight": OPTIONAL_TENSOR}, "binary_cross_entropy_with_logits": {"weight": OPTIONAL_TENSOR},
     "multi_margin_loss": {"weight": OPTIONAL_TENSOR}, "multilabel_soft_margin_loss": {"weight": OPTIONAL_TENSOR},
+    "batch_norm": {"weight": OPTIONAL_TENSOR, "running_mean": OPTIONAL_TENSOR, "running_var": OPTIONAL_TENSOR},
     "bernoulli": {"p": P_GIVEN}, "repeat_interleave": {"repeats": REPEATS_GIVEN},
     # torch's Python lp_pool computes with norm_type (a Tensor works there)
     "lp_pool1d": {"norm_type": FLOAT}, "lp_pool2d": {"norm_type": FLOAT}, "lp_pool3d": {"norm_type": FLOAT},
