@@ -154,6 +154,8 @@ def test_concat_subset_stack_datasets():
         a, b = Squares(3), Squares(4, offset=10)
         cat = data.ConcatDataset([a, b])
         assert len(cat) == 7 and cat.cumulative_sizes == [3, 7]
+        with pytest.warns(FutureWarning, match="`cummulative_sizes` attribute is renamed to `cumulative_sizes`"):
+            assert cat.cummulative_sizes == [3, 7]
         assert [cat[i] for i in range(7)] == [0, 1, 4, 100, 121, 144, 169]
         assert cat[-1] == 169 and cat[-7] == 0
         with pytest.raises(ValueError):

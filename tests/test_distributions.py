@@ -895,6 +895,13 @@ def test_broadcast_all_refuses_like_torch():
             got.append((type(e).__name__, str(e)))
     assert len(got) == 2 and got[0] == got[1]
 
+
+def test_reshape_transform_shapes_are_sizes():
+    for lib in (torch, ember):
+        r = lib.distributions.transforms.ReshapeTransform((2, 3), (6,))
+        assert type(r.forward_shape((4, 2, 3))) is lib.Size and tuple(r.forward_shape((4, 2, 3))) == (4, 6)
+        assert type(r.inverse_shape((4, 6))) is lib.Size and tuple(r.inverse_shape((4, 6))) == (4, 2, 3)
+
 # ---- training loops --------------------------------------------------------------------------------------
 
 def test_reinforce_policy_gradient_learns_a_contextual_bandit():

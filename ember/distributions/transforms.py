@@ -374,7 +374,7 @@ def _swap_event_shape(shape, expected, replacement):
     split = len(shape) - len(expected)
     if tuple(shape[split:]) != tuple(expected):
         raise ValueError(f"Shape mismatch: expected {shape[split:]} but got {expected}")
-    return tuple(shape[:split]) + tuple(replacement)
+    return ember.Size(tuple(shape[:split]) + tuple(replacement))
 
 
 class ReshapeTransform(Transform):

@@ -124,6 +124,12 @@ class ConcatDataset(Dataset[_T_co]):
         ends = self.cumulative_sizes
         return ends[-1]
 
+    @property
+    def cummulative_sizes(self):
+        """cumulative_sizes under its old misspelt name, with torch's FutureWarning."""
+        warnings.warn("`cummulative_sizes` attribute is renamed to `cumulative_sizes`", FutureWarning, stacklevel=2)
+        return self.cumulative_sizes
+
     def __getitem__(self, idx):
         if idx < 0:
             size = len(self)
