@@ -224,3 +224,24 @@ def test_two_optimizers_share_one_update():
     assert seen[ember][0] == seen[torch][0] == [16.0, 8.0, 8.0]
     for a, b in zip(seen[ember][1], seen[torch][1]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_update_with_an_explicit_scale_matches_torch():
+    """update(new_scale): a float or a 1-element tensor is taken; an int or str fails on its missing .device as in
+    torch, a shape-(1,) tensor on the copy into the 0-d scale, a 2-element tensor on torch's assertion."""
+    got = []
+    for lib in (torch, ember):
+        rec = []
+        for value in (64, "x", lib.tensor([2.0]), lib.tensor(2.0), 2.5, lib.tensor([1.0, 2.0])):
+            scaler = lib.amp.GradScaler("cpu")
+            p = lib.nn.Parameter(lib.ones(2))
+            opt = lib.optim.SGD([p], lr=0.1)
+            scaler.scale(p.sum()).backward()
+            scaler.step(opt)
+            try:
+                scaler.update(value)
+                rec.append(("ok", scaler.get_scale()))
+            except Exception as e:  # noqa: BLE001 - the error is the observation
+                rec.append((type(e).__name__, str(e)))
+        got.append(rec)
+    assert got[0] == got[1]

@@ -249,7 +249,9 @@ class GradScaler:
         if isinstance(new_scale, float):
             self._scale.fill_(new_scale)
             return
-        usable = (isinstance(new_scale, Tensor) and new_scale.device.type == self._device
+        if not isinstance(new_scale, Tensor):  # torch reads its .device next: any other object fails there
+            raise AttributeError(f"'{type(new_scale).__name__}' object has no attribute 'device'")
+        usable = (new_scale.device.type == self._device
                   and new_scale.numel() == 1 and new_scale.requires_grad is not True)
         if not usable:
             raise AssertionError("new_scale should be a float or a 1-element torch.cuda.FloatTensor or "
