@@ -124,3 +124,29 @@ def test_subset_getitems_passes_the_nested_result_through():
                 return [0]  # fewer items than asked: torch's Subset does not check
         return lib.utils.data.Subset(Short(), [1, 2]).__getitems__([0, 1])
     assert _same(call) == ("ok", [0])
+
+
+@pytest.mark.parametrize("scope", ["global", "module"])
+def test_always_call_hook_failing_after_a_failed_forward_warns_with_its_scope(scope):
+    got = []
+    for lib in LIBS:
+        def bad_hook(module, args, result):
+            raise ValueError("hook fails")
+
+        class Boom(lib.nn.Module):
+            def forward(self, x):
+                raise RuntimeError("forward fails")
+        m = Boom()
+        if scope == "global":
+            handle = lib.nn.modules.module.register_module_forward_hook(bad_hook, always_call=True)
+        else:
+            handle = m.register_forward_hook(bad_hook, always_call=True)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                with pytest.raises(RuntimeError, match="forward fails"):
+                    m(lib.zeros(1))
+        finally:
+            handle.remove()
+        got.append([str(w.message) for w in caught])
+    assert got[0] == got[1] and len(got[0]) == 1

@@ -140,7 +140,8 @@ def _run_always_call_hooks_after_error(module, call):
             # only the module's own hooks get kwargs here, as in torch
             _call_forward_hook(module, hook, call, hook_id in module._forward_hooks_with_kwargs)
         except Exception as e:
-            warnings.warn("module forward hook with ``always_call=True`` raised an exception that was "
+            scope = "global module" if hook_id in _global_forward_hooks else "module"
+            warnings.warn(f"{scope} forward hook with ``always_call=True`` raised an exception that was "
                           f"silenced as another error was raised in forward: {e}", stacklevel=2)
 
 
