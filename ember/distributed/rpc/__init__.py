@@ -118,7 +118,7 @@ def shutdown(graceful=True, timeout=0):
                     future.wait()
                 except Exception:  # noqa: BLE001 -- its caller sees the error
                     pass
-            rpc_sync(0, _arrive_at_shutdown, timeout=0)
+            rpc_sync(0, _arrive_at_shutdown, args=(agent.rank,), timeout=0)
     finally:
         agent.close()
         _ledger.stop()
@@ -132,17 +132,19 @@ _arrivals_lock = threading.Lock()
 
 
 @functions.async_execution
-def _arrive_at_shutdown():
-    """On worker 0: a Future completed once every worker has arrived."""
+def _arrive_at_shutdown(rank):
+    """On worker 0: a Future completed once every worker has arrived. Worker 0's own arrival completes last:
+    completing a Future sends its reply (inline), so by the time worker 0 leaves shutdown, and its process
+    perhaps exits, every other worker's reply is already written to its socket."""
     future = Future()
     with _arrivals_lock:
-        _arrivals.append(future)
+        _arrivals.append((rank, future))
         if len(_arrivals) == _agent.world_size:
-            ready = list(_arrivals)
+            ready = sorted(_arrivals, key=lambda arrival: arrival[0] == 0)  # stable: worker 0 moves to the end
             _arrivals.clear()
         else:
             ready = []
-    for f in ready:
+    for _, f in ready:
         f.set_result(None)
     return future
 
