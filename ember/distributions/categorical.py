@@ -5,7 +5,7 @@ import ember
 
 from . import constraints
 from .distribution import Distribution
-from .utils import _check_probs_or_logits, _ProbsOrLogits
+from .utils import _check_probs_or_logits, _ProbsOrLogits, _read_through
 
 __all__ = ["Categorical"]
 
@@ -95,16 +95,11 @@ class Categorical(_ProbsOrLogits, Distribution):
         return _stack_over_batch(ember.arange(self._num_events, dtype=ember.long), self._batch_shape, expand)
 
 
-def _from_categorical(name):
-    """A read-only property that reads attribute `name` of the wrapped Categorical."""
-    return property(lambda self: getattr(self._categorical, name))
-
-
 class _CategoricalParams:
     """Mixin of the distributions built on a Categorical (self._categorical): its parameters are theirs."""
-    probs = _from_categorical("probs")
-    logits = _from_categorical("logits")
-    param_shape = _from_categorical("param_shape")
+    probs = _read_through("_categorical", "probs")
+    logits = _read_through("_categorical", "logits")
+    param_shape = _read_through("_categorical", "param_shape")
 
     def _wrap_categorical(self, probs, logits):
         """Store Categorical(probs, logits) as self._categorical; return the batch shape and the event

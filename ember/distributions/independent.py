@@ -4,14 +4,9 @@ import ember
 
 from . import constraints
 from .distribution import Distribution
-from .utils import _sum_rightmost
+from .utils import _read_through, _sum_rightmost
 
 __all__ = ["Independent"]
-
-
-def _from_base(name):
-    """A read-only property answering with the base distribution's attribute of that name."""
-    return property(lambda self: getattr(self.base_dist, name), doc=f"The base distribution's {name}.")
 
 
 class Independent(Distribution):
@@ -39,10 +34,10 @@ class Independent(Distribution):
         new.reinterpreted_batch_ndims = ndims
         return self._expanded(new, batch_shape)
 
-    has_rsample = _from_base("has_rsample")
-    mean = _from_base("mean")
-    mode = _from_base("mode")
-    variance = _from_base("variance")
+    has_rsample = _read_through("base_dist", "has_rsample")
+    mean = _read_through("base_dist", "mean")
+    mode = _read_through("base_dist", "mode")
+    variance = _read_through("base_dist", "variance")
 
     def _sum_over_moved_dims(self, values):
         return _sum_rightmost(values, self.reinterpreted_batch_ndims)

@@ -3,8 +3,9 @@
 import ember
 
 from . import constraints
-from .categorical import _CategoricalParams, _from_categorical, _stack_over_batch, _vector_arg_constraints
+from .categorical import _CategoricalParams, _stack_over_batch, _vector_arg_constraints
 from .distribution import Distribution
+from .utils import _read_through
 
 __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
@@ -20,7 +21,7 @@ class OneHotCategorical(_CategoricalParams, Distribution):
     arg_constraints = _vector_arg_constraints()
     support = constraints.one_hot
     has_enumerate_support = True
-    _param = _from_categorical("_param")
+    _param = _read_through("_categorical", "_param")
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         batch_shape, event_shape = self._wrap_categorical(probs, logits)

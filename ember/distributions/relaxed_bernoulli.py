@@ -6,7 +6,7 @@ from . import constraints
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
-from .utils import _ProbsOrLogits, _softplus, broadcast_all, clamp_probs
+from .utils import _ProbsOrLogits, _read_through, _softplus, broadcast_all, clamp_probs
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
@@ -22,16 +22,11 @@ def _standard_logistic(shape, dtype):
     return _logit(u)
 
 
-def _from_base(name):
-    """A read-only property that reads attribute `name` of base_dist."""
-    return property(lambda self: getattr(self.base_dist, name))
-
-
 class _RelaxedParams:
     """Mixin of the relaxed distributions, transforms of a base that holds their parameters."""
-    temperature = _from_base("temperature")
-    probs = _from_base("probs")
-    logits = _from_base("logits")
+    temperature = _read_through("base_dist", "temperature")
+    probs = _read_through("base_dist", "probs")
+    logits = _read_through("base_dist", "logits")
 
 
 class LogitRelaxedBernoulli(_ProbsOrLogits, Distribution):

@@ -59,6 +59,12 @@ def probs_to_logits(probs, is_binary=False):
     return ember.log(clamped)
 
 
+def _read_through(holder, name):
+    """A read-only property answering with attribute `name` of the object in the instance's attribute `holder`
+    (a wrapped distribution whose parameters or moments are the wrapper's)."""
+    return property(lambda self: getattr(getattr(self, holder), name), doc=f"{holder}'s {name}.")
+
+
 def _softplus(x):
     """log(1 + exp(x)) for any x, with gradient sigmoid(x) everywhere."""
     return ember.logaddexp(x.new_zeros(()), x)
