@@ -27,6 +27,11 @@ class OptionsModule(Module):
     _shown = ()
     _shows_inplace = False
 
+    def _keep(self, **options):
+        """Store the options as attributes, in the order given."""
+        for name, value in options.items():
+            setattr(self, name, value)
+
     def extra_repr(self):
         text = options_repr(self, self._shown)
         if self._shows_inplace:

@@ -9,7 +9,7 @@ import warnings
 from ..._ops.loss import _legacy_reduction
 from .. import functional as F
 from .distance import PairwiseDistance
-from .module import Module
+from ._options import OptionsModule
 
 __all__ = ["L1Loss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss",
            "BCEWithLogitsLoss", "HingeEmbeddingLoss", "MultiLabelMarginLoss", "SmoothL1Loss", "HuberLoss",
@@ -18,7 +18,7 @@ __all__ = ["L1Loss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "GaussianNLLLoss"
            "LinearCrossEntropyLoss"]
 
 
-class _Loss(Module):
+class _Loss(OptionsModule):
     """Base of the losses: the reduction ('mean', 'sum' or 'none'; the legacy size_average/reduce pair, when
     either is given, decides it instead and warns). Subclasses keep their own options with _keep."""
 
@@ -26,11 +26,6 @@ class _Loss(Module):
         super().__init__()
         legacy = size_average is not None or reduce is not None
         self.reduction = _legacy_reduction(size_average, reduce) if legacy else reduction
-
-    def _keep(self, **options):
-        """Store the loss's own options as attributes, in the order given."""
-        for name, value in options.items():
-            setattr(self, name, value)
 
     def _settings(self, *names):
         """The named attributes and the reduction, as keyword arguments of the functional form."""

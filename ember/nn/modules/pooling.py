@@ -6,7 +6,7 @@ the layers built on _Pooling, `__constants__` lists exactly those settings (the 
 """
 from ..._ops.pool import _ntuple as as_ntuple
 from .. import functional as F
-from .module import Module
+from ._options import OptionsModule
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "AvgPool1d",
            "AvgPool2d", "AvgPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
@@ -14,24 +14,17 @@ __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", 
            "FractionalMaxPool3d"]
 
 
-class _Pooling(Module):
-    """Common base: settings stored in one call, the functional called with them, extra_repr listing `_shown`."""
+class _Pooling(OptionsModule):
+    """Common base: settings stored in one call (_keep), the functional called with them, extra_repr listing
+    `_shown`."""
     _functional = None  # the name of the function in ember.nn.functional
     _shown = ("kernel_size", "stride", "padding")
-
-    def _settle(self, **settings):
-        """Store each setting as an attribute, in the order given."""
-        for name, value in settings.items():
-            setattr(self, name, value)
 
     def _settings(self):
         return {name: getattr(self, name) for name in self.__constants__}
 
     def forward(self, input):
         return getattr(F, self._functional)(input, **self._settings())
-
-    def extra_repr(self):
-        return ", ".join(f"{name}={getattr(self, name)}" for name in self._shown)
 
 
 # ---- windows of the input: max, average, power-average -------------------------------------------
@@ -42,7 +35,7 @@ class _MaxPoolNd(_Pooling):
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
         super().__init__()
-        self._settle(kernel_size=kernel_size, stride=kernel_size if stride is None else stride, padding=padding,
+        self._keep(kernel_size=kernel_size, stride=kernel_size if stride is None else stride, padding=padding,
                      dilation=dilation, return_indices=return_indices, ceil_mode=ceil_mode)
 
 
@@ -71,7 +64,7 @@ class AvgPool1d(_AvgPoolNd):
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
-        self._settle(kernel_size=as_ntuple(kernel_size, 1),
+        self._keep(kernel_size=as_ntuple(kernel_size, 1),
                      stride=as_ntuple(kernel_size if stride is None else stride, 1), padding=as_ntuple(padding, 1),
                      ceil_mode=ceil_mode, count_include_pad=count_include_pad)
 
@@ -83,7 +76,7 @@ class _OverridableAvgPool(_AvgPoolNd):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
         super().__init__()
-        self._settle(kernel_size=kernel_size, stride=kernel_size if stride is None else stride, padding=padding,
+        self._keep(kernel_size=kernel_size, stride=kernel_size if stride is None else stride, padding=padding,
                      ceil_mode=ceil_mode, count_include_pad=count_include_pad, divisor_override=divisor_override)
 
 
@@ -104,7 +97,7 @@ class _LPPoolNd(_Pooling):
 
     def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
         super().__init__()
-        self._settle(norm_type=norm_type, kernel_size=kernel_size, stride=stride, ceil_mode=ceil_mode)
+        self._keep(norm_type=norm_type, kernel_size=kernel_size, stride=stride, ceil_mode=ceil_mode)
 
     def _settings(self):
         settings = super()._settings()
@@ -132,7 +125,7 @@ class _AdaptiveMaxPoolNd(_Pooling):
 
     def __init__(self, output_size, return_indices=False):
         super().__init__()
-        self._settle(output_size=output_size, return_indices=return_indices)
+        self._keep(output_size=output_size, return_indices=return_indices)
 
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
@@ -185,9 +178,9 @@ class _FractionalMaxPoolNd(_Pooling):
         super().__init__()
         if self._nd == 3:  # only torch's 3-d layer checks the kernel here
             self._check_kernel(kernel_size)
-        self._settle(kernel_size=as_ntuple(kernel_size, self._nd), return_indices=return_indices)
+        self._keep(kernel_size=as_ntuple(kernel_size, self._nd), return_indices=return_indices)
         self.register_buffer("_random_samples", _random_samples)
-        self._settle(output_size=self._optional_tuple(output_size), output_ratio=self._optional_tuple(output_ratio))
+        self._keep(output_size=self._optional_tuple(output_size), output_ratio=self._optional_tuple(output_ratio))
         self._check_target(output_size, output_ratio)
 
     def _optional_tuple(self, value):
@@ -238,7 +231,7 @@ class _MaxUnpoolNd(_Pooling):
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
         nd = self._nd
-        self._settle(kernel_size=as_ntuple(kernel_size, nd),
+        self._keep(kernel_size=as_ntuple(kernel_size, nd),
                      stride=as_ntuple(kernel_size if stride is None else stride, nd), padding=as_ntuple(padding, nd))
 
     def forward(self, input, indices, output_size=None):
